@@ -1,0 +1,45 @@
+"""The error tree of cinn-py. Every error a user can trigger is a `CinnError` subclass.
+
+Messages name the component (primitive, op, pass), the rule, and expected vs actual; `detail`
+carries an IR excerpt (with the offending node marked) shown under the message.
+"""
+
+from __future__ import annotations
+
+
+class CinnError(Exception):
+    """Base class of all cinn-py errors."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        self.message = message
+        self.detail = detail
+        super().__init__(message if not detail else f"{message}\n{detail}")
+
+
+class IRConstructionError(CinnError, TypeError):
+    """An IR node was built with inconsistent fields."""
+
+
+class VerifyError(CinnError):
+    """The IR verifier found a malformed tree."""
+
+
+class ParseError(CinnError, ValueError):
+    """The IR text could not be parsed; carries line and column (1-based)."""
+
+    def __init__(self, message: str, line: int, col: int, source_line: str = "") -> None:
+        self.line, self.col = line, col
+        caret = f"\n  {source_line}\n  {' ' * (col - 1)}^" if source_line else ""
+        super().__init__(f"{line}:{col}: {message}", caret.lstrip("\n") or None)
+
+
+class LoweringError(CinnError):
+    """The compute DSL program cannot be lowered (bad shapes, dtypes, axes)."""
+
+
+class ScheduleError(CinnError):
+    """A schedule primitive's precondition does not hold (base of one class per rule)."""
+
+
+class CompileError(CinnError):
+    """Code generation or the backend compiler (LLVM, NVRTC) failed."""

@@ -1,0 +1,471 @@
+"""Expression nodes of the CINN AST IR (`paddle/cinn/ir/ir.h`).
+
+Expressions are frozen dataclasses compared **by value** (two `Add(i, 1)` are equal and hash
+equal), so they can key dicts and the simplifier can match them. Statements (`stmt.py`) compare by
+identity instead, because schedules use them as handles.
+
+Python operators build nodes: `i * 4 + j`, `x < n`, `-x`; Python numbers are promoted to
+immediates of the other operand's dtype. `==` stays structural equality; use `eq(a, b)`/`ne(a, b)`
+for comparison nodes.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Union
+
+from cinn_py.ir import dtype as dt
+from cinn_py.ir.dtype import DType
+
+if TYPE_CHECKING:
+    from cinn_py.ir.buffer import Tensor
+
+ExprLike = Union["Expr", int, float, bool]
+
+
+class Expr:
+    """Base of every expression node. Subclasses define `dtype`."""
+
+    __slots__ = ()
+    # Every subclass provides `dtype: DType` (a field or a property). It is not declared here
+    # because a base-class property would become the dataclass default of the subclass fields.
+    dtype: ClassVar[DType]
+
+    def __str__(self) -> str:
+        from cinn_py.ir.printer import print_ir
+
+        return print_ir(self)
+
+    # -- operator sugar: builds nodes, never evaluates --------------------------------------
+    def __add__(self, other: ExprLike) -> Expr:
+        return Add(self, as_expr(other, self.dtype))
+
+    def __radd__(self, other: ExprLike) -> Expr:
+        return Add(as_expr(other, self.dtype), self)
+
+    def __sub__(self, other: ExprLike) -> Expr:
+        return Sub(self, as_expr(other, self.dtype))
+
+    def __rsub__(self, other: ExprLike) -> Expr:
+        return Sub(as_expr(other, self.dtype), self)
+
+    def __mul__(self, other: ExprLike) -> Expr:
+        return Mul(self, as_expr(other, self.dtype))
+
+    def __rmul__(self, other: ExprLike) -> Expr:
+        return Mul(as_expr(other, self.dtype), self)
+
+    def __truediv__(self, other: ExprLike) -> Expr:
+        return Div(self, as_expr(other, self.dtype))
+
+    def __rtruediv__(self, other: ExprLike) -> Expr:
+        return Div(as_expr(other, self.dtype), self)
+
+    def __floordiv__(self, other: ExprLike) -> Expr:
+        return Div(self, as_expr(other, self.dtype))
+
+    def __mod__(self, other: ExprLike) -> Expr:
+        return Mod(self, as_expr(other, self.dtype))
+
+    def __neg__(self) -> Expr:
+        return Minus(self)
+
+    def __lt__(self, other: ExprLike) -> Expr:
+        return LT(self, as_expr(other, self.dtype))
+
+    def __le__(self, other: ExprLike) -> Expr:
+        return LE(self, as_expr(other, self.dtype))
+
+    def __gt__(self, other: ExprLike) -> Expr:
+        return GT(self, as_expr(other, self.dtype))
+
+    def __ge__(self, other: ExprLike) -> Expr:
+        return GE(self, as_expr(other, self.dtype))
+
+    def __and__(self, other: ExprLike) -> Expr:
+        return And(self, as_expr(other, dt.bool_))
+
+    def __or__(self, other: ExprLike) -> Expr:
+        return Or(self, as_expr(other, dt.bool_))
+
+    def __invert__(self) -> Expr:
+        return Not(self)
+
+
+# --------------------------------------------------------------------------------------------
+# Immediates
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class IntImm(Expr):
+    """Signed integer constant: `7` (int32), `7ll` (int64), `(int8_t)7`."""
+
+    dtype: DType
+    value: int
+
+    def __post_init__(self) -> None:
+        if not self.dtype.is_int:
+            raise TypeError(f"IntImm needs a signed integer dtype, got {self.dtype}")
+
+
+@dataclass(frozen=True, slots=True)
+class UIntImm(Expr):
+    """Unsigned integer or bool constant: `true`, `7ull`, `(uint8_t)7`."""
+
+    dtype: DType
+    value: int
+
+    def __post_init__(self) -> None:
+        if not (self.dtype.is_uint or self.dtype.is_bool):
+            raise TypeError(f"UIntImm needs an unsigned or bool dtype, got {self.dtype}")
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm(Expr):
+    """Floating constant: `2.00000000f` (float32), `(float16)2.00000000f`, `2.0000000000000000`."""
+
+    dtype: DType
+    value: float
+
+    def __post_init__(self) -> None:
+        if not self.dtype.is_float:
+            raise TypeError(f"FloatImm needs a float dtype, got {self.dtype}")
+
+    def __eq__(self, other: object) -> bool:
+        # NaN literals must compare equal to themselves for structural equality.
+        if not isinstance(other, FloatImm) or other.dtype != self.dtype:
+            return False
+        if math.isnan(self.value) and math.isnan(other.value):
+            return True
+        return self.value == other.value and math.copysign(1, self.value) == math.copysign(1, other.value)
+
+    def __hash__(self) -> int:
+        return hash(("FloatImm", self.dtype, "nan" if math.isnan(self.value) else self.value))
+
+
+@dataclass(frozen=True, slots=True)
+class StringImm(Expr):
+    """String constant, printed quoted: `"text"`."""
+
+    value: str
+
+    @property
+    def dtype(self) -> DType:
+        return dt.string
+
+
+# --------------------------------------------------------------------------------------------
+# Variables
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    """A named scalar: loop variable, block iter var, or symbolic dim (`S0`).
+
+    Equality and hashing use the name and dtype only (as CINN keys Vars by name); bounds and
+    flags are metadata, compared by `structural_equal`.
+    """
+
+    name: str
+    dtype: DType = dt.int32
+    lower_bound: Expr | None = field(default=None, compare=False)
+    """Inclusive lower bound, if known (symbolic dims: `sym(lower=...)`)."""
+    upper_bound: Expr | None = field(default=None, compare=False)
+    """Exclusive upper bound, if known (reduce axes: their extent)."""
+    is_reduce_axis: bool = field(default=False, compare=False)
+    is_symbolic_constant: bool = field(default=False, compare=False)
+    """True for a dynamic dim symbol such as `S0` (a LoweredFunc int64 argument)."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("Var needs a non-empty name")
+
+
+# --------------------------------------------------------------------------------------------
+# Arithmetic, comparison, logic
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BinaryOp(Expr):
+    """`(a OP b)`; the result type is the type of `a` (comparisons/logic: bool)."""
+
+    a: Expr
+    b: Expr
+    op_symbol: ClassVar[str] = "?"
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+
+class Add(BinaryOp):
+    op_symbol = "+"
+
+
+class Sub(BinaryOp):
+    op_symbol = "-"
+
+
+class Mul(BinaryOp):
+    op_symbol = "*"
+
+
+class Div(BinaryOp):
+    """Integer division rounds toward zero (C semantics), as in CINN/CUDA."""
+
+    op_symbol = "/"
+
+
+class Mod(BinaryOp):
+    """Integer remainder with the sign of the dividend (C semantics)."""
+
+    op_symbol = "%"
+
+
+class Min(BinaryOp):
+    op_symbol = "cinn_min"
+
+
+class Max(BinaryOp):
+    op_symbol = "cinn_max"
+
+
+class CmpOp(BinaryOp):
+    """Comparison; result is bool."""
+
+    @property
+    def dtype(self) -> DType:
+        return dt.bool_.with_lanes(self.a.dtype.lanes)
+
+
+class EQ(CmpOp):
+    op_symbol = "=="
+
+
+class NE(CmpOp):
+    op_symbol = "!="
+
+
+class LT(CmpOp):
+    op_symbol = "<"
+
+
+class LE(CmpOp):
+    op_symbol = "<="
+
+
+class GT(CmpOp):
+    op_symbol = ">"
+
+
+class GE(CmpOp):
+    op_symbol = ">="
+
+
+class LogicalOp(CmpOp):
+    """And/Or: both operands must be bool (CINN CHECKs this)."""
+
+    def __post_init__(self) -> None:
+        if not (self.a.dtype.is_bool and self.b.dtype.is_bool):
+            raise TypeError(f"{type(self).__name__} needs bool operands, got {self.a.dtype}, {self.b.dtype}")
+
+
+class And(LogicalOp):
+    op_symbol = "and"
+
+
+class Or(LogicalOp):
+    op_symbol = "or"
+
+
+@dataclass(frozen=True, slots=True)
+class Minus(Expr):
+    """Arithmetic negation, printed `-(x)`."""
+
+    v: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.v.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    """Logical not, printed `!x`."""
+
+    v: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return dt.bool_
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    """Type conversion, printed `float32(x)`."""
+
+    dtype: DType
+    v: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """`select(c, t, f)`: elementwise conditional; `t` and `f` share one dtype."""
+
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+
+    def __post_init__(self) -> None:
+        if self.true_value.dtype != self.false_value.dtype:
+            raise TypeError(
+                f"Select branches must share a dtype, got {self.true_value.dtype} and {self.false_value.dtype}"
+            )
+
+    @property
+    def dtype(self) -> DType:
+        return self.true_value.dtype
+
+
+# --------------------------------------------------------------------------------------------
+# Memory and calls
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """`T[i0, i1]`: read one element (or a vector when an index is a Ramp)."""
+
+    tensor: Tensor
+    indices: tuple[Expr, ...]
+
+    @property
+    def dtype(self) -> DType:
+        lanes = max((i.dtype.lanes for i in self.indices), default=1)
+        return self.tensor.dtype.with_lanes(lanes)
+
+
+class CallType(enum.Enum):
+    """CINN `CallType`: who implements the callee."""
+
+    EXTERN = "extern"  # math functions (exp, tanh, ...) and runtime helpers
+    INTRINSIC = "intrinsic"  # __syncthreads and friends
+    CINN = "cinn"  # another lowered function
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """`name(args...)`: a math intrinsic (`exp`), runtime helper, or `__syncthreads()`."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: DType
+    call_type: CallType = CallType.EXTERN
+
+
+class ReduceType(enum.Enum):
+    """CINN `Reduce::ReduceType`, with the printed tag as value."""
+
+    SUM = "sum"
+    SUB = "sub"
+    DIV = "Div"
+    MUL = "Mul"
+    MAX = "Max"
+    MIN = "Min"
+    ALL = "&&"
+    ANY = "||"
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce(Expr):
+    """`Reduce(sum, body,init)`: a reduction over `reduce_axis` (compute-DSL level only; lowering
+    turns it into an init block and an update block)."""
+
+    reduce_type: ReduceType
+    body: Expr
+    init: Expr
+    reduce_axis: tuple[Var, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.body.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Ramp(Expr):
+    """`Ramp(base,stride,lanes)`: the vector `base + k*stride` for k < lanes (vectorization)."""
+
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> DType:
+        return self.base.dtype.with_lanes(self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast(Expr):
+    """`Broadcast(v,lanes)`: a scalar repeated in every lane."""
+
+    value: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> DType:
+        return self.value.dtype.with_lanes(self.lanes)
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+def const(value: int | float | bool, dtype: DType | str | None = None) -> Expr:
+    """An immediate of `dtype` (default: int32 for int, float32 for float, bool for bool)."""
+    if dtype is None:
+        dtype = dt.bool_ if isinstance(value, bool) else dt.int32 if isinstance(value, int) else dt.float32
+    dtype = dt.dtype_of(dtype)
+    if dtype.is_bool:
+        return UIntImm(dtype, int(bool(value)))
+    if dtype.is_uint:
+        return UIntImm(dtype, int(value))
+    if dtype.is_int:
+        return IntImm(dtype, int(value))
+    if dtype.is_float:
+        return FloatImm(dtype, float(value))
+    raise TypeError(f"cannot make a constant of dtype {dtype}")
+
+
+def as_expr(value: ExprLike, like: DType | None = None) -> Expr:
+    """Promote a Python number to an immediate of dtype `like` (for operator sugar)."""
+    if isinstance(value, Expr):
+        return value
+    if like is not None and like.lanes > 1:
+        like = like.element_of()
+    if isinstance(value, bool):
+        return const(value, dt.bool_)
+    if isinstance(value, int):
+        if like is not None and (like.is_integral or like.is_float):
+            return const(value, like)
+        return const(value, dt.int32)
+    if isinstance(value, float):
+        return const(value, like if like is not None and like.is_float else dt.float32)
+    raise TypeError(f"cannot convert {value!r} ({type(value).__name__}) to an IR expression")
+
+
+def eq(a: ExprLike, b: ExprLike) -> Expr:
+    """The comparison node `(a == b)` (Python `==` is structural equality)."""
+    ea = as_expr(a)
+    return EQ(ea, as_expr(b, ea.dtype))
+
+
+def ne(a: ExprLike, b: ExprLike) -> Expr:
+    """The comparison node `(a != b)`."""
+    ea = as_expr(a)
+    return NE(ea, as_expr(b, ea.dtype))
+
+
+def is_const_int(e: Expr, value: int | None = None) -> bool:
+    """True if `e` is an integer immediate (equal to `value` when given)."""
+    if not isinstance(e, (IntImm, UIntImm)) or e.dtype.is_bool:
+        return False
+    return value is None or e.value == value
+
+
+BINARY_OPS: tuple[type[BinaryOp], ...] = (Add, Sub, Mul, Div, Mod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)

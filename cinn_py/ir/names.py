@@ -1,0 +1,84 @@
+"""Name generation with CINN's rules (`cinn/common/context.cc`, `common/axis.cc`).
+
+`NameGenerator.new(hint)`: the first request for a hint returns it unchanged, later ones return
+`hint_0`, `hint_1`, ... A `CompileContext` owns one generator; `reset_name_ids()` (what CINN
+tests call `Context::Global().ResetNameId()`) starts a fresh one. Tests get a fresh context per
+test through a fixture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# CINN's default loop axis names: i j k, then a..v skipping i/j/k, then doubled letters.
+_AXIS_BASE = ("i", "j", "k", "a", "b", "c", "d", "e", "f", "g", "h", "l", "m", "n", "o", "p",
+              "q", "r", "s", "t", "u", "v")
+
+
+def default_axis_name(index: int) -> str:
+    """Name of the `index`-th loop axis: i, j, k, a, ..., v, then ii, jj, ..."""
+    n = len(_AXIS_BASE)
+    return _AXIS_BASE[index % n] * (index // n + 1)
+
+
+@dataclass
+class NameGenerator:
+    """Per-hint counters: `new("i0")` -> `i0`, then `i0_0`, `i0_1`, ..."""
+
+    _counters: dict[str, int] = field(default_factory=dict)
+    _used: set[str] = field(default_factory=set)
+
+    def new(self, hint: str) -> str:
+        if hint not in self._counters:
+            self._counters[hint] = 0
+            if hint not in self._used:
+                self._used.add(hint)
+                return hint
+        while True:
+            candidate = f"{hint}_{self._counters[hint]}"
+            self._counters[hint] += 1
+            if candidate not in self._used:
+                self._used.add(candidate)
+                return candidate
+
+    def reserve(self, name: str) -> None:
+        """Mark `name` as taken (e.g. names read back by the parser)."""
+        self._used.add(name)
+
+
+@dataclass
+class CompileContext:
+    """State of one compilation session: the name generator (and, later, options)."""
+
+    names: NameGenerator = field(default_factory=NameGenerator)
+
+
+_current = CompileContext()
+
+
+def current_context() -> CompileContext:
+    return _current
+
+
+def unique_name(hint: str) -> str:
+    """`UniqName(hint)` in the current context."""
+    return _current.names.new(hint)
+
+
+def reset_name_ids() -> None:
+    """Start a fresh name generator (CINN `ResetNameId`)."""
+    global _current
+    _current = CompileContext()
+
+
+@contextlib.contextmanager
+def compile_context() -> Iterator[CompileContext]:
+    """Run a block with a fresh context, restoring the previous one afterwards."""
+    global _current
+    saved, _current = _current, CompileContext()
+    try:
+        yield _current
+    finally:
+        _current = saved

@@ -1,0 +1,194 @@
+"""Statement nodes of the CINN AST IR.
+
+Statements are frozen dataclasses compared **by identity** (`eq=False`): two identical loops in
+different places stay distinct, so schedules can hold them as handles. Every statement also
+carries a `uid` that survives copy-on-write rebuilds (`dataclasses.replace` keeps it): a loop
+rebuilt because something below it changed is still "the same loop" for a schedule handle,
+while a loop that a primitive replaced gets a fresh uid. Use `structural_equal` to compare
+statements by value.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+from typing import Union
+
+from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
+from cinn_py.ir.expr import Expr, Var
+
+_uids = itertools.count(1)
+
+
+def new_uid() -> int:
+    """A process-unique statement id (never reused)."""
+    return next(_uids)
+
+
+class Stmt:
+    """Base of every statement node."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        from cinn_py.ir.printer import print_ir
+
+        return print_ir(self)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Store(Stmt):
+    """`T[i0, i1] = value`."""
+
+    tensor: Tensor
+    value: Expr
+    indices: tuple[Expr, ...]
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Block(Stmt):
+    """`{ stmt* }`: a statement sequence."""
+
+    stmts: tuple[Stmt, ...] = ()
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IfThenElse(Stmt):
+    """`if (cond) {...} else {...}`; `false_case` is optional."""
+
+    condition: Expr
+    true_case: Block
+    false_case: Block | None = None
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+class ForType(enum.Enum):
+    """CINN's `ForType` (bit flags there; one kind per loop here)."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorize"
+    UNROLLED = "unroll"
+    GPU_THREAD = "gpu_thread"
+    GPU_BLOCK = "gpu_block"
+    DEFAULT = "default"
+
+
+BIND_AXES = ("x", "y", "z")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class For(Stmt):
+    """`serial for (i, 0, 32) {...}`: a counted loop over [min, min + extent).
+
+    `bind_offset` (0/1/2 for x/y/z) is set for GPU_THREAD/GPU_BLOCK loops;
+    `vectorize_factor` for VECTORIZED loops.
+    """
+
+    loop_var: Var
+    min: Expr
+    extent: Expr
+    body: Block
+    for_type: ForType = ForType.SERIAL
+    bind_offset: int = -1
+    vectorize_factor: int = 0
+    uid: int = field(default_factory=new_uid, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.for_type in (ForType.GPU_THREAD, ForType.GPU_BLOCK) and self.bind_offset not in (0, 1, 2):
+            raise ValueError(f"bound loop '{self.loop_var.name}' needs bind_offset 0..2, got {self.bind_offset}")
+        if self.for_type is ForType.VECTORIZED and self.vectorize_factor <= 0:
+            raise ValueError(f"vectorized loop '{self.loop_var.name}' needs a positive factor")
+
+    @property
+    def bind_axis(self) -> str | None:
+        """`blockIdx.x` / `threadIdx.y` ... for bound loops, else None."""
+        if self.for_type is ForType.GPU_BLOCK:
+            return f"blockIdx.{BIND_AXES[self.bind_offset]}"
+        if self.for_type is ForType.GPU_THREAD:
+            return f"threadIdx.{BIND_AXES[self.bind_offset]}"
+        return None
+
+
+class ReduceMethod(enum.Enum):
+    """How a reduce block is realised on GPU (newer CINN `reduce_method`)."""
+
+    NONE = "NoneReduceMethod"
+    WARP = "WarpReduceMethod"
+    BLOCK = "BlockReduceMethod"
+    DISCRETE = "DiscreteReduceMethod"
+
+
+AttrValue = Union[int, float, bool, str]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScheduleBlock(Stmt):
+    """The body of a schedule block: iter vars, regions, attrs, and the computation."""
+
+    name: str
+    iter_vars: tuple[Var, ...]
+    body: Stmt
+    """A single statement (usually a Store) or a Block; printed as-is, as CINN does."""
+    read_buffers: tuple[BufferRange, ...] = ()
+    write_buffers: tuple[BufferRange, ...] = ()
+    attrs: tuple[tuple[str, AttrValue], ...] = ()
+    """Sorted by key (CINN prints a std::map)."""
+    reduce_method: ReduceMethod = ReduceMethod.NONE
+    uid: int = field(default_factory=new_uid, repr=False)
+
+    def attr(self, key: str) -> AttrValue | None:
+        return dict(self.attrs).get(key)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScheduleBlockRealize(Stmt):
+    """`ScheduleBlock(B) { i0, i1 = axis.bind(i, j) ... }`: binds iter vars to loop expressions.
+
+    The root block has no iter values.
+    """
+
+    iter_values: tuple[Expr, ...]
+    schedule_block: ScheduleBlock
+    uid: int = field(default_factory=new_uid, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.schedule_block.name
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(Stmt):
+    """`int32 x = body`: declares a scalar (body optional)."""
+
+    symbol: Var
+    body: Expr | None = None
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Evaluate(Stmt):
+    """An expression evaluated for its effect, e.g. `__syncthreads()`."""
+
+    value: Expr
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Alloc(Stmt):
+    """`alloc(buf, extents)`."""
+
+    buffer: Buffer
+    extents: tuple[Expr, ...]
+    uid: int = field(default_factory=new_uid, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Free(Stmt):
+    """`free(buf)`."""
+
+    buffer: Buffer
+    uid: int = field(default_factory=new_uid, repr=False)

@@ -1,0 +1,157 @@
+"""The one traversal framework: `Visitor` (read-only), `Mutator` (copy-on-write), `walk`.
+
+Dispatch is by node class: `visit_add`, `visit_for`, `visit_schedule_block_realize`, ...
+(`snake_case` of the class name), falling back to `generic_visit`, which recurses into the
+node's dataclass fields. Binding positions (`For.loop_var`, `ScheduleBlock.iter_vars`,
+`Let.symbol`, `Reduce.reduce_axis`) are not visited as uses: a substitution must not turn a
+loop variable into an expression. Tensors and buffers are leaves unless a subclass overrides
+`visit_tensor`.
+
+`Mutator` returns the *same* object when no child changed, and rebuilds with
+`dataclasses.replace` otherwise, which keeps statement uids (schedule handles) stable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
+from cinn_py.ir.expr import Expr, Var
+from cinn_py.ir.func import Argument, LoweredFunc, Module
+from cinn_py.ir.stmt import Stmt
+
+Node = Expr | Stmt | LoweredFunc | Module
+
+# Fields that bind names rather than use them; visitors skip them by default.
+BINDER_FIELDS = frozenset({"loop_var", "iter_vars", "symbol", "reduce_axis"})
+_SKIP_FIELDS = BINDER_FIELDS | {"uid", "dtype", "name", "for_type", "bind_offset", "vectorize_factor",
+                                "reduce_method", "attrs", "call_type", "reduce_type", "lanes", "op_symbol"}
+_snake_cache: dict[type, str] = {}
+
+
+def snake_name(cls: type) -> str:
+    """`ScheduleBlockRealize` -> `schedule_block_realize`, `EQ` -> `eq`, `IntImm` -> `int_imm`."""
+    if (cached := _snake_cache.get(cls)) is not None:
+        return cached
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", cls.__name__).lower()
+    _snake_cache[cls] = name
+    return name
+
+
+def child_fields(node: object) -> Iterator[tuple[str, Any]]:
+    """(field name, value) of every child-bearing field of a node, in declaration order."""
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        if f.name not in _SKIP_FIELDS:
+            yield f.name, getattr(node, f.name)
+
+
+class Visitor:
+    """Read-only traversal; override `visit_<node>` methods, call `generic_visit` to recurse."""
+
+    def visit(self, node: Any) -> Any:
+        method: Callable[[Any], Any] | None = getattr(self, "visit_" + snake_name(type(node)), None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> None:
+        if isinstance(node, (Tensor, Buffer, str, int, float, bool)) or node is None:
+            return
+        if isinstance(node, tuple):
+            for item in node:
+                self.visit(item)
+            return
+        if isinstance(node, Var):
+            return
+        for _, value in child_fields(node):
+            self.visit_value(value)
+
+    def visit_value(self, value: Any) -> None:
+        if isinstance(value, tuple):
+            for item in value:
+                self.visit_value(item)
+        elif isinstance(value, (Expr, Stmt, LoweredFunc, Module, BufferRange)):
+            self.visit(value)
+
+
+class Mutator:
+    """Copy-on-write rewriting; override `visit_<node>` and return a replacement node."""
+
+    def visit(self, node: Any) -> Any:
+        method: Callable[[Any], Any] | None = getattr(self, "visit_" + snake_name(type(node)), None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def visit_tensor(self, tensor: Tensor) -> Tensor:
+        return tensor
+
+    def generic_visit(self, node: Any) -> Any:
+        if isinstance(node, (Var, Buffer, str, int, float, bool)) or node is None:
+            return node
+        changes: dict[str, Any] = {}
+        for name, value in child_fields(node):
+            new_value = self.visit_value(value)
+            if new_value is not value:
+                changes[name] = new_value
+        return dataclasses.replace(node, **changes) if changes else node
+
+    def visit_value(self, value: Any) -> Any:
+        if isinstance(value, tuple):
+            items = tuple(self.visit_value(v) for v in value)
+            return value if all(a is b for a, b in zip(items, value)) else items
+        if isinstance(value, Tensor):
+            return self.visit_tensor(value)
+        if isinstance(value, (Expr, Stmt, LoweredFunc, Module, BufferRange)):
+            return self.visit(value)
+        return value
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Every Expr and Stmt under `node` (inclusive), pre-order, binder fields excluded."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, tuple):
+            stack.extend(reversed(current))
+            continue
+        if isinstance(current, (Expr, Stmt)):
+            yield current
+        if isinstance(current, (Var, Tensor, Buffer)) or not dataclasses.is_dataclass(current):
+            continue
+        children = [v for _, v in child_fields(current)
+                    if isinstance(v, (tuple, Expr, Stmt, LoweredFunc, Module, BufferRange, Argument))]
+        stack.extend(reversed(children))
+
+
+class _Substituter(Mutator):
+    def __init__(self, mapping: dict[Var, Expr]) -> None:
+        self.mapping = mapping
+
+    def visit_var(self, var: Var) -> Expr:
+        return self.mapping.get(var, var)
+
+
+def substitute(node: Any, mapping: dict[Var, Expr]) -> Any:
+    """Replace uses of Vars (by name and dtype) with expressions; binders are left alone."""
+    if not mapping:
+        return node
+    return _Substituter(mapping).visit(node)
+
+
+class _Replacer(Mutator):
+    def __init__(self, old: Stmt, new: Stmt) -> None:
+        self.old, self.new = old, new
+
+    def visit(self, node: Any) -> Any:
+        if node is self.old:
+            return self.new
+        return super().visit(node)
+
+
+def replace_stmt(root: Any, old: Stmt, new: Stmt) -> Any:
+    """Path-copy `root` with the statement object `old` (by identity) replaced by `new`."""
+    return _Replacer(old, new).visit(root)

@@ -1,0 +1,1 @@
+"""Schedules: `IRSchedule` with CINN's primitives, legality analysis, trace record/replay, tactics."""

@@ -1,0 +1,33 @@
+"""Shared fixtures: a fresh name context per test (CINN's ResetNameId), the `cuda` marker."""
+
+from __future__ import annotations
+
+import pytest
+
+from cinn_py.ir import reset_name_ids
+
+
+@pytest.fixture(autouse=True)
+def _fresh_names() -> None:
+    reset_name_ids()
+
+
+def _has_gpu() -> bool:
+    try:
+        import pycuda.driver as drv  # noqa: PLC0415
+
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("cuda" in item.keywords for item in items):
+        return
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and PyCUDA")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
