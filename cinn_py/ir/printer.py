@@ -48,9 +48,12 @@ def format_attr_value(value: Any) -> str:
 class IrPrinter:
     """Prints one node; `indent` is the current indent level (in units of 2 spaces)."""
 
-    def __init__(self) -> None:
+    def __init__(self, marked: tuple[object, ...] = ()) -> None:
         self.out: list[str] = []
         self.indent = 0
+        self.marked_ids = {id(node) for node in marked}
+        self.mark_offsets: list[int] = []
+        """Character offsets (in the joined output) where a marked node starts."""
 
     # -- helpers -------------------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -60,6 +63,8 @@ class IrPrinter:
         self.out.append("  " * self.indent)
 
     def print(self, node: Any) -> None:
+        if id(node) in self.marked_ids:
+            self.mark_offsets.append(sum(len(chunk) for chunk in self.out))
         method = getattr(self, "print_" + type(node).__name__, None)
         if method is not None:
             method(node)
@@ -318,5 +323,29 @@ def print_ir(node: Any, decls: bool = False) -> str:
     return text
 
 
-def dtype_str(dtype: DType) -> str:
-    return str(dtype)
+def print_ir_marked(root: Any, *nodes: Any, label: str = "") -> str:
+    """Print `root` with a `^^^^` line under the first line of each of `nodes` (by identity).
+
+    Used by error messages to point at the offending loop or block inside the whole function.
+    """
+    printer = IrPrinter(marked=nodes)
+    printer.print(root)
+    text = "".join(printer.out)
+    lines = text.split("\n")
+    starts = []
+    pos = 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    marks: dict[int, int] = {}
+    for offset in printer.mark_offsets:
+        line_no = max(k for k, start in enumerate(starts) if start <= offset)
+        marks[line_no] = offset - starts[line_no]
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        out.append(line)
+        if k in marks:
+            col = marks[k]
+            width = max(1, len(line.rstrip()) - col)
+            out.append(" " * col + "^" * width + (f"  {label}" if label else ""))
+    return "\n".join(out)
