@@ -192,6 +192,10 @@ class BinaryOp(Expr):
     b: Expr
     op_symbol: ClassVar[str] = "?"
 
+    def __post_init__(self) -> None:
+        # Declared here so the dataclass __init__ calls it; subclasses add their checks.
+        return None
+
     @property
     def dtype(self) -> DType:
         return self.a.dtype

@@ -1,0 +1,63 @@
+"""The import rule of DESIGN.md §2, enforced.
+
+- `cinn_py` (the core) imports nothing from `schedules` or `codegen`, except the entry points
+  that tie them together lazily (`cinn_py/driver.py`, `cinn_py/cli.py`, `cinn_py/bench*.py`).
+- `schedules` and `codegen` import from `cinn_py` and never from each other.
+- `import schedules`, `import codegen` and `import cinn_py` each work first in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cinn_py", "schedules", "codegen")
+# Core modules allowed to reach schedules/codegen (lazily, inside functions).
+ENTRY_POINTS = {"cinn_py/driver.py", "cinn_py/cli.py", "cinn_py/bench.py", "cinn_py/bench_cuda.py",
+                "cinn_py/fuzz.py", "cinn_py/__main__.py"}
+FORBIDDEN = {"cinn_py": {"schedules", "codegen"}, "schedules": {"codegen"}, "codegen": {"schedules"}}
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.add(arg.value.split(".")[0])
+    return found
+
+
+def _modules() -> list[tuple[str, Path]]:
+    return [(pkg, p) for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+@pytest.mark.parametrize(("package", "path"), _modules(), ids=lambda v: str(v))
+def test_import_rule(package: str, path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    if rel in ENTRY_POINTS:
+        return
+    bad = _imported_packages(path) & FORBIDDEN[package]
+    assert not bad, f"{rel} imports {sorted(bad)}: the import rule (DESIGN.md §2) forbids it"
+
+
+def test_lazy_init_does_not_import_layers() -> None:
+    code = "import sys, cinn_py; assert 'schedules' not in sys.modules and 'codegen' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_imports_first_in_a_fresh_interpreter(package: str) -> None:
+    result = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, text=True,
+                            cwd=ROOT)
+    assert result.returncode == 0, result.stderr
