@@ -1,0 +1,1 @@
+"""CUDA backend: CUDA C printer, NVRTC compilation, device runtime header, PyCUDA kernels."""

@@ -1,0 +1,181 @@
+"""NVRTC compilation of CUDA C source to PTX and CUBIN (no GPU needed).
+
+Uses the `cuda-bindings` NVRTC binding with the library from the `nvidia-cuda-nvrtc-cu12` wheel.
+The NVRTC wheel ships no headers: `cuda_fp16.h`/`cuda_bf16.h` come from the
+`nvidia-cuda-runtime-cu12` wheel's `include/` folder (passed with `-I`). The device runtime
+header `cinn_cuda_runtime.cuh` (package data next to this module) is handed to NVRTC as an
+in-memory header, so generated sources simply `#include "cinn_cuda_runtime.cuh"`.
+
+Results are cached in memory keyed by (source, arch, options). A compile failure raises
+`CompileError` carrying the NVRTC log and the offending source lines with line numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from cinn_py.diagnostics import CompileError
+
+RUNTIME_HEADER_NAME = "cinn_cuda_runtime.cuh"
+_ARCH_RE = re.compile(r"^(sm|compute)_(\d{2,3})[a-z]?$")
+_LOG_LINE_RE = re.compile(r"^(?P<file>[^()\s]+)\((?P<line>\d+)\): (?P<kind>error|warning)")
+_CACHE: dict[tuple[str, str, tuple[str, ...]], CompiledCuda] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CompiledCuda:
+    """The products of one NVRTC compilation."""
+
+    source: str
+    arch: str
+    options: tuple[str, ...]
+    ptx: str
+    cubin: bytes | None
+    """None when `arch` is a virtual `compute_XX` architecture (PTX only)."""
+    log: str
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_header() -> str:
+    """Text of the device runtime header shipped as package data."""
+    return resources.files("codegen.cuda").joinpath(RUNTIME_HEADER_NAME).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_include_dir() -> str:
+    """The `include/` folder of the nvidia-cuda-runtime wheel (cuda_fp16.h, cuda_bf16.h)."""
+    try:
+        import nvidia.cuda_runtime as cuda_runtime  # noqa: PLC0415
+    except ImportError as exc:
+        raise CompileError(
+            "CUDA codegen: the nvidia-cuda-runtime-cu12 wheel (cuda_fp16.h, cuda_bf16.h) is not installed",
+            "install it with: pip install 'cinn-py[nvrtc]'",
+        ) from exc
+    for root in cuda_runtime.__path__:
+        include = Path(root) / "include"
+        if (include / "cuda_fp16.h").is_file():
+            return str(include)
+    raise CompileError("CUDA codegen: cuda_fp16.h not found in the nvidia-cuda-runtime wheel")
+
+
+def _nvrtc():  # type: ignore[no-untyped-def]
+    try:
+        from cuda.bindings import nvrtc  # noqa: PLC0415
+    except ImportError as exc:
+        raise CompileError(
+            "CUDA codegen: NVRTC is not available (cuda-bindings + nvidia-cuda-nvrtc-cu12)",
+            "install it with: pip install 'cinn-py[nvrtc]'",
+        ) from exc
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC library in use."""
+    nvrtc = _nvrtc()
+    result, major, minor = nvrtc.nvrtcVersion()
+    _check(nvrtc, result, "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def _check(nvrtc, result, what: str) -> None:  # type: ignore[no-untyped-def]
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, text = nvrtc.nvrtcGetErrorString(result)
+        raise CompileError(f"NVRTC: {what} failed: {text.decode(errors='replace')}")
+
+
+def check_arch(arch: str) -> None:
+    """Raise ValueError unless `arch` looks like `sm_90` / `sm_90a` / `compute_80`."""
+    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
+        raise ValueError(f"CUDA arch must look like 'sm_90' or 'compute_80', got {arch!r}")
+
+
+def compile_cuda(source: str, arch: str = "sm_90", options: tuple[str, ...] = (),
+                 name: str = "cinn_kernel.cu") -> CompiledCuda:
+    """Compile `source` with NVRTC for `arch`; cached by (source, arch, options).
+
+    Raises:
+        CompileError: NVRTC is missing or rejected the source (message shows log and lines).
+        ValueError: `arch` is malformed.
+    """
+    check_arch(arch)
+    key = (source, arch, tuple(options))
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    compiled = _compile_uncached(source, arch, tuple(options), name)
+    with _CACHE_LOCK:
+        _CACHE[key] = compiled
+    return compiled
+
+
+def clear_cache() -> None:
+    """Drop every cached compilation (tests use it to measure cold compiles)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def cache_size() -> int:
+    with _CACHE_LOCK:
+        return len(_CACHE)
+
+
+def _compile_uncached(source: str, arch: str, options: tuple[str, ...], name: str) -> CompiledCuda:
+    nvrtc = _nvrtc()
+    header = runtime_header().encode()
+    result, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 1, [header],
+                                            [RUNTIME_HEADER_NAME.encode()])
+    _check(nvrtc, result, "nvrtcCreateProgram")
+    try:
+        opts = [f"--gpu-architecture={arch}", f"-I{cuda_include_dir()}", "-std=c++17", *options]
+        encoded = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        log = _program_log(nvrtc, prog)
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"NVRTC: compiling '{name}' for {arch} failed", format_compile_failure(source, log, name))
+        ptx = _get_bytes(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+        cubin = None
+        if arch.startswith("sm_"):
+            cubin = _get_bytes(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        return CompiledCuda(source, arch, options, ptx, cubin, log)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _program_log(nvrtc, prog) -> str:  # type: ignore[no-untyped-def]
+    return _get_bytes(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
+        errors="replace")
+
+
+def _get_bytes(nvrtc, prog, size_fn, get_fn) -> bytes:  # type: ignore[no-untyped-def]
+    result, size = size_fn(prog)
+    _check(nvrtc, result, size_fn.__name__)
+    buf = b" " * size
+    (result,) = get_fn(prog, buf)
+    _check(nvrtc, result, get_fn.__name__)
+    return buf
+
+
+def format_compile_failure(source: str, log: str, name: str, context: int = 2) -> str:
+    """The NVRTC log followed by each offending source line (with `context` lines around it)."""
+    lines = source.split("\n")
+    bad = sorted({int(m.group("line")) for m in map(_LOG_LINE_RE.match, log.splitlines())
+                  if m and m.group("kind") == "error" and m.group("file") == name})
+    parts = ["NVRTC log:", log.strip()]
+    if bad:
+        parts.append("offending source lines:")
+    shown: set[int] = set()
+    for line_no in bad:
+        for k in range(max(1, line_no - context), min(len(lines), line_no + context) + 1):
+            if k in shown:
+                continue
+            shown.add(k)
+            marker = ">>" if k == line_no else "  "
+            parts.append(f"{marker} {k:4d} | {lines[k - 1]}")
+    return "\n".join(parts)
