@@ -1,0 +1,296 @@
+"""What blocks read and write, and the regions of tensors a loop iteration touches.
+
+Queries used by the block-level primitives (compute_at, compute_inline, cache, reduction,
+align): the accesses of a block with its iter vars replaced by its iter values (so they are
+functions of loop vars), and the bounds of such an index over a set of loop ranges (the region a
+loop iteration needs). Tree navigation lives in `schedules.analysis.loops`.
+
+Index arithmetic goes through `simplify_index`, the one switch point to `cinn_py.symbolic`: while
+that module is not available, a local linear normaliser (integer coefficients over non-linear
+atoms) keeps the generated extents readable (`(i*16 + 15) - (i*16) + 1` prints as `16`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cinn_py import ir
+from cinn_py.ir import Expr, For, IntImm, Load, ScheduleBlockRealize, Stmt, Store, Tensor, Var
+from schedules.analysis.loops import block_stores
+
+__all__ = [
+    "Access", "accesses", "block_buffers_written", "block_buffers_read", "iter_binding",
+    "is_reduce_iter", "reduce_iter_vars", "simplify_index", "index_bounds", "loop_ranges",
+    "const_value", "loop_vars_in", "int_like", "Interval",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# Accesses
+# ----------------------------------------------------------------------------------------------
+def _loads(node: Stmt | Expr) -> list[Load]:
+    return [n for n in ir.walk(node) if isinstance(n, Load)]
+
+
+def iter_binding(block: ScheduleBlockRealize) -> dict[Var, Expr]:
+    """iter var -> iter value of a block realize."""
+    return dict(zip(block.schedule_block.iter_vars, block.iter_values))
+
+
+@dataclass(frozen=True)
+class Access:
+    """One load or store of a block; `indices` are in terms of loop vars (iter values bound)."""
+
+    block: ScheduleBlockRealize
+    tensor: Tensor
+    indices: tuple[Expr, ...]
+    is_write: bool
+
+    @property
+    def buffer(self) -> str:
+        return self.tensor.buffer.name
+
+
+def accesses(block: ScheduleBlockRealize) -> list[Access]:
+    """Every store and load of `block` with the block's iter vars replaced by its iter values."""
+    binding = iter_binding(block)
+    out: list[Access] = []
+    for store in block_stores(block):
+        out.append(Access(block, store.tensor, tuple(ir.substitute(i, binding) for i in store.indices), True))
+    for load in _loads(block.schedule_block.body):
+        out.append(Access(block, load.tensor, tuple(ir.substitute(i, binding) for i in load.indices), False))
+    return out
+
+
+def block_buffers_written(block: ScheduleBlockRealize) -> set[str]:
+    return {s.tensor.buffer.name for s in block_stores(block)}
+
+
+def block_buffers_read(block: ScheduleBlockRealize) -> set[str]:
+    return {ld.tensor.buffer.name for ld in _loads(block.schedule_block.body)}
+
+
+def is_reduce_iter(var: Var) -> bool:
+    return bool(var.is_reduce_axis)
+
+
+def reduce_iter_vars(block: ScheduleBlockRealize) -> list[Var]:
+    return [v for v in block.schedule_block.iter_vars if is_reduce_iter(v)]
+
+
+def loop_vars_in(expr: Expr | Stmt, loops: list[For] | tuple[For, ...]) -> set[Var]:
+    """The loop vars of `loops` that `expr` uses."""
+    wanted = {loop.loop_var for loop in loops}
+    return {n for n in ir.walk(expr) if isinstance(n, Var) and n in wanted}
+
+
+# ----------------------------------------------------------------------------------------------
+# Index arithmetic (the switch point to cinn_py.symbolic)
+# ----------------------------------------------------------------------------------------------
+def int_like(value: int, like: Expr) -> Expr:
+    """An integer immediate with the index dtype of `like` (int64 in dynamic-shape functions)."""
+    dtype = like.dtype if like.dtype.is_int else ir.dtype.int32
+    return IntImm(dtype, value)
+
+
+def const_value(e: Expr) -> int | None:
+    """The value of an integer immediate (after simplification), else None."""
+    e = simplify_index(e)
+    return e.value if isinstance(e, IntImm) else None
+
+
+def simplify_index(e: Expr) -> Expr:
+    """Simplify an integer index expression (cinn_py.symbolic when available)."""
+    try:
+        from cinn_py.symbolic import simplify  # noqa: PLC0415 (optional until it lands)
+    except ImportError:
+        return _linear_simplify(e)
+    return simplify(e)
+
+
+Linear = tuple[dict[Expr, int], int]
+
+
+def _linear(e: Expr) -> Linear | None:
+    """`e` as sum(coef * atom) + const, with non-linear sub-terms as (simplified) atoms."""
+    if isinstance(e, IntImm):
+        return {}, e.value
+    if isinstance(e, (ir.Add, ir.Sub)):
+        a, b = _linear(e.a), _linear(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, ir.Add) else -1
+        terms = dict(a[0])
+        for atom, coef in b[0].items():
+            terms[atom] = terms.get(atom, 0) + sign * coef
+        return {k: v for k, v in terms.items() if v}, a[1] + sign * b[1]
+    if isinstance(e, ir.Mul):
+        a, b = _linear(e.a), _linear(e.b)
+        if a is None or b is None:
+            return None
+        if not a[0]:
+            a, b = b, a
+        if not b[0]:
+            return {k: v * b[1] for k, v in a[0].items() if v * b[1]}, a[1] * b[1]
+        return {_atom(e): 1}, 0
+    if not e.dtype.is_int:
+        return None
+    return {_atom(e): 1}, 0
+
+
+def _atom(e: Expr) -> Expr:
+    """Simplify the operands of a non-linear node, folding constant Div/Mod (C semantics)."""
+    if isinstance(e, ir.BinaryOp):
+        a, b = _linear_simplify(e.a), _linear_simplify(e.b)
+        if isinstance(a, IntImm) and isinstance(b, IntImm) and b.value != 0:
+            folded = _fold(type(e), a.value, b.value)
+            if folded is not None:
+                return IntImm(e.dtype, folded)
+        if isinstance(e, (ir.Div, ir.Mul)) and isinstance(b, IntImm) and b.value == 1:
+            return a
+        if isinstance(e, ir.Mod) and isinstance(b, IntImm) and b.value == 1:
+            return IntImm(e.dtype, 0)
+        return type(e)(a, b)
+    return e
+
+
+def _fold(op: type, a: int, b: int) -> int | None:
+    if op is ir.Div:
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    if op is ir.Mod:
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    if op is ir.Min:
+        return min(a, b)
+    if op is ir.Max:
+        return max(a, b)
+    return None
+
+
+def _order_key(atom: Expr) -> str:
+    return ir.print_ir(atom)
+
+
+def _from_linear(lin: Linear, like: Expr) -> Expr:
+    terms, const = lin
+    out: Expr | None = None
+    for atom in sorted(terms, key=_order_key):
+        coef = terms[atom]
+        magnitude = atom if abs(coef) == 1 else ir.Mul(atom, int_like(abs(coef), like))
+        if out is None:
+            out = magnitude if coef > 0 else ir.Mul(atom, int_like(coef, like))
+        else:
+            out = ir.Add(out, magnitude) if coef > 0 else ir.Sub(out, magnitude)
+    if out is None:
+        return int_like(const, like)
+    if const > 0:
+        return ir.Add(out, int_like(const, like))
+    if const < 0:
+        return ir.Sub(out, int_like(-const, like))
+    return out
+
+
+def _linear_simplify(e: Expr) -> Expr:
+    lin = _linear(e)
+    if lin is None:
+        return _atom(e) if isinstance(e, ir.BinaryOp) else e
+    return _from_linear(lin, e)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bounds of an index over loop ranges (interval arithmetic, sound over-approximation)
+# ----------------------------------------------------------------------------------------------
+Interval = tuple[Expr, Expr]
+"""Inclusive (lo, hi)."""
+
+
+def loop_ranges(loops: list[For] | tuple[For, ...]) -> dict[Var, Interval]:
+    """Inclusive value range of each loop var: [min, min + extent - 1]."""
+    out: dict[Var, Interval] = {}
+    for loop in loops:
+        hi = simplify_index(ir.Sub(ir.Add(loop.min, loop.extent), int_like(1, loop.extent)))
+        out[loop.loop_var] = (loop.min, hi)
+    return out
+
+
+def _nonneg(e: Expr, ranges: dict[Var, Interval]) -> bool:
+    """Conservatively true when `e >= 0` for every value of the vars in `ranges`."""
+    if isinstance(e, IntImm):
+        return e.value >= 0
+    if isinstance(e, Var):
+        if e in ranges:
+            return _nonneg(ranges[e][0], {})
+        if e.is_symbolic_constant:
+            return True
+        return e.lower_bound is not None and _nonneg(e.lower_bound, {})
+    if isinstance(e, (ir.Add, ir.Mul, ir.Div, ir.Mod, ir.Min, ir.Max)):
+        return _nonneg(e.a, ranges) and _nonneg(e.b, ranges)
+    return False
+
+
+def _positive(e: Expr) -> bool:
+    if isinstance(e, IntImm):
+        return e.value > 0
+    if isinstance(e, Var) and e.is_symbolic_constant:
+        lb = e.lower_bound
+        return lb is None or (isinstance(lb, IntImm) and lb.value >= 1)
+    if isinstance(e, ir.Mul):
+        return _positive(e.a) and _positive(e.b)
+    return False
+
+
+def index_bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
+    """Inclusive bounds of `e` when the vars in `ranges` vary over them (others are fixed), or
+    None when they cannot be bounded symbolically (e.g. a product of two varying vars)."""
+    used = {n for n in ir.walk(e) if isinstance(n, Var) and n in ranges}
+    if not used:
+        return e, e
+    result = _bounds(e, ranges)
+    if result is None:
+        return None
+    return simplify_index(result[0]), simplify_index(result[1])
+
+
+def _bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
+    if isinstance(e, Var) and e in ranges:
+        return ranges[e]
+    if not any(isinstance(n, Var) and n in ranges for n in ir.walk(e)):
+        return e, e
+    if isinstance(e, (ir.Add, ir.Sub)):
+        a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
+        if a is None or b is None:
+            return None
+        if isinstance(e, ir.Add):
+            return ir.Add(a[0], b[0]), ir.Add(a[1], b[1])
+        return ir.Sub(a[0], b[1]), ir.Sub(a[1], b[0])
+    if isinstance(e, ir.Mul):
+        return _mul_bounds(e, ranges)
+    if isinstance(e, ir.Div) and _positive(e.b) and _nonneg(e.a, ranges):
+        a = _bounds(e.a, ranges)
+        # Truncating division by a positive divisor is monotone.
+        return None if a is None else (ir.Div(a[0], e.b), ir.Div(a[1], e.b))
+    if isinstance(e, ir.Mod) and _positive(e.b) and _nonneg(e.a, ranges):
+        return int_like(0, e), simplify_index(ir.Sub(e.b, int_like(1, e.b)))
+    if isinstance(e, (ir.Min, ir.Max)):
+        a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
+        if a is None or b is None:
+            return None
+        op = type(e)
+        return op(a[0], b[0]), op(a[1], b[1])
+    return None
+
+
+def _mul_bounds(e: ir.Mul, ranges: dict[Var, Interval]) -> Interval | None:
+    a_fixed = not any(isinstance(n, Var) and n in ranges for n in ir.walk(e.a))
+    varying, fixed = (e.b, e.a) if a_fixed else (e.a, e.b)
+    if any(isinstance(n, Var) and n in ranges for n in ir.walk(fixed)):
+        return None
+    v = _bounds(varying, ranges)
+    if v is None:
+        return None
+    if isinstance(fixed, IntImm) and fixed.value < 0:
+        return ir.Mul(v[1], fixed), ir.Mul(v[0], fixed)
+    if not _nonneg(fixed, {}):
+        return None
+    return ir.Mul(v[0], fixed), ir.Mul(v[1], fixed)

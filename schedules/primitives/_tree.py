@@ -1,0 +1,70 @@
+"""Path-copy tree edits shared by the block-level primitives (compute_at, inline, cache,
+reduction, align): remove a leaf and the loops it leaves empty, insert a statement into a loop
+body, replace a statement. Nothing is mutated; untouched-but-rebuilt statements keep their uids
+(`cinn_py.ir.replace_stmt`), so schedule handles on them stay valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cinn_py import ir
+from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, ScheduleBlock, Stmt
+from schedules.analysis.loops import StmtIndex
+
+__all__ = ["remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
+
+
+def replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
+    """`func` with the statement object `old` replaced by `new` (path copy)."""
+    return ir.replace_stmt(func, old, new)
+
+
+class _ManyReplacer(ir.Mutator):
+    def __init__(self, mapping: dict[int, Stmt]) -> None:
+        self.mapping = mapping
+
+    def visit(self, node: object) -> object:
+        new = self.mapping.get(id(node))
+        if new is not None:
+            return new
+        return super().visit(node)
+
+
+def replace_many(func: LoweredFunc, mapping: dict[int, Stmt]) -> LoweredFunc:
+    """Replace several statements at once (`id(old) -> new`) in one path-copying walk."""
+    return _ManyReplacer(mapping).visit(func)
+
+
+def remove_stmt(func: LoweredFunc, stmt: Stmt) -> LoweredFunc:
+    """`func` without `stmt`; loops and guards left with an empty body are removed too
+    (CINN `LeafBlockRemovalPlan`)."""
+    index = StmtIndex(func)
+    target: Stmt = stmt
+    while True:
+        parent = index.parent_of(target)
+        if isinstance(parent, Block):
+            grand = index.parent_of(parent)
+            if len(parent.stmts) == 1 and isinstance(grand, (For, IfThenElse)):
+                target = grand
+                continue
+            new_parent = dataclasses.replace(parent, stmts=tuple(s for s in parent.stmts if s is not target))
+            return replace(func, parent, new_parent)
+        if isinstance(parent, ScheduleBlock):
+            return replace(func, parent, dataclasses.replace(parent, body=Block(())))
+        if isinstance(parent, (For, IfThenElse)):
+            target = parent
+            continue
+        raise ValueError(f"cannot remove a {type(target).__name__} whose parent is {type(parent).__name__}")
+
+
+def insert_in_loop(func: LoweredFunc, loop: For, stmt: Stmt, at_end: bool) -> LoweredFunc:
+    """`func` with `stmt` added at the start (or end) of `loop`'s body."""
+    stmts = loop.body.stmts + (stmt,) if at_end else (stmt,) + loop.body.stmts
+    new_loop = dataclasses.replace(loop, body=dataclasses.replace(loop.body, stmts=stmts))
+    return replace(func, loop, new_loop)
+
+
+def program_order(func: LoweredFunc) -> dict[int, int]:
+    """id(stmt) -> pre-order position, for 'is A before B' questions."""
+    return {id(s): k for k, s in enumerate(StmtIndex(func).order)}
