@@ -12,7 +12,7 @@ from cinn_py import ir
 from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, ScheduleBlock, Stmt
 from schedules.analysis.loops import StmtIndex
 
-__all__ = ["remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
+__all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
 
 
 def replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
@@ -34,6 +34,17 @@ class _ManyReplacer(ir.Mutator):
 def replace_many(func: LoweredFunc, mapping: dict[int, Stmt]) -> LoweredFunc:
     """Replace several statements at once (`id(old) -> new`) in one path-copying walk."""
     return _ManyReplacer(mapping).visit(func)
+
+
+def replace_with_seq(func: LoweredFunc, old: Stmt, new: tuple[Stmt, ...]) -> LoweredFunc:
+    """Replace `old` by the statements `new`, spliced into the enclosing Block when there is one."""
+    parent = StmtIndex(func).parent_of(old)
+    if isinstance(parent, Block):
+        stmts: list[Stmt] = []
+        for s in parent.stmts:
+            stmts.extend(new if s is old else (s,))
+        return replace(func, parent, dataclasses.replace(parent, stmts=tuple(stmts)))
+    return replace(func, old, Block(new))
 
 
 def remove_stmt(func: LoweredFunc, stmt: Stmt) -> LoweredFunc:

@@ -31,6 +31,7 @@ def seed_func(red: int = RED) -> LoweredFunc:
 
 def _lowered(red: int) -> LoweredFunc:  # pragma: no cover - switches on when the DSL lands
     import cinn_py as cp  # noqa: PLC0415
+    from cinn_py.lower.ast_gen import lower  # noqa: PLC0415
 
     s1, s2 = cp.sym("S1"), cp.sym("S2")
     x = cp.placeholder((s1, s2, red), "float32", "X")
@@ -41,7 +42,7 @@ def _lowered(red: int) -> LoweredFunc:  # pragma: no cover - switches on when th
     d = cp.compute((s1, s2), lambda i, j: c[i, j] * 2.0, "D")
     e = cp.compute((s1, s2, red), lambda i, j, k: d[i, j], "E")
     f = cp.compute((s1, s2, red), lambda i, j, k: e[i, j, k] + 1.0, "F")
-    return cp.lower("fn", [x, f])
+    return lower("fn", [x, f])
 
 
 def _constructed(red: int) -> LoweredFunc:

@@ -1,0 +1,326 @@
+"""rfactor and factorize_reduction: split one reduction into partial reductions over one loop.
+
+Both take a *pure reduce loop* `R` of a reduction update block `T[s] = T[s] op body` (op
+associative and commutative: + * max min and or) and introduce a tensor with R's extent inserted
+at `rf_axis`, holding one partial result per value of R's loop var:
+
+* `factorize_reduction(func, R, rf_axis)` (CINN `FactorizeReduction`, the GPU two-step reduce of
+  seed 003 §2.2 step 5) rewrites in place, inside R:
+
+      for R:                       # R is now a spatial loop of the partial reduction
+        T_rf__reduce_init[s, r] = identity
+        for <inner reduce loops>: T_rf[s, r] = T_rf[s, r] op body
+        T[s] = T[s] op T_rf[s, r]  # write-back block (keeps T's block name and handle)
+
+  so that binding R to `threadIdx.x` gives a cross-thread reduction of the write-back. R must be
+  the outermost loop driving the reduction (reorder first otherwise); the original
+  `T__reduce_init` stays where it is.
+
+* `rfactor(func, R, rf_axis)` (CINN `Rfactor`) produces separate nests: an init nest for `rf_T`,
+  the original nest computing `rf_T` (R anywhere among the reduce loops), and a final nest
+  `T__reduce_init; for rf_<R>: T[s] = T[s] op rf_T[s, rf_<R>]`. The nest must contain only the
+  reduction and its init block.
+
+Names follow CINN (`<T>_rf`, `<T>_rf__reduce_init`, `rf_<T>`, loop `rf_<loopvar>`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cinn_py import ir
+from cinn_py.ir import (
+    Block, Expr, For, LoweredFunc, ScheduleBlock, ScheduleBlockRealize, Store, Tensor, Var,
+)
+from schedules.analysis.loops import StmtIndex, block_stores, child_blocks
+from schedules.analysis.regions import const_value, int_like
+from schedules.errors import ScheduleError, StaleHandleError, schedule_error
+from schedules.primitives._tree import replace, replace_many, replace_with_seq
+
+__all__ = [
+    "factorize_reduction", "rfactor", "ReductionBlockError", "RfLoopError", "RfAxisError",
+]
+
+
+class ReductionBlockError(ScheduleError):
+    """The loop does not hold exactly one reduction update block of the form
+    `T[s] = T[s] op body` with an associative, commutative op."""
+
+
+class RfLoopError(ScheduleError):
+    """The loop is not a pure reduce loop of the block (it drives a spatial index, starts
+    elsewhere than 0, or is not where the primitive needs it)."""
+
+
+class RfAxisError(ScheduleError):
+    """rf_axis is outside [0, rank of the reduced tensor]."""
+
+
+_OPS: dict[type, str] = {ir.Add: "sum", ir.Mul: "prod", ir.Max: "max", ir.Min: "min", ir.And: "all", ir.Or: "any"}
+
+
+def _identity(op: type, dtype: ir.DType) -> Expr:
+    """The reduce identity (what `__reduce_init` stores)."""
+    if op is ir.Add:
+        return ir.const(0, dtype)
+    if op is ir.Mul:
+        return ir.const(1, dtype)
+    if op in (ir.And, ir.Or):
+        return ir.const(op is ir.And, dtype)
+    if dtype.is_float:
+        return ir.const(-math.inf if op is ir.Max else math.inf, dtype)
+    bits = dtype.bits - (0 if dtype.is_uint else 1)
+    low = 0 if dtype.is_uint else -(1 << bits)
+    return ir.const(low if op is ir.Max else (1 << bits) - 1, dtype)
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    block: ScheduleBlockRealize
+    store: Store
+    op: type
+    body: Expr
+    """The reduced term (the operand that is not `T[s]`)."""
+    loops: list[For]
+    """Loops enclosing the block, outer -> inner."""
+    rf_pos: int
+
+
+def _analyse(prim: str, func: LoweredFunc, loop: For, rf_axis: int) -> _Reduction:
+    index = StmtIndex(func)
+    if not isinstance(loop, For) or not index.contains(loop):
+        raise schedule_error(StaleHandleError, prim, "the rf loop is not a loop of the current function "
+                             "(stale handle)", func)
+    blocks = child_blocks(loop)
+    if len(blocks) != 1:
+        raise schedule_error(ReductionBlockError, prim, f"loop '{loop.loop_var.name}' must contain exactly one "
+                             f"schedule block, but contains {len(blocks)}", func, loop)
+    block = blocks[0]
+    red = _match_update(prim, func, block)
+    loops = index.enclosing_loops(block)
+    rf_pos = next(k for k, lp in enumerate(loops) if lp is loop)
+    _check_pure_reduce_loop(prim, func, block, loop)
+    if not 0 <= rf_axis <= len(red[0].indices):
+        raise schedule_error(RfAxisError, prim, f"rf_axis must be in [0, {len(red[0].indices)}] for tensor "
+                             f"'{red[0].tensor.name}', but is {rf_axis}", func, block)
+    return _Reduction(block, red[0], red[1], red[2], loops, rf_pos)
+
+
+def _match_update(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> tuple[Store, type, Expr]:
+    stores = block_stores(block)
+    store = stores[0] if len(stores) == 1 and block.schedule_block.body is stores[0] else None
+    value = store.value if store is not None else None
+    if store is not None and type(value) in _OPS:
+        own = ir.Load(store.tensor, store.indices)
+        for mine, other in ((value.a, value.b), (value.b, value.a)):  # type: ignore[union-attr]
+            if mine == own and not _reads_buffer(other, store.tensor):
+                reduce_vars = {v for v in block.schedule_block.iter_vars if v.is_reduce_axis}
+                if reduce_vars and not any(isinstance(n, Var) and n in reduce_vars for i in store.indices
+                                           for n in ir.walk(i)):
+                    return store, type(value), other
+    raise schedule_error(ReductionBlockError, prim, f"block '{block.name}' must be a reduction update "
+                         "'T[s] = T[s] op body' (op one of + * max min and or, reduce iter vars not in s)",
+                         func, block)
+
+
+def _reads_buffer(e: Expr, tensor: Tensor) -> bool:
+    return any(isinstance(n, ir.Load) and n.tensor.buffer.name == tensor.buffer.name for n in ir.walk(e))
+
+
+def _check_pure_reduce_loop(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> None:
+    var = loop.loop_var
+    spatial_uses = [v.name for v, e in zip(block.schedule_block.iter_vars, block.iter_values)
+                    if not v.is_reduce_axis and any(n == var for n in ir.walk(e) if isinstance(n, Var))]
+    reduce_uses = [v.name for v, e in zip(block.schedule_block.iter_vars, block.iter_values)
+                   if v.is_reduce_axis and any(n == var for n in ir.walk(e) if isinstance(n, Var))]
+    if spatial_uses or not reduce_uses:
+        detail = f"it drives spatial iter var(s) {', '.join(spatial_uses)}" if spatial_uses \
+            else "no reduce iter var uses it"
+        raise schedule_error(RfLoopError, prim, f"loop '{var.name}' must be a pure reduce loop of block "
+                             f"'{block.name}', but {detail}", func, loop)
+    if const_value(loop.min) != 0:
+        raise schedule_error(RfLoopError, prim, f"loop '{var.name}' must start at 0, but starts at "
+                             f"{ir.print_ir(loop.min)}", func, loop)
+
+
+def _base(name: str) -> str:
+    """`i0_12` -> `i0` (fresh copies of iter vars are numbered from the base name)."""
+    return re.sub(r"(_\d+)+$", "", name) or name
+
+
+def _fresh(var: Var, reduce: bool | None = None) -> Var:
+    return dataclasses.replace(var, name=ir.unique_name(_base(var.name)),
+                               is_reduce_axis=var.is_reduce_axis if reduce is None else reduce)
+
+
+def _insert(seq: tuple[Expr, ...], pos: int, item: Expr) -> tuple[Expr, ...]:
+    return seq[:pos] + (item,) + seq[pos:]
+
+
+def _rf_tensor(red: _Reduction, loop: For, rf_axis: int, name: str) -> Tensor:
+    t = red.store.tensor
+    shape = _insert(t.shape, rf_axis, loop.extent)
+    return ir.make_tensor(name, shape, t.dtype)
+
+
+def _rf_blocks(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> tuple[ScheduleBlockRealize,
+                                                                                    ScheduleBlockRealize]:
+    """The init and update blocks of the partial reduction; `rf_value` indexes the rf dim."""
+    block = red.block.schedule_block
+    spatial = [(v, e) for v, e in zip(block.iter_vars, red.block.iter_values) if not v.is_reduce_axis]
+    idt = rf_value.dtype
+    rf_var = Var(ir.unique_name(f"i{len(red.store.indices)}"), idt)
+    # init: fresh spatial iter vars + the rf var.
+    init_vars = [_fresh(v) for v, _ in spatial]
+    init_map = {v: nv for (v, _), nv in zip(spatial, init_vars)}
+    init_idx = _insert(tuple(ir.substitute(i, init_map) for i in red.store.indices), rf_axis, rf_var)
+    init_view = Tensor(f"{rf.name}__reduce_init", rf.shape, rf.dtype, rf.buffer)
+    init = ScheduleBlockRealize(tuple(e for _, e in spatial) + (rf_value,), ScheduleBlock(
+        init_view.name, tuple(init_vars) + (rf_var,), Store(init_view, _identity(red.op, rf.dtype), init_idx)))
+    # update: fresh copies of every iter var + a fresh rf var.
+    upd_vars = [_fresh(v) for v in block.iter_vars]
+    upd_map = dict(zip(block.iter_vars, upd_vars))
+    upd_rf = Var(ir.unique_name(f"i{len(red.store.indices)}"), idt)
+    upd_idx = _insert(tuple(ir.substitute(i, upd_map) for i in red.store.indices), rf_axis, upd_rf)
+    value = red.op(ir.Load(rf, upd_idx), ir.substitute(red.body, upd_map))
+    update = ScheduleBlockRealize(red.block.iter_values + (rf_value,), ScheduleBlock(
+        rf.name, tuple(upd_vars) + (upd_rf,), Store(rf, value, upd_idx)))
+    return init, update
+
+
+def _write_back(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> ScheduleBlockRealize:
+    """`T[s] = T[s] op rf[s, r]` with r a reduce iter var bound to `rf_value` (keeps T's handle)."""
+    block = red.block.schedule_block
+    spatial = [(v, e) for v, e in zip(block.iter_vars, red.block.iter_values) if not v.is_reduce_axis]
+    new_vars = [_fresh(v) for v, _ in spatial]
+    mapping = {v: nv for (v, _), nv in zip(spatial, new_vars)}
+    r = Var(ir.unique_name(f"i{len(red.store.indices)}"), rf_value.dtype, is_reduce_axis=True)
+    idx = tuple(ir.substitute(i, mapping) for i in red.store.indices)
+    t = red.store.tensor
+    value = red.op(ir.Load(t, idx), ir.Load(rf, _insert(idx, rf_axis, r)))
+    new_block = dataclasses.replace(block, iter_vars=tuple(new_vars) + (r,), body=Store(t, value, idx),
+                                    read_buffers=(), write_buffers=())
+    return dataclasses.replace(red.block, iter_values=tuple(e for _, e in spatial) + (rf_value,),
+                               schedule_block=new_block)
+
+
+def _add_temp(func: LoweredFunc, tensor: Tensor) -> LoweredFunc:
+    return dataclasses.replace(func, temp_bufs=func.temp_bufs + (tensor.buffer,))
+
+
+def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Tensor]:
+    """Two-step reduction over the pure reduce loop `loop` (see the module docstring).
+
+    Returns the new function and the partial-result tensor `<T>_rf`.
+
+    Raises:
+        ReductionBlockError, RfLoopError, RfAxisError, StaleHandleError.
+    """
+    prim = "factorize_reduction"
+    red = _analyse(prim, func, loop, rf_axis)
+    outer = red.loops[:red.rf_pos]
+    drivers = [lp.loop_var.name for lp in outer if any(
+        isinstance(n, Var) and n == lp.loop_var for v, e in zip(red.block.schedule_block.iter_vars,
+                                                                red.block.iter_values)
+        if v.is_reduce_axis for n in ir.walk(e))]
+    if drivers:
+        raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' must be the outermost loop of the "
+                             f"reduction, but loop(s) {', '.join(drivers)} outside it also drive reduce iter vars "
+                             "(reorder first)", func, loop)
+    rf = _rf_tensor(red, loop, rf_axis, f"{red.store.tensor.name}_rf")
+    init, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
+    write_back = _write_back(red, rf, rf_axis, loop.loop_var)
+    body = replace(loop.body, red.block, update)  # type: ignore[arg-type]
+    new_loop = dataclasses.replace(loop, body=dataclasses.replace(
+        body, stmts=(init,) + body.stmts + (write_back,)))
+    return _add_temp(replace(func, loop, new_loop), rf), rf
+
+
+def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Tensor]:
+    """Factor the reduction over `loop` into a separate partial-reduction stage `rf_<T>`.
+
+    Returns the new function and the tensor `rf_<T>`.
+
+    Raises:
+        ReductionBlockError, RfLoopError, RfAxisError, StaleHandleError.
+    """
+    prim = "rfactor"
+    red = _analyse(prim, func, loop, rf_axis)
+    nest = red.loops[0]
+    t = red.store.tensor
+    others = [b for b in child_blocks(nest) if b is not red.block]
+    inits = [b for b in others if b.name == f"{red.block.name}__reduce_init"]
+    if len(others) != len(inits) or len(inits) > 1:
+        raise schedule_error(ReductionBlockError, prim, f"the loop nest of '{red.block.name}' must contain only "
+                             f"the reduction and its init block, but also holds "
+                             f"{', '.join(b.name for b in others if b not in inits)}", func, nest)
+    rf = _rf_tensor(red, loop, rf_axis, f"rf_{t.name}")
+    init_nest = _init_nest(red, rf)
+    _, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
+    rf_nest = replace_many(nest, {id(red.block): update, **({id(inits[0]): Block(())} if inits else {})})
+    final = _final_nest(red, rf, rf_axis, loop, inits[0] if inits else None)
+    return _add_temp(replace_with_seq(func, nest, (init_nest, _drop_empty(rf_nest), final)), rf), rf
+
+
+def _loop_nest(extents: tuple[Expr, ...], make_body: Callable[[list[Var]], ir.Stmt]) -> ir.Stmt:
+    idt = extents[0].dtype if extents else ir.dtype.int32
+    loop_vars = [Var(ir.unique_name(ir.default_axis_name(k)), idt) for k in range(len(extents))]
+    stmt: ir.Stmt = make_body(loop_vars)
+    for var, extent in reversed(list(zip(loop_vars, extents))):
+        stmt = For(var, int_like(0, extent), extent, stmt if isinstance(stmt, Block) else Block((stmt,)))
+    return stmt
+
+
+def _init_nest(red: _Reduction, rf: Tensor) -> ir.Stmt:
+    view = Tensor(f"{rf.name}__reduce_init", rf.shape, rf.dtype, rf.buffer)
+
+    def body(loop_vars: list[Var]) -> ir.Stmt:
+        iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+        return ScheduleBlockRealize(tuple(loop_vars), ScheduleBlock(
+            view.name, tuple(iters), Store(view, _identity(red.op, rf.dtype), tuple(iters))))
+
+    return _loop_nest(rf.shape, body)
+
+
+def _final_nest(red: _Reduction, rf: Tensor, rf_axis: int, loop: For,
+                init: ScheduleBlockRealize | None) -> ir.Stmt:
+    t = red.store.tensor
+
+    def body(loop_vars: list[Var]) -> ir.Stmt:
+        rf_loop_var = Var(ir.unique_name(f"rf_{loop.loop_var.name}"), loop.loop_var.dtype)
+        iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+        r = Var(ir.unique_name(f"i{len(iters)}"), rf_loop_var.dtype, is_reduce_axis=True)
+        value = red.op(ir.Load(t, tuple(iters)), ir.Load(rf, _insert(tuple(iters), rf_axis, r)))
+        new_block = dataclasses.replace(red.block.schedule_block, iter_vars=tuple(iters) + (r,),
+                                        body=Store(t, value, tuple(iters)), read_buffers=(), write_buffers=())
+        update = dataclasses.replace(red.block, iter_values=tuple(loop_vars) + (rf_loop_var,),
+                                     schedule_block=new_block)
+        stmts: list[ir.Stmt] = [For(rf_loop_var, int_like(0, loop.extent), loop.extent, Block((update,)))]
+        if init is not None:
+            init_iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+            init_store = block_stores(init)[0]
+            new_init = ScheduleBlockRealize(tuple(loop_vars), dataclasses.replace(
+                init.schedule_block, iter_vars=tuple(init_iters),
+                body=Store(init_store.tensor, init_store.value, tuple(init_iters))))
+            stmts.insert(0, new_init)
+        return Block(tuple(stmts))
+
+    return _loop_nest(t.shape, body)
+
+
+def _drop_empty(stmt: ir.Stmt) -> ir.Stmt:
+    """Remove the empty Blocks left where the init block was."""
+
+    class _Drop(ir.Mutator):
+        def visit_block(self, node: Block) -> Block:
+            stmts = tuple(self.visit(s) for s in node.stmts)
+            kept = tuple(s for s in stmts if not (isinstance(s, Block) and not s.stmts))
+            if len(kept) == len(node.stmts) and all(a is b for a, b in zip(kept, node.stmts)):
+                return node
+            return dataclasses.replace(node, stmts=kept)
+
+    return _Drop().visit(stmt)
