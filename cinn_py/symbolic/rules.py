@@ -1,0 +1,470 @@
+"""The simplifier's rules: one named identity each, valid in C semantics.
+
+Each `Rule` rewrites one node whose children are already simplified and returns the new node or
+None. `Analyzer.simplify` runs them bottom-up, re-simplifying every rewrite, until none applies.
+Division and remainder are C's (truncate toward zero; the remainder takes the dividend's sign);
+a rule that only holds for nonnegative operands says so and proves it with the range analysis
+first. Overflow is not modelled (index arithmetic must not wrap, as in CINN/TVM).
+
+Notation: `c`, `a`, `b` are positive integer constants; `x`, `y` index expressions; `d` a positive
+symbolic divisor (a monomial of symbolic dims, `S0` or `S0 * S1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.symbolic.analyzer import Analyzer
+from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rewrite of one node kind."""
+
+    name: str
+    kinds: tuple[type, ...]
+    apply: Callable[[E.Expr, Analyzer], E.Expr | None]
+
+
+def c_div(a: int, b: int) -> int:
+    """C `a / b`: truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def c_mod(a: int, b: int) -> int:
+    """C `a % b`: `a - b * (a / b)`, the sign of `a`."""
+    return a - b * c_div(a, b)
+
+
+def _int(e: E.Expr) -> int | None:
+    return e.value if isinstance(e, E.IntImm) else None
+
+
+def _pos_const(e: E.Expr) -> int | None:
+    v = _int(e)
+    return v if v is not None and v > 0 else None
+
+
+def _bool(e: E.Expr) -> bool | None:
+    if isinstance(e, E.UIntImm) and e.dtype.is_bool and e.dtype.lanes == 1:
+        return bool(e.value)
+    return None
+
+
+def _true() -> E.Expr:
+    return E.UIntImm(dt.bool_, 1)
+
+
+def _false() -> E.Expr:
+    return E.UIntImm(dt.bool_, 0)
+
+
+def _index(node: E.BinaryOp) -> bool:
+    return is_index_dtype(node.a.dtype) and node.a.dtype == node.b.dtype
+
+
+# ------------------------------------------------------------------------------------------------
+# Constant folding and sums
+# ------------------------------------------------------------------------------------------------
+_FOLD: dict[type, Callable[[int, int], int]] = {
+    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+    E.Div: c_div, E.Mod: c_mod, E.Min: min, E.Max: max,
+}
+
+
+def fold_int_binary(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+    # c1 OP c2 -> c3  (C semantics; x / 0 and x % 0 are left alone)
+    a, b = _int(node.a), _int(node.b)
+    if a is None or b is None or node.a.dtype != node.b.dtype:
+        return None
+    if isinstance(node, (E.Div, E.Mod)) and b == 0:
+        return None
+    return E.IntImm(node.dtype, _FOLD[type(node)](a, b))
+
+
+def merge_div_mod_pairs(p: Poly) -> Poly:
+    """`(x / c) * (k * c) + (x % c) * k -> x * k`: C's identity `x == (x / c) * c + x % c`."""
+    changed = True
+    while changed:
+        changed = False
+        for mono, k in list(p.terms.items()):
+            if len(mono) != 1 or not isinstance(mono[0], E.Mod):
+                continue
+            mod = mono[0]
+            c = _int(mod.b)
+            div_mono = _div_partner(p, mod)
+            if c is None or c == 0 or div_mono is None or p.terms[div_mono] % c:
+                continue
+            m = p.terms[div_mono] // c  # p holds m*c*(x/c) + k*(x%c)
+            if m * k <= 0:
+                continue
+            shared = min(abs(k), abs(m)) * (1 if k > 0 else -1)
+            p = p - Poly({mono: shared, div_mono: shared * c}) + to_poly(mod.a).scale(shared)
+            changed = True
+            break
+    return p
+
+
+def _div_partner(p: Poly, mod: E.Mod) -> tuple[E.Expr, ...] | None:
+    """The monomial `y / c` matching `y % c` in `p`; `x / (a * c)` stands for `(x / a) / c`."""
+    candidates = [(E.Div(mod.a, mod.b),)]
+    a, c = mod.a, _int(mod.b)
+    if isinstance(a, E.Div) and (inner := _pos_const(a.b)) is not None and c is not None and c > 0:
+        candidates.append((E.Div(a.a, E.IntImm(mod.dtype, inner * c)),))
+    return next((m for m in candidates if m in p.terms), None)
+
+
+def canonical_sum(node: E.Expr, an: Analyzer) -> E.Expr | None:
+    # x + 0 -> x, x * 1 -> x, x * 0 -> 0, x - x -> 0, (i*8 + j) + 0 -> ((i * 8) + j): polynomial form
+    if not is_index_dtype(node.dtype):
+        return None
+    return merge_div_mod_pairs(to_poly(node)).to_expr(node.dtype)
+
+
+# ------------------------------------------------------------------------------------------------
+# Division and remainder
+# ------------------------------------------------------------------------------------------------
+def _split_by(p: Poly, divisor: Poly) -> tuple[Poly, Poly]:
+    """(quotient q, rest r) with `p == q * divisor + r`, taking every term divisor divides."""
+    (dmono, dcoef), = divisor.terms.items()
+    q: dict[tuple[E.Expr, ...], int] = {}
+    r: dict[tuple[E.Expr, ...], int] = {}
+    for mono, coef in p.terms.items():
+        rest = _mono_quotient(mono, dmono)
+        if rest is not None and coef % dcoef == 0:
+            q[rest] = q.get(rest, 0) + coef // dcoef
+        else:
+            r[mono] = coef
+    return Poly(q), Poly(r)
+
+
+def _mono_quotient(mono: tuple[E.Expr, ...], dmono: tuple[E.Expr, ...]) -> tuple[E.Expr, ...] | None:
+    rest = list(mono)
+    for atom in dmono:
+        if atom not in rest:
+            return None
+        rest.remove(atom)
+    return tuple(rest)
+
+
+def _divisor_poly(node: E.BinaryOp, an: Analyzer) -> Poly | None:
+    """The divisor as a single positive term (`8`, `S0`, `4 * S0`), else None."""
+    d = to_poly(node.b)
+    if len(d.terms) != 1:
+        return None
+    ((mono, coef),) = d.terms.items()
+    if coef <= 0:
+        return None
+    if mono and not an.bounds.prove_nonneg(d - Poly.const(1)):
+        return None
+    return d
+
+
+def div_by_one(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # x / 1 -> x
+    return node.a if _int(node.b) == 1 else None
+
+
+def div_exact(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # (x * d) / d -> x  (exact division: valid for any sign)
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    q, r = _split_by(to_poly(node.a), d)
+    return q.to_expr(node.dtype) if not r.terms else None
+
+
+def div_split_terms(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # (x * d + r) / d -> x + r / d   when x*d + r >= 0 and r >= 0 (floor == trunc there)
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    x = to_poly(node.a)
+    q, r = _split_by(x, d)
+    if not q.terms or not r.terms:
+        return None
+    if not (an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(x)):
+        return None
+    return E.Add(q.to_expr(node.dtype), E.Div(r.to_expr(node.dtype), node.b))
+
+
+def div_small(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # x / d -> 0   when -d < x < d
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    x = to_poly(node.a)
+    if an.bounds.prove_nonneg(d - x - Poly.const(1)) and an.bounds.prove_nonneg(d + x - Poly.const(1)):
+        return E.IntImm(node.dtype, 0)
+    return None
+
+
+def div_of_div(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # (x / a) / b -> x / (a * b)   (truncation nests for positive a, b)
+    inner = node.a
+    b = _pos_const(node.b)
+    if not isinstance(inner, E.Div) or b is None or (a := _pos_const(inner.b)) is None:
+        return None
+    return E.Div(inner.a, E.IntImm(node.dtype, a * b))
+
+
+def div_gcd(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # (x * g + r) / (g * m) -> x / m   when x >= 0 and 0 <= r < g
+    found = _gcd_split(node, an)
+    if found is None:
+        return None
+    x, _, g, m = found
+    return E.Div(x.to_expr(node.dtype), E.IntImm(node.dtype, m)) if m != 1 else x.to_expr(node.dtype)
+
+
+def div_of_mod(node: E.Div, an: Analyzer) -> E.Expr | None:
+    # (x % (a * b)) / a -> (x / a) % b   when x >= 0
+    inner = node.a
+    a = _pos_const(node.b)
+    if not isinstance(inner, E.Mod) or a is None or (ab := _pos_const(inner.b)) is None:
+        return None
+    if ab % a or not an.prove_nonneg(inner.a):
+        return None
+    return E.Mod(E.Div(inner.a, node.b), E.IntImm(node.dtype, ab // a))
+
+
+def mod_by_one(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # x % 1 -> 0
+    return E.IntImm(node.dtype, 0) if _int(node.b) in (1, -1) else None
+
+
+def mod_exact(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # (x * d) % d -> 0
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    _, r = _split_by(to_poly(node.a), d)
+    return E.IntImm(node.dtype, 0) if not r.terms else None
+
+
+def mod_split_terms(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # (x * d + r) % d -> r % d   when x*d + r >= 0 and r >= 0
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    x = to_poly(node.a)
+    q, r = _split_by(x, d)
+    if not q.terms or not r.terms:
+        return None
+    if not (an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(x)):
+        return None
+    return E.Mod(r.to_expr(node.dtype), node.b)
+
+
+def mod_small(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # x % d -> x   when 0 <= x < d  (or -d < x <= 0)
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    x = to_poly(node.a)
+    below = an.bounds.prove_nonneg(d - x - Poly.const(1))
+    above = an.bounds.prove_nonneg(d + x - Poly.const(1))
+    if (below and an.bounds.prove_nonneg(x)) or (above and an.bounds.prove_nonneg(-x)):
+        return node.a
+    return None
+
+
+def mod_of_mod(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # (x % (k * b)) % b -> x % b   (the inner remainder keeps x's sign)
+    inner = node.a
+    b = _pos_const(node.b)
+    if not isinstance(inner, E.Mod) or b is None or (kb := _pos_const(inner.b)) is None or kb % b:
+        return None
+    return E.Mod(inner.a, node.b)
+
+
+def mod_gcd(node: E.Mod, an: Analyzer) -> E.Expr | None:
+    # (x * g + r) % (g * m) -> (x % m) * g + r   when x >= 0 and 0 <= r < g
+    found = _gcd_split(node, an)
+    if found is None:
+        return None
+    x, r, g, m = found
+    xm = E.Mod(x.to_expr(node.dtype), E.IntImm(node.dtype, m)) if m != 1 else E.IntImm(node.dtype, 0)
+    return E.Add(E.Mul(xm, E.IntImm(node.dtype, g)), r.to_expr(node.dtype))
+
+
+def _gcd_split(node: E.BinaryOp, an: Analyzer) -> tuple[Poly, Poly, int, int] | None:
+    """Find `g | c`, 1 < g < c, with `x = y * g + r`, `y >= 0`, `0 <= r < g`: (y, r, g, c / g)."""
+    c = _pos_const(node.b)
+    if not _index(node) or c is None or c == 1:
+        return None
+    p = to_poly(node.a)
+    for g in _divisors_desc(c):
+        y, r = _split_by(p, Poly.const(g))
+        if not y.terms or not r.terms:
+            continue
+        if an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(Poly.const(g - 1) - r) \
+                and an.bounds.prove_nonneg(y):
+            return y, r, g, c // g
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _divisors_desc(c: int) -> tuple[int, ...]:
+    """Divisors g of c with 1 < g < c, largest first (c up to 2**20; larger: none)."""
+    if c > (1 << 20):
+        return ()
+    return tuple(g for g in range(c - 1, 1, -1) if c % g == 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Min / max, comparisons, logic, select, cast
+# ------------------------------------------------------------------------------------------------
+def min_max_same(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+    # min(x, x) -> x, max(x, x) -> x
+    return node.a if node.a == node.b else None
+
+
+def min_max_provable(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+    # min(x, y) -> x when x <= y;  max(x, y) -> y when x <= y
+    if not _index(node):
+        return None
+    if an.prove_le(node.a, node.b):
+        return node.a if isinstance(node, E.Min) else node.b
+    if an.prove_le(node.b, node.a):
+        return node.b if isinstance(node, E.Min) else node.a
+    return None
+
+
+def _decide_cmp(node: E.CmpOp, an: Analyzer) -> bool | None:
+    """Truth of an integer comparison when provable from `d = a - b`."""
+    d = to_poly(node.a) - to_poly(node.b)
+    nonneg = an.bounds.prove_nonneg
+    one = Poly.const(1)
+    if isinstance(node, E.LT):
+        return True if nonneg(-d - one) else False if nonneg(d) else None
+    if isinstance(node, E.LE):
+        return True if nonneg(-d) else False if nonneg(d - one) else None
+    if isinstance(node, E.GT):
+        return True if nonneg(d - one) else False if nonneg(-d) else None
+    if isinstance(node, E.GE):
+        return True if nonneg(d) else False if nonneg(-d - one) else None
+    if d.is_const():
+        return (d.constant == 0) == isinstance(node, E.EQ)
+    if nonneg(d - one) or nonneg(-d - one):
+        return isinstance(node, E.NE)
+    return None
+
+
+def compare_fold(node: E.CmpOp, an: Analyzer) -> E.Expr | None:
+    # i < 32 -> true when i in [0, 32);  x == x -> true;  c1 < c2 -> bool
+    if isinstance(node, E.LogicalOp) or not _index(node) or node.dtype.lanes != 1:
+        return None
+    truth = _decide_cmp(node, an)
+    if truth is None:
+        return None
+    return _true() if truth else _false()
+
+
+def and_fold(node: E.And, an: Analyzer) -> E.Expr | None:
+    # true && x -> x, false && x -> false, x && x -> x
+    a, b = _bool(node.a), _bool(node.b)
+    if a is False or b is False:
+        return _false()
+    if a is True:
+        return node.b
+    if b is True or node.a == node.b:
+        return node.a
+    return None
+
+
+def or_fold(node: E.Or, an: Analyzer) -> E.Expr | None:
+    # false || x -> x, true || x -> true, x || x -> x
+    a, b = _bool(node.a), _bool(node.b)
+    if a is True or b is True:
+        return _true()
+    if a is False:
+        return node.b
+    if b is False or node.a == node.b:
+        return node.a
+    return None
+
+
+_NEGATED_CMP: dict[type, type] = {E.LT: E.GE, E.GE: E.LT, E.LE: E.GT, E.GT: E.LE, E.EQ: E.NE, E.NE: E.EQ}
+
+
+def not_fold(node: E.Not, an: Analyzer) -> E.Expr | None:
+    # !true -> false, !!x -> x, !(a < b) -> (a >= b) for integer a, b
+    v = node.v
+    if (b := _bool(v)) is not None:
+        return _false() if b else _true()
+    if isinstance(v, E.Not):
+        return v.v
+    if type(v) in _NEGATED_CMP and v.a.dtype.is_integral:
+        return _NEGATED_CMP[type(v)](v.a, v.b)
+    return None
+
+
+def select_fold(node: E.Select, an: Analyzer) -> E.Expr | None:
+    # select(true, x, y) -> x, select(false, x, y) -> y, select(c, x, x) -> x
+    c = _bool(node.condition)
+    if c is not None:
+        return node.true_value if c else node.false_value
+    if node.true_value == node.false_value:
+        return node.true_value
+    return None
+
+
+def cast_fold(node: E.Cast, an: Analyzer) -> E.Expr | None:
+    # T(x) -> x when x is already T;  int64(7) -> 7ll when the value fits
+    v = node.v
+    if v.dtype == node.dtype:
+        return v
+    value = _int(v)
+    if value is not None and node.dtype.is_int and node.dtype.lanes == 1:
+        half = 1 << (node.dtype.bits - 1)
+        return E.IntImm(node.dtype, value) if -half <= value < half else None
+    return None
+
+
+def min_max_fold(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+    # min(c1, c2) -> c, max(c1, c2) -> c
+    return fold_int_binary(node, an)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("fold_int_binary", (E.Add, E.Sub, E.Mul, E.Div, E.Mod), fold_int_binary),
+    Rule("div_by_one", (E.Div,), div_by_one),
+    Rule("div_exact", (E.Div,), div_exact),
+    Rule("div_of_div", (E.Div,), div_of_div),
+    Rule("div_small", (E.Div,), div_small),
+    Rule("div_split_terms", (E.Div,), div_split_terms),
+    Rule("div_gcd", (E.Div,), div_gcd),
+    Rule("div_of_mod", (E.Div,), div_of_mod),
+    Rule("mod_by_one", (E.Mod,), mod_by_one),
+    Rule("mod_exact", (E.Mod,), mod_exact),
+    Rule("mod_of_mod", (E.Mod,), mod_of_mod),
+    Rule("mod_small", (E.Mod,), mod_small),
+    Rule("mod_split_terms", (E.Mod,), mod_split_terms),
+    Rule("mod_gcd", (E.Mod,), mod_gcd),
+    Rule("canonical_sum", (E.Add, E.Sub, E.Mul, E.Minus), canonical_sum),
+    Rule("min_max_fold", (E.Min, E.Max), min_max_fold),
+    Rule("min_max_same", (E.Min, E.Max), min_max_same),
+    Rule("min_max_provable", (E.Min, E.Max), min_max_provable),
+    Rule("compare_fold", (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE), compare_fold),
+    Rule("and_fold", (E.And,), and_fold),
+    Rule("or_fold", (E.Or,), or_fold),
+    Rule("not_fold", (E.Not,), not_fold),
+    Rule("select_fold", (E.Select,), select_fold),
+    Rule("cast_fold", (E.Cast,), cast_fold),
+)
+"""Tried in order on each node; the first that rewrites wins, and the result is re-simplified."""
+
+_BY_KIND: dict[type, tuple[Rule, ...]] = {}
+
+
+def rules_for(kind: type) -> tuple[Rule, ...]:
+    """The rules that apply to nodes of class `kind`, in `RULES` order."""
+    cached = _BY_KIND.get(kind)
+    if cached is None:
+        cached = tuple(r for r in RULES if any(issubclass(kind, k) for k in r.kinds))
+        _BY_KIND[kind] = cached
+    return cached
+
+
+__all__ = ["RULES", "Rule", "c_div", "c_mod", "rules_for"]
