@@ -1,0 +1,147 @@
+"""align_iter_space: loop alignment of a fused group onto one `[spatial, reduce]` iteration space
+(seed 003 §2.2 step (2); CINN's early `AlignIterSpaceTactic`).
+
+The *master* block decides the space: the first reduction update block (spatial extents
+`S1..Sn` = its loops outside the reduce loops, reduce extents `R1..Rm` = the reduce loops), else
+the last block (all of its loops are spatial). Every top-level loop nest is then rebuilt as
+
+    serial for (sp, 0, S1 * ... * Sn)          # pure spatial iter
+      serial for (rb, 0, R1 * ... * Rm)        # only where the nest has the reduce loops
+        ScheduleBlock(X) { vi, vj, vk = axis.bind((sp / S2), (sp % S2), rb) ... }
+
+The leading perfectly nested loops of a nest must have the spatial extents (proved equal, so
+symbolic dims work); below them, a chain of loops with the reduce extents becomes `rb`. This is
+how the seed aligns both kinds of non-reduce blocks: elementwise blocks over `[S1, S2]` get only
+`sp`, and elementwise or broadcast blocks over `[S1, S2, R]` (`E[i, j, k] = D[i, j]`, whose
+trailing axis is not a reduce axis but has the reduce extent) get `[sp, rb]`, so that they can
+later share the reduction's tiled `rb` loops (seed step (6)). A nest whose loops match neither
+form is an error naming the nest and both extent lists. Loop vars of the substituted loops
+become `sp / (S_{k+1}...S_n) % S_k` (outermost without `%`, innermost without `/`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cinn_py import ir
+from cinn_py.ir import Block, Expr, For, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from schedules.analysis.dependence import _equal
+from schedules.analysis.loops import StmtIndex, all_blocks, root_block
+from schedules.analysis.regions import const_value, int_like, simplify_index
+from schedules.errors import ScheduleError, schedule_error
+from schedules.primitives._tree import replace
+
+__all__ = ["align_iter_space", "AlignError", "group_space"]
+
+
+class AlignError(ScheduleError):
+    """A loop nest of the group does not have the master's spatial (and reduce) extents."""
+
+
+def group_space(func: LoweredFunc) -> tuple[list[Expr], list[Expr]]:
+    """(spatial extents, reduce extents) of the group's master block."""
+    blocks = all_blocks(func)
+    if not blocks:
+        raise schedule_error(AlignError, "align_iter_space", "the function must contain a block, but has none", func)
+    index = StmtIndex(func)
+    masters = [b for b in blocks if any(v.is_reduce_axis for v in b.schedule_block.iter_vars)]
+    master = masters[0] if masters else blocks[-1]
+    loops = index.enclosing_loops(master)
+    reduce_vars = {n for v, e in zip(master.schedule_block.iter_vars, master.iter_values) if v.is_reduce_axis
+                   for n in ir.walk(e) if isinstance(n, Var)}
+    first_reduce = next((k for k, lp in enumerate(loops) if lp.loop_var in reduce_vars), len(loops))
+    return [lp.extent for lp in loops[:first_reduce]], [lp.extent for lp in loops[first_reduce:]]
+
+
+def align_iter_space(func: LoweredFunc) -> LoweredFunc:
+    """Rewrite every loop nest of `func` into the common `[sp, rb]` form (see the module docstring).
+
+    Raises:
+        AlignError: a nest's loops do not have the group's spatial/reduce extents.
+    """
+    spatial, reduce = group_space(func)
+    root = root_block(func).schedule_block
+    nests = root.body.stmts if isinstance(root.body, Block) else (root.body,)
+    new_nests = tuple(_align_nest(func, nest, spatial, reduce) for nest in nests)
+    body = Block(new_nests) if isinstance(root.body, Block) else new_nests[0]
+    return replace(func, root, dataclasses.replace(root, body=body))
+
+
+def _product(extents: list[Expr]) -> Expr:
+    out = extents[0]
+    for e in extents[1:]:
+        out = ir.Mul(out, e)
+    return simplify_index(out) if all(const_value(e) is not None for e in extents) else out
+
+
+def _chain(stmt: Stmt, extents: list[Expr]) -> list[For] | None:
+    """The perfectly nested loops from `stmt` down with exactly `extents` (the last may hold
+    several statements), or None."""
+    loops: list[For] = []
+    current: Stmt = stmt
+    for extent in extents:
+        if not isinstance(current, For) or const_value(current.min) != 0 or not _equal(current.extent, extent):
+            return None
+        loops.append(current)
+        body = current.body.stmts
+        current = body[0] if len(body) == 1 else Block(())
+    return loops
+
+
+def _decompose(var: Var, extents: list[Expr]) -> list[Expr]:
+    """Values of n loop vars fused (row-major) into `var` over `extents`."""
+    n = len(extents)
+    out: list[Expr] = []
+    for k in range(n):
+        value: Expr = var
+        inner = extents[k + 1:]
+        if inner:
+            value = ir.Div(value, _product(inner))
+        if k > 0:
+            value = ir.Mod(value, extents[k])
+        out.append(value)
+    return out
+
+
+def _fuse_chain(loops: list[For], name: str, extents: list[Expr], body: Block) -> For:
+    idt = loops[0].loop_var.dtype
+    var = Var(name, idt)
+    if len(loops) == 1:
+        new_body = ir.substitute(body, {loops[0].loop_var: var})
+    else:
+        mapping = dict(zip((lp.loop_var for lp in loops), _decompose(var, extents)))
+        new_body = ir.substitute(body, mapping)
+    return For(var, int_like(0, loops[0].extent), _product(extents), new_body, loops[0].for_type)
+
+
+def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list[Expr]) -> Stmt:
+    sp_loops = _chain(nest, spatial)
+    if sp_loops is None:
+        raise schedule_error(AlignError, "align_iter_space", "every loop nest must start with loops of the "
+                             f"spatial extents [{_show(spatial)}], but this one has [{_show(_extents(nest))}]",
+                             func, nest)
+    inner = tuple(_align_reduce(func, s, reduce) for s in sp_loops[-1].body.stmts)
+    return _fuse_chain(sp_loops, "sp", spatial, Block(inner))
+
+
+def _align_reduce(func: LoweredFunc, stmt: Stmt, reduce: list[Expr]) -> Stmt:
+    if isinstance(stmt, ScheduleBlockRealize):
+        return stmt
+    rb_loops = _chain(stmt, reduce) if reduce else None
+    if rb_loops is None or any(isinstance(s, For) for s in rb_loops[-1].body.stmts):
+        raise schedule_error(AlignError, "align_iter_space", "below the spatial loops a nest may only hold "
+                             f"blocks or loops of the reduce extents [{_show(reduce)}], but has "
+                             f"[{_show(_extents(stmt))}]", func, stmt)
+    return _fuse_chain(rb_loops, "rb", reduce, rb_loops[-1].body)
+
+
+def _extents(stmt: Stmt) -> list[Expr]:
+    out: list[Expr] = []
+    while isinstance(stmt, For):
+        out.append(stmt.extent)
+        stmt = stmt.body.stmts[0] if len(stmt.body.stmts) == 1 else Block(())
+    return out
+
+
+def _show(extents: list[Expr]) -> str:
+    return ", ".join(ir.print_ir(e) for e in extents)
