@@ -1,0 +1,244 @@
+"""When may a loop nest run as one vectorised numpy evaluation? (conservative dependence test)
+
+The body of a perfect loop nest is straight-line (stores, ifs, lets, schedule blocks; no inner
+loops or allocations). Evaluating it once over all iterations runs it statement by statement
+instead of iteration by iteration, which is the serial result when
+
+- *parallel*: every buffer the body writes is accessed (stored and loaded) at one and the same
+  index tuple, after substituting block iter vars and lets, and that tuple is injective over the
+  vectorised iterations, so each iteration touches only its own elements. Injectivity is proved
+  per dimension from affine coefficients with the mixed-radix rule (|a_1| > sum |a_j| (e_j - 1)
+  for coefficients sorted by size); coefficients may be symbolic and are evaluated at run time;
+- *reduction*: the body's only store is `T[idx] = T[idx] OP e` (OP one of + * cinn_max cinn_min
+  && ||), `idx` does not depend on the vectorised loop vars, and nothing else reads `T`; then `e`
+  is evaluated for all iterations and folded with a numpy reduction.
+
+Anything else runs serially.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.visitor import substitute, walk
+
+CoefFn = Callable[[dict[str, Any]], int]
+Coefs = dict[str, CoefFn]
+LANE = "__lane__"
+
+_REDUCE_OPS: dict[type, str] = {E.Add: "sum", E.Mul: "prod", E.Max: "max", E.Min: "min", E.And: "all", E.Or: "any"}
+
+
+@dataclass
+class ReducePattern:
+    """`store` is `T[idx] = load OP operand` with `load` reading `T[idx]`."""
+
+    store: S.Store
+    kind: str
+    operand: E.Expr
+    index_vars: frozenset[str]
+
+
+@dataclass
+class BodyAccesses:
+    """Accesses of a straight-line body, with indices in terms of loop and outer variables."""
+
+    stores: list[tuple[S.Store, tuple[E.Expr, ...]]] = field(default_factory=list)
+    loads: list[tuple[E.Load, tuple[E.Expr, ...]]] = field(default_factory=list)
+    mapping: dict[E.Var, E.Expr] = field(default_factory=dict)
+
+
+def is_straight_line(stmt: S.Stmt) -> bool:
+    """No loops, allocations or frees below `stmt`."""
+    return not any(isinstance(n, (S.For, S.Alloc, S.Free)) for n in walk(stmt))
+
+
+def collect_accesses(body: S.Stmt) -> BodyAccesses:
+    acc = BodyAccesses()
+    _collect(body, acc)
+    return acc
+
+
+def _collect_expr(e: E.Expr, acc: BodyAccesses) -> None:
+    for node in walk(e):
+        if isinstance(node, E.Load):
+            acc.loads.append((node, tuple(substitute(i, acc.mapping) for i in node.indices)))
+
+
+def _collect(node: S.Stmt, acc: BodyAccesses) -> None:
+    if isinstance(node, S.Block):
+        for s in node.stmts:
+            _collect(s, acc)
+    elif isinstance(node, S.Store):
+        _collect_expr(node.value, acc)
+        for i in node.indices:
+            _collect_expr(i, acc)
+        acc.stores.append((node, tuple(substitute(i, acc.mapping) for i in node.indices)))
+    elif isinstance(node, S.IfThenElse):
+        _collect_expr(node.condition, acc)
+        _collect(node.true_case, acc)
+        if node.false_case is not None:
+            _collect(node.false_case, acc)
+    elif isinstance(node, S.ScheduleBlockRealize):
+        for var, value in zip(node.schedule_block.iter_vars, node.iter_values):
+            _collect_expr(value, acc)
+            acc.mapping[var] = substitute(value, acc.mapping)
+        _collect(node.schedule_block.body, acc)
+    elif isinstance(node, S.ScheduleBlock):
+        _collect(node.body, acc)
+    elif isinstance(node, S.Let):
+        if node.body is not None:
+            _collect_expr(node.body, acc)
+            acc.mapping[node.symbol] = substitute(node.body, acc.mapping)
+    elif isinstance(node, S.Evaluate):
+        _collect_expr(node.value, acc)
+
+
+def same_index_everywhere(acc: BodyAccesses) -> bool:
+    """Every written buffer is stored and loaded through one tensor shape and one index tuple."""
+    keys: dict[str, tuple[Any, ...]] = {}
+    for store, idx in acc.stores:
+        key = (store.tensor.shape, idx)
+        if keys.setdefault(store.tensor.buffer.name, key) != key:
+            return False
+    for load, idx in acc.loads:
+        name = load.tensor.buffer.name
+        if name in keys and keys[name] != (load.tensor.shape, idx):
+            return False
+    return True
+
+
+def free_vars(e: E.Expr) -> set[str]:
+    return {n.name for n in walk(e) if isinstance(n, E.Var)}
+
+
+class AffineAnalyzer:
+    """Affine coefficients of index expressions in a set of loop variables.
+
+    `compile_int(expr)` turns a loop-invariant coefficient expression into a run-time closure, or
+    returns None if it cannot (it reads memory or a variable bound inside the body).
+    """
+
+    def __init__(self, loop_vars: frozenset[str], compile_int: Callable[[E.Expr], CoefFn | None]) -> None:
+        self.loop_vars = loop_vars
+        self.compile_int = compile_int
+        self.lanes = 1
+
+    def coefs(self, e: E.Expr) -> Coefs | None:
+        """{var: coefficient} with e == sum(coef * var) + (invariant), or None if not affine."""
+        if not (free_vars(e) & self.loop_vars) and not isinstance(e, E.Ramp):
+            return {}
+        if isinstance(e, E.Var):
+            return {e.name: _const(1)}
+        if isinstance(e, (E.Add, E.Sub)):
+            return _merge(self.coefs(e.a), self.coefs(e.b), -1 if isinstance(e, E.Sub) else 1)
+        if isinstance(e, E.Minus):
+            return _scale(self.coefs(e.v), _const(-1))
+        if isinstance(e, E.Mul):
+            return self._mul(e)
+        if isinstance(e, E.Cast) and e.dtype.is_integral and e.v.dtype.is_integral:
+            return self.coefs(e.v)
+        if isinstance(e, E.Broadcast):
+            return self.coefs(e.value)
+        if isinstance(e, E.Ramp):
+            return self._ramp(e)
+        return None
+
+    def _mul(self, e: E.Mul) -> Coefs | None:
+        for const_side, var_side in ((e.a, e.b), (e.b, e.a)):
+            if free_vars(const_side) & self.loop_vars:
+                continue
+            factor = self.compile_int(const_side)
+            return None if factor is None else _scale(self.coefs(var_side), factor)
+        return None
+
+    def _ramp(self, e: E.Ramp) -> Coefs | None:
+        if free_vars(e.stride) & self.loop_vars:
+            return None
+        stride = self.compile_int(e.stride)
+        if stride is None:
+            return None
+        self.lanes = max(self.lanes, e.lanes)
+        return _merge(self.coefs(e.base), {LANE: stride}, 1)
+
+
+def _const(value: int) -> CoefFn:
+    return lambda env: value
+
+
+def _merge(a: Coefs | None, b: Coefs | None, sign: int) -> Coefs | None:
+    if a is None or b is None:
+        return None
+    out = dict(a)
+    for name, fb in b.items():
+        fa = out.get(name)
+        if fa is None:
+            out[name] = fb if sign == 1 else (lambda env, f=fb: -f(env))
+        else:
+            out[name] = lambda env, f=fa, g=fb: f(env) + sign * g(env)
+    return out
+
+
+def _scale(c: Coefs | None, factor: CoefFn) -> Coefs | None:
+    if c is None:
+        return None
+    return {name: (lambda env, f=f: int(factor(env)) * f(env)) for name, f in c.items()}
+
+
+def injective(dims: list[Coefs | None], extents: dict[str, int], env: dict[str, Any]) -> bool:
+    """Whether the index tuple with per-dimension coefficients `dims` takes distinct values for
+    distinct points of the box `extents` (mixed-radix rule, applied until no dimension helps)."""
+    unresolved = {v for v, n in extents.items() if n > 1}
+    progress = True
+    while unresolved and progress:
+        progress = False
+        for dim in dims:
+            if dim is None:
+                continue
+            terms = sorted(((abs(int(f(env))), extents[v], v) for v, f in dim.items() if v in unresolved),
+                           reverse=True)
+            terms = [t for t in terms if t[0] != 0]
+            if not terms or not _mixed_radix(terms):
+                continue
+            unresolved -= {v for _, _, v in terms}
+            progress = True
+    return not unresolved
+
+
+def _mixed_radix(terms: list[tuple[int, int, str]]) -> bool:
+    tail = 0
+    for coef, extent, _ in reversed(terms):
+        if coef <= tail:
+            return False
+        tail += coef * (extent - 1)
+    return True
+
+
+def match_reduction(acc: BodyAccesses, loop_vars: frozenset[str]) -> ReducePattern | None:
+    """The reduction pattern of the body, if it is one (see module doc)."""
+    if len(acc.stores) != 1:
+        return None
+    store, idx = acc.stores[0]
+    value = store.value
+    kind = _REDUCE_OPS.get(type(value))
+    if kind is None:
+        return None
+    assert isinstance(value, E.BinaryOp)
+    buffer = store.tensor.buffer.name
+    candidates = [(value.a, value.b)]
+    # float cinn_max/cinn_min are not commutative (NaN, signed zero): only `T OP e` is a fold of T.
+    if not (kind in ("max", "min") and value.dtype.is_float):
+        candidates.append((value.b, value.a))
+    reads = [(load, lidx) for load, lidx in acc.loads if load.tensor.buffer.name == buffer]
+    if len(reads) != 1:
+        return None
+    load, load_idx = reads[0]
+    for acc_side, operand in candidates:
+        if acc_side is load and load_idx == idx and load.tensor.shape == store.tensor.shape:
+            index_vars = frozenset(set().union(*(free_vars(i) for i in idx)) if idx else set()) & loop_vars
+            return ReducePattern(store, kind, operand, index_vars)
+    return None
