@@ -174,18 +174,21 @@ def _linear_terms(e: Expr, used: set[Var]) -> list[tuple[int, Var]] | None:
 def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], y_loops: list[For],
                    y_to_x: dict[Var, Expr]) -> bool:
     """True when every element accessed by both `x` and `y` is accessed in the same iteration
-    of the `shared` loops. `x_loops`/`y_loops` are all loops around each access (after the
-    move); `y_to_x` renames y's loop vars of the shared loops into x's (they are the same loops
-    after the move, but `y` may still carry its old loop vars)."""
+    of the `shared` loops: the index components free of the other loops' vars are the same
+    function of the shared loop vars in both, and that function is injective (so an element
+    determines the shared iteration). `y_to_x` renames y's vars into x's where they differ."""
     x_idx = tuple(simplify_index(e) for e in x.indices)
     y_idx = tuple(simplify_index(ir.substitute(e, y_to_x)) for e in y.indices)
-    if len(x_idx) != len(y_idx) or any(not _equal(a, b) for a, b in zip(x_idx, y_idx)):
+    if len(x_idx) != len(y_idx):
         return False
     shared_vars = {loop.loop_var for loop in shared}
     private = {loop.loop_var for loop in x_loops + y_loops} - shared_vars
-    if any(isinstance(n, Var) and n in private for e in x_idx for n in ir.walk(e)):
-        return False
-    return is_injective(x_idx, shared)
+
+    def free(e: Expr) -> bool:
+        return not any(isinstance(n, Var) and n in private for n in ir.walk(e))
+
+    common = tuple(a for a, b in zip(x_idx, y_idx) if free(a) and free(b) and _equal(a, b))
+    return is_injective(common, shared)
 
 
 def _equal(a: Expr, b: Expr) -> bool:

@@ -1,0 +1,300 @@
+"""compute_at, simple_compute_at, reverse_compute_at: move a block under another nest's loop.
+
+* `simple_compute_at(func, block, loop)` (CINN `SimpleComputeAt`, what the group tactics use for
+  loop fusion): the loops from the root down to `loop` are matched 1:1 with the block's outer
+  loops (extents proved equal), the block's loop vars are replaced by the target's, and the block
+  (with its remaining inner loops and any guards around it) goes to the end of `loop`'s body when
+  it came after the target nest, to the start when it came before.
+* `compute_at(func, block, loop, keep_unit_loops=False)` (CINN `ComputeAt`): the producer `block`
+  is recomputed at the start of each iteration of `loop`, over the region of its tensor that the
+  consumers inside `loop` read in that iteration (new loops `ax0, ax1, ...`, attr
+  `compute_at_extra_var`).
+
+Legality is checked on the rebuilt function before it is returned (nothing is returned on
+error): every pair of conflicting accesses between the moved block and another block keeps its
+order (`schedules.analysis.dependence.same_iteration`); compute_at additionally needs every
+reader of the producer's tensor inside `loop`, and nothing in `loop` or between the two places
+may write what the producer reads. Differs from CINN: CINN checks only that the handles exist and
+that `loop` is not an ancestor of the block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cinn_py import ir
+from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from schedules.analysis.dependence import (
+    _equal, argument_buffers, buffer_conflicts, readers_of, same_iteration,
+)
+from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
+from schedules.analysis.regions import (
+    block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges,
+    simplify_index,
+)
+from schedules.errors import (
+    IllegalDependenceError, LoopNotFoundError, ScheduleError, StaleHandleError, schedule_error,
+)
+from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
+
+__all__ = [
+    "simple_compute_at", "compute_at", "LoopMismatchError", "ComputeAtBlockError", "RegionError",
+]
+
+
+class LoopMismatchError(ScheduleError):
+    """simple_compute_at: the target's loops do not match the block's outer loops 1:1."""
+
+
+class ComputeAtBlockError(ScheduleError):
+    """compute_at: the block is not a pure producer (single Store at its iter vars, no reduction)."""
+
+
+class RegionError(ScheduleError):
+    """compute_at: the region the consumers need cannot be bounded, or a consumer is outside the loop."""
+
+
+def _resolve(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> StmtIndex:
+    index = StmtIndex(func)
+    if not isinstance(block, ScheduleBlockRealize) or not index.contains(block) or not block.iter_values:
+        raise schedule_error(StaleHandleError, prim, f"block '{getattr(block, 'name', block)}' is not a block of "
+                             "the current function (stale handle)", func)
+    if not isinstance(loop, For) or not index.contains(loop):
+        raise schedule_error(StaleHandleError, prim, "the target loop is not a loop of the current function "
+                             "(stale handle)", func)
+    if is_ancestor(loop, block):
+        raise schedule_error(LoopNotFoundError, prim, f"loop '{loop.loop_var.name}' must not enclose block "
+                             f"'{block.name}', but it does", func, loop, block)
+    return index
+
+
+def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
+                mapping: dict[Var, Expr]) -> Stmt:
+    """The block with its loops below `keep_from` and every guard around it, rebuilt (new loops)
+    with `mapping` applied; loops above `keep_from` are dropped."""
+    loops_seen = 0
+    wrappers: list[Stmt] = []
+    for anc in index.ancestors(block):
+        if isinstance(anc, For):
+            loops_seen += 1
+            if loops_seen > keep_from:
+                wrappers.append(anc)
+        elif isinstance(anc, IfThenElse):
+            wrappers.append(anc)
+    stmt: Stmt = block
+    for wrap in reversed(wrappers):
+        if isinstance(wrap, For):
+            stmt = For(wrap.loop_var, wrap.min, wrap.extent, Block((stmt,)), wrap.for_type, wrap.bind_offset,
+                       wrap.vectorize_factor)
+        else:
+            stmt = IfThenElse(wrap.condition, Block((stmt,)))  # type: ignore[union-attr]
+    return ir.substitute(stmt, mapping)
+
+
+def _check_order(prim: str, old: LoweredFunc, new: LoweredFunc, moved_old: ScheduleBlockRealize,
+                 moved_new: ScheduleBlockRealize, covered: frozenset[str] = frozenset()) -> None:
+    """Every conflicting access pair keeps its order (see the module docstring). For buffers in
+    `covered` (the producer's output under compute_at, whose per-iteration region is built to
+    cover the reads) only the statement order is checked."""
+    pos_old, pos_new = program_order(old), program_order(new)
+    index_new = StmtIndex(new)
+    b_loops = index_new.enclosing_loops(moved_new)
+    for other in all_blocks(new):
+        if other is moved_new:
+            continue
+        pairs = buffer_conflicts(moved_new, other)
+        if not pairs:
+            continue
+        other_old = _same_block(old, other)
+        before_old = other_old is not None and pos_old[id(other_old)] < pos_old[id(moved_old)]
+        before_new = pos_new[id(other)] < pos_new[id(moved_new)]
+        o_loops = index_new.enclosing_loops(other)
+        shared = [a for a, b in zip(b_loops, o_loops) if a is b]
+        ok = before_old == before_new and (not shared or all(
+            x.buffer in covered or same_iteration(x, y, shared, b_loops, o_loops, {}) for x, y in pairs))
+        if not ok:
+            buf = pairs[0][0].tensor.name
+            raise schedule_error(IllegalDependenceError, prim, f"moving '{moved_old.name}' would reorder its "
+                                 f"accesses to '{buf}' with block '{other.name}' (expected every dependent pair "
+                                 "in the same iteration of the shared loops, in the original order)",
+                                 old, moved_old)
+
+
+def _same_block(func: LoweredFunc, block: ScheduleBlockRealize) -> ScheduleBlockRealize | None:
+    return next((b for b in all_blocks(func) if b.uid == block.uid), None)
+
+
+# ----------------------------------------------------------------------------------------------
+# simple_compute_at
+# ----------------------------------------------------------------------------------------------
+def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> LoweredFunc:
+    """Fuse `block` into the nest of `loop` by 1:1 loop matching (see the module docstring).
+
+    Raises:
+        LoopMismatchError, IllegalDependenceError, LoopNotFoundError, StaleHandleError.
+    """
+    prim = "simple_compute_at"
+    index = _resolve(prim, func, block, loop)
+    target = index.enclosing_loops(loop) + [loop]
+    own = index.enclosing_loops(block)
+    if len(own) < len(target):
+        raise schedule_error(LoopMismatchError, prim, f"block '{block.name}' must have at least {len(target)} "
+                             f"loops to match, but has {len(own)}", func, block, loop)
+    for t, b in zip(target, own):
+        if not (_equal(t.min, b.min) and _equal(t.extent, b.extent)):
+            raise schedule_error(LoopMismatchError, prim, f"extent of loop '{b.loop_var.name}' should equal that "
+                                 f"of '{t.loop_var.name}': expected {ir.print_ir(t.extent)}, got "
+                                 f"{ir.print_ir(b.extent)}", func, b, t)
+    mapping = {b.loop_var: t.loop_var for t, b in zip(target, own) if b.loop_var != t.loop_var}
+    moved = _moved_stmt(index, block, len(target), mapping)
+    new_block = next(s for s in _stmts(moved) if isinstance(s, ScheduleBlockRealize))
+    after = program_order(func)[id(block)] > program_order(func)[id(loop)]
+    new = insert_in_loop(remove_stmt(func, block), _current(remove_stmt(func, block), loop), moved, at_end=after)
+    _check_order(prim, func, new, block, new_block)
+    return new
+
+
+def _stmts(stmt: Stmt) -> list[Stmt]:
+    return StmtIndex(stmt).order
+
+
+def _current(func: LoweredFunc, loop: For) -> For:
+    """`loop` as rebuilt in `func` (same uid)."""
+    found = StmtIndex(func).by_uid.get(loop.uid)
+    assert isinstance(found, For)  # the removal never drops the target loop (it is not an ancestor)
+    return found
+
+
+# ----------------------------------------------------------------------------------------------
+# compute_at
+# ----------------------------------------------------------------------------------------------
+def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
+               keep_unit_loops: bool = False) -> LoweredFunc:
+    """Recompute the producer `block` inside `loop` over the region its consumers there need.
+
+    Raises:
+        ComputeAtBlockError, RegionError, IllegalDependenceError, LoopNotFoundError,
+        StaleHandleError.
+    """
+    prim = "compute_at"
+    index = _resolve(prim, func, block, loop)
+    store = _pure_store(prim, func, block)
+    tensor = store.tensor
+    readers = readers_of(func, tensor.buffer.name)
+    outside = [r for r in readers if not is_ancestor(loop, r)]
+    if outside or tensor.buffer.name in argument_buffers(func):
+        why = f"block(s) {', '.join(r.name for r in outside)} outside it read" if outside else \
+            "it is a function argument, whose every element is observable; compute_at would write"
+        raise schedule_error(RegionError, prim, f"every reader of '{tensor.name}' must be inside loop "
+                             f"'{loop.loop_var.name}', but {why} '{tensor.name}'", func, loop, *outside)
+    _check_inputs_stable(prim, func, block, loop, readers)
+    region = _required_region(prim, func, index, loop, readers, tensor)
+    new_block, extra = _recompute_block(block, store, region, keep_unit_loops)
+    stmt: Stmt = new_block
+    guard = _region_guard(new_block, region, tensor.shape)
+    if guard is not None:
+        stmt = IfThenElse(guard, Block((stmt,)))
+    for var, extent in reversed(extra):
+        stmt = For(var, int_like(0, extent), extent, Block((stmt,)))
+    removed = remove_stmt(func, block)
+    new = insert_in_loop(removed, _current(removed, loop), stmt, at_end=False)
+    _check_order(prim, func, new, block, _same_block(new, new_block) or new_block,
+                 frozenset({tensor.buffer.name}))
+    return new
+
+
+def _pure_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> ir.Store:
+    stores = block_stores(block)
+    iter_vars = block.schedule_block.iter_vars
+    store = stores[0] if len(stores) == 1 and block.schedule_block.body is stores[0] else None
+    if store is None or any(v.is_reduce_axis for v in iter_vars) \
+            or store.tensor.buffer.name in block_buffers_read(block) \
+            or tuple(store.indices) != tuple(iter_vars):
+        raise schedule_error(ComputeAtBlockError, prim, f"block '{block.name}' must be a single Store "
+                             "'T[v0, v1, ...] = f(...)' at its own iter vars, without reduction", func, block)
+    return store
+
+
+def _check_inputs_stable(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
+                         readers: list[ScheduleBlockRealize]) -> None:
+    """What the producer reads must not change between its old place and its recomputations."""
+    reads = block_buffers_read(block)
+    order = program_order(func)
+    inside = [b for b in all_blocks(func) if is_ancestor(loop, b)]
+    between = [b for b in all_blocks(func) if order[id(block)] < order[id(b)] < order[id(loop)]]
+    for other in inside + between:
+        clobbered = block_buffers_written(other) & reads
+        if clobbered:
+            raise schedule_error(IllegalDependenceError, prim, f"block '{other.name}' writes "
+                                 f"{', '.join(sorted(clobbered))}, which '{block.name}' reads; recomputing "
+                                 f"'{block.name}' inside loop '{loop.loop_var.name}' would see new values",
+                                 func, other)
+
+
+Region = list[tuple[Expr, Expr]]
+
+
+def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
+                     readers: list[ScheduleBlockRealize], tensor: ir.Tensor) -> Region:
+    """Per dimension (lo, hi) inclusive of `tensor` read in one iteration of `loop`."""
+    region: list[tuple[Expr, Expr] | None] = [None] * len(tensor.shape)
+    for reader in readers:
+        loops = index.enclosing_loops(reader)
+        inner = loops[next(k for k, lp in enumerate(loops) if lp is loop) + 1:]
+        ranges = loop_ranges(inner)
+        binding = dict(zip(reader.schedule_block.iter_vars, reader.iter_values))
+        for load in (n for n in ir.walk(reader.schedule_block.body) if isinstance(n, ir.Load)):
+            if load.tensor.buffer.name != tensor.buffer.name:
+                continue
+            for k, idx in enumerate(load.indices):
+                bounds = index_bounds(ir.substitute(idx, binding), ranges)
+                if bounds is None:
+                    raise schedule_error(RegionError, prim, f"the index {ir.print_ir(idx)} of '{tensor.name}' in "
+                                         f"'{reader.name}' cannot be bounded over the loops inside "
+                                         f"'{loop.loop_var.name}'", func, reader)
+                region[k] = bounds if region[k] is None else _union(region[k], bounds)  # type: ignore[arg-type]
+    return [r for r in region if r is not None]
+
+
+def _union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
+    lo = a[0] if _equal(a[0], b[0]) else simplify_index(ir.Min(a[0], b[0]))
+    hi = a[1] if _equal(a[1], b[1]) else simplify_index(ir.Max(a[1], b[1]))
+    return lo, hi
+
+
+def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Region,
+                     keep_unit_loops: bool) -> tuple[ScheduleBlockRealize, list[tuple[Var, Expr]]]:
+    values: list[Expr] = []
+    extra: list[tuple[Var, Expr]] = []
+    idt = block.iter_values[0].dtype
+    for lo, hi in region:
+        extent = simplify_index(ir.Add(ir.Sub(hi, lo), int_like(1, hi)))
+        if const_value(extent) == 1 and not keep_unit_loops:
+            values.append(lo)
+            continue
+        var = Var(f"ax{len(extra)}", idt)
+        extra.append((var, extent))
+        values.append(var if const_value(lo) == 0 else simplify_index(ir.Add(lo, var)))
+    names = ",".join(v.name for v, _ in extra)
+    attrs = tuple(sorted(dict(block.schedule_block.attrs, compute_at_extra_var=names).items()))
+    new_sb = dataclasses.replace(block.schedule_block, attrs=attrs)
+    return dataclasses.replace(block, iter_values=tuple(values), schedule_block=new_sb), extra
+
+
+def _region_guard(block: ScheduleBlockRealize, region: Region, shape: tuple[Expr, ...]) -> Expr | None:
+    """`v_k < shape_k` for each dimension where the region may leave the tensor (interval bounds
+    over-approximate), None when the whole region is provably inside."""
+    cond: Expr | None = None
+    for (_, hi), dim, value in zip(region, shape, block.iter_values):
+        if _within(hi, dim):
+            continue
+        term = ir.LT(value, dim)
+        cond = term if cond is None else ir.And(cond, term)
+    return cond
+
+
+def _within(hi: Expr, dim: Expr) -> bool:
+    value = const_value(simplify_index(ir.Sub(dim, hi)))
+    if value is not None:
+        return value >= 1
+    return _equal(hi, simplify_index(ir.Sub(dim, int_like(1, dim))))
