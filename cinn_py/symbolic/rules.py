@@ -12,6 +12,7 @@ symbolic divisor (a monomial of symbolic dims, `S0` or `S0 * S1`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,11 +121,25 @@ def _div_partner(p: Poly, mod: E.Mod) -> tuple[E.Expr, ...] | None:
     return next((m for m in candidates if m in p.terms), None)
 
 
+def merge_min_max_pairs(p: Poly) -> Poly:
+    """`min(x, y) * k + max(x, y) * k -> (x + y) * k`: the pair is always {x, y}."""
+    for mono, k in list(p.terms.items()):
+        if len(mono) != 1 or not isinstance(mono[0], E.Min):
+            continue
+        x, y = mono[0].a, mono[0].b
+        partner = next((m for m in ((E.Max(x, y),), (E.Max(y, x),)) if m in p.terms), None)
+        if partner is None or p.terms[partner] * k <= 0:
+            continue
+        shared = min(abs(k), abs(p.terms[partner])) * (1 if k > 0 else -1)
+        p = p - Poly({mono: shared, partner: shared}) + (to_poly(x) + to_poly(y)).scale(shared)
+    return p
+
+
 def canonical_sum(node: E.Expr, an: Analyzer) -> E.Expr | None:
     # x + 0 -> x, x * 1 -> x, x * 0 -> 0, x - x -> 0, (i*8 + j) + 0 -> ((i * 8) + j): polynomial form
     if not is_index_dtype(node.dtype):
         return None
-    return merge_div_mod_pairs(to_poly(node)).to_expr(node.dtype)
+    return merge_min_max_pairs(merge_div_mod_pairs(to_poly(node))).to_expr(node.dtype)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -385,6 +400,23 @@ def or_fold(node: E.Or, an: Analyzer) -> E.Expr | None:
     return None
 
 
+def min_max_common_terms(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+    # min(x + t, y + t) -> min(x, y) + t;  min(x * g, y * g) -> min(x, y) * g  (g > 0)
+    if not _index(node):
+        return None
+    p, q = to_poly(node.a), to_poly(node.b)
+    common = Poly({m: c for m, c in p.terms.items() if q.terms.get(m) == c})
+    if common.terms and (p - common).terms and (q - common).terms:
+        inner = type(node)((p - common).to_expr(node.dtype), (q - common).to_expr(node.dtype))
+        return E.Add(inner, common.to_expr(node.dtype))
+    g = math.gcd(*p.terms.values(), *q.terms.values())
+    if g > 1 and not (p.is_const() and q.is_const()):
+        inner = type(node)(Poly({m: c // g for m, c in p.terms.items()}).to_expr(node.dtype),
+                           Poly({m: c // g for m, c in q.terms.items()}).to_expr(node.dtype))
+        return E.Mul(inner, E.IntImm(node.dtype, g))
+    return None
+
+
 _NEGATED_CMP: dict[type, type] = {E.LT: E.GE, E.GE: E.LT, E.LE: E.GT, E.GT: E.LE, E.EQ: E.NE, E.NE: E.EQ}
 
 
@@ -446,6 +478,7 @@ RULES: tuple[Rule, ...] = (
     Rule("min_max_fold", (E.Min, E.Max), min_max_fold),
     Rule("min_max_same", (E.Min, E.Max), min_max_same),
     Rule("min_max_provable", (E.Min, E.Max), min_max_provable),
+    Rule("min_max_common_terms", (E.Min, E.Max), min_max_common_terms),
     Rule("compare_fold", (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE), compare_fold),
     Rule("and_fold", (E.And,), and_fold),
     Rule("or_fold", (E.Or,), or_fold),
