@@ -7,6 +7,8 @@ primitive's module when only it uses the rule, here when several do). Messages r
     <the function's IR with the offending loop underlined by ^^^^>
 
 so the primitive, the rule, expected vs actual and the IR location are all in one place.
+Classes that describe a bad argument value (not a property of the IR) also derive from
+`ValueError`, so `except ValueError` keeps working for callers that validate input.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Any
 from cinn_py.diagnostics import ScheduleError
 from cinn_py.ir.printer import print_ir_marked
 
-__all__ = ["ScheduleError", "schedule_error", "StaleHandleError", "BlockNotFoundError",
-           "LoopNotFoundError", "IllegalDependenceError"]
+__all__ = [
+    "ScheduleError", "schedule_error", "StaleHandleError", "BlockNotFoundError", "LoopNotFoundError",
+    "IllegalDependenceError", "InvalidArgumentError", "LoopStartError", "LoopKindError",
+    "NonConstantExtentError", "NotPerfectlyNestedError", "NotAChainError", "ExtentMismatchError",
+    "BindLimitError", "BufferError",
+]
 
 
 def schedule_error(cls: type[ScheduleError], primitive: str, message: str, root: Any = None,
@@ -44,3 +50,41 @@ class LoopNotFoundError(ScheduleError):
 
 class IllegalDependenceError(ScheduleError):
     """The transformation would violate a data dependence (decided with islpy)."""
+
+
+class InvalidArgumentError(ScheduleError, ValueError):
+    """An argument value is out of the primitive's domain (factor 0, two -1 factors, unknown
+    axis or memory scope, a handle of another schedule, ...)."""
+
+
+class LoopStartError(ScheduleError):
+    """The loop must start at 0 (split, fuse, bind and flatten work on normalised loops)."""
+
+
+class LoopKindError(ScheduleError):
+    """The loop's for-kind does not allow the primitive (e.g. binding a loop that is already
+    parallel, fusing a vectorized loop)."""
+
+
+class NonConstantExtentError(ScheduleError):
+    """The primitive needs a compile-time constant extent (vectorize, unroll, thread binds)."""
+
+
+class NotPerfectlyNestedError(ScheduleError):
+    """Loops must be adjacent: each loop body is exactly the next loop (fuse, flatten)."""
+
+
+class NotAChainError(ScheduleError):
+    """Loops must lie on one chain of nested loops (reorder)."""
+
+
+class ExtentMismatchError(ScheduleError):
+    """Factors or extents that must match do not (split factors vs extent, ...)."""
+
+
+class BindLimitError(ScheduleError):
+    """A GPU bind exceeds the target's grid / block limits or reuses an axis."""
+
+
+class BufferError(ScheduleError):
+    """A buffer cannot be re-scoped (function argument, no Store in the block, ...)."""

@@ -19,8 +19,17 @@ from cinn_py.ir import dtype as dt
 F32 = dt.float32
 
 
-def index_dtype(shape: Sequence[int | Var]) -> dt.DType:
-    return dt.int64 if any(isinstance(s, Var) for s in shape) else dt.int32
+def index_dtype(shape: Sequence[int | Expr]) -> dt.DType:
+    return dt.int64 if any(not isinstance(s, int) for s in shape) else dt.int32
+
+
+def syms_of(shape: Sequence[int | Expr]) -> list[Var]:
+    """Symbolic dims used by a shape, in first-use order."""
+    out: list[Var] = []
+    for s in shape:
+        if isinstance(s, Expr):
+            out += [v for v in ir.walk(s) if isinstance(v, Var) and v not in out]
+    return out
 
 
 def to_expr(extent: int | Expr, idt: dt.DType) -> Expr:
@@ -76,7 +85,7 @@ def elementwise(shape: Sequence[int | Var] = (32, 64), name: str = "fn") -> Lowe
     idt = index_dtype(shape)
     a, b = tensor("A", shape, idt), tensor("B", shape, idt)
     st = stage("B", shape, idt, lambda iv: Store(b, ir.Load(a, tuple(iv)) * ir.const(2.0), tuple(iv)))
-    return func(name, [a], [b], [st], [s for s in shape if isinstance(s, Var)])
+    return func(name, [a], [b], [st], syms_of(shape))
 
 
 def two_stage(shape: Sequence[int | Var] = (32, 64), name: str = "fn") -> LoweredFunc:
@@ -85,7 +94,7 @@ def two_stage(shape: Sequence[int | Var] = (32, 64), name: str = "fn") -> Lowere
     a, b, c = (tensor(n, shape, idt) for n in "ABC")
     s1 = stage("B", shape, idt, lambda iv: Store(b, ir.Load(a, tuple(iv)) + ir.const(1.0), tuple(iv)))
     s2 = stage("C", shape, idt, lambda iv: Store(c, ir.Load(b, tuple(iv)) * ir.const(2.0), tuple(iv)))
-    return func(name, [a], [c], [s1, s2], [s for s in shape if isinstance(s, Var)], temps=[b])
+    return func(name, [a], [c], [s1, s2], syms_of(shape), temps=[b])
 
 
 def reduce_sum(shape: Sequence[int | Var] = (32, 16), name: str = "fn") -> LoweredFunc:
@@ -99,7 +108,7 @@ def reduce_sum(shape: Sequence[int | Var] = (32, 16), name: str = "fn") -> Lower
 
     st = stage("B", shape[:1], idt, body, reduce_extents=shape[1:],
                init=lambda iv: Store(init_t, ir.const(0.0), (iv[0],)))
-    return func(name, [a], [b], [st], [s for s in shape if isinstance(s, Var)])
+    return func(name, [a], [b], [st], syms_of(shape))
 
 
 def shifted(n: int = 16, name: str = "fn") -> LoweredFunc:

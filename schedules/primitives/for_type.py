@@ -1,0 +1,161 @@
+"""Loop kinds: parallel, vectorize, unroll, bind (CINN `MutateForType` and its callers).
+
+All four need a *serial* loop ("loop is not serial" in CINN's static impl) and keep the loop's
+uid (the loop is re-kinded, not replaced). Beyond CINN they check legality:
+
+- `parallel`, `vectorize` and `bind(blockIdx.*)`: the loop must carry no dependence
+  (`schedules.analysis.deps`, reductions included: a parallel reduction loop would race).
+- `bind(threadIdx.*)`: same, except a *reduce loop* (every block under it binds the loop var
+  only to reduce iter vars) is allowed: the CUDA backend rewrites it into a cross-thread (warp /
+  block) reduction, as CINN's `ReplaceCrossThreadReduction` does. Nothing else may conflict
+  under such a loop.
+- `vectorize(factor)`: factor > 0, constant extent divisible by the factor (Differs from CINN,
+  whose vectorizer tail-splits: tails are left to an explicit split), no reduce loop.
+- `unroll`: constant extent.
+- `bind`: axis in `{blockIdx,threadIdx}.{x,y,z}`, loop starts at 0, the axis is not already
+  bound by an enclosing or enclosed loop, thread extents are constants within the per-axis
+  limits and their product over the nest stays within `max_threads_per_block`; block extents
+  may be symbolic (dynamic grids), constant ones must fit the grid limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from cinn_py.ir import For, ForType, LoweredFunc, is_const_int, replace_stmt
+from schedules.analysis.arith import as_int
+from schedules.analysis.deps import is_reduce_loop, loop_carries_dependence
+from schedules.analysis.loops import StmtIndex, collect_stmts
+from schedules.errors import (
+    BindLimitError, ExtentMismatchError, IllegalDependenceError, InvalidArgumentError, LoopKindError,
+    LoopStartError, NonConstantExtentError, schedule_error,
+)
+
+__all__ = ["GpuLimits", "parallel", "vectorize", "unroll", "bind", "THREAD_AXES"]
+
+THREAD_AXES = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
+
+
+@dataclass(frozen=True)
+class GpuLimits:
+    """Launch limits `bind` checks (CUDA compute capability >= 5: 1024 threads per block)."""
+
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+
+
+def _require_serial(func: LoweredFunc, loop: For, primitive: str) -> None:
+    if loop.for_type is not ForType.SERIAL:
+        kind = loop.bind_axis or loop.for_type.value
+        raise schedule_error(LoopKindError, primitive, f"loop '{loop.loop_var.name}' must be serial, but is {kind}",
+                             func, loop)
+
+
+def _require_const(func: LoweredFunc, loop: For, primitive: str) -> int:
+    extent = as_int(loop.extent)
+    if extent is None:
+        raise schedule_error(NonConstantExtentError, primitive, f"loop '{loop.loop_var.name}' needs a constant "
+                             f"extent, but its extent is {loop.extent}", func, loop)
+    return extent
+
+
+def _require_independent(func: LoweredFunc, loop: For, primitive: str, ignore_reductions: bool = False) -> None:
+    if loop_carries_dependence(func, loop, ignore_reductions=ignore_reductions):
+        raise schedule_error(IllegalDependenceError, primitive, f"loop '{loop.loop_var.name}' carries a dependence: "
+                             "an element written in one iteration is accessed in another (or the analysis cannot "
+                             "prove otherwise)", func, loop)
+
+
+def _retype(func: LoweredFunc, loop: For, **changes: object) -> LoweredFunc:
+    return replace_stmt(func, loop, dataclasses.replace(loop, **changes))
+
+
+def parallel(func: LoweredFunc, loop: For) -> LoweredFunc:
+    """Mark `loop` parallel (run on the CPU thread pool)."""
+    _require_serial(func, loop, "parallel")
+    _require_independent(func, loop, "parallel")
+    return _retype(func, loop, for_type=ForType.PARALLEL)
+
+
+def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:
+    """Mark `loop` `vectorize[factor]`."""
+    if isinstance(factor, bool) or not isinstance(factor, int):
+        raise TypeError(f"vectorize: factor must be an int, got {factor!r}")
+    if factor <= 0:
+        raise schedule_error(InvalidArgumentError, "vectorize", f"factor must be positive, got {factor}", func, loop)
+    _require_serial(func, loop, "vectorize")
+    extent = _require_const(func, loop, "vectorize")
+    if extent % factor:
+        raise schedule_error(ExtentMismatchError, "vectorize", f"factor {factor} must divide the extent {extent} of "
+                             f"loop '{loop.loop_var.name}' (split the loop first)", func, loop)
+    if is_reduce_loop(loop):
+        raise schedule_error(IllegalDependenceError, "vectorize", f"loop '{loop.loop_var.name}' is a reduction "
+                             "axis; vectorize a spatial loop (or rfactor the reduction first)", func, loop)
+    _require_independent(func, loop, "vectorize")
+    return _retype(func, loop, for_type=ForType.VECTORIZED, vectorize_factor=factor)
+
+
+def unroll(func: LoweredFunc, loop: For) -> LoweredFunc:
+    """Mark `loop` unrolled."""
+    _require_serial(func, loop, "unroll")
+    _require_const(func, loop, "unroll")
+    return _retype(func, loop, for_type=ForType.UNROLLED)
+
+
+def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | None = None) -> LoweredFunc:
+    """Bind `loop` to a CUDA grid (`blockIdx.*`) or block (`threadIdx.*`) axis."""
+    limits = limits or GpuLimits()
+    if not isinstance(thread_axis, str):
+        raise TypeError(f"bind: thread_axis must be a string such as 'threadIdx.x', got {thread_axis!r}")
+    if thread_axis not in THREAD_AXES:
+        raise schedule_error(InvalidArgumentError, "bind", f"unknown axis '{thread_axis}'; expected one of "
+                             f"{', '.join(THREAD_AXES)}", func, loop)
+    name = loop.loop_var.name
+    _require_serial(func, loop, "bind")
+    if not is_const_int(loop.min, 0):
+        raise schedule_error(LoopStartError, "bind", f"loop '{name}' must start at 0, but starts at {loop.min}",
+                             func, loop)
+    is_thread = thread_axis.startswith("threadIdx")
+    offset = "xyz".index(thread_axis[-1])
+    _check_extent(func, loop, thread_axis, is_thread, offset, limits)
+    nest = StmtIndex(func).enclosing_loops(loop) + collect_stmts(loop.body, For)
+    _check_axis_free(func, loop, thread_axis, nest)
+    if is_thread:
+        _check_thread_total(func, loop, nest, limits)
+    _require_independent(func, loop, "bind", ignore_reductions=is_thread and is_reduce_loop(loop))
+    kind = ForType.GPU_THREAD if is_thread else ForType.GPU_BLOCK
+    return _retype(func, loop, for_type=kind, bind_offset=offset)
+
+
+def _check_extent(func: LoweredFunc, loop: For, axis: str, is_thread: bool, offset: int, limits: GpuLimits) -> None:
+    extent = as_int(loop.extent)
+    if extent is None:
+        if is_thread:
+            raise schedule_error(NonConstantExtentError, "bind", f"loop '{loop.loop_var.name}' bound to {axis} needs "
+                                 f"a constant extent (block dims are fixed at launch), but its extent is "
+                                 f"{loop.extent}; split it by a constant first", func, loop)
+        return
+    limit = (limits.max_block_dims if is_thread else limits.max_grid_dims)[offset]
+    if extent > limit:
+        where = "block" if is_thread else "grid"
+        raise schedule_error(BindLimitError, "bind", f"extent {extent} of loop '{loop.loop_var.name}' exceeds the "
+                             f"{where} limit {limit} of {axis}", func, loop)
+
+
+def _check_axis_free(func: LoweredFunc, loop: For, axis: str, nest: list[For]) -> None:
+    for other in nest:
+        if other.bind_axis == axis:
+            raise schedule_error(BindLimitError, "bind", f"{axis} is already bound by loop '{other.loop_var.name}' "
+                                 f"in the same nest as '{loop.loop_var.name}'", func, other, loop)
+
+
+def _check_thread_total(func: LoweredFunc, loop: For, nest: list[For], limits: GpuLimits) -> None:
+    total = as_int(loop.extent) or 1
+    for other in nest:
+        if other.for_type is ForType.GPU_THREAD:
+            total *= as_int(other.extent) or 1
+    if total > limits.max_threads_per_block:
+        raise schedule_error(BindLimitError, "bind", f"binding '{loop.loop_var.name}' makes {total} threads per block; "
+                             f"the limit is {limits.max_threads_per_block}", func, loop)
