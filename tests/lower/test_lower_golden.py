@@ -8,8 +8,7 @@ is symbolic.
 
 from __future__ import annotations
 
-import cinn_py as cp
-from cinn_py.ir import reset_name_ids
+from tests.lower import programs
 
 
 def _check(func: object, expected: str) -> None:
@@ -38,10 +37,7 @@ function fn (_A, _B)
 
 
 def test_elementwise() -> None:
-    A = cp.placeholder((32, 64), "float32", "A")
-    B = cp.compute((32, 64), lambda i, j: A[i, j] * 2.0, "B")
-    func = cp.lower("fn", [A, B])
-    _check(func, ELEMENTWISE)
+    _check(programs.elementwise(), ELEMENTWISE)
 
 
 BROADCAST = """\
@@ -66,10 +62,7 @@ function bcast (_A, _B)
 
 
 def test_broadcast() -> None:
-    A = cp.placeholder((4,), "float32", "A")
-    B = cp.compute((4, 8), lambda i, j: A[i], "B")
-    func = cp.lower("bcast", [A, B])
-    _check(func, BROADCAST)
+    _check(programs.broadcast(), BROADCAST)
 
 
 MULTI_AXIS_KEEPDIMS = """\
@@ -108,12 +101,7 @@ function keep (_A, _B)
 
 
 def test_multi_axis_keepdims() -> None:
-    A = cp.placeholder((2, 3, 4), "float32", "A")
-    r0 = cp.reduce_axis(2, "r0")
-    r2 = cp.reduce_axis(4, "r2")
-    B = cp.compute((1, 3, 1), lambda i, j, k: cp.reduce_sum(A[r0, j, r2], [r0, r2]), "B")
-    func = cp.lower("keep", [A, B])
-    _check(func, MULTI_AXIS_KEEPDIMS)
+    _check(programs.multi_axis_keepdims(), MULTI_AXIS_KEEPDIMS)
 
 
 FULL_REDUCTION = """\
@@ -148,12 +136,7 @@ function mean (_A, _U)
 
 
 def test_full_reduction() -> None:
-    A = cp.placeholder((4, 8), "float32", "A")
-    r0, r1 = cp.reduce_axis(4, "r0"), cp.reduce_axis(8, "r1")
-    T = cp.compute((), lambda: cp.reduce_sum(A[r0, r1], [r0, r1]), "T")
-    U = cp.compute((), lambda: T[()] * 0.5, "U")
-    func = cp.lower("mean", [A, U])
-    _check(func, FULL_REDUCTION)
+    _check(programs.full_reduction(), FULL_REDUCTION)
 
 
 HALF = """\
@@ -185,12 +168,7 @@ function half (_A, _B, _C, _D)
 
 
 def test_half() -> None:
-    A = cp.placeholder((16,), "float16", "A")
-    B = cp.placeholder((16,), "bfloat16", "B")
-    C = cp.compute((16,), lambda i: cp.exp(A[i]) * 2, "C")
-    D = cp.compute((16,), lambda i: cp.maximum(B[i], 0), "D")
-    func = cp.lower("half", [A, B, C, D])
-    _check(func, HALF)
+    _check(programs.half(), HALF)
 
 
 INTS_BOOL = """\
@@ -222,12 +200,7 @@ function ints (_A, _M, _B, _C)
 
 
 def test_ints_bool() -> None:
-    A = cp.placeholder((6,), "int32", "A")
-    M = cp.placeholder((6,), "bool", "M")
-    B = cp.compute((6,), lambda i: cp.select(M[i] & (A[i] > 0), A[i] % 3, -1), "B")
-    C = cp.compute((6,), lambda i: cp.cast(B[i], "float32") + cp.cast(i, "float32"), "C")
-    func = cp.lower("ints", [A, M, B, C])
-    _check(func, INTS_BOOL)
+    _check(programs.ints_bool(), INTS_BOOL)
 
 
 SYMBOLIC_MIXED = """\
@@ -267,14 +240,7 @@ function sym (_X, _W, _Z, S)
 
 
 def test_symbolic_mixed() -> None:
-    S = cp.sym("S")
-    X = cp.placeholder((S, 4), "float32", "X")
-    W = cp.placeholder((4,), "float32", "W")
-    k = cp.reduce_axis(4, "k")
-    Y = cp.compute((S,), lambda i: cp.reduce_sum(X[i, k] * W[k], [k]), "Y")
-    Z = cp.compute((S * 2,), lambda i: Y[i / 2] + W[3], "Z")
-    func = cp.lower("sym", [X, W, Z])
-    _check(func, SYMBOLIC_MIXED)
+    _check(programs.symbolic_mixed(), SYMBOLIC_MIXED)
 
 
 RMS_NORM = """\
@@ -317,13 +283,7 @@ function rms_norm (_X, _Y, S)
 
 
 def test_rms_norm() -> None:
-    S = cp.sym("S")
-    X = cp.placeholder((S, 768), "float32", "X")
-    k = cp.reduce_axis(768, "k")
-    SS = cp.compute((S,), lambda i: cp.reduce_sum(X[i, k] * X[i, k], [k]), "SS")
-    Y = cp.compute((S, 768), lambda i, j: X[i, j] * cp.rsqrt(SS[i] / 768.0 + 1e-6), "Y")
-    func = cp.lower("rms_norm", [X, Y])
-    _check(func, RMS_NORM)
+    _check(programs.rms_norm(), RMS_NORM)
 
 
 TWO_OUTPUTS = """\
@@ -355,11 +315,7 @@ function two (_A, _C, _B)
 
 
 def test_two_outputs() -> None:
-    A = cp.placeholder((4,), "float32", "A")
-    B = cp.compute((4,), lambda i: A[i] + 1, "B")
-    C = cp.compute((4,), lambda i: cp.sigmoid(B[i]), "C")
-    func = cp.lower("two", [A, C, B])
-    _check(func, TWO_OUTPUTS)
+    _check(programs.two_outputs(), TWO_OUTPUTS)
 
 
 REDUCTIONS = {
@@ -511,11 +467,5 @@ function reduce_any (_A, _B)
 
 
 def test_every_reduction_kind() -> None:
-    for kind, dtype in [("sum", "float32"), ("prod", "int32"), ("max", "float32"), ("min", "int64"),
-                        ("all", "bool"), ("any", "bool")]:
-        reset_name_ids()
-        A = cp.placeholder((8, 16), dtype, "A")
-        k = cp.reduce_axis(16, "k")
-        fn = getattr(cp, f"reduce_{kind}")
-        B = cp.compute((8,), lambda i: fn(A[i, k], k), "B")  # noqa: B023 - called immediately
-        _check(cp.lower(f"reduce_{kind}", [A, B]), REDUCTIONS[kind])
+    for kind, func in programs.reductions().items():
+        _check(func, REDUCTIONS[kind])
