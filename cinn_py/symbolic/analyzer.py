@@ -13,8 +13,9 @@ its `lower_bound` (1 when unset); other Vars use their `lower_bound`/`upper_boun
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cinn_py.ir import expr as E
@@ -47,6 +48,23 @@ class Analyzer:
         lo = E.as_expr(min_value, var.dtype)
         ext = E.as_expr(extent, var.dtype)
         self.ranges[var] = (lo, ext)
+        self._reset_caches()
+
+    @contextlib.contextmanager
+    def scope(self, var: E.Var, min_value: E.Expr | int, extent: E.Expr | int) -> Iterator[None]:
+        """Bind `var` for the duration of a `with` block (nested loops), then restore."""
+        previous = self.ranges.get(var)
+        self.bind(var, min_value, extent)
+        try:
+            yield
+        finally:
+            if previous is None:
+                del self.ranges[var]
+            else:
+                self.ranges[var] = previous
+            self._reset_caches()
+
+    def _reset_caches(self) -> None:
         self._intervals.clear()
         self._memo.clear()
         self.bounds = BoundsEngine(self)
