@@ -1,0 +1,324 @@
+"""Kernel argument validation shared by every backend (x86 and CUDA).
+
+Before generated code runs, `ArgValidator` checks each argument against the LoweredFunc's
+signature and raises a clear `TypeError`/`ValueError` naming the argument, what was expected and
+what was given. Generated code never sees a wrong-typed, wrongly shaped, strided or aliasing
+buffer, so it can index without bounds checks (as CINN's generated code does).
+
+Accepted arguments: numpy arrays, objects with `__dlpack__` (PyTorch / JAX CPU tensors; read
+through `np.from_dlpack`) and, for `device="cuda"`, objects with `__cuda_array_interface__`.
+Everything is described by an `ArgMeta` (pointer, shape, dtype, contiguity), so a backend only
+needs the metas and the bound symbolic dims.
+
+Symbolic dims (`S0`, ...) are bound from the input shapes (CINN's `symbol_args_map`: each
+symbol argument is read from some input's dim): bare dims first, then dims that are affine
+expressions of one still-unknown symbol (`2*S0`) are solved, then every dim expression is
+evaluated and compared, and each value is checked against the symbol's bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cinn_py.ir import LoweredFunc, Tensor
+from cinn_py.ir import expr as E
+from cinn_py.ir.dtype import DType
+
+_DLPACK_CPU = 1
+_DLPACK_CUDA = (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+
+
+@dataclass(frozen=True)
+class ArgMeta:
+    """What a backend needs to know about one tensor argument."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    c_contiguous: bool
+    nbytes: int
+    array: Any
+    """The object to keep alive during the call (a numpy array for CPU arguments)."""
+
+
+def _describe(obj: Any) -> str:
+    shape = getattr(obj, "shape", None)
+    dtype = getattr(obj, "dtype", None)
+    extra = f" shape={tuple(shape)} dtype={dtype}" if shape is not None else ""
+    return f"{type(obj).__module__}.{type(obj).__name__}{extra}"
+
+
+def _numpy_meta(arr: np.ndarray) -> ArgMeta:
+    dtype = arr.dtype
+    if dtype.name == "bfloat16" and dtype.itemsize == 2:  # ml_dtypes bfloat16: same bits as uint16
+        arr = arr.view(np.uint16)
+        dtype = arr.dtype
+    return ArgMeta(arr.ctypes.data, tuple(int(d) for d in arr.shape), dtype,
+                   bool(arr.flags.c_contiguous), int(arr.nbytes), arr)
+
+
+def _cuda_interface_meta(obj: Any) -> ArgMeta:
+    cai = obj.__cuda_array_interface__
+    shape = tuple(int(d) for d in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    strides = cai.get("strides")
+    contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return ArgMeta(int(cai["data"][0]), shape, dtype, contiguous, nbytes, obj)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, acc = [], itemsize
+    for dim in reversed(shape):
+        strides.append(acc)
+        acc *= max(dim, 1)
+    return tuple(reversed(strides))
+
+
+def arg_meta(obj: Any, label: str, device: str = "cpu") -> ArgMeta:
+    """Describe a tensor argument; raises TypeError for unsupported objects or devices."""
+    if device == "cpu" and isinstance(obj, np.ndarray):
+        return _numpy_meta(obj)
+    if device == "cuda" and hasattr(obj, "__cuda_array_interface__"):
+        return _cuda_interface_meta(obj)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        dev_type = int(obj.__dlpack_device__()[0])
+        if device == "cpu" and dev_type == _DLPACK_CPU:
+            return _numpy_meta(np.from_dlpack(obj))
+        where = "CPU" if dev_type == _DLPACK_CPU else "CUDA" if dev_type in _DLPACK_CUDA else f"device {dev_type}"
+        raise TypeError(f"{label}: expected a {device} tensor, got a DLPack tensor on {where}")
+    expected = "a numpy array or a DLPack CPU tensor" if device == "cpu" else \
+        "an object with __cuda_array_interface__ (PyCUDA GPUArray, CuPy, PyTorch CUDA tensor)"
+    raise TypeError(f"{label}: expected {expected}, got {_describe(obj)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Integer evaluation of dim expressions (C semantics)
+# ---------------------------------------------------------------------------------------------
+def _c_div(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("division by zero in a shape expression")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_INT_OPS = {
+    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+    E.Div: _c_div, E.Mod: lambda a, b: a - _c_div(a, b) * b, E.Min: min, E.Max: max,
+    E.EQ: lambda a, b: int(a == b), E.NE: lambda a, b: int(a != b), E.LT: lambda a, b: int(a < b),
+    E.LE: lambda a, b: int(a <= b), E.GT: lambda a, b: int(a > b), E.GE: lambda a, b: int(a >= b),
+    E.And: lambda a, b: int(bool(a) and bool(b)), E.Or: lambda a, b: int(bool(a) or bool(b)),
+}
+
+
+def eval_int_expr(expr: E.Expr, env: dict[str, int]) -> int:
+    """Evaluate an integer expression of symbolic dims; KeyError for an unbound symbol."""
+    if isinstance(expr, (E.IntImm, E.UIntImm)):
+        return int(expr.value)
+    if isinstance(expr, E.Var):
+        return env[expr.name]
+    if isinstance(expr, E.Cast):
+        return eval_int_expr(expr.v, env)
+    if isinstance(expr, E.Minus):
+        return -eval_int_expr(expr.v, env)
+    if isinstance(expr, E.Select):
+        branch = expr.true_value if eval_int_expr(expr.condition, env) else expr.false_value
+        return eval_int_expr(branch, env)
+    op = _INT_OPS.get(type(expr))
+    if op is not None:
+        return op(eval_int_expr(expr.a, env), eval_int_expr(expr.b, env))  # type: ignore[attr-defined]
+    raise ValueError(f"shape expression {expr} is not an integer expression of symbolic dims")
+
+
+def free_symbols(expr: E.Expr) -> set[str]:
+    """Names of the Vars used by a shape expression."""
+    from cinn_py.ir.visitor import walk
+
+    return {node.name for node in walk(expr) if isinstance(node, E.Var)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The validator
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BoundArgs:
+    """Validated arguments: metas of inputs and outputs (in signature order) and symbol values."""
+
+    inputs: tuple[ArgMeta, ...]
+    outputs: tuple[ArgMeta, ...]
+    symbols: dict[str, int]
+
+    def scalar_values(self, func: LoweredFunc) -> tuple[int, ...]:
+        return tuple(self.symbols[v.name] for v in func.scalar_args)
+
+
+class ArgValidator:
+    """Checks call arguments of one LoweredFunc. `device` is `"cpu"` or `"cuda"`."""
+
+    def __init__(self, func: LoweredFunc, device: str = "cpu") -> None:
+        self.func = func
+        self.device = device
+        self.inputs = func.inputs
+        self.outputs = func.outputs
+        self.symbols = func.scalar_args
+        for tensor in (*self.inputs, *self.outputs):
+            for dim in tensor.shape:
+                unknown = free_symbols(dim) - {s.name for s in self.symbols}
+                if unknown:
+                    raise ValueError(f"kernel '{func.name}': shape of '{tensor.name}' uses {sorted(unknown)}, "
+                                     f"which are not scalar arguments of the function")
+
+    def _label(self, role: str, k: int, tensor: Tensor) -> str:
+        return f"kernel '{self.func.name}': {role} {k} ('{tensor.name}')"
+
+    def _expected_sig(self) -> str:
+        names = ", ".join(t.name for t in self.inputs)
+        return f"{len(self.inputs)} input(s) ({names})"
+
+    # -- public ---------------------------------------------------------------------------------
+    def validate(self, args: tuple[Any, ...], out: Any = None) -> BoundArgs:
+        """Validate inputs (and `out` when given); returns metas and symbol values."""
+        if len(args) != len(self.inputs):
+            raise TypeError(f"kernel '{self.func.name}': expected {self._expected_sig()}, got {len(args)} "
+                            f"argument(s)")
+        metas = tuple(self._check_tensor(arg, "input", k, t) for k, (arg, t) in enumerate(zip(args, self.inputs)))
+        symbols = self._bind_symbols(metas)
+        outs: tuple[ArgMeta, ...] = ()
+        if out is not None:
+            outs = self.check_outputs(out, metas, symbols)
+        return BoundArgs(metas, outs, symbols)
+
+    def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
+        """Concrete output shapes for bound symbol values (Python twin of the infer-shape ABI)."""
+        return [tuple(eval_int_expr(d, symbols) for d in t.shape) for t in self.outputs]
+
+    def check_outputs(self, out: Any, inputs: tuple[ArgMeta, ...], symbols: dict[str, int]) -> tuple[ArgMeta, ...]:
+        """Validate user-given output buffers against the expected shapes and the inputs."""
+        outs = (out,) if not isinstance(out, (list, tuple)) else tuple(out)
+        if len(outs) != len(self.outputs):
+            names = ", ".join(t.name for t in self.outputs)
+            raise TypeError(f"kernel '{self.func.name}': out= expects {len(self.outputs)} array(s) ({names}), "
+                            f"got {len(outs)}")
+        metas = tuple(self._check_tensor(o, "output", k, t) for k, (o, t) in enumerate(zip(outs, self.outputs)))
+        for k, (meta, tensor, shape) in enumerate(zip(metas, self.outputs, self.output_shapes(symbols))):
+            label = self._label("output", k, tensor)
+            if meta.shape != shape:
+                raise ValueError(f"{label}: expected shape {shape}, got {meta.shape}")
+            self._check_writable(meta, label)
+        self._check_aliasing(inputs, metas)
+        return metas
+
+    # -- checks ----------------------------------------------------------------------------------
+    def _check_tensor(self, obj: Any, role: str, k: int, tensor: Tensor) -> ArgMeta:
+        label = self._label(role, k, tensor)
+        meta = arg_meta(obj, label, self.device)
+        expected = storage_dtype(tensor.dtype)
+        if meta.dtype != expected:
+            hint = " (bfloat16 is passed as its uint16 bit pattern or ml_dtypes.bfloat16)" \
+                if tensor.dtype.kind == "bfloat" else ""
+            raise TypeError(f"{label}: expected dtype {tensor.dtype}{hint}, got {meta.dtype}")
+        if len(meta.shape) != tensor.ndim:
+            raise ValueError(f"{label}: expected rank {tensor.ndim} (shape {_fmt_shape(tensor)}), "
+                             f"got rank {len(meta.shape)} (shape {meta.shape})")
+        for axis, (dim, actual) in enumerate(zip(tensor.shape, meta.shape)):
+            if isinstance(dim, (E.IntImm, E.UIntImm)) and int(dim.value) != actual:
+                raise ValueError(f"{label}: dim {axis} must be {dim.value} (shape {_fmt_shape(tensor)}), "
+                                 f"got {actual} (shape {meta.shape})")
+        if not meta.c_contiguous:
+            raise ValueError(f"{label}: expected a C-contiguous array, got strides "
+                             f"{getattr(meta.array, 'strides', '?')}; pass np.ascontiguousarray(x)")
+        return meta
+
+    def _check_writable(self, meta: ArgMeta, label: str) -> None:
+        flags = getattr(meta.array, "flags", None)
+        if flags is not None and not flags.writeable:
+            raise ValueError(f"{label}: the output array is read-only")
+
+    def _check_aliasing(self, inputs: tuple[ArgMeta, ...], outputs: tuple[ArgMeta, ...]) -> None:
+        # All arguments are C-contiguous here, so byte-range overlap is exactly np.shares_memory.
+        named = [(f"input {k} ('{t.name}')", m) for k, (m, t) in enumerate(zip(inputs, self.inputs))]
+        for k, (meta, tensor) in enumerate(zip(outputs, self.outputs)):
+            label = f"output {k} ('{tensor.name}')"
+            for other_label, other in named:
+                if _overlap(meta, other):
+                    raise ValueError(f"kernel '{self.func.name}': {label} shares memory with {other_label}; "
+                                     f"outputs must not alias inputs or other outputs (buffers are noalias)")
+            named.append((label, meta))
+
+    def _bind_symbols(self, metas: tuple[ArgMeta, ...]) -> dict[str, int]:
+        env: dict[str, int] = {}
+        where: dict[str, str] = {}
+        pending: list[tuple[E.Expr, int, str]] = []
+        for k, (meta, tensor) in enumerate(zip(metas, self.inputs)):
+            for axis, (dim, actual) in enumerate(zip(tensor.shape, meta.shape)):
+                label = f"{self._label('input', k, tensor)} dim {axis}"
+                if isinstance(dim, E.Var):
+                    self._bind_one(env, where, dim.name, actual, label)
+                elif not isinstance(dim, (E.IntImm, E.UIntImm)):
+                    pending.append((dim, actual, label))
+        self._solve_affine(env, where, pending)
+        for dim, actual, label in pending:
+            value = eval_int_expr(dim, env)
+            if value != actual:
+                detail = ", ".join(f"{n}={env[n]} (from {where[n]})" for n in sorted(free_symbols(dim)))
+                raise ValueError(f"{label}: expected {dim} = {value} with {detail}, got {actual}")
+        for var in self.symbols:
+            if var.name not in env:
+                raise ValueError(f"kernel '{self.func.name}': symbolic dim '{var.name}' cannot be inferred from "
+                                 f"the input shapes (it is not an input dim)")
+            self._check_bounds(var, env[var.name], where[var.name])
+        return env
+
+    def _bind_one(self, env: dict[str, int], where: dict[str, str], name: str, value: int, label: str) -> None:
+        if name in env and env[name] != value:
+            raise ValueError(f"{label}: symbolic dim '{name}' is {value} here but {env[name]} in {where[name]}; "
+                             f"all uses of '{name}' must agree")
+        if name not in env:
+            env[name], where[name] = value, label
+
+    def _solve_affine(self, env: dict[str, int], where: dict[str, str],
+                      pending: list[tuple[E.Expr, int, str]]) -> None:
+        """Bind a symbol that only occurs inside `a*S + b` dims (a, b constant after binding)."""
+        for dim, actual, label in pending:
+            unknown = free_symbols(dim) - set(env)
+            if len(unknown) != 1:
+                continue
+            name = unknown.pop()
+            f0, f1, f2 = (eval_int_expr(dim, {**env, name: x}) for x in (0, 1, 2))
+            slope = f1 - f0
+            if slope == 0 or f2 - f1 != slope or (actual - f0) % slope:
+                continue
+            value = (actual - f0) // slope
+            if eval_int_expr(dim, {**env, name: value}) == actual:
+                self._bind_one(env, where, name, value, label)
+
+    def _check_bounds(self, var: E.Var, value: int, label: str) -> None:
+        lower = var.lower_bound
+        upper = var.upper_bound
+        if isinstance(lower, (E.IntImm, E.UIntImm)) and value < lower.value:
+            raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is below its lower bound {lower.value}")
+        if isinstance(upper, (E.IntImm, E.UIntImm)) and value >= upper.value:
+            raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is not below its upper bound "
+                             f"{upper.value}")
+        if value < 0:
+            raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is negative")
+
+
+def storage_dtype(dtype: DType) -> np.dtype:
+    """numpy dtype an argument of IR dtype `dtype` must have (bfloat16: uint16 bits)."""
+    return dtype.element_of().to_numpy()
+
+
+def _fmt_shape(tensor: Tensor) -> str:
+    from cinn_py.ir.printer import print_ir
+
+    return "[" + ", ".join(print_ir(d) for d in tensor.shape) + "]"
+
+
+def _overlap(a: ArgMeta, b: ArgMeta) -> bool:
+    if a.nbytes == 0 or b.nbytes == 0:
+        return False
+    return a.ptr < b.ptr + b.nbytes and b.ptr < a.ptr + a.nbytes

@@ -1,0 +1,114 @@
+"""The x86 backend: LoweredFunc -> LLVM IR (llvmlite.ir) -> O3 for the host CPU -> MCJIT.
+
+    kernel = build_x86(func, fast_math=False, num_threads=None, cache=True)
+    y = kernel(x)                       # see codegen.llvm.kernel.Kernel
+    code = generate_x86(func)           # GeneratedCode(.llvm_ir, .asm, .unoptimized_ir)
+
+Modules: `types` (dtypes in LLVM), `emitter` (expressions), `stmts` (statements, loops,
+vectorisation, temp buffers), `parallel` (outlined parallel loops), `intrinsics` (math calls),
+`fastmath` (polynomial exp/log/tanh/erf/sigmoid/rsqrt), `module` (the C ABI, infer-shape),
+`jit` (optimisation pipeline, object code, MCJIT), `kernel` (the callable).
+
+Compiled kernels are cached in memory and on disk (`cinn_py.runtime.cache`), keyed by the IR,
+fast_math, the host CPU and features, and the llvmlite/LLVM versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import LoweredFunc
+from cinn_py.runtime.cache import CompileCache, make_key
+from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, triple_and_layout
+from codegen.llvm.kernel import Kernel
+from codegen.llvm.module import build_module, symbol_name
+
+CODEGEN_VERSION = "x86-1"
+CACHE = CompileCache("x86")
+_OPTIONS = ("num_threads", "cache")
+
+
+@dataclass(frozen=True)
+class GeneratedCode:
+    """Code generated for one function: optimised LLVM IR, host assembly, unoptimised IR."""
+
+    llvm_ir: str
+    asm: str
+    unoptimized_ir: str
+
+
+def _check_func(func: Any) -> LoweredFunc:
+    if not isinstance(func, LoweredFunc):
+        raise TypeError(f"x86 backend: expected a LoweredFunc, got {type(func).__name__}")
+    return func
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"build_x86: unknown option(s) {unknown}; accepted: {list(_OPTIONS)}")
+
+
+def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> GeneratedCode:
+    """LLVM IR (before and after O3) and assembly of `func`, without loading it."""
+    func = _check_func(func)
+    _check_options(options)
+    triple, layout = triple_and_layout()
+    unoptimized = str(build_module(func, fast_math, triple, layout).module)
+    compiled = optimize_and_compile(unoptimized)
+    return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized)
+
+
+def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:
+    """Compile `func` for the host CPU into a callable `Kernel`.
+
+    Options: `num_threads` (threads of parallel loops for this kernel; default: the runtime
+    thread pool's setting, i.e. all available cores) and `cache` (default True: use the memory
+    and disk compile caches).
+    """
+    func = _check_func(func)
+    _check_options(options)
+    num_threads = options.get("num_threads")
+    use_cache = bool(options.get("cache", True))
+    symbol = symbol_name(func.name)
+    key = make_key(func, backend=CODEGEN_VERSION, fast_math=bool(fast_math), **target_facts())
+    if use_cache:
+        hit = CACHE.get_memory(key)
+        if hit is not None:
+            loaded, llvm_ir, asm = hit
+            return Kernel(func, loaded, symbol, llvm_ir, asm, fast_math, num_threads, from_cache=True)
+        kernel = _from_disk(func, key, symbol, fast_math, num_threads)
+        if kernel is not None:
+            return kernel
+    triple, layout = triple_and_layout()
+    module = build_module(func, fast_math, triple, layout).module
+    compiled = optimize_and_compile(str(module))
+    loaded = LoadedObject(compiled.object_code)
+    if use_cache:
+        CACHE.put_memory(key, (loaded, compiled.llvm_ir, compiled.asm))
+        CACHE.store(key, {"symbol": symbol, "llvm_ir": compiled.llvm_ir, "asm": compiled.asm}, compiled.object_code)
+    return Kernel(func, loaded, symbol, compiled.llvm_ir, compiled.asm, fast_math, num_threads)
+
+
+def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool, num_threads: int | None) -> Kernel | None:
+    entry = CACHE.load(key)
+    if entry is None:
+        return None
+    header, blob = entry
+    if header.get("symbol") != symbol or not isinstance(header.get("llvm_ir"), str):
+        CACHE.discard(key)
+        return None
+    try:
+        loaded = LoadedObject(blob)
+        kernel = Kernel(func, loaded, symbol, header["llvm_ir"], str(header.get("asm", "")), fast_math, num_threads,
+                        from_cache=True)
+    except (CompileError, RuntimeError, OSError):
+        CACHE.discard(key)
+        return None
+    CACHE.put_memory(key, (loaded, kernel.llvm_ir, kernel.asm))
+    return kernel
+
+
+__all__ = ["CACHE", "GeneratedCode", "Kernel", "build_x86", "generate_x86"]

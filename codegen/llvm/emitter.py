@@ -1,0 +1,323 @@
+"""Expressions of the CINN IR in LLVM IR (built with `llvmlite.ir`, never as text).
+
+C semantics throughout: integer `/` and `%` truncate toward zero (`sdiv`/`srem`, `udiv`/`urem`
+for unsigned), `cinn_min(a, b)` is `a < b ? a : b`, comparisons on floats are ordered except `!=`,
+casts follow C. Two deliberate differences from C, because generated code must never crash the
+process: an integer division or remainder by zero yields 0 (numpy's result) and `INT_MIN / -1`
+wraps, instead of trapping. A `select` (and `and`/`or`) whose lazily evaluated side reads memory is
+emitted with branches, as C's `?:`/`&&` would be, so a guard such as `select(i < n, A[i], 0)`
+never reads out of bounds.
+
+Vector values appear inside `vectorize[F]` loops (the loop var is a `<F x iN>` ramp) and for
+explicit `Ramp`/`Broadcast` nodes; scalar operands are broadcast on demand. Loads and stores pick
+a vector access when the flattened index moves by one element per lane, a scalar access for a
+lane-invariant index, and per-lane gathers/scatters otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.ir.buffer import Tensor
+from cinn_py.ir.dtype import DType
+from cinn_py.ir.printer import print_ir
+from cinn_py.ir.visitor import walk
+from codegen.llvm import types as T
+from codegen.llvm.analysis import LaneInfo, lane_stride
+from codegen.llvm.intrinsics import MathEmitter
+
+FAST_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
+_INT_CMP = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
+
+
+def flat_index(tensor: Tensor, indices: tuple[E.Expr, ...]) -> E.Expr:
+    """Row-major element offset of `tensor[indices]` as an int64 IR expression.
+
+    Strides come from the buffer's shape (the storage layout) when its rank matches, else from
+    the tensor's shape. Constant strides are folded so that the lane-stride analysis sees them.
+    """
+    shape = tensor.buffer.shape if len(tensor.buffer.shape) == len(indices) else tensor.shape
+    if len(shape) != len(indices):
+        raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
+                           f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
+    flat: E.Expr | None = None
+    stride: E.Expr = E.IntImm(dt.int64, 1)
+    for idx, dim in zip(reversed(indices), reversed(shape)):
+        term = _mul64(_to_i64(idx), stride)
+        flat = term if flat is None else E.Add(term, flat)
+        stride = _mul64(stride, _to_i64(dim))
+    return flat if flat is not None else E.IntImm(dt.int64, 0)
+
+
+def _to_i64(e: E.Expr) -> E.Expr:
+    if isinstance(e, (E.IntImm, E.UIntImm)):
+        return E.IntImm(dt.int64, int(e.value))
+    return e if e.dtype.element_of() == dt.int64 else E.Cast(dt.int64, e)
+
+
+def _mul64(a: E.Expr, b: E.Expr) -> E.Expr:
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        return E.IntImm(dt.int64, a.value * b.value)
+    if isinstance(b, E.IntImm) and b.value == 1:
+        return a
+    if isinstance(a, E.IntImm) and a.value == 1:
+        return b
+    return E.Mul(a, b)
+
+
+class ExprEmitter:
+    """Emits expressions into one LLVM function at the builder's position."""
+
+    def __init__(self, module: ir.Module, math: MathEmitter, builder: ir.IRBuilder, fast_math: bool) -> None:
+        self.module = module
+        self.math = math
+        self.b = builder
+        self.fast_math = fast_math
+        self.env: dict[E.Var, ir.Value] = {}
+        self.buffers: dict[str, ir.Value] = {}
+        self.lane: LaneInfo | None = None
+        self._no_lane = LaneInfo(E.Var("__no_vector_var__"))
+
+    @property
+    def fflags(self) -> tuple[str, ...]:
+        return FAST_FLAGS if self.fast_math else ()
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def expr(self, e: E.Expr) -> ir.Value:
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is not None:
+            return method(e)
+        if isinstance(e, E.BinaryOp):
+            return self.binary(e)
+        raise CompileError(f"x86 codegen: cannot emit expression {type(e).__name__}: {print_ir(e)}")
+
+    def typed(self, e: E.Expr, dtype: DType) -> ir.Value:
+        """Emit `e` converted to IR dtype `dtype` (lanes preserved)."""
+        value = self.expr(e)
+        return T.cast(self.b, value, e.dtype, dtype) if e.dtype.element_of() != dtype.element_of() else value
+
+    # -- leaves --------------------------------------------------------------------------------
+    def e_IntImm(self, e: E.IntImm) -> ir.Value:
+        return T.constant(e.dtype, e.value)
+
+    def e_UIntImm(self, e: E.UIntImm) -> ir.Value:
+        return T.constant(e.dtype, e.value)
+
+    def e_FloatImm(self, e: E.FloatImm) -> ir.Value:
+        return T.constant(e.dtype, e.value)
+
+    def e_StringImm(self, e: E.StringImm) -> ir.Value:
+        raise CompileError(f"x86 codegen: string immediate {print_ir(e)} has no value on x86")
+
+    def e_Var(self, e: E.Var) -> ir.Value:
+        value = self.env.get(e)
+        if value is None:
+            raise CompileError(f"x86 codegen: variable '{e.name}' ({e.dtype}) is used but not defined here")
+        return value
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def binary(self, e: E.BinaryOp) -> ir.Value:
+        dtype = e.a.dtype.element_of()
+        if isinstance(e, E.LogicalOp):
+            return self.logical(e)
+        a = self.expr(e.a)
+        b = self.typed(e.b, dtype)
+        a, b = T.match_lanes(self.b, a, b)
+        if isinstance(e, E.CmpOp):
+            return self.compare(type(e), a, b, dtype)
+        if isinstance(e, (E.Min, E.Max)):
+            less = self.compare(E.LT if isinstance(e, E.Min) else E.GT, a, b, dtype)
+            return self.b.select(less, a, b)
+        if dtype.is_float:
+            op = {E.Add: self.b.fadd, E.Sub: self.b.fsub, E.Mul: self.b.fmul, E.Div: self.b.fdiv,
+                  E.Mod: self.b.frem}[type(e)]
+            return op(a, b, flags=self.fflags)
+        if isinstance(e, (E.Div, E.Mod)):
+            return self.int_divmod(isinstance(e, E.Div), a, b, dtype, e.b)
+        if dtype.is_bool:
+            a, b = (T.cast(self.b, v, dt.bool_, dt.int8) for v in (a, b))
+            out = {E.Add: self.b.add, E.Sub: self.b.sub, E.Mul: self.b.mul}[type(e)](a, b)
+            return T.cast(self.b, out, dt.int8, dt.bool_)
+        return {E.Add: self.b.add, E.Sub: self.b.sub, E.Mul: self.b.mul}[type(e)](a, b)
+
+    def compare(self, kind: type, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
+        op = _INT_CMP[kind]
+        if dtype.is_float:
+            return self.b.fcmp_unordered(op, a, b) if op == "!=" else self.b.fcmp_ordered(op, a, b)
+        if dtype.is_int:
+            return self.b.icmp_signed(op, a, b)
+        return self.b.icmp_unsigned(op, a, b)
+
+    def int_divmod(self, is_div: bool, a: ir.Value, b: ir.Value, dtype: DType, b_expr: E.Expr) -> ir.Value:
+        signed = dtype.is_int
+        const = int(b_expr.value) if isinstance(b_expr, (E.IntImm, E.UIntImm)) else None
+        zero = ir.Constant(a.type, None)
+        if const is not None and const not in (0, -1):
+            if is_div:
+                return self.b.sdiv(a, b) if signed else self.b.udiv(a, b)
+            return self.b.srem(a, b) if signed else self.b.urem(a, b)
+        one = T.splat(self.b, ir.Constant(T.scalar_reg_type(dtype), 1), T.lanes_of(a))
+        minus_one = T.splat(self.b, ir.Constant(T.scalar_reg_type(dtype), -1), T.lanes_of(a))
+        is_zero = self.b.icmp_unsigned("==", b, zero)
+        unsafe = self.b.or_(is_zero, self.b.icmp_signed("==", b, minus_one)) if signed else is_zero
+        safe_b = self.b.select(unsafe, one, b)
+        if is_div:
+            q = self.b.sdiv(a, safe_b) if signed else self.b.udiv(a, safe_b)
+            if signed:
+                q = self.b.select(self.b.icmp_signed("==", b, minus_one), self.b.sub(zero, a), q)
+            return self.b.select(is_zero, zero, q)
+        r = self.b.srem(a, safe_b) if signed else self.b.urem(a, safe_b)
+        return self.b.select(unsafe, zero, r)
+
+    def logical(self, e: E.BinaryOp) -> ir.Value:
+        a = self.expr(e.a)
+        if T.lanes_of(a) == 1 and _reads_memory(e.b):
+            # short-circuit like C's && / ||: `i < n && A[i] > 0` must not load A[n]
+            is_and = isinstance(e, E.And)
+            return self.lazy(a if is_and else self.b.not_(a), lambda: self.expr(e.b),
+                             lambda: ir.Constant(T.I1, 0 if is_and else 1))
+        b = self.expr(e.b)
+        a, b = T.match_lanes(self.b, a, b)
+        return self.b.and_(a, b) if isinstance(e, E.And) else self.b.or_(a, b)
+
+    def lazy(self, cond: ir.Value, then: Any, otherwise: Any, typ: ir.Type | None = None) -> ir.Value:
+        """`cond ? then() : otherwise()` with only the taken side evaluated (scalar `cond`)."""
+        with self.b.if_else(cond) as (on_true, on_false):
+            with on_true:
+                tv = then()
+                tb = self.b.block
+            with on_false:
+                fv = otherwise()
+                fb = self.b.block
+        merge = self.b.block
+        lanes = max(T.lanes_of(tv), T.lanes_of(fv))
+        if T.lanes_of(tv) != lanes:  # widen inside the narrower branch, before its jump
+            self.b.position_before(tb.terminator)
+            tv = T.splat(self.b, tv, lanes)
+        if T.lanes_of(fv) != lanes:
+            self.b.position_before(fb.terminator)
+            fv = T.splat(self.b, fv, lanes)
+        self.b.position_at_end(merge)
+        phi = self.b.phi(tv.type)
+        phi.add_incoming(tv, tb)
+        phi.add_incoming(fv, fb)
+        return phi
+
+    def e_Minus(self, e: E.Minus) -> ir.Value:
+        v = self.expr(e.v)
+        if e.dtype.is_float:
+            return self.b.fneg(v)
+        return self.b.sub(ir.Constant(v.type, None), v)
+
+    def e_Not(self, e: E.Not) -> ir.Value:
+        return self.b.not_(self.typed(e.v, dt.bool_))
+
+    def e_Cast(self, e: E.Cast) -> ir.Value:
+        return T.cast(self.b, self.expr(e.v), e.v.dtype, e.dtype)
+
+    def e_Select(self, e: E.Select) -> ir.Value:
+        cond = self.typed(e.condition, dt.bool_)
+        if T.lanes_of(cond) == 1 and (_reads_memory(e.true_value) or _reads_memory(e.false_value)):
+            return self.lazy(cond, lambda: self.expr(e.true_value), lambda: self.expr(e.false_value))
+        tv, fv = self.expr(e.true_value), self.expr(e.false_value)
+        tv, fv = T.match_lanes(self.b, tv, fv)
+        if T.lanes_of(cond) > 1:
+            tv, fv = T.splat(self.b, tv, T.lanes_of(cond)), T.splat(self.b, fv, T.lanes_of(cond))
+        return self.b.select(cond, tv, fv)
+
+    # -- vectors -------------------------------------------------------------------------------
+    def e_Ramp(self, e: E.Ramp) -> ir.Value:
+        base = self.expr(e.base)
+        stride = self.typed(e.stride, e.base.dtype)
+        if T.lanes_of(base) != 1:
+            raise CompileError(f"x86 codegen: Ramp base must be a scalar: {print_ir(e)}")
+        steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
+        step_vec = self.b.mul(T.splat(self.b, stride, e.lanes), steps)
+        return self.b.add(T.splat(self.b, base, e.lanes), step_vec)
+
+    def e_Broadcast(self, e: E.Broadcast) -> ir.Value:
+        return T.splat(self.b, self.expr(e.value), e.lanes)
+
+    # -- memory --------------------------------------------------------------------------------
+    def buffer_ptr(self, tensor: Tensor) -> ir.Value:
+        ptr = self.buffers.get(tensor.buffer.name)
+        if ptr is None:
+            raise CompileError(f"x86 codegen: buffer '{tensor.buffer.name}' of tensor '{tensor.name}' is neither "
+                               f"an argument nor a temporary buffer of the function")
+        return ptr
+
+    def address(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[ir.Value, int | None]:
+        """(flattened i64 index value, lane stride or None) of `tensor[indices]`."""
+        flat = flat_index(tensor, indices)
+        value = self.expr(flat)
+        if T.lanes_of(value) == 1:
+            return value, 0
+        return value, lane_stride(flat, self.lane or self._no_lane)
+
+    def _gep(self, tensor: Tensor, index: ir.Value) -> ir.Value:
+        st = T.scalar_storage_type(tensor.dtype)
+        return self.b.gep(self.buffer_ptr(tensor), [index], inbounds=True, source_etype=st)
+
+    def _lane(self, v: ir.Value, k: int) -> ir.Value:
+        return self.b.extract_element(v, ir.Constant(T.I32, k)) if T.lanes_of(v) > 1 else v
+
+    def e_Load(self, e: E.Load) -> ir.Value:
+        tensor = e.tensor
+        st = T.scalar_storage_type(tensor.dtype)
+        align = T.storage_bytes(tensor.dtype)
+        index, stride = self.address(tensor, e.indices)
+        lanes = T.lanes_of(index)
+        if lanes == 1 or stride == 0:
+            raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=st, align=align)
+        elif stride == 1:
+            raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=ir.VectorType(st, lanes), align=align)
+        else:
+            raw = ir.Constant(ir.VectorType(st, lanes), ir.Undefined)
+            for k in range(lanes):
+                elem = self.b.load(self._gep(tensor, self._lane(index, k)), typ=st, align=align)
+                raw = self.b.insert_element(raw, elem, ir.Constant(T.I32, k))
+        return T.load_convert(self.b, raw, tensor.dtype)
+
+    def store(self, tensor: Tensor, indices: tuple[E.Expr, ...], value_expr: E.Expr) -> None:
+        align = T.storage_bytes(tensor.dtype)
+        index, stride = self.address(tensor, indices)
+        value = T.store_convert(self.b, self.typed(value_expr, tensor.dtype), tensor.dtype)
+        lanes = max(T.lanes_of(index), T.lanes_of(value))
+        if lanes == 1:
+            self.b.store(value, self._gep(tensor, index), align=align)
+        elif T.lanes_of(index) == 1 or stride == 0:
+            # every lane writes the same element: sequential semantics keep the last lane
+            self.b.store(self._lane(value, lanes - 1), self._gep(tensor, self._lane(index, 0)), align=align)
+        elif stride == 1:
+            self.b.store(T.splat(self.b, value, lanes), self._gep(tensor, self._lane(index, 0)), align=align)
+        else:
+            for k in range(lanes):
+                self.b.store(self._lane(value, k), self._gep(tensor, self._lane(index, k)), align=align)
+
+    # -- calls -----------------------------------------------------------------------------------
+    def e_Call(self, e: E.Call) -> ir.Value:
+        if not e.args:
+            raise CompileError(f"x86 codegen: call '{e.name}' has no x86 implementation: {print_ir(e)}")
+        arg_dtype = e.args[0].dtype.element_of()
+        if e.dtype.element_of().is_float and not arg_dtype.is_float:
+            arg_dtype = e.dtype.element_of()  # exp(int) computes in the call's float type
+        values = [self.typed(a, arg_dtype) for a in e.args]
+        lanes = max(T.lanes_of(v) for v in values)
+        values = [T.splat(self.b, v, lanes) for v in values]
+        out = self.math.emit(self.b, e.name, values, arg_dtype, e.dtype)
+        result = e.dtype.element_of()
+        if result.is_bool or result == arg_dtype:
+            return out
+        return T.cast(self.b, out, arg_dtype, result)
+
+    def e_Reduce(self, e: E.Reduce) -> ir.Value:
+        raise CompileError(f"x86 codegen: Reduce nodes must be lowered before codegen: {print_ir(e)}")
+
+
+def _reads_memory(e: E.Expr) -> bool:
+    return any(isinstance(n, E.Load) for n in walk(e))

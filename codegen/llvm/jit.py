@@ -1,0 +1,128 @@
+"""LLVM for the host CPU: verify, optimise (O3, new pass manager), emit object code, JIT-load.
+
+The pipeline is llvmlite 0.50's new pass manager: `create_pipeline_tuning_options(speed_level=3)`
+with loop and SLP vectorisation on -> `create_pass_builder(target_machine, options)` -> the
+module pass manager's `run`. The target machine is the host's CPU and features, so vector code
+uses the widest registers the CPU has. Code is emitted as an object file (that is what the disk
+cache stores) and loaded into an MCJIT engine with `add_object_file`; external symbols (libm,
+`aligned_alloc`/`free`, the parallel launcher) resolve against the running process.
+
+llvmlite is not thread-safe, so compilation holds one process-wide lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.runtime import threadpool
+from codegen.llvm.stmts import LAUNCH_SYMBOL
+
+LOCK = threading.RLock()
+TASK_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_LAUNCH_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+@lru_cache(maxsize=None)
+def _task_fn(address: int) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
+    return TASK_CFUNC(address)
+
+
+def _launch(task_address: int, closure: int, extent: int) -> None:
+    """`cinn_py_parallel_launch`: run an outlined parallel loop on the runtime thread pool.
+
+    Runs with the GIL held (ctypes callback); the tasks are ctypes calls, which release it.
+    """
+    if extent <= 0:
+        return
+    task = _task_fn(task_address)
+    threadpool.parallel_for(lambda task_id, num_tasks: task(task_id, num_tasks, closure), extent)
+
+
+_LAUNCHER = _LAUNCH_CFUNC(_launch)  # kept alive for the life of the process
+
+
+@lru_cache(maxsize=None)
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.add_symbol(LAUNCH_SYMBOL, ctypes.cast(_LAUNCHER, ctypes.c_void_p).value)
+    libc = ctypes.CDLL(None)
+    for name in ("aligned_alloc", "free"):
+        llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+
+
+@lru_cache(maxsize=None)
+def target_machine() -> llvm.TargetMachine:
+    """Host target machine (CPU name and features), O3, JIT code model."""
+    _init()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(), opt=3,
+                                        reloc="default", codemodel="jitdefault", jit=True)
+
+
+@lru_cache(maxsize=None)
+def host_features() -> str:
+    return llvm.get_host_cpu_features().flatten()
+
+
+def target_facts() -> dict[str, str]:
+    """What compiled code depends on besides the IR (part of cache keys)."""
+    return {"triple": llvm.get_process_triple(), "cpu": llvm.get_host_cpu_name(), "features": host_features(),
+            "llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info))}
+
+
+def triple_and_layout() -> tuple[str, str]:
+    return llvm.get_process_triple(), str(target_machine().target_data)
+
+
+@dataclass
+class Compiled:
+    """Optimised IR text, assembly and object code of one module."""
+
+    llvm_ir: str
+    asm: str
+    object_code: bytes
+
+
+def optimize_and_compile(ir_text: str, want_asm: bool = True) -> Compiled:
+    """Parse + verify + O3-optimise + emit object code (and assembly) for the host."""
+    with LOCK:
+        tm = target_machine()
+        try:
+            mod = llvm.parse_assembly(ir_text)
+            mod.verify()
+        except RuntimeError as exc:
+            raise CompileError(f"x86 codegen: generated LLVM IR does not verify: {exc}", ir_text[:4000]) from exc
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        asm = tm.emit_assembly(mod) if want_asm else ""
+        return Compiled(str(mod), asm, bytes(tm.emit_object(mod)))
+
+
+class LoadedObject:
+    """An MCJIT engine holding one object file; addresses of its functions by name."""
+
+    def __init__(self, object_code: bytes) -> None:
+        with LOCK:
+            tm = target_machine()
+            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+            self.engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        with LOCK:
+            addr = self.engine.get_function_address(name)
+        if not addr:
+            raise CompileError(f"x86 codegen: symbol '{name}' not found in the compiled object")
+        return addr

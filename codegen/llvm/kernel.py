@@ -1,0 +1,102 @@
+"""`Kernel`: a compiled x86 function callable on numpy arrays (and DLPack CPU tensors).
+
+    y = kernel(x0, x1)                 # allocates the outputs (shapes from <fn>_infer_shape)
+    y0, y1 = kernel(x0, x1)            # a function with several outputs returns a tuple
+    kernel(x0, x1, out=y)              # writes into given arrays (a list/tuple for several)
+
+Return value: the single output array when the function has one output, else a tuple in
+signature order (with `out=`, the given arrays are returned the same way). Output arrays are
+freshly allocated, C-contiguous and 64-byte aligned; bfloat16 outputs are uint16 arrays holding
+the bfloat16 bits (view them with `ml_dtypes.bfloat16` if installed).
+
+Every argument is validated first (`cinn_py.runtime.args`); the generated code runs with the GIL
+released, and parallel loops run on `cinn_py.runtime.threadpool` (`num_threads` build option or
+`threadpool.set_num_threads`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from cinn_py.ir import ArgIO, LoweredFunc
+from cinn_py.runtime import threadpool
+from cinn_py.runtime.args import ArgValidator, storage_dtype
+from codegen.llvm.jit import LoadedObject
+from codegen.llvm.stmts import STATUS_NOMEM
+
+ALIGNMENT = 64
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class Kernel:
+    """A compiled LoweredFunc. Attributes: `func`, `llvm_ir` (optimised), `asm`, `fast_math`,
+    `num_threads` (None: the thread pool's setting), `symbol` (C name of the entry point)."""
+
+    def __init__(self, func: LoweredFunc, loaded: LoadedObject, symbol: str, llvm_ir: str, asm: str,
+                 fast_math: bool, num_threads: int | None = None, from_cache: bool = False) -> None:
+        self.func = func
+        self.llvm_ir = llvm_ir
+        self.asm = asm
+        self.fast_math = fast_math
+        self.symbol = symbol
+        self.from_cache = from_cache
+        self.num_threads = None if num_threads is None else threadpool.check_thread_count(num_threads, "num_threads")
+        self._loaded = loaded
+        self._validator = ArgValidator(func, device="cpu")
+        arg_types = [ctypes.c_void_p if a.tensor is not None else ctypes.c_int64 for a in func.args]
+        proto = ctypes.CFUNCTYPE(ctypes.c_int32, *arg_types)
+        self._entry = proto(loaded.address(symbol))
+        shape_proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+        self._infer_shape = shape_proto(loaded.address(f"{symbol}_infer_shape"))
+        self._out_ranks = [t.ndim for t in func.outputs]
+        self._out_dtypes = [storage_dtype(t.dtype) for t in func.outputs]
+
+    def __repr__(self) -> str:
+        return f"<Kernel x86 '{self.func.name}' inputs={[t.name for t in self.func.inputs]} " \
+               f"outputs={[t.name for t in self.func.outputs]}>"
+
+    def infer_shape(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
+        """Output shapes for symbol values, computed by the generated `<fn>_infer_shape`."""
+        sym_values = np.array([symbols[v.name] for v in self.func.scalar_args] or [0], dtype=np.int64)
+        out = np.zeros(max(sum(self._out_ranks), 1), dtype=np.int64)
+        self._infer_shape(sym_values.ctypes.data, out.ctypes.data)
+        shapes, offset = [], 0
+        for rank in self._out_ranks:
+            shapes.append(tuple(int(d) for d in out[offset:offset + rank]))
+            offset += rank
+        return shapes
+
+    def __call__(self, *inputs: Any, out: Any = None) -> Any:
+        bound = self._validator.validate(inputs, out)
+        if out is None:
+            shapes = self.infer_shape(bound.symbols)
+            for k, shape in enumerate(shapes):
+                if any(d < 0 for d in shape):
+                    raise ValueError(f"kernel '{self.func.name}': output {k} ('{self.func.outputs[k].name}') "
+                                     f"would have negative shape {shape} for {bound.symbols}")
+            arrays = [aligned_empty(s, d) for s, d in zip(shapes, self._out_dtypes)]
+            outputs = self._validator.check_outputs(arrays, bound.inputs, bound.symbols)
+            results: list[Any] = arrays
+        else:
+            outputs = bound.outputs
+            results = [o for o in (out if isinstance(out, (list, tuple)) else [out])]
+        ins, outs = iter(bound.inputs), iter(outputs)
+        call_args = [next(ins).ptr if a.io is ArgIO.INPUT else next(outs).ptr if a.io is ArgIO.OUTPUT
+                     else bound.symbols[a.var.name] for a in self.func.args]  # type: ignore[union-attr]
+        with threadpool.num_threads_override(self.num_threads):
+            status = self._entry(*call_args)
+        if status == STATUS_NOMEM:
+            raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
+        if status != 0:
+            raise RuntimeError(f"kernel '{self.func.name}': generated code returned status {status}")
+        return results[0] if len(results) == 1 else tuple(results)

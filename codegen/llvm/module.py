@@ -1,0 +1,140 @@
+"""One LoweredFunc -> one LLVM module (`llvmlite.ir.Module`).
+
+C ABI of the generated functions (all symbols are C functions, callable through ctypes):
+
+    int32_t <fn>(T0* noalias a0, ..., Tn* noalias an, int64_t S0, ..., int64_t Sk);
+        Arguments in LoweredFunc order: input tensors, output tensors, then one int64 per
+        symbolic dim (CINN's dynamic-shape ABI). Tensors are dense row-major buffers of their
+        storage type (bool: 1 byte, float16: IEEE half, bfloat16: uint16 bits). No alignment is
+        assumed (numpy inputs may be unaligned; x86 unaligned vector loads cost nothing on
+        aligned data), outputs the Kernel allocates are 64-byte aligned anyway.
+        Returns 0, or 1 when a heap temp buffer could not be allocated.
+
+    void <fn>_infer_shape(const int64_t* sym_values, int64_t* out_shapes);
+        CINN's infer-shape function (reference/cinn.md §4) with a flat ABI: `sym_values[j]` is
+        the j-th symbolic dim argument, and the dims of output k are written row-major at
+        `out_shapes[r_0 + ... + r_{k-1} + d]` (r_i = rank of output i). The Kernel calls it to
+        allocate outputs before the kernel itself.
+
+    void <fn>__parallel_<k>(int64_t task_id, int64_t num_tasks, void* closure);
+        Outlined parallel loops (see `parallel.py`).
+
+A kernel named like a libc/libm function is emitted as `cinn_<name>` (see `symbol_name`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from llvmlite import ir
+
+from cinn_py.ir import LoweredFunc
+from cinn_py.ir import dtype as dt
+from cinn_py.ir.buffer import Buffer
+from codegen.llvm import types as T
+from codegen.llvm.analysis import buffers_used, check_loops, inline_schedule_blocks
+from codegen.llvm.intrinsics import MathEmitter
+from codegen.llvm.stmts import LAUNCH_SYMBOL, FunctionEmitter
+
+_RESERVED = {"free", "malloc", "aligned_alloc", "memcpy", "memset", "main", LAUNCH_SYMBOL}
+_LIBM_NAMES = {"exp", "log", "sqrt", "tanh", "erf", "pow", "sin", "cos", "tan", "floor", "ceil", "round",
+               "trunc", "fabs", "expm1", "log1p", "cbrt", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+               "asinh", "acosh", "atanh", "exp2", "log2", "log10", "fmod"}
+
+
+def symbol_name(name: str) -> str:
+    """A C symbol for a kernel name: non-identifier characters become `_`; names that would
+    clash with libc/libm symbols, or start with a digit, get a `cinn_` prefix."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name) or "kernel"
+    base = clean[:-1] if clean.endswith("f") and clean[:-1] in _LIBM_NAMES else clean
+    if clean[0].isdigit() or clean in _RESERVED or base in _LIBM_NAMES:
+        clean = "cinn_" + clean
+    return clean
+
+
+class CodegenUnit:
+    """State shared by every function emitted for one LoweredFunc."""
+
+    def __init__(self, func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "") -> None:
+        self.func = func
+        self.fast_math = fast_math
+        self.symbol = symbol_name(func.name)
+        self.module = ir.Module(name=self.symbol)
+        if triple:
+            self.module.triple = triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self.math = MathEmitter(self.module, fast_math)
+        check_loops(func, func.body)
+        self.body = inline_schedule_blocks(func.body)
+        self.arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+        self.temps = self._temp_buffers()
+        self._counter = 0
+
+    def _temp_buffers(self) -> list[Buffer]:
+        found: dict[str, Buffer] = {}
+        for buf in self.func.temp_bufs:
+            found.setdefault(buf.name, buf)
+        for name, buf in buffers_used(self.body).items():
+            found.setdefault(name, buf)
+        return [b for name, b in found.items() if name not in self.arg_buffers]
+
+    def fresh_name(self, prefix: str) -> str:
+        name = f"{prefix}_{self._counter}"
+        self._counter += 1
+        return name
+
+    def runtime_fn(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        existing = self.module.globals.get(name)
+        if isinstance(existing, ir.Function):
+            return existing
+        return ir.Function(self.module, ir.FunctionType(ret, args), name)
+
+    # -- functions -----------------------------------------------------------------------------
+    def build(self) -> ir.Module:
+        self._emit_kernel()
+        self._emit_infer_shape()
+        return self.module
+
+    def _emit_kernel(self) -> None:
+        params: list[ir.Type] = []
+        for arg in self.func.args:
+            params.append(T.PTR if arg.tensor is not None else T.scalar_reg_type(arg.var.dtype))  # type: ignore[union-attr]
+        fn = ir.Function(self.module, ir.FunctionType(T.I32, params), self.symbol)
+        fn.attributes.add("nounwind")
+        em = FunctionEmitter(self, fn)
+        for arg, param in zip(self.func.args, fn.args):
+            param.name = arg.name
+            if arg.tensor is not None:
+                param.add_attribute("noalias")
+                em.buffers[arg.tensor.buffer.name] = param
+            else:
+                em.env[arg.var] = param  # type: ignore[index]
+        em.allocate_temps(self.temps)
+        em.stmt(self.body)
+        em.finish(returns_status=True)
+
+    def _emit_infer_shape(self) -> None:
+        fn = ir.Function(self.module, ir.FunctionType(T.VOID, [T.PTR, T.PTR]), f"{self.symbol}_infer_shape")
+        fn.attributes.add("nounwind")
+        sym_values, out_shapes = fn.args
+        sym_values.name, out_shapes.name = "sym_values", "out_shapes"
+        em = FunctionEmitter(self, fn)
+        b = em.b
+        for j, var in enumerate(self.func.scalar_args):
+            raw = b.load(b.gep(sym_values, [ir.Constant(T.I64, j)], source_etype=T.I64), typ=T.I64)
+            em.env[var] = T.cast(b, raw, dt.int64, var.dtype)
+        slot = 0
+        for tensor in self.func.outputs:
+            for dim in tensor.shape:
+                value = T.cast(b, em.expr(dim), dim.dtype, dt.int64)
+                b.store(value, b.gep(out_shapes, [ir.Constant(T.I64, slot)], source_etype=T.I64))
+                slot += 1
+        em.finish(returns_status=False)
+
+
+def build_module(func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "") -> CodegenUnit:
+    """Emit the LLVM module of `func` (unverified, unoptimised); returns the unit with `.module`."""
+    unit = CodegenUnit(func, fast_math, triple, data_layout)
+    unit.build()
+    return unit

@@ -1,0 +1,268 @@
+"""Statements in LLVM IR: blocks, stores, lets, guards, loops of every kind, temp buffers.
+
+Loop kinds:
+- `serial` / `default`: a counted loop in the loop var's dtype.
+- `unroll`: fully unrolled when min and extent are constant and extent <= 64, else serial.
+- `vectorize[F]`: a main loop stepping by F whose body is emitted with the loop var as the vector
+  `<F x iN>` ramp (see `emitter.py` for loads/stores), followed by a scalar tail loop for the
+  `extent % F` remaining iterations (symbolic extents included). A body that cannot be
+  vectorised (`analysis.vectorizable`) is emitted as a scalar loop.
+- `parallel`: outlined into `<fn>__parallel_<k>(i64 task_id, i64 num_tasks, ptr closure)`; the
+  closure struct holds the loop bounds, a status pointer and every captured var and buffer. The
+  generated code calls `cinn_py_parallel_launch(task, closure, extent)` (CINN:
+  `cinn_backend_parallel_launch`), implemented in Python on the runtime thread pool. Task k runs
+  iterations [k*ceil(n/T), min(n, (k+1)*ceil(n/T))).
+
+Temporary buffers (function temp_bufs, `Alloc`ed buffers, any non-argument buffer) are allocated
+once at function entry: on the stack (64-byte aligned alloca) when their size is a constant of at
+most 32 KiB, otherwise with `aligned_alloc(64, ...)` and freed on exit. Buffers of `local` or
+`shared` memory type are private per parallel task, so a parallel body gets its own copies.
+A failed allocation makes the function return status 1 (the Kernel raises MemoryError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Buffer, MemoryType
+from cinn_py.ir.printer import print_ir
+from codegen.llvm import types as T
+from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
+from codegen.llvm.emitter import ExprEmitter
+
+if TYPE_CHECKING:
+    from codegen.llvm.module import CodegenUnit
+
+STACK_LIMIT_BYTES = 32 * 1024
+UNROLL_LIMIT = 64
+STATUS_OK, STATUS_NOMEM = 0, 1
+LAUNCH_SYMBOL = "cinn_py_parallel_launch"
+
+
+class FunctionEmitter(ExprEmitter):
+    """Emits the body of one LLVM function (the kernel or an outlined parallel task)."""
+
+    def __init__(self, unit: CodegenUnit, fn: ir.Function) -> None:
+        entry = fn.append_basic_block("entry")
+        first = fn.append_basic_block("body")
+        super().__init__(unit.module, unit.math, ir.IRBuilder(first), unit.fast_math)
+        self.unit = unit
+        self.fn = fn
+        self.entry_b = ir.IRBuilder(entry)
+        self.first = first
+        self.cleanup = fn.append_basic_block("cleanup")
+        self.heap: list[ir.Value] = []
+        self.status: ir.Value = T.alloca(self.entry_b, T.I32, "status")
+        self.entry_b.store(ir.Constant(T.I32, STATUS_OK), self.status)
+        self.in_parallel = False
+
+    # -- function frame ----------------------------------------------------------------------------
+    def finish(self, returns_status: bool) -> None:
+        """Close the body: jump to cleanup, which frees heap temps and returns."""
+        if self.b.block.terminator is None:
+            self.b.branch(self.cleanup)
+        self.entry_b.branch(self.first)
+        cb = ir.IRBuilder(self.cleanup)
+        free = self.unit.runtime_fn("free", T.VOID, [T.PTR])
+        for ptr in self.heap:
+            cb.call(free, [ptr])
+        if returns_status:
+            cb.ret(cb.load(self.status, typ=T.I32))
+        else:
+            cb.ret_void()
+
+    def fail(self, status_ptr: ir.Value, code: int) -> None:
+        """Record `code` and leave through cleanup (current block gets terminated)."""
+        self.b.store(ir.Constant(T.I32, code), status_ptr)
+        self.b.branch(self.cleanup)
+
+    def allocate(self, buf: Buffer) -> ir.Value:
+        """Storage for a temp buffer (see module docstring)."""
+        st = T.scalar_storage_type(buf.dtype)
+        count = _const_product(buf.shape)
+        if count is not None and count * T.storage_bytes(buf.dtype) <= STACK_LIMIT_BYTES:
+            return T.alloca(self.entry_b, ir.ArrayType(st, max(count, 1)), buf.name, align=64)
+        size = self._heap_bytes(buf)
+        aligned_alloc = self.unit.runtime_fn("aligned_alloc", T.PTR, [T.I64, T.I64])
+        ptr = self.b.call(aligned_alloc, [ir.Constant(T.I64, 64), size], name=buf.name)
+        self.heap.append(ptr)
+        with self.b.if_then(self.b.icmp_unsigned("==", ptr, ir.Constant(T.PTR, None)), likely=False):
+            self.fail(self.status, STATUS_NOMEM)
+        return ptr
+
+    def _heap_bytes(self, buf: Buffer) -> ir.Value:
+        count: ir.Value = ir.Constant(T.I64, 1)
+        for dim in buf.shape:
+            unknown = [v.name for v in vars_used(dim) if v not in self.env]
+            if unknown:
+                raise CompileError(f"x86 codegen: size of temp buffer '{buf.name}' uses {unknown}, which are not "
+                                   f"known at function entry (only symbolic dims may size a buffer)")
+            count = self.b.mul(count, T.cast(self.b, self.expr(dim), dim.dtype, dt.int64))
+        nbytes = self.b.mul(count, ir.Constant(T.I64, T.storage_bytes(buf.dtype)))
+        # aligned_alloc needs a multiple of the alignment; never ask for 0 bytes
+        rounded = self.b.and_(self.b.add(nbytes, ir.Constant(T.I64, 63)), ir.Constant(T.I64, -64))
+        return self.b.select(self.b.icmp_signed("<", rounded, ir.Constant(T.I64, 64)),
+                             ir.Constant(T.I64, 64), rounded)
+
+    # -- statements ------------------------------------------------------------------------------------
+    def stmt(self, s: S.Stmt) -> None:
+        if self.b.block.terminator is not None:  # after a failure exit: continue in a fresh block
+            self.b.position_at_end(self.fn.append_basic_block("cont"))
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise CompileError(f"x86 codegen: cannot emit statement {type(s).__name__}:\n{print_ir(s)}")
+        method(s)
+
+    def s_Block(self, s: S.Block) -> None:
+        saved = dict(self.env)
+        for child in s.stmts:
+            self.stmt(child)
+        self.env = saved
+
+    def s_Store(self, s: S.Store) -> None:
+        self.store(s.tensor, s.indices, s.value)
+
+    def s_Let(self, s: S.Let) -> None:
+        if s.body is None:
+            self.env[s.symbol] = T.constant(s.symbol.dtype, 0)
+        else:
+            self.env[s.symbol] = self.typed(s.body, s.symbol.dtype)
+
+    def s_IfThenElse(self, s: S.IfThenElse) -> None:
+        cond = self._lane(self.typed(s.condition, dt.bool_), 0)
+        if s.false_case is None:
+            with self.b.if_then(cond):
+                self.stmt(s.true_case)
+            return
+        with self.b.if_else(cond) as (on_true, on_false):
+            with on_true:
+                self.stmt(s.true_case)
+            with on_false:
+                self.stmt(s.false_case)
+
+    def s_ScheduleBlockRealize(self, s: S.ScheduleBlockRealize) -> None:
+        self.stmt(inline_schedule_blocks(s))
+
+    def s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, E.Call) and s.value.name == "__syncthreads":
+            raise CompileError("x86 codegen: __syncthreads() has no meaning on x86 (GPU-only statement)")
+        self.expr(s.value)
+
+    def s_Alloc(self, s: S.Alloc) -> None:
+        """Allocated at function entry (sizes may only depend on symbolic dims)."""
+
+    def s_Free(self, s: S.Free) -> None:
+        """Freed at function exit."""
+
+    # -- loops -------------------------------------------------------------------------------------------
+    def s_For(self, s: S.For) -> None:
+        kind = s.for_type
+        if kind is S.ForType.PARALLEL and self.lane is None and not self.in_parallel:
+            from codegen.llvm.parallel import emit_parallel
+
+            emit_parallel(self, s)
+        elif kind is S.ForType.VECTORIZED and self.lane is None:
+            self.vector_loop(s)
+        elif kind is S.ForType.UNROLLED and _small_const(s):
+            self.unrolled_loop(s)
+        else:
+            lo, hi = self.bounds(s)
+            self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(s.body))
+
+    def bounds(self, s: S.For) -> tuple[ir.Value, ir.Value]:
+        """(min, min + extent) in the loop var's dtype."""
+        lo = self._lane(self.typed(s.min, s.loop_var.dtype), 0)
+        extent = self._lane(self.typed(s.extent, s.loop_var.dtype), 0)
+        return lo, self.b.add(lo, extent)
+
+    def counted_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, step: int, body: Callable[[], None],
+                     bind: Callable[[ir.Value], ir.Value] | None = None) -> None:
+        """for (var = lo; var < hi; var += step) body(); `bind` maps the counter to var's value."""
+        pre = self.b.block
+        header = self.fn.append_basic_block(f"{var.name}.header")
+        loop = self.fn.append_basic_block(f"{var.name}.body")
+        done = self.fn.append_basic_block(f"{var.name}.exit")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        counter = self.b.phi(lo.type, name=var.name)
+        counter.add_incoming(lo, pre)
+        self.b.cbranch(self.b.icmp_signed("<", counter, hi), loop, done)
+        self.b.position_at_end(loop)
+        saved = self.env.get(var)
+        self.env[var] = bind(counter) if bind is not None else counter
+        body()
+        if self.b.block.terminator is None:
+            counter.add_incoming(self.b.add(counter, ir.Constant(lo.type, step), flags=["nsw"]), self.b.block)
+            self.b.branch(header)
+        self._restore(var, saved)
+        self.b.position_at_end(done)
+
+    def _restore(self, var: E.Var, saved: ir.Value | None) -> None:
+        if saved is None:
+            self.env.pop(var, None)
+        else:
+            self.env[var] = saved
+
+    def unrolled_loop(self, s: S.For) -> None:
+        saved = self.env.get(s.loop_var)
+        start = int(s.min.value)  # type: ignore[attr-defined]
+        for k in range(int(s.extent.value)):  # type: ignore[attr-defined]
+            self.env[s.loop_var] = T.constant(s.loop_var.dtype, start + k)
+            self.stmt(s.body)
+        self._restore(s.loop_var, saved)
+
+    def vector_loop(self, s: S.For) -> None:
+        lanes = s.vectorize_factor
+        info = LaneInfo(s.loop_var)
+        lo, hi = self.bounds(s)
+        if lanes == 1 or not vectorizable(s.body, info):
+            self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(s.body))
+            return
+        extent = self.b.sub(hi, lo)
+        main_end = self.b.sub(hi, self.b.srem(extent, ir.Constant(extent.type, lanes)))
+        steps = ir.Constant(ir.VectorType(lo.type, lanes), list(range(lanes)))
+
+        def ramp(counter: ir.Value) -> ir.Value:
+            return self.b.add(T.splat(self.b, counter, lanes), steps)
+
+        def vector_body() -> None:
+            self.lane = info
+            try:
+                self.stmt(s.body)
+            finally:
+                self.lane = None
+
+        self.counted_loop(s.loop_var, lo, main_end, lanes, vector_body, bind=ramp)
+        self.counted_loop(s.loop_var, main_end, hi, 1, lambda: self.stmt(s.body))
+
+    # -- temp buffers --------------------------------------------------------------------------------------
+    def allocate_temps(self, buffers: list[Buffer]) -> None:
+        for buf in buffers:
+            self.buffers[buf.name] = self.allocate(buf)
+
+
+def _const_product(shape: tuple[E.Expr, ...]) -> int | None:
+    count = 1
+    for dim in shape:
+        if not isinstance(dim, (E.IntImm, E.UIntImm)):
+            return None
+        count *= int(dim.value)
+    return count
+
+
+def _small_const(s: S.For) -> bool:
+    return (isinstance(s.min, (E.IntImm, E.UIntImm)) and isinstance(s.extent, (E.IntImm, E.UIntImm))
+            and 0 <= int(s.extent.value) <= UNROLL_LIMIT)
+
+
+def private_buffers(body: S.Stmt, temps: list[Buffer]) -> list[Buffer]:
+    """Temp buffers of local/shared memory type used in `body` (private per parallel task)."""
+    used = buffers_used(body)
+    return [b for b in temps if b.name in used and b.memory_type in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)]
