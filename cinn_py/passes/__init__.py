@@ -18,6 +18,8 @@ Pass = Callable[[LoweredFunc], LoweredFunc]
 
 _BUILTIN: dict[str, str] = {
     "simplify": "cinn_py.passes.simplify:simplify_func",
+    "cross_thread_reduce": "cinn_py.passes.cross_thread_reduce:cross_thread_reduce",
+    "gpu_bind": "cinn_py.passes.gpu_bind:gpu_bind",
 }
 _REGISTERED: dict[str, Pass] = {}
 

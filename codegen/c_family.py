@@ -1,0 +1,294 @@
+"""A printer base for C-like languages (CUDA C today; any C dialect tomorrow).
+
+`CFamilyPrinter` turns lowered, schedule-block-free IR into C text: fully parenthesised
+expressions, flattened (row-major) buffer indices, `for`/`if`/`{}` statements with `;`, a type
+table (`float`, `int64_t`, ...) and an operator table. Dialects override the hooks: `ctype`,
+`float_literal`, `cast`, `call`, `min_max`, `print_for` ...
+
+`inline_schedule_blocks` removes `ScheduleBlockRealize` wrappers (substituting iter vars by
+their bound values), which every C-family backend needs first: CINN does the same before codegen
+(`optim::ReplaceScheduleBlock...`), since C has no notion of a schedule block.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Buffer, Tensor
+from cinn_py.ir.dtype import DType
+from cinn_py.ir.printer import print_ir
+from cinn_py.ir.visitor import Mutator, substitute
+
+# Element types as C spells them (the CUDA printer maps float16/bfloat16 to its own names).
+C_TYPES: dict[str, str] = {
+    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float32": "float", "float64": "double",
+}
+# Binary operators that print infix; Min/Max print as calls (dialect-specific names).
+INFIX_OPS: dict[type, str] = {
+    E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%",
+    E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
+    E.And: "&&", E.Or: "||",
+}
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.Expr:
+    """Row-major offset of `indices` in a buffer of `shape`: `((i0 * d1) + i1)`.
+
+    Multiplications by 1 and additions of 0 are folded so that one-element and unit dims do not
+    clutter the output.
+    """
+    if len(indices) != len(shape):
+        raise CompileError(f"codegen: {len(indices)} indices for a buffer of rank {len(shape)}")
+    if not indices:
+        return E.IntImm(E.dt.int32, 0)
+    acc = indices[0]
+    for index, dim in zip(indices[1:], shape[1:]):
+        if E.is_const_int(dim, 1) or E.is_const_int(acc, 0):
+            scaled = acc
+        else:
+            scaled = E.Mul(acc, _as_dtype(dim, acc.dtype))
+        if E.is_const_int(scaled, 0):
+            acc = index
+        elif E.is_const_int(index, 0):
+            acc = scaled
+        else:
+            acc = E.Add(scaled, _as_dtype(index, scaled.dtype))
+    return acc
+
+
+def _as_dtype(e: E.Expr, dtype: DType) -> E.Expr:
+    """Re-type an integer immediate (the IR mixes int32 shape immediates with int64 indices)."""
+    if isinstance(e, E.IntImm) and e.dtype != dtype and dtype.is_int:
+        return E.IntImm(dtype, e.value)
+    return e
+
+
+class _BlockInliner(Mutator):
+    def visit_schedule_block_realize(self, node: S.ScheduleBlockRealize) -> S.Stmt:
+        block = node.schedule_block
+        mapping = dict(zip(block.iter_vars, (self.visit(v) for v in node.iter_values)))
+        body = substitute(self.visit(block.body), mapping)
+        return body
+
+
+def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
+    """Replace every ScheduleBlockRealize by its body with iter vars substituted."""
+    return _BlockInliner().visit(stmt)
+
+
+def c_identifier(buffer_name: str) -> str:
+    """C name of a buffer: CINN's `_A` prints as `A` (its tensor name)."""
+    stripped = buffer_name[1:] if buffer_name.startswith("_") and len(buffer_name) > 1 else buffer_name
+    if not _IDENT_RE.match(stripped):
+        raise CompileError(f"codegen: buffer name '{buffer_name}' is not a valid C identifier")
+    return stripped
+
+
+class CFamilyPrinter:
+    """Prints statements into `self.lines` and expressions into strings."""
+
+    indent_unit = "  "
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.level = 0
+        self.buffer_names: dict[str, str] = {}
+        """Buffer name -> C identifier (filled by `name_buffer`)."""
+
+    # -- names and types -------------------------------------------------------------------------
+    def name_buffer(self, buffer: Buffer) -> str:
+        """The C identifier of `buffer` (stable; unique among the buffers of one function)."""
+        if buffer.name in self.buffer_names:
+            return self.buffer_names[buffer.name]
+        name = c_identifier(buffer.name)
+        if name in self.buffer_names.values():
+            name = c_identifier(buffer.name.replace(".", "_")) + "_buf"
+        self.buffer_names[buffer.name] = name
+        return name
+
+    def ctype(self, dtype: DType) -> str:
+        """C spelling of a scalar dtype."""
+        if dtype.lanes != 1:
+            raise CompileError(f"codegen: vector type {dtype} has no scalar C spelling")
+        name = C_TYPES.get(dtype.scalar_name())
+        if name is None:
+            raise CompileError(f"codegen: dtype {dtype} is not supported by {type(self).__name__}")
+        return name
+
+    # -- output helpers --------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append(self.indent_unit * self.level + text)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    # -- expressions -----------------------------------------------------------------------------
+    def expr(self, node: E.Expr) -> str:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        if isinstance(node, E.BinaryOp):
+            return self.binary(node)
+        raise CompileError(f"codegen: {type(self).__name__} cannot print {type(node).__name__}",
+                           _excerpt(node))
+
+    def expr_IntImm(self, node: E.IntImm) -> str:
+        bits = node.dtype.bits
+        if bits == 64:
+            return f"{node.value}ll"
+        if bits == 32:
+            return str(node.value)
+        return f"(({self.ctype(node.dtype)}){node.value})"
+
+    def expr_UIntImm(self, node: E.UIntImm) -> str:
+        if node.dtype.is_bool:
+            return "true" if node.value else "false"
+        if node.dtype.bits == 64:
+            return f"{node.value}ull"
+        if node.dtype.bits == 32:
+            return f"{node.value}u"
+        return f"(({self.ctype(node.dtype)}){node.value})"
+
+    def expr_FloatImm(self, node: E.FloatImm) -> str:
+        return self.float_literal(node.dtype, node.value)
+
+    def float_literal(self, dtype: DType, value: float) -> str:
+        """float32 `2.00000000f`, float64 `2.0000000000000000` (CINN's precision rules)."""
+        if not math.isfinite(value):
+            return self.nonfinite_literal(dtype, value)
+        if dtype.bits == 64:
+            return format(value, "#.17g")
+        if dtype.bits == 32:
+            return format(value, "#.9g") + "f"
+        raise CompileError(f"codegen: no {dtype} literal in {type(self).__name__}")
+
+    def nonfinite_literal(self, dtype: DType, value: float) -> str:
+        if math.isnan(value):
+            return "NAN"
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+
+    def expr_StringImm(self, node: E.StringImm) -> str:
+        escaped = node.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+
+    def expr_Var(self, node: E.Var) -> str:
+        return node.name
+
+    def binary(self, node: E.BinaryOp) -> str:
+        if isinstance(node, (E.Min, E.Max)):
+            return self.min_max(node)
+        op = INFIX_OPS.get(type(node))
+        if op is None:
+            raise CompileError(f"codegen: unknown binary operator {type(node).__name__}")
+        return f"({self.expr(node.a)} {op} {self.expr(node.b)})"
+
+    def min_max(self, node: E.Min | E.Max) -> str:
+        """C has no min/max: a parenthesised conditional (dialects use their builtins)."""
+        a, b = self.expr(node.a), self.expr(node.b)
+        cmp = "<" if isinstance(node, E.Min) else ">"
+        return f"(({a} {cmp} {b}) ? {a} : {b})"
+
+    def expr_Minus(self, node: E.Minus) -> str:
+        return f"(-{self.expr(node.v)})"
+
+    def expr_Not(self, node: E.Not) -> str:
+        return f"(!{self.expr(node.v)})"
+
+    def expr_Cast(self, node: E.Cast) -> str:
+        return self.cast(node.dtype, node.v)
+
+    def cast(self, dtype: DType, value: E.Expr) -> str:
+        return f"(({self.ctype(dtype)}){self.expr(value)})"
+
+    def expr_Select(self, node: E.Select) -> str:
+        c, t, f = (self.expr(x) for x in (node.condition, node.true_value, node.false_value))
+        return f"({c} ? {t} : {f})"
+
+    def expr_Load(self, node: E.Load) -> str:
+        return f"{self.name_buffer(node.tensor.buffer)}[{self.index(node.tensor, node.indices)}]"
+
+    def index(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> str:
+        return self.expr(flatten_index(indices, tensor.buffer.shape))
+
+    def expr_Call(self, node: E.Call) -> str:
+        return self.call(node)
+
+    def call(self, node: E.Call) -> str:
+        args = ", ".join(self.expr(a) for a in node.args)
+        return f"{node.name}({args})"
+
+    def expr_Reduce(self, node: E.Reduce) -> str:
+        raise CompileError("codegen: a Reduce expression reached the C printer; lower the function first",
+                           _excerpt(node))
+
+    # -- statements ------------------------------------------------------------------------------
+    def stmt(self, node: S.Stmt) -> None:
+        method = getattr(self, "print_" + type(node).__name__, None)
+        if method is None:
+            raise CompileError(f"codegen: {type(self).__name__} cannot print {type(node).__name__}",
+                               _excerpt(node))
+        method(node)
+
+    def stmts(self, nodes: Iterable[S.Stmt]) -> None:
+        for node in nodes:
+            self.stmt(node)
+
+    def print_Block(self, node: S.Block) -> None:
+        # Nested blocks open no C scope: every declared name is unique in a function.
+        self.stmts(node.stmts)
+
+    def print_Store(self, node: S.Store) -> None:
+        target = f"{self.name_buffer(node.tensor.buffer)}[{self.index(node.tensor, node.indices)}]"
+        self.line(f"{target} = {self.expr(node.value)};")
+
+    def print_Let(self, node: S.Let) -> None:
+        decl = f"{self.ctype(node.symbol.dtype)} {node.symbol.name}"
+        self.line(decl + (f" = {self.expr(node.body)};" if node.body is not None else ";"))
+
+    def print_Evaluate(self, node: S.Evaluate) -> None:
+        self.line(self.expr(node.value) + ";")
+
+    def print_IfThenElse(self, node: S.IfThenElse) -> None:
+        self.line(f"if ({self.expr(node.condition)}) {{")
+        self.nested(node.true_case)
+        if node.false_case is not None:
+            self.line("} else {")
+            self.nested(node.false_case)
+        self.line("}")
+
+    def print_For(self, node: S.For) -> None:
+        if node.for_type is S.ForType.UNROLLED:
+            self.line("#pragma unroll")
+        self.serial_loop(node)
+
+    def serial_loop(self, node: S.For) -> None:
+        var = node.loop_var
+        lo = self.expr(node.min)
+        hi = self.expr(node.extent) if E.is_const_int(node.min, 0) else self.expr(E.Add(node.min, node.extent))
+        self.line(f"for ({self.ctype(var.dtype)} {var.name} = {lo}; {var.name} < {hi}; {var.name} += 1) {{")
+        self.nested(node.body)
+        self.line("}")
+
+    def nested(self, body: S.Stmt) -> None:
+        self.level += 1
+        self.stmt(body)
+        self.level -= 1
+
+    def print_ScheduleBlockRealize(self, node: S.ScheduleBlockRealize) -> None:
+        raise CompileError("codegen: schedule blocks must be inlined before printing C "
+                           "(inline_schedule_blocks)", _excerpt(node))
+
+
+def _excerpt(node: object) -> str:
+    try:
+        return print_ir(node)
+    except Exception:  # an excerpt must never hide the real error
+        return repr(node)

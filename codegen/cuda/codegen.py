@@ -1,0 +1,421 @@
+"""The CUDA C printer (CINN `CodeGenCudaDev`): a GPU-lowered LoweredFunc -> NVRTC-ready source.
+
+Input: a function after `gpu_bind` (no bound loops, no schedule blocks, `cuda_axis_info` set).
+Output, as CINN prints it:
+
+    #include "cinn_cuda_runtime.cuh"
+
+    extern "C" {
+
+    __global__ void __launch_bounds__(256) fn(const float* __restrict__ A, float* __restrict__ B)
+    {
+      if (((int)blockIdx.x < 4)) { ... B[((256 * (int)blockIdx.x) + (int)threadIdx.x)] = ...; }
+    }
+
+    }
+
+- inputs print as `const T* __restrict__`, outputs `T* __restrict__`, symbolic dims `int64_t S0`;
+  `__launch_bounds__` is the block size when it is constant (omitted when symbolic);
+- indices are flattened row-major over the buffer shape;
+- shared buffers of constant size are static (`__shared__ float s[256];`); shared buffers whose
+  size is symbolic live in one dynamic `extern __shared__` array, each at a 16-byte aligned offset
+  computed from the symbolic dims (the host passes the total as the launch's shared bytes);
+- local buffers are register arrays (`float r[4];`); a symbolic local size is rejected;
+- float16/bfloat16 compute in float (`half.promote_half`); `fast_math` maps `exp`/`log`/... to
+  the `__expf`-style intrinsics;
+- a `vectorize[F]` loop whose store and loads are contiguous in the loop var and provably
+  F-aligned becomes one `float4`/`__half2`/... load per input and one vector store; otherwise it
+  prints as an unrolled scalar loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Buffer, MemoryType
+from cinn_py.ir.dtype import DType, float32, handle
+from cinn_py.ir.func import ArgIO, LoweredFunc
+from cinn_py.ir.intrinsics import lookup
+from cinn_py.ir.visitor import substitute, walk
+from cinn_py.passes.gpu_bind import is_bound_var
+from codegen.c_family import CFamilyPrinter, flatten_index
+from codegen.cuda.half import is_half, promote_half
+from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME
+
+# Math intrinsics: IR name -> CUDA function for float32 (float64 uses the plain C name).
+_F32_MATH = {name: f"{name}f" for name in (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "sin", "cos",
+    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
+    "floor", "ceil", "round", "trunc", "pow", "atan2", "fmod")} | {"abs": "fabsf"}
+_F64_MATH = {name: name for name in _F32_MATH} | {"abs": "fabs"}
+_FAST_F32_MATH = {"exp": "__expf", "log": "__logf", "log2": "__log2f", "log10": "__log10f",
+                  "sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "pow": "__powf",
+                  "tanh": "cinn_fast_tanh"}
+_PREDICATES = ("isnan", "isinf", "isfinite")
+# (element dtype, lanes) -> CUDA vector type for vectorised loads/stores.
+VECTOR_TYPES = {("float32", 2): "float2", ("float32", 4): "float4", ("float64", 2): "double2",
+                ("int32", 2): "int2", ("int32", 4): "int4", ("float16", 2): "__half2",
+                ("bfloat16", 2): "__nv_bfloat162"}
+_LANES = ("x", "y", "z", "w")
+SHARED_ALIGN = 16
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """What the printer produced for one kernel."""
+
+    source: str
+    name: str
+    dynamic_shared_bytes: E.Expr
+    """Bytes of dynamic shared memory to pass at launch (an expression of the symbolic dims)."""
+    vector_alignment: int
+    """Byte alignment that vectorised global accesses need from every tensor pointer (1: none)."""
+
+
+class CudaPrinter(CFamilyPrinter):
+    """Prints one GPU-lowered function as a `__global__` kernel."""
+
+    def __init__(self, fast_math: bool = False) -> None:
+        super().__init__()
+        self.fast_math = fast_math
+        self.lane_values: dict[str, str] = {}
+        self.vector_alignment = 1
+        self._ids = itertools.count()
+
+    # -- types and literals ----------------------------------------------------------------------
+    def ctype(self, dtype: DType) -> str:
+        if dtype.lanes == 1 and dtype.kind == "float" and dtype.bits == 16:
+            return "__half"
+        if dtype.lanes == 1 and dtype.kind == "bfloat":
+            return "__nv_bfloat16"
+        return super().ctype(dtype)
+
+    def float_literal(self, dtype: DType, value: float) -> str:
+        if is_half(dtype):
+            convert = "__float2half" if dtype.kind == "float" else "__float2bfloat16"
+            return f"{convert}({self.float_literal(float32, value)})"
+        return super().float_literal(dtype, value)
+
+    def nonfinite_literal(self, dtype: DType, value: float) -> str:
+        if dtype.bits == 64:
+            bits = "0x7ff8000000000000LL" if value != value else ("0x7ff0000000000000LL" if value > 0
+                                                                  else "(long long)0xfff0000000000000ULL")
+            return f"__longlong_as_double({bits})"
+        bits = "0x7fffffff" if value != value else ("0x7f800000" if value > 0 else "0xff800000")
+        return f"__int_as_float({bits})"
+
+    # -- expressions -----------------------------------------------------------------------------
+    def expr_Var(self, node: E.Var) -> str:
+        if node.name in self.lane_values:
+            return self.lane_values[node.name]
+        if is_bound_var(node):
+            return f"(int){node.name}"
+        return node.name
+
+    def min_max(self, node: E.Min | E.Max) -> str:
+        fn = "min" if isinstance(node, E.Min) else "max"
+        a, b = node.a, node.b
+        if a.dtype != b.dtype:  # CUDA's min/max overloads are ambiguous on mixed types
+            return f"{fn}({self.cast(node.dtype, a)}, {self.cast(node.dtype, b)})"
+        if a.dtype.is_bool:
+            op = "&&" if isinstance(node, E.Min) else "||"
+            return f"({self.expr(a)} {op} {self.expr(b)})"
+        return f"{fn}({self.expr(a)}, {self.expr(b)})"
+
+    def cast(self, dtype: DType, value: E.Expr) -> str:
+        inner = self.expr(value)
+        src = value.dtype
+        if is_half(dtype):
+            convert = "__float2half" if dtype.kind == "float" else "__float2bfloat16"
+            return f"{convert}(((float){inner}))" if src != float32 else f"{convert}({inner})"
+        if is_half(src):
+            widen = "__half2float" if src.kind == "float" else "__bfloat162float"
+            text = f"{widen}({inner})"
+            return text if dtype == float32 else f"(({self.ctype(dtype)}){text})"
+        return f"(({self.ctype(dtype)}){inner})"
+
+    def call(self, node: E.Call) -> str:
+        args = ", ".join(self.expr(a) for a in node.args)
+        if lookup(node.name) is None:
+            return f"{node.name}({args})"  # runtime helper (cinn_block_reduce_...) or intrinsic
+        return f"{self.math_function(node)}({args})"
+
+    def math_function(self, node: E.Call) -> str:
+        arg = node.args[0].dtype
+        if node.name in _PREDICATES:
+            return node.name
+        if arg.is_integral:
+            if node.name != "abs":
+                raise CompileError(f"CUDA codegen: math function '{node.name}' on integer type {arg}")
+            return "llabs" if arg.bits == 64 else "abs"
+        if arg == float32:
+            if self.fast_math and node.name in _FAST_F32_MATH:
+                return _FAST_F32_MATH[node.name]
+            return _F32_MATH[node.name]
+        if arg.bits == 64:
+            return _F64_MATH[node.name]
+        raise CompileError(f"CUDA codegen: math function '{node.name}' on {arg} (half types compute in float; "
+                           f"run promote_half first)")
+
+    # -- statements ------------------------------------------------------------------------------
+    def print_For(self, node: S.For) -> None:
+        if node.bind_axis is not None:
+            raise CompileError(f"CUDA codegen: loop '{node.loop_var.name}' is still bound to {node.bind_axis}; "
+                               "run gpu_bind first")
+        if node.for_type is S.ForType.VECTORIZED and self.vectorized(node):
+            return
+        if node.for_type in (S.ForType.UNROLLED, S.ForType.VECTORIZED):
+            self.line("#pragma unroll")
+        self.serial_loop(node)
+
+    def print_Evaluate(self, node: S.Evaluate) -> None:
+        self.line(self.expr(node.value) + ";")
+
+    # -- vectorised loops ------------------------------------------------------------------------
+    def vectorized(self, node: S.For) -> bool:
+        """Print `node` with vector loads/stores if it is contiguous and aligned; else False."""
+        plan = _vector_plan(node)
+        if plan is None:
+            return False
+        store, loads, vtype, width = plan
+        uid = next(self._ids)
+        var = node.loop_var
+        self.line("{")
+        self.level += 1
+        names: dict[int, str] = {}
+        placeholders: dict[E.Load, E.Var] = {}
+        for k, (load, base) in enumerate(loads):
+            ltype = VECTOR_TYPES[(load.tensor.dtype.scalar_name(), width)]
+            name = f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}"
+            self.line(f"const {ltype} {name} = *reinterpret_cast<const {ltype}*>(&"
+                      f"{self.name_buffer(load.tensor.buffer)}[{self.expr(base)}]);")
+            names[k] = name
+            placeholders[load] = E.Var(f"__cinn_lane_load_{uid}_{k}", load.dtype)
+        out = f"{self.name_buffer(store.tensor.buffer)}_vec{uid}"
+        self.line(f"{vtype} {out};")
+        value = _replace_loads(store.value, placeholders)
+        for lane in range(width):
+            for k, ph in enumerate(placeholders.values()):
+                self.lane_values[ph.name] = f"{names[k]}.{_LANES[lane]}"
+            lane_value = substitute(value, {var: E.IntImm(var.dtype, lane)})
+            self.line(f"{out}.{_LANES[lane]} = {self.expr(lane_value)};")
+        for ph in placeholders.values():
+            self.lane_values.pop(ph.name, None)
+        store_base = _split_contiguous(flatten_index(store.indices, store.tensor.buffer.shape), var)
+        assert store_base is not None  # checked by _vector_plan
+        self.line(f"*reinterpret_cast<{vtype}*>(&{self.name_buffer(store.tensor.buffer)}"
+                  f"[{self.expr(store_base)}]) = {out};")
+        self.level -= 1
+        self.line("}")
+        elem_bytes = max(1, store.tensor.dtype.bits // 8)
+        self.vector_alignment = max(self.vector_alignment, elem_bytes * width)
+        return True
+
+
+def _vector_plan(node: S.For) -> tuple[S.Store, list[tuple[E.Load, E.Expr]], str, int] | None:
+    width = node.vectorize_factor
+    if not (E.is_const_int(node.min, 0) and E.is_const_int(node.extent, width)):
+        return None
+    stmts = node.body.stmts
+    if len(stmts) != 1 or not isinstance(stmts[0], S.Store):
+        return None
+    store = stmts[0]
+    vtype = VECTOR_TYPES.get((store.tensor.dtype.scalar_name(), width))
+    if vtype is None or store.tensor.buffer.memory_type is not MemoryType.HEAP:
+        return None
+    var = node.loop_var
+    base = _split_contiguous(flatten_index(store.indices, store.tensor.buffer.shape), var)
+    if base is None or not divisible(base, width):
+        return None
+    # Contiguous, aligned loads become vector loads; any other use of the loop var is printed
+    # per lane with the var replaced by the lane number (still correct, just scalar).
+    loads: list[tuple[E.Load, E.Expr]] = []
+    for load in _loads_using(store.value, var):
+        key = (load.tensor.dtype.scalar_name(), width)
+        lbase = _split_contiguous(flatten_index(load.indices, load.tensor.buffer.shape), var)
+        if key not in VECTOR_TYPES or lbase is None or not divisible(lbase, width) \
+                or load.tensor.buffer.memory_type is not MemoryType.HEAP:
+            continue
+        if all(load != seen for seen, _ in loads):
+            loads.append((load, lbase))
+    return store, loads, vtype, width
+
+
+def _loads_using(value: E.Expr, var: E.Var) -> list[E.Load]:
+    return [n for n in walk(value) if isinstance(n, E.Load) and any(m == var for m in walk(n.indices))]
+
+
+def _split_contiguous(index: E.Expr, var: E.Var) -> E.Expr | None:
+    """For `index = base + var` (var absent from base) return `base`; else None."""
+    if index == var:
+        return E.IntImm(var.dtype, 0) if var.dtype.is_int else None
+    if isinstance(index, E.Add):
+        if index.b == var and not _mentions(index.a, var):
+            return index.a
+        if index.a == var and not _mentions(index.b, var):
+            return index.b
+        inner = _split_contiguous(index.a, var)
+        if inner is not None and not _mentions(index.b, var):
+            return E.Add(inner, index.b)
+        inner = _split_contiguous(index.b, var)
+        if inner is not None and not _mentions(index.a, var):
+            return E.Add(index.a, inner)
+    return None
+
+
+def _mentions(e: E.Expr, var: E.Var) -> bool:
+    return any(n == var for n in walk(e))
+
+
+def divisible(e: E.Expr, k: int) -> bool:
+    """Whether `e` is provably a multiple of `k` (syntactic: constants, products, sums)."""
+    if isinstance(e, (E.IntImm, E.UIntImm)):
+        return e.value % k == 0
+    if isinstance(e, E.Mul):
+        return divisible(e.a, k) or divisible(e.b, k)
+    if isinstance(e, (E.Add, E.Sub)):
+        return divisible(e.a, k) and divisible(e.b, k)
+    if isinstance(e, E.Cast) and e.dtype.is_int:
+        return divisible(e.v, k)
+    return False
+
+
+def _replace_loads(value: E.Expr, mapping: dict[E.Load, E.Var]) -> E.Expr:
+    from cinn_py.ir.visitor import Mutator  # noqa: PLC0415
+
+    class _Swap(Mutator):
+        def visit_load(self, node: E.Load) -> E.Expr:
+            return mapping.get(node, node)
+
+    return _Swap().visit(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel
+# ---------------------------------------------------------------------------------------------
+def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
+    """Buffers the kernel body uses that are not arguments, in first-use order.
+
+    A buffer is used through a Load/Store, or passed by name to a runtime helper (the
+    cross-thread reduce scratch `shm32__fp32_reduce`, listed in `temp_bufs`).
+    """
+    arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+    temps = {b.name: b for b in func.temp_bufs}
+    seen: dict[str, Buffer] = {}
+    for node in walk(func.body):
+        buf: Buffer | None = None
+        if isinstance(node, (E.Load, S.Store)):
+            buf = node.tensor.buffer
+        elif isinstance(node, E.Var) and node.dtype == handle and node.name in temps:
+            buf = temps[node.name]
+        if buf is not None and buf.name not in arg_buffers and buf.name not in seen:
+            seen[buf.name] = buf
+    return list(seen.values())
+
+
+def _num_elements(buffer: Buffer) -> E.Expr:
+    total: E.Expr | None = None
+    for dim in buffer.shape:
+        total = dim if total is None else E.Mul(total, dim)
+    return total if total is not None else E.IntImm(E.dt.int32, 1)
+
+
+def _const_value(e: E.Expr) -> int | None:
+    from cinn_py.passes.gpu_bind import interval  # noqa: PLC0415
+
+    rng = interval(e, {})
+    return rng[0] if rng is not None and rng[0] == rng[1] else None
+
+
+class _KernelPrinter(CudaPrinter):
+    def __init__(self, func: LoweredFunc, fast_math: bool) -> None:
+        super().__init__(fast_math)
+        self.func = func
+        self.dynamic_bytes: E.Expr = E.IntImm(E.dt.int64, 0)
+
+    def signature(self) -> str:
+        params = []
+        for arg in self.func.args:
+            if arg.tensor is not None:
+                const = "const " if arg.io is ArgIO.INPUT else ""
+                params.append(f"{const}{self.ctype(arg.tensor.dtype)}* __restrict__ "
+                              f"{self.name_buffer(arg.tensor.buffer)}")
+            else:
+                assert arg.var is not None
+                params.append(f"{self.ctype(arg.var.dtype)} {arg.var.name}")
+        bounds = ""
+        info = self.func.cuda_axis_info
+        if info is not None and all(_const_value(d) is not None for d in info.block_dims):
+            threads = 1
+            for d in info.block_dims:
+                threads *= _const_value(d) or 1
+            bounds = f"__launch_bounds__({threads}) "
+        return f"__global__ void {bounds}{self.func.name}({', '.join(params)})"
+
+    def declare_buffers(self) -> None:
+        offset: E.Expr = E.IntImm(E.dt.int64, 0)
+        dynamic = False
+        for buf in scoped_buffers(self.func):
+            name = self.name_buffer(buf)
+            elems = _num_elements(buf)
+            count = _const_value(elems)
+            ctype = self.ctype(buf.dtype)
+            if buf.memory_type is MemoryType.GPU_SHARED:
+                if count is not None:
+                    self.line(f"__shared__ {ctype} {name}[{count}];")
+                    continue
+                if not dynamic:
+                    self.line("extern __shared__ __align__(16) unsigned char cinn_dyn_shared[];")
+                    dynamic = True
+                self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&cinn_dyn_shared[{self.expr(offset)}]);")
+                size = _to_int64(E.Mul(elems, E.IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
+                offset = _align_up(E.Add(offset, size), SHARED_ALIGN)
+            elif buf.memory_type is MemoryType.GPU_LOCAL:
+                if count is None:
+                    raise CompileError(f"CUDA codegen: local buffer '{buf.name}' has symbolic size {elems}; "
+                                       "registers need a constant size (use a shared or global buffer)")
+                self.line(f"{ctype} {name}[{count}];")
+            else:
+                raise CompileError(
+                    f"CUDA codegen: intermediate buffer '{buf.name}' is global memory; kernels cannot allocate "
+                    "global temporaries — set_buffer it to 'local' or 'shared', or compute_inline it")
+        self.dynamic_bytes = offset
+
+    def kernel(self) -> str:
+        self.line(self.signature())
+        self.line("{")
+        self.level += 1
+        self.declare_buffers()
+        self.stmt(self.func.body)
+        self.level -= 1
+        self.line("}")
+        return self.text()
+
+
+def _to_int64(e: E.Expr) -> E.Expr:
+    if isinstance(e, E.IntImm):
+        return E.IntImm(E.dt.int64, e.value)
+    return e if e.dtype == E.dt.int64 else E.Cast(E.dt.int64, e)
+
+
+def _align_up(e: E.Expr, k: int) -> E.Expr:
+    c = _const_value(e)
+    if c is not None:
+        return E.IntImm(E.dt.int64, (c + k - 1) // k * k)
+    kk = E.IntImm(E.dt.int64, k)
+    return E.Mul(E.Div(E.Add(e, E.IntImm(E.dt.int64, k - 1)), kk), kk)
+
+
+def print_kernel(func: LoweredFunc, fast_math: bool = False) -> KernelSource:
+    """The full NVRTC translation unit for one GPU-lowered function."""
+    body = promote_half(func.body)
+    import dataclasses  # noqa: PLC0415
+
+    printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math)
+    kernel = printer.kernel()
+    source = f'#include "{RUNTIME_HEADER_NAME}"\n\nextern "C" {{\n\n{kernel}\n}}\n'
+    return KernelSource(source, func.name, printer.dynamic_bytes, printer.vector_alignment)

@@ -1,0 +1,115 @@
+"""Host bucket dispatch for dynamic shapes (CINN `BucketLower` + the host `if`-chain, cinn.md §3.5).
+
+A `BucketDispatch` holds several kernels for one function, each behind a predicate on the
+symbolic dims (`S0 <= 1024`, ...). Each bucket's kernel is named `<fn>_COND_<pred>__kernel` with
+CINN's predicate mangling (`_FPA_`/`_BPA_` for brackets, `ADD SUB ... AND OR` for operators,
+`NEG`/`NOT` for unary minus/not). A call binds the symbolic dims from the input shapes, picks the
+first bucket whose predicate holds, and launches its kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import expr as E
+from cinn_py.ir.func import LoweredFunc
+from codegen.cuda.generate import GeneratedCode, generate_cuda
+from codegen.cuda.launch import eval_bool
+
+_OP_WORDS: dict[type, str] = {
+    E.Add: "ADD", E.Sub: "SUB", E.Mul: "MUL", E.Div: "DIV", E.Mod: "MOD", E.EQ: "EQ", E.NE: "NE",
+    E.LT: "LT", E.LE: "LE", E.GT: "GT", E.GE: "GE", E.And: "AND", E.Or: "OR", E.Max: "MAX", E.Min: "MIN",
+}
+
+
+def mangle_predicate(pred: E.Expr) -> str:
+    """A C identifier fragment for a predicate: `(S0 <= 1024)` -> `_FPA_S0_LE_1024_BPA_`."""
+    if isinstance(pred, E.Var):
+        return pred.name
+    if isinstance(pred, (E.IntImm, E.UIntImm)):
+        if pred.dtype.is_bool:
+            return "true" if pred.value else "false"
+        return str(pred.value) if pred.value >= 0 else f"NEG{-pred.value}"
+    if isinstance(pred, E.Minus):
+        return f"NEG_{mangle_predicate(pred.v)}"
+    if isinstance(pred, E.Not):
+        return f"NOT_{mangle_predicate(pred.v)}"
+    if isinstance(pred, E.Cast):
+        return mangle_predicate(pred.v)
+    word = _OP_WORDS.get(type(pred))
+    if word is None:
+        raise CompileError(f"bucket dispatch: cannot use {type(pred).__name__} ({pred}) in a bucket predicate")
+    return f"_FPA_{mangle_predicate(pred.a)}_{word}_{mangle_predicate(pred.b)}_BPA_"  # type: ignore[attr-defined]
+
+
+def bucket_kernel_name(fn_name: str, pred: E.Expr) -> str:
+    """`<fn>_COND_<mangled predicate>__kernel` (CINN's bucket kernel name)."""
+    return f"{fn_name}_COND_{mangle_predicate(pred)}__kernel"
+
+
+def _signature(func: LoweredFunc) -> tuple[Any, ...]:
+    return tuple((a.io, a.name, a.tensor.dtype if a.tensor else a.var.dtype,  # type: ignore[union-attr]
+                  a.tensor.shape if a.tensor else ()) for a in func.args)
+
+
+class BucketDispatch:
+    """Several bucket kernels of one function behind predicates on its symbolic dims."""
+
+    def __init__(self, buckets: Sequence[tuple[E.Expr, LoweredFunc]], fast_math: bool = False,
+                 arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = ()) -> None:
+        if not buckets:
+            raise ValueError("BucketDispatch: needs at least one (predicate, LoweredFunc) bucket")
+        first = buckets[0][1]
+        for pred, func in buckets:
+            if not isinstance(func, LoweredFunc) or not isinstance(pred, E.Expr):
+                raise TypeError("BucketDispatch: buckets are (predicate Expr, LoweredFunc) pairs")
+            if not pred.dtype.is_bool:
+                raise TypeError(f"BucketDispatch: predicate {pred} has dtype {pred.dtype}, expected bool")
+            if _signature(func) != _signature(first):
+                raise CompileError(f"BucketDispatch: bucket '{func.name}' has a different signature than "
+                                   f"'{first.name}'; every bucket must take the same arguments")
+            symbols = {v.name for v in first.scalar_args}
+            unknown = {n.name for n in _vars(pred)} - symbols
+            if unknown:
+                raise CompileError(f"BucketDispatch: predicate {pred} uses {sorted(unknown)}, which are not "
+                                   f"symbolic dims of '{first.name}' ({sorted(symbols)})")
+        self.name = name or first.name
+        self.func = first
+        self.predicates = tuple(pred for pred, _ in buckets)
+        self.codes: tuple[GeneratedCode, ...] = tuple(
+            generate_cuda(func, fast_math=fast_math, arch=arch, options=options,
+                          kernel_name=bucket_kernel_name(self.name, pred))
+            for pred, func in buckets)
+        self._kernels: dict[int, Any] = {}
+
+    def select(self, symbol_values: Mapping[str, int]) -> int:
+        """Index of the first bucket whose predicate holds for `symbol_values`."""
+        for k, pred in enumerate(self.predicates):
+            if eval_bool(pred, symbol_values):
+                return k
+        shown = ", ".join(f"{n}={v}" for n, v in sorted(symbol_values.items()))
+        raise ValueError(f"BucketDispatch '{self.name}': no bucket predicate holds for {shown}; predicates: "
+                         + "; ".join(str(p) for p in self.predicates))
+
+    def kernel(self, index: int) -> Any:
+        """The launched Kernel of bucket `index` (loaded on first use; needs a GPU)."""
+        if index not in self._kernels:
+            from codegen.cuda.kernel import Kernel  # noqa: PLC0415
+
+            self._kernels[index] = Kernel(self.codes[index], self.func)
+        return self._kernels[index]
+
+    def __call__(self, *args: Any, out: Any = None) -> Any:
+        from cinn_py.runtime.args import ArgValidator  # noqa: PLC0415
+
+        device = "cuda" if args and hasattr(args[0], "__cuda_array_interface__") else "cpu"
+        symbols = ArgValidator(self.func, device=device).validate(args).symbols
+        return self.kernel(self.select(symbols))(*args, out=out)
+
+
+def _vars(e: E.Expr) -> list[E.Var]:
+    from cinn_py.ir.visitor import walk  # noqa: PLC0415
+
+    return [n for n in walk(e) if isinstance(n, E.Var)]

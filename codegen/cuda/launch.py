@@ -1,0 +1,116 @@
+"""Launch configuration of a CUDA kernel: grid/block dims and dynamic shared memory as
+expressions of the symbolic dims, evaluated on the host for each call (CINN's host dispatch
+computes the same `grid_x .. block_z` from the `int64` symbol arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cinn_py.ir import expr as E
+
+# CUDA limits (compute capability >= 3.0).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+
+Dim3 = tuple[int, int, int]
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def eval_int(e: E.Expr, env: Mapping[str, int]) -> int:
+    """Evaluate an integer expression of symbolic dims with C semantics (truncating `/`, `%`)."""
+    if isinstance(e, (E.IntImm, E.UIntImm)):
+        return int(e.value)
+    if isinstance(e, E.Var):
+        if e.name not in env:
+            raise ValueError(f"launch: no value for symbolic dim '{e.name}' (have {sorted(env)})")
+        return int(env[e.name])
+    if isinstance(e, E.Cast):
+        return eval_int(e.v, env)
+    if isinstance(e, E.BinaryOp):
+        a, b = eval_int(e.a, env), eval_int(e.b, env)
+        if isinstance(e, E.Add):
+            return a + b
+        if isinstance(e, E.Sub):
+            return a - b
+        if isinstance(e, E.Mul):
+            return a * b
+        if isinstance(e, (E.Div, E.Mod)):
+            if b == 0:
+                raise ValueError(f"launch: division by zero evaluating {e}")
+            q = _c_div(a, b)
+            return q if isinstance(e, E.Div) else a - q * b
+        if isinstance(e, E.Min):
+            return min(a, b)
+        if isinstance(e, E.Max):
+            return max(a, b)
+    if isinstance(e, E.Select):
+        return eval_int(e.true_value if eval_bool(e.condition, env) else e.false_value, env)
+    raise ValueError(f"launch: cannot evaluate {type(e).__name__} ({e}) on the host")
+
+
+def eval_bool(e: E.Expr, env: Mapping[str, int]) -> bool:
+    """Evaluate a predicate over symbolic dims (bucket predicates, selects)."""
+    if isinstance(e, E.UIntImm) and e.dtype.is_bool:
+        return bool(e.value)
+    if isinstance(e, E.And):
+        return eval_bool(e.a, env) and eval_bool(e.b, env)
+    if isinstance(e, E.Or):
+        return eval_bool(e.a, env) or eval_bool(e.b, env)
+    if isinstance(e, E.Not):
+        return not eval_bool(e.v, env)
+    if isinstance(e, E.CmpOp):
+        a, b = eval_int(e.a, env), eval_int(e.b, env)
+        return {E.EQ: a == b, E.NE: a != b, E.LT: a < b, E.LE: a <= b, E.GT: a > b, E.GE: a >= b}[type(e)]
+    raise ValueError(f"launch: cannot evaluate predicate {type(e).__name__} ({e}) on the host")
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """Grid/block dims and dynamic shared bytes as expressions of `symbols`."""
+
+    grid: tuple[E.Expr, E.Expr, E.Expr]
+    block: tuple[E.Expr, E.Expr, E.Expr]
+    shared_bytes: E.Expr
+    symbols: tuple[E.Var, ...]
+
+    @property
+    def is_static(self) -> bool:
+        return not self.symbols
+
+    def launch_dims(self, symbol_values: Mapping[str | E.Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
+        """((gx, gy, gz), (bx, by, bz), shared_bytes) for concrete symbol values.
+
+        Raises:
+            ValueError: a symbol is missing, or the dims exceed CUDA's limits.
+        """
+        env = {(k.name if isinstance(k, E.Var) else k): int(v) for k, v in (symbol_values or {}).items()}
+        grid = tuple(eval_int(d, env) for d in self.grid)
+        block = tuple(eval_int(d, env) for d in self.block)
+        shared = eval_int(self.shared_bytes, env)
+        _check_limits(grid, block)  # type: ignore[arg-type]
+        return grid, block, shared  # type: ignore[return-value]
+
+    def __str__(self) -> str:
+        def fmt(dims: tuple[E.Expr, ...]) -> str:
+            return "(" + ", ".join(str(d) for d in dims) + ")"
+
+        return f"grid={fmt(self.grid)} block={fmt(self.block)} shared_bytes={self.shared_bytes}"
+
+
+def _check_limits(grid: Dim3, block: Dim3) -> None:
+    for axis, (value, limit) in enumerate(zip(grid, MAX_GRID)):
+        if value < 0 or value > limit:
+            raise ValueError(f"launch: grid dim {'xyz'[axis]} = {value} is outside CUDA's range [0, {limit}]")
+    for axis, (value, limit) in enumerate(zip(block, MAX_BLOCK)):
+        if value < 0 or value > limit:
+            raise ValueError(f"launch: block dim {'xyz'[axis]} = {value} is outside CUDA's range [0, {limit}]")
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"launch: {threads} threads per block exceed CUDA's limit {MAX_THREADS_PER_BLOCK}")
