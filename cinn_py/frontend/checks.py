@@ -23,6 +23,11 @@ REDUCE_INIT_SUFFIX = "__reduce_init"
 _RESERVED_NAMES = frozenset({"root", "axis", "select", "function", "true", "false"})
 
 
+def is_identifier(name: object) -> bool:
+    """True for a C identifier (`[A-Za-z_][A-Za-z0-9_]*`)."""
+    return isinstance(name, str) and _NAME_RE.match(name) is not None
+
+
 def check_name(name: object, what: str) -> str:
     """A tensor / dim / axis name: a C identifier, not reserved, not a reduce-init name."""
     if not isinstance(name, str):

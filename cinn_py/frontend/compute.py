@@ -214,7 +214,11 @@ def _as_body(value: object, what: str) -> Expr:
     if isinstance(value, ComputeTensor):
         raise TypeError(f"{what}: fcompute returned the tensor '{value.name}' itself; index it "
                         f"({value.name}[i, ...])")
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, bool):
+        # `X[i] == 0` is structural equality on IR nodes (a Python bool), not a comparison node.
+        raise TypeError(f"{what}: fcompute returned a Python bool; for an elementwise comparison use "
+                        "ir.eq(a, b) / ir.ne(a, b) instead of == / !=, and for a constant use ir.const(True)")
+    if isinstance(value, (int, float)):
         return as_expr(value)
     if not isinstance(value, Expr):
         raise TypeError(f"{what}: fcompute must return an IR expression or a number, "
@@ -289,6 +293,9 @@ def _reduce_axes(axes: object, fn: str) -> tuple[Var, ...]:
     for ax in items:
         if not isinstance(ax, Var) or not ax.is_reduce_axis:
             raise TypeError(f"{fn}: every axis must come from reduce_axis(), got {ax!r}")
+        if ax.upper_bound is None:
+            raise LoweringError(f"{fn}: reduce axis '{ax.name}' has no extent; create it with "
+                                "reduce_axis(extent, name)")
         if ax.name in seen:
             raise LoweringError(f"{fn}: reduce axis '{ax.name}' is listed twice; each axis is reduced once")
         seen.add(ax.name)

@@ -166,7 +166,12 @@ def _check_numeric(e: Expr, fn: str) -> None:
 
 
 def select(condition: Operand, true_value: Operand, false_value: Operand) -> Expr:
-    """`select(c, t, f)`: `t` where `c` holds, else `f`; `c` must be bool."""
+    """`select(c, t, f)`: `t` where `c` holds, else `f`; `c` must be a bool expression."""
+    if isinstance(condition, bool):
+        # `a == b` on IR expressions is structural equality (a Python bool), not a comparison
+        # node; a constant condition here is almost always that mistake.
+        raise TypeError("select: the condition is a Python bool, not an IR expression; for an "
+                        "elementwise comparison use ir.eq(a, b) / ir.ne(a, b) instead of == / !=")
     cond = _operand(condition, "select", dt.bool_)
     if not cond.dtype.element_of().is_bool:
         raise LoweringError(f"select: condition must be bool, got {cond.dtype} "

@@ -105,13 +105,14 @@ class _Lowering:
         return LoweredFunc(p.name, tuple(args), Block((root,)), temps)
 
     def lower_tensor(self, ct: ComputeTensor) -> list[Stmt]:
-        assert ct.body is not None  # analyse() only orders computed tensors
         loop_vars = [self.var(v) for v in ct.axis]
         tensor = self.tensor(ct.tensor)
         if isinstance(ct.body, Reduce):
             inner = self.reduction(ct.body, tensor, loop_vars)
-        else:
+        elif ct.body is not None:  # analyse() orders computed tensors only
             inner = [self.elementwise(ct.body, tensor, loop_vars)]
+        else:
+            return []
         return self.spatial_loops(inner, loop_vars, tensor.shape)
 
     def spatial_loops(self, inner: list[Stmt], loop_vars: list[Var], shape: tuple[Expr, ...]) -> list[Stmt]:
@@ -160,7 +161,9 @@ class _Lowering:
 
     def reduce_extent(self, rv: Var) -> Expr:
         lo, hi = self.reduce_min(rv), rv.upper_bound
-        assert hi is not None  # reduce_axis() always sets it
+        if hi is None:  # reduce_axis() always sets it; a hand-made axis is a user error
+            raise LoweringError(f"reduce axis '{rv.name}' has no extent (upper bound); create it with "
+                                "reduce_axis(extent, name)")
         if isinstance(lo, IntImm) and lo.value == 0:
             return hi
         if isinstance(lo, IntImm) and isinstance(hi, IntImm):

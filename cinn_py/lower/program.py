@@ -33,7 +33,7 @@ class Program:
 
 def analyse(name: str, tensors: Sequence[ComputeTensor]) -> Program:
     """Validate and classify the arguments of `lower(name, tensors)`."""
-    if not isinstance(name, str) or not checks._NAME_RE.match(name):
+    if not checks.is_identifier(name):
         raise ValueError(f"lower: function name must be an identifier, got {name!r}")
     listed = _listed(tensors)
     inputs = tuple(t for t in listed if t.is_placeholder)

@@ -130,7 +130,16 @@ def test_compute_axis_vars_are_int64_for_symbolic_shapes() -> None:
 def test_compute_accepts_python_numbers_and_infers_dtype() -> None:
     assert cp.compute((2,), lambda i: 1.5, "F").dtype == dt.float32
     assert cp.compute((2,), lambda i: 3, "I").dtype == dt.int32
-    assert cp.compute((2,), lambda i: True, "B").dtype == dt.bool_
+    assert cp.compute((2,), lambda i: const(True), "B").dtype == dt.bool_
+
+
+def test_compute_rejects_a_python_bool_from_structural_equality() -> None:
+    X = cp.placeholder((2,), "float32", "X")
+    with pytest.raises(TypeError, match=r"returned a Python bool; for an elementwise comparison use ir.eq"):
+        cp.compute((2,), lambda i: X[i] == 0, "Y")
+    from cinn_py.ir import eq
+
+    assert cp.compute((2,), lambda i: eq(X[i], 0.0), "Y").dtype == dt.bool_
 
 
 def test_compute_records_producers_in_first_read_order() -> None:
@@ -272,6 +281,8 @@ def test_reduction_axes_rules() -> None:
         cp.reduce_sum(X[k, k], [k, k])
     with pytest.raises(TypeError, match="every axis must come from reduce_axis"):
         cp.reduce_sum(X[0, 0], [Var("i")])
+    with pytest.raises(LoweringError, match="reduce axis 'r' has no extent"):
+        cp.reduce_sum(X[0, 0], [Var("r", is_reduce_axis=True)])
     with pytest.raises(TypeError, match="non-empty list"):
         cp.reduce_sum(X[0, 0], [])
     with pytest.raises(TypeError, match="reduce an element expression such as X"):

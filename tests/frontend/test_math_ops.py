@@ -90,7 +90,9 @@ def test_select() -> None:
     e = cp.select(x32 > 0, x32, 0)
     assert isinstance(e, Select) and e.false_value == FloatImm(dt.float32, 0.0)
     assert print_ir(e) == "select((x > 0.00000000f), x, 0.00000000f)"
-    assert cp.select(True, 1.0, 2.0).dtype == dt.float32
+    assert cp.select(flag, 1.0, 2.0).dtype == dt.float32
+    with pytest.raises(TypeError, match="select: the condition is a Python bool"):
+        cp.select(x32 == 0, 1.0, 2.0)  # structural equality, not a comparison node
     with pytest.raises(LoweringError, match="select: condition must be bool, got float32"):
         cp.select(x32, 1.0, 0.0)
     with pytest.raises(LoweringError, match="select: operands have different dtypes float32 and int32"):
