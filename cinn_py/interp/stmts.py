@@ -169,10 +169,11 @@ class StmtCompiler:
         value_fn = self.exprs.compile_as(s.value, s.tensor.dtype, scope)
 
         def store(env: Env) -> None:
+            value = value_fn(env)  # the right-hand side is read before the element is written
             arr = _view(views, name, s)
             idx = tuple(f(env) for f in index_fns)
             check_bounds(idx, arr.shape, s, name)
-            arr[idx] = value_fn(env)
+            arr[idx] = value
 
         return store
 
