@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cinn_py.diagnostics import LoweringError
 from cinn_py.frontend import checks
 from cinn_py.frontend.compute import ComputeTensor
-from cinn_py.ir.expr import Expr, Var
+from cinn_py.ir.expr import Expr, Reduce, Var
 from cinn_py.ir.names import default_axis_name
 
 
@@ -48,7 +48,7 @@ def analyse(name: str, tensors: Sequence[ComputeTensor]) -> Program:
     symbols = _symbols(inputs + outputs + temps)
     _check_symbol_names(symbols, inputs + order, name)
     user = {t.name for t in inputs + order} | {s.name for s in symbols}
-    user |= {v.name for t in order if t.is_reduction for v in t.body.reduce_axis}  # type: ignore[union-attr]
+    user |= _reduce_axis_names(order)
     return Program(name, inputs, outputs, order, temps, tuple(symbols), frozenset(user))
 
 
@@ -66,7 +66,8 @@ def _listed(tensors: Sequence[ComputeTensor]) -> list[ComputeTensor]:
     return list(tensors)
 
 
-def _topological(outputs: tuple[ComputeTensor, ...], input_ids: set[int], fn: str) -> tuple[ComputeTensor, ...]:
+def _topological(outputs: tuple[ComputeTensor, ...], input_ids: set[int],
+                fn: str) -> tuple[ComputeTensor, ...]:
     """Computes reachable from `outputs`, producers before consumers (DFS post-order, in the order
     outputs are listed and producers are first read). Iterative: deep chains must not recurse."""
     order: list[ComputeTensor] = []
@@ -120,10 +121,14 @@ def _check_symbol_names(symbols: list[Var], tensors: tuple[ComputeTensor, ...], 
     max_rank = max((t.ndim for t in tensors), default=0)
     loop_names = {default_axis_name(d) for d in range(max_rank)}
     tensor_names = {t.name for t in tensors}
-    reduce_names = {v.name for t in tensors if t.is_reduction for v in t.body.reduce_axis}  # type: ignore[union-attr]
+    reduce_names = _reduce_axis_names(tensors)
     for s in symbols:
         clash = ("a loop axis name" if s.name in loop_names else "a tensor name" if s.name in tensor_names
                  else "a reduce axis name" if s.name in reduce_names else None)
         if clash:
             raise LoweringError(f"lower('{fn}'): symbolic dim '{s.name}' has the same name as {clash}; "
                                 "rename it (e.g. S0, S1)")
+
+
+def _reduce_axis_names(tensors: tuple[ComputeTensor, ...]) -> set[str]:
+    return {v.name for t in tensors if isinstance(t.body, Reduce) for v in t.body.reduce_axis}

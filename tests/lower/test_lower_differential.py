@@ -7,6 +7,8 @@ bfloat16, integer and bool programs, and mixed static/symbolic functions are che
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -35,7 +37,7 @@ def test_seed_example_matches_numpy(s1: int, s2: int, vectorize: bool) -> None:
     ("sum", "float32", np.sum), ("prod", "int32", np.prod), ("max", "float32", np.max),
     ("min", "int64", np.min), ("all", "bool", np.all), ("any", "bool", np.any),
 ])
-def test_every_reduction_kind_matches_numpy(kind: str, dtype: str, ref) -> None:  # type: ignore[no-untyped-def]
+def test_every_reduction_kind_matches_numpy(kind: str, dtype: str, ref: Callable[..., np.ndarray]) -> None:
     A = cp.placeholder((5, 6), dtype, "A")
     k = cp.reduce_axis(6, "k")
     B = cp.compute((5,), lambda i: getattr(cp, f"reduce_{kind}")(A[i, k], k), "B")
