@@ -64,6 +64,20 @@ def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.E
     return acc
 
 
+def flatten_numel(shape: tuple[E.Expr, ...]) -> E.Expr:
+    """Number of elements of a buffer of `shape` (a constant when every dim is)."""
+    if all(isinstance(d, E.IntImm) for d in shape):
+        total = 1
+        for d in shape:
+            total *= d.value  # type: ignore[attr-defined]
+        dtype = shape[0].dtype if shape else E.dt.int32
+        return E.IntImm(dtype, total)
+    acc: E.Expr = shape[0]
+    for d in shape[1:]:
+        acc = E.Mul(acc, _as_dtype(d, acc.dtype))
+    return acc
+
+
 def _as_dtype(e: E.Expr, dtype: DType) -> E.Expr:
     """Re-type an integer immediate (the IR mixes int32 shape immediates with int64 indices)."""
     if isinstance(e, E.IntImm) and e.dtype != dtype and dtype.is_int:

@@ -201,7 +201,7 @@ class CudaPrinter(CFamilyPrinter):
         for lane in range(width):
             for k, ph in enumerate(placeholders.values()):
                 self.lane_values[ph.name] = f"{names[k]}.{_LANES[lane]}"
-            lane_value = substitute(value, {var: E.IntImm(var.dtype, lane)})
+            lane_value = _fold_indices(substitute(value, {var: E.IntImm(var.dtype, lane)}))
             self.line(f"{out}.{_LANES[lane]} = {self.expr(lane_value)};")
         for ph in placeholders.values():
             self.lane_values.pop(ph.name, None)
@@ -282,6 +282,19 @@ def divisible(e: E.Expr, k: int) -> bool:
     if isinstance(e, E.Cast) and e.dtype.is_int:
         return divisible(e.v, k)
     return False
+
+
+def _fold_indices(value: E.Expr) -> E.Expr:
+    """Fold the lane constant into load indices: `((base + 3) + 1)` -> `(base + 4)`."""
+    from cinn_py.ir.visitor import Mutator  # noqa: PLC0415
+    from cinn_py.symbolic import simplify  # noqa: PLC0415
+
+    class _Fold(Mutator):
+        def visit_load(self, node: E.Load) -> E.Expr:
+            indices = tuple(simplify(i) for i in node.indices)
+            return E.Load(node.tensor, indices)
+
+    return _Fold().visit(value)
 
 
 def _replace_loads(value: E.Expr, mapping: dict[E.Load, E.Var]) -> E.Expr:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py.ir import expr as E
+from cinn_py.ir.buffer import Tensor
 from cinn_py.ir import stmt as S
 from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
 from cinn_py.ir.visitor import Mutator, walk
 from cinn_py.passes.cross_thread_reduce import cross_thread_reduce
 from cinn_py.passes.gpu_bind import AXES, gpu_bind
 from cinn_py.symbolic import Analyzer
+from codegen.c_family import flatten_index, flatten_numel
 
 
 def _launch_ranges(info: CudaAxisInfo) -> dict[E.Var, tuple[E.Expr, E.Expr]]:
@@ -52,6 +54,8 @@ class _IndexSimplifier(Mutator):
         return self._analyzer
 
     def simplify(self, e: E.Expr) -> E.Expr:
+        if isinstance(e, E.Load):
+            return self.visit_load(e)
         if not _is_index(e):
             return self.generic_visit(e)
         result = self.analyzer.simplify(e)
@@ -61,6 +65,27 @@ class _IndexSimplifier(Mutator):
         if isinstance(node, E.Expr):
             return self.simplify(node)
         return super().visit(node)
+
+    def generic_visit(self, node: object) -> object:
+        if isinstance(node, E.Load):
+            return self.visit_load(node)
+        return super().generic_visit(node)
+
+    def _flat(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[Tensor, tuple[E.Expr, ...]]:
+        """The 1-D view of `tensor` and the simplified row-major offset (CINN flattens in codegen)."""
+        flat = flatten_index(tuple(self.visit(i) for i in indices), tensor.buffer.shape)
+        buf = tensor.buffer
+        numel = flatten_numel(buf.shape)
+        flat_buf = dataclasses.replace(buf, shape=(numel,))
+        return Tensor(tensor.name, (numel,), tensor.dtype, flat_buf), (self.simplify(flat),)
+
+    def visit_load(self, node: E.Load) -> E.Expr:
+        tensor, indices = self._flat(node.tensor, node.indices)
+        return E.Load(tensor, indices)
+
+    def visit_store(self, node: S.Store) -> S.Stmt:
+        tensor, indices = self._flat(node.tensor, node.indices)
+        return dataclasses.replace(node, tensor=tensor, indices=indices, value=self.visit(node.value))
 
     def visit_for(self, node: S.For) -> S.Stmt:
         lo, ext = self.simplify(node.min), self.simplify(node.extent)
@@ -86,7 +111,7 @@ class _IndexSimplifier(Mutator):
 
 
 def simplify_indices(func: LoweredFunc) -> LoweredFunc:
-    """Simplify indices, loop bounds and guards of a GPU-bound function (see module doc)."""
+    """Flatten and simplify indices, simplify loop bounds and guards of a GPU-bound function."""
     ranges = _launch_ranges(func.cuda_axis_info) if func.cuda_axis_info is not None else {}
     body = _IndexSimplifier(ranges).visit(func.body)
     return dataclasses.replace(func, body=body)
