@@ -125,7 +125,7 @@ class Parser(DeclParser):
         declared = self.section.vars.get(name) or self.decls.global_section.vars.get(name)
         if declared is not None:
             return declared
-        if self.in_function:
+        if self.in_function and not self.decls.present:
             self.error(f"undefined variable '{name}' (not a loop var, iter var, Let symbol, "
                        f"function argument or '// decl var')", tok)
         var = E.Var(name, self.free_int_dtype)
