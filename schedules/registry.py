@@ -72,8 +72,10 @@ for _name, _params, _ret in (
     ("reverse_compute_inline", ("block",), "none"),
     ("cache_read", ("block", "read_idx", "memory_type"), "one"),
     ("cache_write", ("block", "write_idx", "memory_type"), "one"),
-    ("rfactor", ("loop", "rf_axis"), "one"),
-    ("factorize_reduction", ("loop", "rf_axis"), "one"),
-    ("align_iter_space", ("blocks",), "none"),
+    # rfactor / factorize_reduction return the partial-result Tensor (as CINN does), which is
+    # not a handle: nothing is named in the trace.
+    ("rfactor", ("loop", "rf_axis"), "none"),
+    ("factorize_reduction", ("loop", "rf_axis"), "none"),
+    ("align_iter_space", (), "none"),
 ):
     register(_name, _params, _ret)  # type: ignore[arg-type]

@@ -18,7 +18,9 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from cinn_py.ir import Expr, For, LoweredFunc, Module, ScheduleBlockRealize, Stmt, current_context, print_ir
+from cinn_py.ir import (
+    Expr, For, LoweredFunc, Module, ScheduleBlockRealize, Stmt, Tensor, current_context, print_ir,
+)
 from cinn_py.ir.stmt import AttrValue
 from schedules import primitives as P
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
@@ -370,3 +372,59 @@ class IRSchedule:
         """Insert `__syncthreads()` after (or before) a loop or block."""
         k, stmt = self._node(node, "sync_threads")
         self._commit(k, P.sync_threads(self._funcs[k], stmt, after))
+
+    # -- block-level primitives (schedules.primitives.compute_at / compute_inline / reduction / align) --
+    def _on_block_and_loop(self, primitive: str, block: BlockLike, loop: LoopRV) -> tuple[int, Any, For]:
+        kb, realize = self._block(block, primitive)
+        kl, node = self._loop(loop, primitive)
+        if kb != kl:
+            raise schedule_error(InvalidArgumentError, primitive, "the block and the loop are in different functions",
+                                 self.mod)
+        return kb, realize, node
+
+    @recorded("compute_at")
+    def compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
+        """Recompute producer `block` under `loop` over the region its consumers there need."""
+        k, realize, node = self._on_block_and_loop("compute_at", block, loop)
+        self._commit(k, P.compute_at(self._funcs[k], realize, node, keep_unit_loops))
+
+    @recorded("simple_compute_at")
+    def simple_compute_at(self, block: BlockLike, loop: LoopRV) -> None:
+        """Move `block` under `loop`, matching its outer loops 1:1 by extent (no region analysis)."""
+        k, realize, node = self._on_block_and_loop("simple_compute_at", block, loop)
+        self._commit(k, P.simple_compute_at(self._funcs[k], realize, node))
+
+    @recorded("compute_inline")
+    def compute_inline(self, block: BlockLike) -> None:
+        """Inline producer `block` into every load of its tensor."""
+        k, realize = self._block(block, "compute_inline")
+        self._commit(k, P.compute_inline(self._funcs[k], realize))
+
+    @recorded("reverse_compute_inline")
+    def reverse_compute_inline(self, block: BlockLike) -> None:
+        """Inline consumer `block` into its unique producer."""
+        k, realize = self._block(block, "reverse_compute_inline")
+        self._commit(k, P.reverse_compute_inline(self._funcs[k], realize))
+
+    @recorded("rfactor")
+    def rfactor(self, loop: LoopRV, rf_axis: int) -> Tensor:
+        """Factor the reduction over `loop` into a stage `rf_<T>`; returns that tensor."""
+        k, node = self._loop(loop, "rfactor")
+        new_func, tensor = P.rfactor(self._funcs[k], node, rf_axis)
+        self._commit(k, new_func)
+        return tensor
+
+    @recorded("factorize_reduction")
+    def factorize_reduction(self, loop: LoopRV, rf_axis: int) -> Tensor:
+        """Two-step reduction over `loop` through `<T>_rf`; returns that tensor."""
+        k, node = self._loop(loop, "factorize_reduction")
+        new_func, tensor = P.factorize_reduction(self._funcs[k], node, rf_axis)
+        self._commit(k, new_func)
+        return tensor
+
+    @recorded("align_iter_space")
+    def align_iter_space(self) -> None:
+        """Align every loop nest of each function onto its group's `[spatial, reduce]` space."""
+        aligned = [P.align_iter_space(f) for f in self._funcs]  # all checked before any commit
+        for k, new_func in enumerate(aligned):
+            self._commit(k, new_func)
