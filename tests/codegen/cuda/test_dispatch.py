@@ -1,0 +1,64 @@
+"""Bucket dispatch: CINN predicate mangling, bucket kernel names, selection, signature checks."""
+
+from __future__ import annotations
+
+import pytest
+
+import cinn_py as cp
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import Var, const, dtype
+from codegen.cuda import BucketDispatch, bucket_kernel_name, mangle_predicate
+from schedules import IRSchedule
+
+
+def _softmax_like(factor: int, name: str = "fn") -> tuple:
+    S0 = cp.sym("S0")
+    A = cp.placeholder((S0,), "float32", "A")
+    B = cp.compute((S0,), lambda i: A[i] * 2.0, "B")
+    s = IRSchedule(cp.lower(name, [A, B]))
+    outer, inner = s.split(s.get_loops("B")[0], [-1, factor])
+    s.bind(outer, "blockIdx.x")
+    s.bind(inner, "threadIdx.x")
+    return S0, s.func
+
+
+def test_mangling() -> None:
+    S0 = Var("S0", dtype.int64)
+    pred = (S0 >= 1) & (S0 <= 1024)
+    assert mangle_predicate(pred) == "_FPA__FPA_S0_GE_1_BPA__AND__FPA_S0_LE_1024_BPA__BPA_"
+    assert bucket_kernel_name("fn", S0 > 1024) == "fn_COND__FPA_S0_GT_1024_BPA___kernel"
+    assert mangle_predicate(const(True)) == "true"
+
+
+def test_buckets_compile_and_select(nvrtc_compile) -> None:
+    S0, small = _softmax_like(64)
+    _, large = _softmax_like(256)
+    dispatch = BucketDispatch([(S0 <= 1024, small), (S0 > 1024, large)])
+    names = [c.kernel_name for c in dispatch.codes]
+    assert names == ["fn_COND__FPA_S0_LE_1024_BPA___kernel", "fn_COND__FPA_S0_GT_1024_BPA___kernel"]
+    for code in dispatch.codes:
+        assert f"void __launch_bounds__" in code.source and code.kernel_name + "(" in code.source
+        nvrtc_compile(code.source)
+    assert dispatch.select({"S0": 5}) == 0 and dispatch.select({"S0": 5000}) == 1
+    assert dispatch.codes[1].launch.launch_dims({"S0": 5000})[0] == (20, 1, 1)
+
+
+def test_no_matching_bucket_is_a_clear_error() -> None:
+    S0, func = _softmax_like(64)
+    dispatch = BucketDispatch([(S0 <= 16, func)])
+    with pytest.raises(ValueError, match="no bucket predicate holds for S0=17"):
+        dispatch.select({"S0": 17})
+
+
+def test_bucket_errors() -> None:
+    S0, func = _softmax_like(64)
+    with pytest.raises(ValueError, match="at least one"):
+        BucketDispatch([])
+    with pytest.raises(TypeError, match="expected bool"):
+        BucketDispatch([(S0 + 1, func)])
+    with pytest.raises(CompileError, match="not symbolic dims"):
+        BucketDispatch([(Var("S9", dtype.int64) > 1, func)])
+    A = cp.placeholder((8,), "float32", "A")
+    B = cp.compute((8,), lambda i: A[i], "B")
+    with pytest.raises(CompileError, match="different signature"):
+        BucketDispatch([(S0 > 1, func), (S0 <= 1, cp.lower("other", [A, B]))])
