@@ -13,6 +13,7 @@ llvmlite is not thread-safe, so compilation holds one process-wide lock.
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,7 +61,13 @@ def _init() -> None:
 
 @lru_cache(maxsize=None)
 def target_machine() -> llvm.TargetMachine:
-    """Host target machine (CPU name and features), O3, JIT code model."""
+    """The host target machine used for optimisation and code emission (shared, never owned)."""
+    return new_target_machine()
+
+
+def new_target_machine() -> llvm.TargetMachine:
+    """Host target machine (CPU name and features), O3, JIT code model. MCJIT engines take
+    ownership of theirs, so each engine gets a new one."""
     _init()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(), opt=3,
@@ -106,8 +113,23 @@ def optimize_and_compile(ir_text: str, want_asm: bool = True) -> Compiled:
         pto.loop_unrolling = True
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-        asm = tm.emit_assembly(mod) if want_asm else ""
-        return Compiled(str(mod), asm, bytes(tm.emit_object(mod)))
+        asm = tm.emit_assembly(mod)
+        _check_symbols(mod, asm)
+        return Compiled(str(mod), asm if want_asm else "", bytes(tm.emit_object(mod)))
+
+
+_ASM_SYMBOL = re.compile(r"(?:\bcall[lq]?\s+|\bjmp[lq]?\s+|\$)([A-Za-z_][A-Za-z0-9_.]*)(?:@PLT)?")
+
+
+def _check_symbols(mod: llvm.ModuleRef, asm: str) -> None:
+    """Refuse code that calls a symbol the process does not define (such as a compiler-rt
+    libcall LLVM introduced during instruction selection): MCJIT would jump to address 0."""
+    defined = {f.name for f in mod.functions if not f.is_declaration} | {g.name for g in mod.global_variables}
+    for name in set(_ASM_SYMBOL.findall(asm)) - defined:
+        if name.startswith((".L", "__unnamed")) or llvm.address_of_symbol(name):
+            continue
+        raise CompileError(f"x86 codegen: generated code needs the external symbol '{name}', which this process "
+                           f"does not provide")
 
 
 class LoadedObject:
@@ -115,7 +137,7 @@ class LoadedObject:
 
     def __init__(self, object_code: bytes) -> None:
         with LOCK:
-            tm = target_machine()
+            tm = new_target_machine()
             self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
             self.engine.finalize_object()

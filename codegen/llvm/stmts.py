@@ -93,8 +93,6 @@ class FunctionEmitter(ExprEmitter):
         aligned_alloc = self.unit.runtime_fn("aligned_alloc", T.PTR, [T.I64, T.I64])
         ptr = self.b.call(aligned_alloc, [ir.Constant(T.I64, 64), size], name=buf.name)
         self.heap.append(ptr)
-        with self.b.if_then(self.b.icmp_unsigned("==", ptr, ir.Constant(T.PTR, None)), likely=False):
-            self.fail(self.status, STATUS_NOMEM)
         return ptr
 
     def _heap_bytes(self, buf: Buffer) -> ir.Value:
@@ -244,8 +242,18 @@ class FunctionEmitter(ExprEmitter):
 
     # -- temp buffers --------------------------------------------------------------------------------------
     def allocate_temps(self, buffers: list[Buffer]) -> None:
+        """Allocate all `buffers`, then check the heap ones together: cleanup frees every heap
+        pointer, so all of them must exist (possibly null) before the first failure exit."""
         for buf in buffers:
             self.buffers[buf.name] = self.allocate(buf)
+        if not self.heap:
+            return
+        null = ir.Constant(T.PTR, None)
+        failed = self.b.icmp_unsigned("==", self.heap[0], null)
+        for ptr in self.heap[1:]:
+            failed = self.b.or_(failed, self.b.icmp_unsigned("==", ptr, null))
+        with self.b.if_then(failed, likely=False):
+            self.fail(self.status, STATUS_NOMEM)
 
 
 def _const_product(shape: tuple[E.Expr, ...]) -> int | None:

@@ -207,13 +207,34 @@ def _cast_to_float(b: ir.IRBuilder, value: ir.Value, src: DType, dst: DType, tar
     elif value.type == target:
         out = value
     elif src.bits == 64 and dst.kind == "float" and dst.bits == 16:
-        # double -> half directly: rounding through float32 first could round twice.
-        return b.fpext(b.fptrunc(value, with_lanes(F16, lanes)), target)
+        # double -> half without rounding twice: round to float32 *to odd*, then to half (RNE).
+        # (A direct fptrunc double->half is a libcall, __truncdfhf2, that MCJIT cannot resolve.)
+        return b.fpext(b.fptrunc(_f64_to_f32_round_odd(b, value), with_lanes(F16, lanes)), target)
     elif target_float_bits(target) > target_float_bits(value.type):
         out = b.fpext(value, target)
     else:
         out = b.fptrunc(value, target)
     return round_to(b, out, dst) if half else out
+
+
+def _f64_to_f32_round_odd(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """float64 -> float32 rounded to odd: truncate toward zero, set the last bit when inexact.
+    A later rounding to a narrower type (half) then equals a single correct rounding."""
+    lanes = lanes_of(value)
+    nearest = b.fptrunc(value, with_lanes(F32, lanes))
+    back = b.fpext(nearest, value.type)
+    inexact = b.fcmp_ordered("!=", back, value)
+    mag = _fabs(b, value)
+    overshoot = b.fcmp_ordered(">", _fabs(b, back), mag)
+    bits = b.bitcast(nearest, with_lanes(I32, lanes))
+    toward_zero = b.select(overshoot, b.sub(bits, splat(b, ir.Constant(I32, 1), lanes)), bits)
+    odd = b.or_(toward_zero, splat(b, ir.Constant(I32, 1), lanes))
+    return b.bitcast(b.select(inexact, odd, bits), with_lanes(F32, lanes))
+
+
+def _fabs(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    zero = ir.Constant(value.type, None)
+    return b.select(b.fcmp_ordered("<", value, zero), b.fneg(value), value)
 
 
 def target_float_bits(t: ir.Type) -> int:
