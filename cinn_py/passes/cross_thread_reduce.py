@@ -136,8 +136,11 @@ class _Rewriter(Mutator):
         for var, value in zip(block.iter_vars, node.iter_values):
             names = {n.name for n in walk(value) if isinstance(n, E.Var)}
             (reduce_loop_vars if var.is_reduce_axis else spatial_loop_vars).update(names)
+        # A thread loop that also indexes a spatial axis gives each thread its own output
+        # element (e.g. the rf axis of a factorized reduction): not a cross-thread reduction.
         thread_loops = [lp for lp in self.loops
-                        if lp.for_type is S.ForType.GPU_THREAD and lp.loop_var.name in reduce_loop_vars]
+                        if lp.for_type is S.ForType.GPU_THREAD and lp.loop_var.name in reduce_loop_vars
+                        and lp.loop_var.name not in spatial_loop_vars]
         if not thread_loops:
             return node
         new_body = self._rewrite(node, update, thread_loops, reduce_loop_vars, spatial_loop_vars)
@@ -155,11 +158,6 @@ class _Rewriter(Mutator):
             raise self._fail(realize, "reduce axes bound to several thread axes "
                              f"({', '.join(str(lp.bind_axis) for lp in thread_loops)}); fuse them into one loop first")
         loop = thread_loops[0]
-        if loop.loop_var.name in spatial_vars:
-            raise self._fail(realize, f"thread loop '{loop.loop_var.name}' indexes both a reduce and a spatial axis")
-        if self.loops[-1] is not loop or len(loop.body.stmts) != 1:
-            raise self._fail(realize, f"the thread-bound reduce loop '{loop.loop_var.name}' must directly and "
-                             "only contain the reduce block (CINN: thread-bound reduce loops are innermost)")
         dtype = update.store.tensor.dtype
         suffix = SUFFIXES.get(dtype.scalar_name())
         if suffix is None or dtype.lanes != 1:
@@ -172,10 +170,13 @@ class _Rewriter(Mutator):
             raise self._fail(realize, "cross-thread reduction needs constant block dims, got "
                              f"({', '.join(str(d) for d in self.info.block_dims)})")
         bx, by, bz = (int(d) for d in dims)  # type: ignore[arg-type]
-        self._check_uniform(realize, loop, dims)  # type: ignore[arg-type]
+        if self.loops[-1] is not loop:
+            raise self._fail(realize, f"the thread-bound reduce loop '{loop.loop_var.name}' must directly contain "
+                             "the reduce block (CINN: thread-bound reduce loops are innermost)")
         ident = identity(reduce_type, dtype)
         value = self._padded_value(update.value, loop, dims[loop.bind_offset], ident)  # type: ignore[arg-type]
         call = self._helper_call(realize, block.reduce_method, loop, op_name, suffix, dtype, value, (bx, by, bz))
+        self._check_uniform(realize, loop, dims, barriers=not call.name.startswith("cinn_warp_reduce"))  # type: ignore[arg-type]
         serial_reduce = any(lp.loop_var.name in reduce_vars and lp.for_type is not S.ForType.GPU_THREAD
                             for lp in self.loops)
         store = update.store
@@ -186,14 +187,17 @@ class _Rewriter(Mutator):
         load = E.Load(store.tensor, store.indices)
         return S.Block((S.Let(old, load), dataclasses.replace(store, value=combined)))
 
-    def _check_uniform(self, realize: S.ScheduleBlockRealize, loop: S.For, dims: list[int]) -> None:
-        thread_vars = {lp.loop_var.name for lp in self.loops if lp.for_type is S.ForType.GPU_THREAD}
+    def _check_uniform(self, realize: S.ScheduleBlockRealize, loop: S.For, dims: list[int], barriers: bool) -> None:
+        """Every thread that shares the helper's barriers (the block) or shuffles (the row of a
+        warp reduce, i.e. threadIdx.x) must reach the call."""
+        thread_vars = {lp.loop_var.name for lp in self.loops if lp.for_type is S.ForType.GPU_THREAD
+                       and (barriers or lp.bind_offset == 0)}
         for guard in self.guards:
             if any(isinstance(n, E.Var) and n.name in thread_vars for n in walk(guard.condition)):
                 raise self._fail(realize, "the reduction sits under a guard that depends on a thread index "
                                  f"({guard.condition}); every thread must reach the helper's barriers")
         for lp in self.loops:
-            if lp is loop or lp.for_type is not S.ForType.GPU_THREAD:
+            if lp is loop or lp.for_type is not S.ForType.GPU_THREAD or lp.loop_var.name not in thread_vars:
                 continue
             if _const(lp.extent) != dims[lp.bind_offset]:
                 raise self._fail(realize, f"loop '{lp.loop_var.name}' bound to {lp.bind_axis} has extent {lp.extent} "
@@ -203,6 +207,10 @@ class _Rewriter(Mutator):
         extent = _const(loop.extent)
         if extent == dim:
             return value
+        if len(loop.body.stmts) != 1:
+            raise CompileError(
+                f"cross_thread_reduce: loop '{loop.loop_var.name}' ({loop.extent} < block dim {dim}) holds more "
+                "than the reduce block, so it cannot be widened to the block dim", print_ir_marked(self.func, loop))
         self.widen[loop.uid] = E.IntImm(loop.extent.dtype, dim) if loop.extent.dtype.is_int else loop.extent
         bound = loop.extent
         return E.Select(E.LT(loop.loop_var, bound), value, ident)
