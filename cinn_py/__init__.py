@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
         "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "pow",
         "maximum", "minimum", "select", "cast",
     )},
-    "lower": "cinn_py.lower.ast_gen",
+    "lower": "cinn_py.lowering.ast_gen",
     "run_ir": "cinn_py.interp",
     "parse_ir": "cinn_py.ir.parser",
     "print_ir": "cinn_py.ir.printer",

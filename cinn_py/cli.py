@@ -54,7 +54,7 @@ def _program_from_python(path: Path) -> LoweredFunc | Module:
         return func
     args = namespace.get("args")
     if isinstance(args, (list, tuple)) and args:
-        from cinn_py.lower.ast_gen import lower
+        from cinn_py.lowering.ast_gen import lower
 
         return lower(str(namespace.get("name", path.stem)), list(args))
     raise CliError(f"{path}: the script must assign `func` (a LoweredFunc) or `args` (tensors to lower)")

@@ -10,7 +10,7 @@ import pytest
 from cinn_py import analysis as A
 from cinn_py import ir
 from cinn_py.frontend.compute import compute, placeholder, reduce_axis, reduce_sum, sym
-from cinn_py.lower import lower
+from cinn_py.lowering import lower
 
 
 def _loops(func: ir.LoweredFunc) -> list[ir.For]:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
+from cinn_py.lowering import lower
 from cinn_py import ir
 from cinn_py.interp import run_ir
 from tests.interp.irb import func, loop, tensor, var
@@ -17,7 +18,7 @@ def _sym_add() -> ir.LoweredFunc:
     A = cp.placeholder((N, M), "float32", "A")
     B = cp.placeholder((M,), "float32", "B")
     C = cp.compute((N, M), lambda i, j: A[i, j] + B[j], "C")
-    return cp.lower("sym_add", [A, B, C])
+    return lower("sym_add", [A, B, C])
 
 
 def test_symbols_bound_from_input_shapes() -> None:

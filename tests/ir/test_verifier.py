@@ -10,7 +10,7 @@ from cinn_py import ir
 from cinn_py.diagnostics import VerifyError
 from cinn_py.frontend.compute import compute, placeholder, reduce_axis, reduce_sum, sym
 from cinn_py.ir.verifier import verify
-from cinn_py.lower import lower
+from cinn_py.lowering import lower
 
 
 def _func() -> ir.LoweredFunc:

@@ -10,7 +10,7 @@ import pytest
 from cinn_py import ir
 from cinn_py.frontend.compute import compute, placeholder
 from cinn_py.interp import run_ir
-from cinn_py.lower import lower
+from cinn_py.lowering import lower
 from cinn_py.passes import available_passes, get_pass, register_pass, run_passes, simplify_func
 
 

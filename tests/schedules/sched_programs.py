@@ -1,5 +1,5 @@
 """Small lowered functions built directly with the IR constructors, in the exact shape
-`cinn_py.lower` produces (root block, one loop nest per stage, `__reduce_init` blocks).
+`cinn_py.lower()` produces (root block, one loop nest per stage, `__reduce_init` blocks).
 
 Used by the schedule tests as fixed inputs; names follow CINN's generator (loops `i j k`, iter
 vars `i0, i1`, second block `i0_0`...), so the golden texts match what lowering prints.

@@ -23,7 +23,7 @@ RED = 1024
 def seed_func(red: int = RED) -> LoweredFunc:
     try:
         import cinn_py.frontend.compute  # noqa: F401, PLC0415
-        import cinn_py.lower.ast_gen  # noqa: F401, PLC0415
+        import cinn_py.lowering.ast_gen  # noqa: F401, PLC0415
     except ImportError:
         return _constructed(red)
     return _lowered(red)
@@ -31,7 +31,7 @@ def seed_func(red: int = RED) -> LoweredFunc:
 
 def _lowered(red: int) -> LoweredFunc:  # pragma: no cover - switches on when the DSL lands
     import cinn_py as cp  # noqa: PLC0415
-    from cinn_py.lower.ast_gen import lower  # noqa: PLC0415
+    from cinn_py.lowering.ast_gen import lower  # noqa: PLC0415
 
     s1, s2 = cp.sym("S1"), cp.sym("S2")
     x = cp.placeholder((s1, s2, red), "float32", "X")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cinn_py.frontend.compute import compute, placeholder, reduce_axis, reduce_max, reduce_sum, sym
 from cinn_py.interp import run_ir
 from cinn_py.ir import LoweredFunc, reset_name_ids, structural_equal
-from cinn_py.lower import lower
+from cinn_py.lowering import lower
 from schedules import IRSchedule, ScheduleError
 from schedules.testing import check_replay, random_inputs
 

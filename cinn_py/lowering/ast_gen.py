@@ -41,8 +41,8 @@ from cinn_py.ir.func import ArgIO, Argument, LoweredFunc
 from cinn_py.ir.names import current_context, unique_name
 from cinn_py.ir.stmt import Block, For, ScheduleBlock, ScheduleBlockRealize, Stmt, Store
 from cinn_py.ir.visitor import substitute
-from cinn_py.lower.index_dtype import Int64Indices
-from cinn_py.lower.program import Program, analyse
+from cinn_py.lowering.index_dtype import Int64Indices
+from cinn_py.lowering.program import Program, analyse
 
 _COMBINE = {
     ReduceType.SUM: Add, ReduceType.MUL: Mul, ReduceType.MAX: Max, ReduceType.MIN: Min,
