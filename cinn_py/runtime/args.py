@@ -260,16 +260,17 @@ class ArgValidator:
                 elif not isinstance(dim, (E.IntImm, E.UIntImm)):
                     pending.append((dim, actual, label))
         self._solve_affine(env, where, pending)
+        for var in self.symbols:
+            if var.name not in env:
+                shapes = ", ".join(f"{t.name}{_fmt_shape(t)}={m.shape}" for t, m in zip(self.inputs, metas))
+                raise ValueError(f"kernel '{self.func.name}': symbolic dim '{var.name}' cannot be inferred from "
+                                 f"the input shapes ({shapes})")
+            self._check_bounds(var, env[var.name], where[var.name])
         for dim, actual, label in pending:
             value = eval_int_expr(dim, env)
             if value != actual:
                 detail = ", ".join(f"{n}={env[n]} (from {where[n]})" for n in sorted(free_symbols(dim)))
                 raise ValueError(f"{label}: expected {dim} = {value} with {detail}, got {actual}")
-        for var in self.symbols:
-            if var.name not in env:
-                raise ValueError(f"kernel '{self.func.name}': symbolic dim '{var.name}' cannot be inferred from "
-                                 f"the input shapes (it is not an input dim)")
-            self._check_bounds(var, env[var.name], where[var.name])
         return env
 
     def _bind_one(self, env: dict[str, int], where: dict[str, str], name: str, value: int, label: str) -> None:
