@@ -45,9 +45,14 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
 
 def compress(env: Env, mask: np.ndarray) -> Env:
     """The environment restricted to the iterations where `mask` (length n) holds."""
+    n = mask.shape[0]
     out: Env = {}
     for key, value in env.items():
-        out[key] = value[mask] if isinstance(value, np.ndarray) and value.ndim == 2 else value
+        # Values left over from an earlier vectorised nest may have another length; they are
+        # dead (every use is re-bound first), so only this nest's columns are compressed.
+        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == n:
+            value = value[mask]
+        out[key] = value
     out["__n__"] = int(np.count_nonzero(mask))
     return out
 

@@ -262,3 +262,15 @@ def test_poisoned_outputs_show_unwritten_elements() -> None:
     out = run_ir(f, {"A": np.ones(4, np.float32)})["B"]
     assert out[:2].tolist() == [1, 1] and np.isnan(out[2:]).all()
     assert run_ir(f, {"A": np.ones(4, np.float32)}, poison=False)["B"].tolist() == [1, 1, 0, 0]
+
+
+def test_consecutive_vectorised_nests_with_guards() -> None:
+    # A first nest leaves 24-long columns in the environment; the guarded second nest has 36.
+    A, B, D = tensor("A", (24,)), tensor("B", (24,)), tensor("D", (36,))
+    i, j = var("i"), var("j")
+    first = loop(i, 24, Store(B, Load(A, (i,)) + ir.const(1.0), (i,)))
+    second = loop(j, 36, ir.IfThenElse(j < 24, ir.Block((Store(D, Load(B, (j,)), (j,)),)),
+                                       ir.Block((Store(D, ir.const(0.0), (j,)),))))
+    a = np.arange(24, dtype=np.float32)
+    out = _both(func("two", [A], [B, D], first, second), {"A": a})
+    np.testing.assert_array_equal(out["D"], np.concatenate([a + 1, np.zeros(12, np.float32)]))
