@@ -18,7 +18,7 @@ def _sym_add() -> ir.LoweredFunc:
     A = cp.placeholder((N, M), "float32", "A")
     B = cp.placeholder((M,), "float32", "B")
     C = cp.compute((N, M), lambda i, j: A[i, j] + B[j], "C")
-    return lower("sym_add", [A, B, C])
+    return cp.lower("sym_add", [A, B, C])
 
 
 def test_symbols_bound_from_input_shapes() -> None:

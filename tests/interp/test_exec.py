@@ -68,7 +68,7 @@ def test_reductions_match_numpy(kind: str, fn, ref, dtypes: list[str], flat_call
         A = cp.placeholder((6, 33), dtype, "A")
         k = cp.reduce_axis(33, "k")
         C = cp.compute((6,), lambda i: fn(A[i, k], [k]), "C")
-        f = lower("reduce", [A, C])
+        f = cp.lower("reduce", [A, C])
         a = _data(dtype, (6, 33), rng)
         out = _both(f, {"A": a})["C"]
         np.testing.assert_array_equal(out, ref(a), err_msg=f"{kind} {dtype}")
@@ -79,7 +79,7 @@ def test_max_reduction_with_nan_is_the_exact_serial_fold() -> None:
     A = cp.placeholder((4, 5), "float32", "A")
     k = cp.reduce_axis(5, "k")
     C = cp.compute((4,), lambda i: cp.reduce_max(A[i, k], [k]), "C")
-    f = lower("rmax", [A, C])
+    f = cp.lower("rmax", [A, C])
     nan = np.nan
     a = np.array([[1, nan, 3, 2, 0], [1, 2, 3, 4, nan], [nan, nan, nan, nan, nan], [0.0, -0.0, -1, -0.0, -5]],
                  dtype=np.float32)
@@ -94,7 +94,7 @@ def test_matmul_and_float_sum_tolerance() -> None:
     B = cp.placeholder((16, 5), "float32", "B")
     k = cp.reduce_axis(16, "k")
     C = cp.compute((8, 5), lambda i, j: cp.reduce_sum(A[i, k] * B[k, j], [k]), "C")
-    f = lower("matmul", [A, B, C])
+    f = cp.lower("matmul", [A, B, C])
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((8, 16), dtype=np.float32), rng.standard_normal((16, 5), dtype=np.float32)
     fast = run_ir(f, {"A": a, "B": b})["C"]
@@ -107,7 +107,7 @@ def test_symbolic_elementwise_and_intrinsics_through_dsl() -> None:
     S = cp.sym("S")
     X = cp.placeholder((S, 3), "float32", "X")
     Y = cp.compute((S, 3), lambda i, j: cp.tanh(X[i, j]) + cp.erf(X[i, j]) * cp.exp(X[i, j] * 0.5), "Y")
-    f = lower("fused", [X, Y])
+    f = cp.lower("fused", [X, Y])
     x = np.linspace(-3, 3, 21, dtype=np.float32).reshape(7, 3)
     out = _both(f, {"X": x})["Y"]
     from math import erf
