@@ -93,9 +93,10 @@ def _topological(outputs: tuple[ComputeTensor, ...], input_ids: set[int],
 
 def _check_input(producer: ComputeTensor, consumer: ComputeTensor, input_ids: set[int], fn: str) -> None:
     if id(producer) not in input_ids:
+        body = checks.excerpt(consumer.body) if consumer.body is not None else None
         raise LoweringError(
             f"lower('{fn}'): compute '{consumer.name}' reads placeholder '{producer.name}', which is not "
-            f"in the argument list; pass it to lower() as an input")
+            f"in the argument list; pass it to lower() as an input", body)
 
 
 def _check_unique_names(tensors: tuple[ComputeTensor, ...], fn: str) -> None:

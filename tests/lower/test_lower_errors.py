@@ -15,8 +15,9 @@ def test_unlisted_placeholder_is_an_unknown_input() -> None:
     B = cp.compute((4,), lambda i: A[i] * W[i], "B")
     C = cp.compute((4,), lambda i: B[i] + 1, "C")
     with pytest.raises(LoweringError, match=r"lower\('fn'\): compute 'B' reads placeholder 'W', "
-                                            r"which is not in the argument list"):
+                                            r"which is not in the argument list") as info:
         cp.lower("fn", [A, C])
+    assert info.value.detail == "  in: (A[i] * W[i])"
 
 
 def test_no_output_listed() -> None:

@@ -149,3 +149,13 @@ def test_constant_compute_without_inputs() -> None:
     func = cp.lower("iota", [B])
     assert [a.name for a in func.args] == ["_B"]
     assert "B[i0] = (float32(i0) * 0.500000000f)" in str(func)
+
+
+def test_shapes_can_be_taken_from_other_tensors() -> None:
+    S = cp.sym("S")
+    X = cp.placeholder((S, 3), "float32", "X")
+    Y = cp.compute(X.shape, lambda i, j: X[i, j] + 1, "Y")
+    Z = cp.compute(Y.shape[:1], lambda i: Y[i, 0] + Y[i, 2], "Z")
+    func = cp.lower("fn", [X, Z])
+    assert [a.name for a in func.args] == ["_X", "_Z", "S"]
+    assert "Z[i0_0] = (Y[i0_0, 0ll] + Y[i0_0, 2ll])" in str(func)
