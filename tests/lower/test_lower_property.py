@@ -14,6 +14,7 @@ from cinn_py.interp import run_ir
 from cinn_py.ir import Expr, LoweredFunc, reset_name_ids, structural_equal
 from cinn_py.ir.parser import parse_ir
 from cinn_py.ir.printer import print_ir
+from cinn_py.ir.verifier import verify
 
 _NUMPY = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
@@ -77,6 +78,7 @@ def _hits_interp_bug(p: dict) -> bool:
 def test_random_reduction_programs_match_numpy(p: dict, seed: int) -> None:
     reset_name_ids()
     func = _build(p)
+    verify(func)
     rng = np.random.default_rng(seed)
     if p["dtype"] == "float32":
         x = rng.uniform(-0.5, 0.5, p["dims"]).astype(np.float32)

@@ -1,6 +1,6 @@
-"""Every lowered program survives the IR text format: `parse_ir(print_ir(f, decls=True))` is
-structurally equal to `f` and prints the same CINN text (0-d stores `T[]`, `-inf` inits, int64
-immediates, float16/bfloat16 literals included)."""
+"""Every lowered program passes the IR verifier and survives the IR text format:
+`parse_ir(print_ir(f, decls=True))` is structurally equal to `f` and prints the same CINN text
+(0-d stores `T[]`, `-inf` inits, int64 immediates, float16/bfloat16 literals included)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import cinn_py as cp
 from cinn_py.ir import LoweredFunc, structural_equal
 from cinn_py.ir.parser import parse_ir
 from cinn_py.ir.printer import print_ir
+from cinn_py.ir.verifier import verify
 from tests.lower import programs
 from tests.lower.test_seed_example import build_seed
 
@@ -18,6 +19,7 @@ BUILDERS = ["elementwise", "broadcast", "multi_axis_keepdims", "full_reduction",
 
 
 def _round_trip(func: LoweredFunc) -> None:
+    verify(func)
     parsed = parse_ir(print_ir(func, decls=True))
     assert isinstance(parsed, LoweredFunc)
     assert structural_equal(parsed, func)
