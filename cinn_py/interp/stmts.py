@@ -6,10 +6,10 @@ once at compile time (`depend.py`); each time it runs, the longest innermost sub
 provably parallel or a reduction (with the extents of this execution) is evaluated as one numpy
 evaluation over all its iterations, the loops outside it in Python.
 
-Vectorised float reductions: sums and products use numpy's reduction (pairwise order for sums)
-instead of the serial left-to-right order, so they may differ from serial evaluation in the last
-bits; integer/bool reductions and `cinn_max`/`cinn_min` folds (NaN and signed zeros included) are
-exact. A bfloat16 sum/product is reduced in float32 and rounded once.
+Vectorised reductions are bitwise equal to serial evaluation: sums and products fold element by
+element in iteration order (`ufunc.at`), `cinn_max`/`cinn_min` folds are emulated exactly (NaN and
+signed zeros included), and/or are order-free. The one exception is bfloat16 sums/products, which
+are reduced in float32 and rounded to bfloat16 once instead of after every step.
 """
 
 from __future__ import annotations
@@ -383,7 +383,10 @@ def _fold(kind: str, acc: Any, values: np.ndarray, dtype: Any) -> Any:
     if kind == "any":
         return acc | np.logical_or.reduce(values, axis=0)
     ufunc = np.add if kind == "sum" else np.multiply
-    total = ufunc.reduce(values, axis=0, dtype=values.dtype)
     if dtype.kind == "bfloat":
+        total = ufunc.reduce(values, axis=0, dtype=np.float32)
         return nm.round_bf16(ufunc(acc, nm.round_bf16(total)))
-    return ufunc(acc, total)
+    # ufunc.at applies the operation element by element in order: the exact serial fold.
+    buf = np.array(acc, dtype=values.dtype).reshape((1,) + values.shape[1:])
+    ufunc.at(buf, np.zeros(values.shape[0], dtype=np.intp), values)
+    return buf[0][()]

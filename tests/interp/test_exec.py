@@ -100,7 +100,23 @@ def test_matmul_and_float_sum_tolerance() -> None:
     fast = run_ir(f, {"A": a, "B": b})["C"]
     slow = run_ir(f, {"A": a, "B": b}, vectorize=False)["C"]
     np.testing.assert_allclose(fast, a @ b, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(slow, a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(fast, slow)  # the vectorised fold keeps the serial order
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_vectorised_float_sum_and_prod_are_bitwise_serial(dtype: str) -> None:
+    A = cp.placeholder((3, 200), dtype, "A")
+    k = cp.reduce_axis(200, "k")
+    C = cp.compute((3,), lambda i: cp.reduce_sum(A[i, k], [k]), "C")
+    k2 = cp.reduce_axis(200, "k2")
+    P = cp.compute((3,), lambda i: cp.reduce_prod(A[i, k2], [k2]), "P")
+    f = cp.lower("fsum", [A, C, P])
+    a = (np.random.default_rng(5).random((3, 200)) * 0.2 + 0.95).astype(dtype)
+    out = _both(f, {"A": a})
+    acc = np.zeros(3, dtype)
+    for col in a.T:
+        acc = (acc + col).astype(dtype)
+    np.testing.assert_array_equal(out["C"], acc)
 
 
 def test_symbolic_elementwise_and_intrinsics_through_dsl() -> None:
