@@ -194,8 +194,3 @@ def buffers_used(node: Any) -> dict[str, Buffer]:
 def vars_used(node: Any) -> set[E.Var]:
     """Vars read under `node` (binders excluded)."""
     return {n for n in walk(node) if isinstance(n, E.Var)}
-
-
-def loads_in_select(e: E.Select) -> bool:
-    """Whether a select must be evaluated lazily (a branch reads memory)."""
-    return _has_load(e)
