@@ -10,8 +10,9 @@ instead of iteration by iteration, which is the serial result when
   per dimension from affine coefficients with the mixed-radix rule (|a_1| > sum |a_j| (e_j - 1)
   for coefficients sorted by size); coefficients may be symbolic and are evaluated at run time;
 - *reduction*: the body's only store is `T[idx] = T[idx] OP e` (OP one of + * cinn_max cinn_min
-  && ||), `idx` does not depend on the vectorised loop vars, and nothing else reads `T`; then `e`
-  is evaluated for all iterations and folded with a numpy reduction.
+  && ||) and nothing else reads `T`; then `e` is evaluated for all iterations and folded into
+  `T` in iteration order (if `idx` varies with the vectorised loops, only where `ufunc.at` is an
+  exact fold: not for float cinn_max/cinn_min or bfloat16).
 
 Anything else runs serially.
 """

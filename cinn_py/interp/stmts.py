@@ -190,6 +190,10 @@ class StmtCompiler:
             idx = tuple(f(env) for f in index_fns)
             check_bounds(idx, arr.shape, s, name)
             lane_shape = np.broadcast_shapes(*(np.shape(i) for i in idx))
+            if len(lane_shape) == 2:  # the target element varies: fold into each in order
+                _SCATTER[kind].at(arr, tuple(np.broadcast_to(i, lane_shape) for i in idx),
+                                  np.broadcast_to(operand(env), lane_shape))
+                return
             values = _per_iteration(operand(env), env["__n__"], lane_shape, s)
             arr[idx] = _fold(kind, arr[idx], values, dtype)
 
@@ -275,7 +279,7 @@ class StmtCompiler:
                     seen.add(store.tensor.buffer.name)
                     dims.append([analyzer.coefs(i) for i in idx])
             lanes = analyzer.lanes
-        reduce_ok = pattern is not None and not (pattern.index_vars & loop_vars)
+        reduce_ok = pattern is not None and (not (pattern.index_vars & loop_vars) or _scatter_exact(pattern))
         return _Suffix(k, loop_vars, dims, reduce_ok, lanes)
 
     def _coef_fn(self, e: E.Expr, scope: frozenset[str]) -> depend.CoefFn | None:
@@ -372,6 +376,20 @@ def _per_iteration(value: Any, n: int, lane_shape: tuple[int, ...], node: S.Stor
     if arr.ndim == 2:
         return np.broadcast_to(arr, (n,) + lane_shape)
     return np.broadcast_to(arr, (n,) + lane_shape)
+
+
+_SCATTER = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+            "all": np.logical_and, "any": np.logical_or}
+
+
+def _scatter_exact(pattern: depend.ReducePattern) -> bool:
+    """Whether `ufunc.at` reproduces the serial fold when the target element varies: it applies
+    `T[idx_e] = T[idx_e] OP v_e` in iteration order, which is exact except for the bfloat16 rounding
+    steps and the NaN/signed-zero rules of float cinn_max/cinn_min."""
+    dtype = pattern.store.tensor.dtype
+    if dtype.kind == "bfloat":
+        return False
+    return not (pattern.kind in ("max", "min") and dtype.is_float)
 
 
 def _fold(kind: str, acc: Any, values: np.ndarray, dtype: Any) -> Any:

@@ -290,3 +290,18 @@ def test_consecutive_vectorised_nests_with_guards() -> None:
     a = np.arange(24, dtype=np.float32)
     out = _both(func("two", [A], [B, D], first, second), {"A": a})
     np.testing.assert_array_equal(out["D"], np.concatenate([a + 1, np.zeros(12, np.float32)]))
+
+
+def test_reduction_nest_with_varying_target_is_one_ordered_scatter(flat_calls: list[int]) -> None:
+    # for i { for k { C[i] = C[i] + A[i, k] } } (init hoisted): flattened over (i, k), folded in order.
+    A, C = tensor("A", (7, 9)), tensor("C", (7,))
+    i, k, z = var("i"), var("k"), var("z")
+    init = loop(z, 7, Store(C, ir.const(0.5), (z,)))
+    upd = loop(i, 7, loop(k, 9, Store(C, Load(C, (i,)) + Load(A, (i, k)), (i,))))
+    a = np.random.default_rng(2).standard_normal((7, 9)).astype(np.float32)
+    out = _both(func("rows", [A], [C], init, upd), {"A": a})["C"]
+    acc = np.full(7, 0.5, np.float32)
+    for col in a.T:
+        acc = acc + col
+    np.testing.assert_array_equal(out, acc)
+    assert flat_calls == [7, 63]
