@@ -188,8 +188,6 @@ class Section:
     vars: dict[str, E.Var] = field(default_factory=dict)
     buffers: dict[str, Buffer] = field(default_factory=dict)
     tensors: dict[str, Tensor] = field(default_factory=dict)
-    block_methods: dict[str, S.ReduceMethod] = field(default_factory=dict)
-    attrs: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -201,6 +199,10 @@ class DeclTable:
     literals: dict[int, E.Expr] = field(default_factory=dict)
     calls: dict[int, tuple[DType, E.CallType]] = field(default_factory=dict)
     reduce_axes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    block_methods: dict[int, tuple[str, S.ReduceMethod]] = field(default_factory=dict)
+    """n-th schedule block (document order) -> (its name, its reduce_method)."""
+    attrs: dict[int, dict[str, tuple[str, Any]]] = field(default_factory=dict)
+    """n-th schedule block -> attr key -> (block name, exact value)."""
     root_is_stmt: bool = False
     present: bool = False
     """True when the text has at least one decl line (exact mode)."""
@@ -218,7 +220,8 @@ class _Recorder(IrPrinter):
         self.literal_lines: list[str] = []
         self.call_lines: list[str] = []
         self.reduce_lines: list[str] = []
-        self.n_literals = self.n_calls = self.n_reduces = 0
+        self.block_lines: list[str] = []
+        self.n_literals = self.n_calls = self.n_reduces = self.n_blocks = 0
 
     def _literal(self, node: E.Expr, emit: Any) -> None:
         start = len(self.out)
@@ -245,6 +248,16 @@ class _Recorder(IrPrinter):
         if default_call_signature(node.name, node.args) != (node.dtype, node.call_type):
             self.call_lines.append(f"call #{index} : {node.dtype} {node.call_type.value}")
         super().print_Call(node)
+
+    def print_ScheduleBlockRealize(self, node: S.ScheduleBlockRealize) -> None:
+        index, block = self.n_blocks, node.schedule_block
+        self.n_blocks += 1
+        if block.reduce_method is not S.ReduceMethod.NONE:
+            self.block_lines.append(f"block #{index} {block.name} reduce_method={block.reduce_method.value}")
+        for key, value in block.attrs:
+            if not attr_value_equal(decode_attr_value(format_attr_value(value)), value):
+                self.block_lines.append(f"attr #{index} {block.name} {key} = {format_decl_value(value)}")
+        super().print_ScheduleBlockRealize(node)
 
     def print_Reduce(self, node: E.Reduce) -> None:
         index = self.n_reduces
@@ -376,12 +389,6 @@ def _section_lines(root: Any, func: LoweredFunc | None) -> list[str]:
         if line:
             lines.append(line)
     lines.extend(_buffer_and_tensor_lines(collector))
-    for block in collector.blocks:
-        if block.reduce_method is not S.ReduceMethod.NONE:
-            lines.append(f"block {block.name} reduce_method={block.reduce_method.value}")
-        for key, value in block.attrs:
-            if not attr_value_equal(decode_attr_value(format_attr_value(value)), value):
-                lines.append(f"attr {block.name} {key} = {format_decl_value(value)}")
     return lines
 
 
@@ -439,7 +446,7 @@ def print_decls(node: Any) -> str:
         lines.extend(_section_lines(node, None))
         if isinstance(node, S.Evaluate):
             lines.append("root stmt")
-    lines += recorder.literal_lines + recorder.call_lines + recorder.reduce_lines
+    lines += recorder.block_lines + recorder.literal_lines + recorder.call_lines + recorder.reduce_lines
     if not lines and _needs_exact_marker(node):
         lines.append("exact")
     return "".join(f"// decl {line}\n" for line in lines)

@@ -63,7 +63,7 @@ class Parser(DeclParser):
         self.decls = DeclTable()
         self.section: Section = self.decls.global_section
         self.counting = False
-        self.n_literals = self.n_calls = self.n_reduces = 0
+        self.n_literals = self.n_calls = self.n_reduces = self.n_blocks = 0
         self.scopes: list[dict[str, E.Var]] = [{}]
         self.in_function = False
         self.free_int_dtype = dt.int32
@@ -345,7 +345,9 @@ class Parser(DeclParser):
     def parse_schedule_block(self) -> S.ScheduleBlockRealize:
         head = self.expect("ScheduleBlock")
         self.expect("(")
-        name = self.expect_ident("a block name").text
+        name_tok = self.expect_ident("a block name")
+        name = name_tok.text
+        index = self.block_index(name_tok)
         self.expect(")", "after the block name")
         self.expect("{", "to open the schedule block")
         iter_vars, values = self.parse_axis_bind()
@@ -354,7 +356,7 @@ class Parser(DeclParser):
             self.infer.push_iter(var, value)
         reads = self.parse_regions("read_buffers")
         writes = self.parse_regions("write_buffers")
-        attrs = self.parse_attrs(name) if self.at("attrs") and self.at("(", 1) else ()
+        attrs = self.parse_attrs(index) if self.at("attrs") and self.at("(", 1) else ()
         stmts = []
         while not self.at("}"):
             if self.peek().kind == "EOF":
@@ -367,9 +369,22 @@ class Parser(DeclParser):
             self.infer.pop_binding(var)
         self.scopes.pop()
         body = stmts[0] if len(stmts) == 1 else S.Block(tuple(stmts))
-        method = self.section.block_methods.get(name, S.ReduceMethod.NONE)
+        method = self.decls.block_methods.get(index, (name, S.ReduceMethod.NONE))[1]
         block = S.ScheduleBlock(name, iter_vars, body, reads, writes, attrs, method)
         return S.ScheduleBlockRealize(values, block)
+
+    def block_index(self, name_tok: Token) -> int:
+        """Document-order number of this block (decls name blocks by it), checked by name."""
+        if not self.counting:
+            return -1
+        index, self.n_blocks = self.n_blocks, self.n_blocks + 1
+        named = [n for n, _ in self.decls.attrs.get(index, {}).values()]
+        if index in self.decls.block_methods:
+            named.append(self.decls.block_methods[index][0])
+        for decl_name in named:
+            if decl_name != name_tok.text:
+                self.error(f"block #{index} is '{name_tok.text}' but its decl names '{decl_name}'", name_tok)
+        return index
 
     def parse_axis_bind(self) -> tuple[tuple[E.Var, ...], tuple[E.Expr, ...]]:
         """`i0, i1 = axis.bind(e0, e1)` when present; values parse in the enclosing scope."""
@@ -421,7 +436,7 @@ class Parser(DeclParser):
         self.advance()
         return tuple(regions)
 
-    def parse_attrs(self, block: str) -> tuple[tuple[str, Any], ...]:
+    def parse_attrs(self, block: int) -> tuple[tuple[str, Any], ...]:
         from cinn_py.ir.decls import decode_attr_value
 
         self.k += 2
@@ -437,8 +452,8 @@ class Parser(DeclParser):
                 self.fail("an attr value")
             while self.peek().offset < end and self.peek().kind != "EOF":
                 self.k += 1
-            override = self.section.attrs.get((block, key), _MISSING)
-            items[key] = decode_attr_value(raw) if override is _MISSING else override
+            override = self.decls.attrs.get(block, {}).get(key)
+            items[key] = decode_attr_value(raw) if override is None else override[1]
         self.advance()
         return tuple(sorted(items.items()))
 
@@ -651,13 +666,6 @@ class Parser(DeclParser):
         if not self.decls.present and name.startswith("_") and len(name) > 1:
             return self.infer.provisional(name[1:]).buffer
         self.error(f"undefined buffer '{name}'", tok)
-
-
-class _Missing:
-    pass
-
-
-_MISSING = _Missing()
 
 
 def _run(text: str, kind: str) -> Any:

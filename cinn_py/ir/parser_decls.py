@@ -141,19 +141,21 @@ class DeclParser(_Base):
         self.section.tensors[name] = Tensor(name, shape, dtype, buffer)
 
     def decl_block(self, tok: Token) -> None:
+        index = self.parse_occurrence()
         name = self.expect_ident("a block name").text
         self.expect("reduce_method")
         self.expect("=")
         method = self.expect_ident("a reduce method")
         if method.text not in REDUCE_METHODS:
             self.fail(f"one of {', '.join(REDUCE_METHODS)}", method)
-        self.section.block_methods[name] = REDUCE_METHODS[method.text]
+        self.decls.block_methods[index] = (name, REDUCE_METHODS[method.text])
 
     def decl_attr(self, tok: Token) -> None:
+        index = self.parse_occurrence()
         block = self.expect_ident("a block name").text
         key = self.expect_ident("an attr name").text
         self.expect("=", "after the attr name")
-        self.section.attrs[(block, key)] = self.parse_decl_value()
+        self.decls.attrs.setdefault(index, {})[key] = (block, self.parse_decl_value())
 
     def parse_decl_value(self) -> Any:
         """`true`, `false`, `-3`, `0.1`, `inf`, `"text"` in a decl line."""
