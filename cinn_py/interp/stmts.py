@@ -324,6 +324,11 @@ def _try_flat(suffix: _Suffix, levels: list[_Level], plain: StmtFn, reduce_body:
         return False
     if total == 0:
         return True
+    if total == 1:  # one iteration: plain scalar evaluation (a column would not fit a scalar store)
+        for level, (lo, _) in zip(sub, bounds):
+            env[level.var] = level.dtype.type(lo)
+        plain(env)
+        return True
     _bind_flat(sub, bounds, total, env)
     env["__n__"] = total
     body(env)

@@ -305,3 +305,15 @@ def test_reduction_nest_with_varying_target_is_one_ordered_scatter(flat_calls: l
         acc = acc + col
     np.testing.assert_array_equal(out, acc)
     assert flat_calls == [7, 63]
+
+
+def test_reduction_over_unit_axes_and_unit_nests() -> None:
+    X = cp.placeholder((1, 3), "float32", "X")
+    r = cp.reduce_axis(1, "r")
+    Z = cp.compute((3,), lambda i: cp.reduce_max(X[r, i], [r]), "Z")
+    x = np.arange(3, dtype=np.float32).reshape(1, 3)
+    np.testing.assert_array_equal(_both(cp.lower("unit", [X, Z]), {"X": x})["Z"], x[0])
+    A, B = tensor("A", (1, 1)), tensor("B", (1,))
+    i, j = var("i"), var("j")
+    f = func("one", [A], [B], loop(i, 1, loop(j, 1, Store(B, Load(A, (i, j)), (ir.const(0),)))))
+    assert _both(f, {"A": np.full((1, 1), 4.0, np.float32)})["B"].tolist() == [4.0]
