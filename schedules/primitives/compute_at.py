@@ -9,6 +9,10 @@
   is recomputed at the start of each iteration of `loop`, over the region of its tensor that the
   consumers inside `loop` read in that iteration (new loops `ax0, ax1, ...`, attr
   `compute_at_extra_var`).
+* `reverse_compute_at(func, block, loop, keep_unit_loops=False)` (CINN `ReverseComputeAt`): the
+  consumer `block` is computed at the end of each iteration of its producer's `loop`, over the
+  instances whose reads of the produced tensors fall in the region the blocks under `loop` write
+  in that iteration (new loops `ax0, ...`, attr `reverse_compute_at_extra_var`).
 
 Legality is checked on the rebuilt function before it is returned (nothing is returned on
 error): every pair of conflicting accesses between the moved block and another block keeps its
@@ -25,11 +29,11 @@ import dataclasses
 from cinn_py import ir
 from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
 from schedules.analysis.dependence import (
-    _equal, argument_buffers, buffer_conflicts, readers_of, same_iteration,
+    _equal, argument_buffers, buffer_conflicts, is_injective, readers_of, same_iteration,
 )
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
 from schedules.analysis.regions import (
-    block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges,
+    accesses, block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges,
     simplify_index,
 )
 from schedules.errors import (
@@ -38,7 +42,8 @@ from schedules.errors import (
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
 
 __all__ = [
-    "simple_compute_at", "compute_at", "LoopMismatchError", "ComputeAtBlockError", "RegionError",
+    "simple_compute_at", "compute_at", "reverse_compute_at", "LoopMismatchError", "ComputeAtBlockError",
+    "RegionError",
 ]
 
 
@@ -51,7 +56,8 @@ class ComputeAtBlockError(ScheduleError):
 
 
 class RegionError(ScheduleError):
-    """compute_at: the region the consumers need cannot be bounded, or a consumer is outside the loop."""
+    """compute_at / reverse_compute_at: the region to compute cannot be bounded or derived, a
+    consumer is outside the loop, or the consumer reads nothing the loop produces."""
 
 
 def _resolve(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> StmtIndex:
@@ -298,3 +304,225 @@ def _within(hi: Expr, dim: Expr) -> bool:
     if value is not None:
         return value >= 1
     return _equal(hi, simplify_index(ir.Sub(dim, int_like(1, dim))))
+
+
+# ----------------------------------------------------------------------------------------------
+# reverse_compute_at
+# ----------------------------------------------------------------------------------------------
+def reverse_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
+                       keep_unit_loops: bool = False) -> LoweredFunc:
+    """Compute the consumer `block` at the end of each iteration of its producer's `loop`.
+
+    Each iter var of `block` that indexes a tensor produced under `loop` (a load `T[.., v, ..]`)
+    ranges over the region of that dimension the producers write in one iteration of `loop`;
+    the others keep their full range. Legality: `block`'s instances must form a box (its iter
+    values are its own loop vars, no guard), the new nest must compute each of them exactly once
+    (the new iter values are injective in the loops down to `loop` and the new `ax` loops, and
+    cover the box; a guard cuts what lies outside), and every dependent access pair with another
+    block keeps its order, in the same iteration of the shared loops (so whatever the consumer
+    reads there has been completely produced).
+
+    Raises:
+        RegionError, IllegalDependenceError, LoopNotFoundError, StaleHandleError.
+    """
+    prim = "reverse_compute_at"
+    index = _resolve(prim, func, block, loop)
+    if not isinstance(keep_unit_loops, bool):
+        raise TypeError(f"{prim}: keep_unit_loops must be a bool, got {keep_unit_loops!r}")
+    order = program_order(func)
+    if order[id(block)] < order[id(loop)]:
+        raise schedule_error(LoopNotFoundError, prim, f"block '{block.name}' must come after loop "
+                             f"'{loop.loop_var.name}' (a consumer moves under its producer's loop), but it comes "
+                             "before it; use compute_at to move a producer", func, loop, block)
+    target = index.enclosing_loops(loop) + [loop]
+    domain = _consumer_domain(prim, func, index, block, target)
+    produced = _produced_regions(prim, func, index, block, loop)
+    values, extra = _consumer_values(block, domain, produced, keep_unit_loops, loop.loop_var.dtype)
+    _check_coverage(prim, func, block, loop, target, domain, values, extra)
+    names = ",".join(v.name for v, _ in extra)
+    attrs = tuple(sorted(dict(block.schedule_block.attrs, reverse_compute_at_extra_var=names).items()))
+    new_block = dataclasses.replace(block, iter_values=tuple(values),
+                                    schedule_block=dataclasses.replace(block.schedule_block, attrs=attrs))
+    stmt: Stmt = new_block
+    guard = _domain_guard(target, extra, domain, values, block)
+    if guard is not None:
+        stmt = IfThenElse(guard, Block((stmt,)))
+    for var, extent in reversed(extra):
+        stmt = For(var, int_like(0, extent), extent, Block((stmt,)))
+    removed = remove_stmt(func, block)
+    new = insert_in_loop(removed, _current(removed, loop), stmt, at_end=True)
+    moved = _same_block(new, new_block) or new_block
+    _check_order(prim, func, new, block, moved, _isl_ordered(func, new, block, moved))
+    return new
+
+
+def _isl_ordered(old: LoweredFunc, new: LoweredFunc, moved_old: ScheduleBlockRealize,
+                 moved_new: ScheduleBlockRealize) -> frozenset[str]:
+    """Buffers on which islpy proves that no instance of the moved block now runs before a
+    conflicting instance of a block that ran entirely before it (or after one that ran entirely
+    after it). The syntactic same-iteration test cannot see that `B[i*3 + ax0]` and
+    `B[i*3 + i_0]` meet in the same iteration of `i`; the polyhedral check does."""
+    from cinn_py.analysis import AnalysisError, dependences  # noqa: PLC0415 (islpy is heavy)
+
+    pos = program_order(old)
+    old_loops = set(map(id, StmtIndex(old).enclosing_loops(moved_old)))
+    index_old = StmtIndex(old)
+    proven: set[str] = set()
+    refuted: set[str] = set()
+    for other in all_blocks(new):
+        pairs = buffer_conflicts(moved_new, other) if other is not moved_new else []
+        buffers = {x.buffer for x, _ in pairs}
+        other_old = _same_block(old, other)
+        if not buffers or other_old is None:
+            refuted |= buffers
+            continue
+        if old_loops & set(map(id, index_old.enclosing_loops(other_old))):
+            refuted |= buffers  # interleaved before the move: left to the same-iteration test
+            continue
+        before = pos[id(other_old)] < pos[id(moved_old)]
+        try:
+            deps = dependences(new, moved_new, other) if before else dependences(new, other, moved_new)
+        except AnalysisError:
+            refuted |= buffers
+            continue
+        # Over-approximated accesses only add pairs, so an empty answer is a proof.
+        (proven if deps.is_empty() else refuted).update(buffers)
+    return frozenset(proven - refuted)
+
+
+Domain = dict[Var, tuple[Expr, Expr]]
+"""iter var -> inclusive (lo, hi) of the iter vars bound to the consumer's own loops."""
+
+
+def _consumer_domain(prim: str, func: LoweredFunc, index: StmtIndex, block: ScheduleBlockRealize,
+                     target: list[For]) -> Domain:
+    """The box of `block`'s instances over the loops it does not share with `target`: each
+    such iter value must be one of those loops' vars (each used once, unused ones of extent 1),
+    with no guard between them and the block."""
+    own = index.enclosing_loops(block)
+    shared = 0
+    while shared < min(len(own), len(target)) and own[shared] is target[shared]:
+        shared += 1
+    private = own[shared:]
+    by_var = {lp.loop_var: lp for lp in private}
+    guards = [a for a in index.ancestors(block) if isinstance(a, IfThenElse)
+              and (not private or is_ancestor(private[0], a))]
+    domain: Domain = {}
+    used: set[Var] = set()
+    for var, value in zip(block.schedule_block.iter_vars, block.iter_values):
+        mentioned = {n for n in ir.walk(value) if isinstance(n, Var) and n in by_var}
+        if not mentioned:
+            continue
+        if not isinstance(value, Var) or value in used:
+            raise schedule_error(RegionError, prim, f"iter var '{var.name}' of block '{block.name}' is bound to "
+                                 f"{ir.print_ir(value)}; expected a loop var of its own nest, each used once "
+                                 "(apply reverse_compute_at before splitting or fusing the consumer)", func, block)
+        used.add(value)
+        lp = by_var[value]
+        domain[var] = (lp.min, simplify_index(ir.Sub(ir.Add(lp.min, lp.extent), int_like(1, lp.extent))))
+    unused = [lp for lp in private if lp.loop_var not in used and const_value(lp.extent) != 1]
+    if guards or unused:
+        what = "a guard encloses it" if guards else f"loop '{unused[0].loop_var.name}' is not bound to an iter var"
+        raise schedule_error(RegionError, prim, f"the instances of block '{block.name}' must form a box over its "
+                             f"own loops, but {what}", func, *(guards[:1] or unused[:1]), block)
+    return domain
+
+
+def _produced_regions(prim: str, func: LoweredFunc, index: StmtIndex, block: ScheduleBlockRealize,
+                      loop: For) -> dict[str, list[tuple[Expr, Expr] | None]]:
+    """buffer -> per dimension, the (lo, hi) written under one iteration of `loop` (None where
+    it cannot be bounded) for every buffer `block` reads that a block under `loop` writes."""
+    reads = block_buffers_read(block)
+    produced: dict[str, list[tuple[Expr, Expr] | None]] = {}
+    for producer in (b for b in all_blocks(func) if is_ancestor(loop, b)):
+        loops = index.enclosing_loops(producer)
+        ranges = loop_ranges(loops[next(k for k, lp in enumerate(loops) if lp is loop) + 1:])
+        for acc in accesses(producer):
+            if not acc.is_write or acc.buffer not in reads:
+                continue
+            bounds = [index_bounds(idx, ranges) for idx in acc.indices]
+            old = produced.get(acc.buffer)
+            produced[acc.buffer] = bounds if old is None else [
+                None if a is None or b is None else _union(a, b) for a, b in zip(old, bounds)]
+    if not produced:
+        raise schedule_error(RegionError, prim, f"block '{block.name}' reads nothing that the blocks under loop "
+                             f"'{loop.loop_var.name}' write (expected a consumer of that loop's producers)",
+                             func, loop, block)
+    return produced
+
+
+def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
+                     produced: dict[str, list[tuple[Expr, Expr] | None]], keep_unit_loops: bool,
+                     idt: ir.DType) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
+    """New iter values: produced-region ranges for iter vars that index a produced tensor
+    directly, the full box range for the others; and the new loops `(var, extent)`."""
+    ranges: dict[Var, tuple[Expr, Expr]] = {}
+    for load in (n for n in ir.walk(block.schedule_block.body) if isinstance(n, ir.Load)):
+        region = produced.get(load.tensor.buffer.name)
+        for k, idx in enumerate(load.indices if region is not None else ()):
+            if isinstance(idx, Var) and idx in domain and idx not in ranges and region[k] is not None:
+                ranges[idx] = region[k]  # type: ignore[assignment]
+    values: list[Expr] = []
+    extra: list[tuple[Var, Expr]] = []
+    for var, value in zip(block.schedule_block.iter_vars, block.iter_values):
+        if var not in domain:
+            values.append(value)
+            continue
+        lo, hi = ranges.get(var, domain[var])
+        extent = simplify_index(ir.Add(ir.Sub(hi, lo), int_like(1, hi)))
+        if const_value(extent) == 1 and not keep_unit_loops:
+            values.append(lo)
+            continue
+        ax = Var(ir.unique_name(f"ax{len(extra)}"), idt)
+        extra.append((ax, extent))
+        values.append(ax if const_value(lo) == 0 else simplify_index(ir.Add(lo, ax)))
+    return values, extra
+
+
+def _ranges_of(target: list[For], extra: list[tuple[Var, Expr]]) -> dict[Var, tuple[Expr, Expr]]:
+    ranges = {lp.loop_var: (lp.min, lp.extent) for lp in target}
+    ranges.update({var: (int_like(0, extent), extent) for var, extent in extra})
+    return ranges
+
+
+def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For, target: list[For],
+                    domain: Domain, values: list[Expr], extra: list[tuple[Var, Expr]]) -> None:
+    """The new nest computes every instance of the box exactly once (guards cut the rest)."""
+    from cinn_py.symbolic import prove_ge, prove_le, symbolic_bounds  # noqa: PLC0415
+
+    ranges = _ranges_of(target, extra)
+    for var, value in zip(block.schedule_block.iter_vars, values):
+        if var not in domain:
+            continue
+        lo, hi = symbolic_bounds(value, ranges)
+        if lo is None or hi is None or not (prove_le(lo, domain[var][0]) and prove_ge(hi, domain[var][1])):
+            raise schedule_error(RegionError, prim, f"the region produced under loop '{loop.loop_var.name}' does "
+                                 f"not cover iter var '{var.name}' of block '{block.name}': it takes "
+                                 f"{ir.print_ir(value)}, expected every value in [{ir.print_ir(domain[var][0])}, "
+                                 f"{ir.print_ir(domain[var][1])}]", func, loop, block)
+    new_loops = [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
+    if not is_injective(tuple(values), target + new_loops):
+        raise schedule_error(IllegalDependenceError, prim, f"under loop '{loop.loop_var.name}' block "
+                             f"'{block.name}' would compute some instances more than once (its new iter values "
+                             f"{', '.join(ir.print_ir(v) for v in values)} do not determine the iteration of every "
+                             "enclosing loop); expected a loop whose iterations produce disjoint parts of what "
+                             "it reads", func, loop, block)
+
+
+def _domain_guard(target: list[For], extra: list[tuple[Var, Expr]], domain: Domain, values: list[Expr],
+                  block: ScheduleBlockRealize) -> Expr | None:
+    """`lo <= v` / `v <= hi` wherever the new range may leave the consumer's box."""
+    from cinn_py.symbolic import prove_ge, prove_le  # noqa: PLC0415
+
+    ranges = _ranges_of(target, extra)
+    cond: Expr | None = None
+    for var, value in zip(block.schedule_block.iter_vars, values):
+        if var not in domain:
+            continue
+        lo, hi = domain[var]
+        terms = [] if prove_ge(value, lo, ranges) else [ir.GE(value, lo)]
+        if not prove_le(value, hi, ranges):
+            terms.append(ir.LT(value, simplify_index(ir.Add(hi, int_like(1, hi)))))
+        for term in terms:
+            cond = term if cond is None else ir.And(cond, term)
+    return cond
