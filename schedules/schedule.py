@@ -27,6 +27,9 @@ from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (
     BlockNotFoundError, InvalidArgumentError, StaleHandleError, schedule_error,
 )
+from schedules.primitives.cache import cache_read as _cache_read
+from schedules.primitives.cache import cache_write as _cache_write
+from schedules.primitives.compute_at import reverse_compute_at as _reverse_compute_at
 from schedules.primitives.for_type import GpuLimits
 from schedules.registry import step_kind
 from schedules.state import BlockRV, LoopRV, is_handle
@@ -428,3 +431,28 @@ class IRSchedule:
         aligned = [P.align_iter_space(f) for f in self._funcs]  # all checked before any commit
         for k, new_func in enumerate(aligned):
             self._commit(k, new_func)
+
+    # -- reverse_compute_at and caches (schedules.primitives.compute_at / cache) ---------------------
+    @recorded("reverse_compute_at")
+    def reverse_compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
+        """Compute consumer `block` at the end of each iteration of its producer's `loop`."""
+        k, realize, node = self._on_block_and_loop("reverse_compute_at", block, loop)
+        self._commit(k, _reverse_compute_at(self._funcs[k], realize, node, keep_unit_loops))
+
+    @recorded("cache_read")
+    def cache_read(self, block: BlockLike, read_idx: int, memory_type: str) -> BlockRV:
+        """Read the `read_idx`-th tensor of `block` through a `<T>_<scope>_temp_buffer` copy;
+        returns the copy block."""
+        k, realize = self._block(block, "cache_read")
+        new_func, copy = _cache_read(self._funcs[k], realize, read_idx, memory_type)
+        self._commit(k, new_func)
+        return self._block_rv(copy)
+
+    @recorded("cache_write")
+    def cache_write(self, block: BlockLike, write_idx: int, memory_type: str) -> BlockRV:
+        """Write the `write_idx`-th tensor of `block` into a `<T>_<scope>_temp_buffer` copied back
+        to `T` after its nest; returns the copy-back block (named `T`; `block` is renamed)."""
+        k, realize = self._block(block, "cache_write")
+        new_func, copy = _cache_write(self._funcs[k], realize, write_idx, memory_type)
+        self._commit(k, new_func)
+        return self._block_rv(copy)
