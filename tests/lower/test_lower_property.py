@@ -66,13 +66,6 @@ def _reference(p: dict, x: np.ndarray) -> np.ndarray:
     return _NUMPY[p["kind"]](y, axis=tuple(p["axes"]), keepdims=p["keep"])
 
 
-def _hits_interp_bug(p: dict) -> bool:
-    """run_ir's vectorised mode fails on a reduction whose reduce loops all have extent 1
-    (`ValueError: setting an array element with a sequence` in interp/stmts.py); pinned by
-    test_interp_vectorized_reduction_over_unit_axes below."""
-    return bool(p["axes"]) and all(p["dims"][a] == 1 for a in p["axes"])
-
-
 @settings(max_examples=40, deadline=None)
 @given(programs(), st.integers(0, 2**31 - 1))
 def test_random_reduction_programs_match_numpy(p: dict, seed: int) -> None:
@@ -85,7 +78,7 @@ def test_random_reduction_programs_match_numpy(p: dict, seed: int) -> None:
     else:
         x = rng.integers(-1, 1, p["dims"], endpoint=True).astype(np.int32)  # prod stays small
     expected = _reference(p, x)
-    for vectorize in (False, True) if not _hits_interp_bug(p) else (False,):
+    for vectorize in (False, True):
         out = run_ir(func, {"X": x}, vectorize=vectorize)["Z"]
         assert out.shape == expected.shape
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
@@ -93,9 +86,6 @@ def test_random_reduction_programs_match_numpy(p: dict, seed: int) -> None:
     assert structural_equal(parsed, func)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="interp bug: vectorised run_ir of a reduction whose reduce loops all have extent 1; "
-                          "remove this mark and _hits_interp_bug once fixed")
 def test_interp_vectorized_reduction_over_unit_axes() -> None:
     X = cp.placeholder((1, 3), "float32", "X")
     r = cp.reduce_axis(1, "r")
