@@ -511,14 +511,23 @@ class Parser(DeclParser):
             value = decode_literal(text, prefix)
         except (ValueError, TypeError, OverflowError) as exc:
             self.error(f"invalid literal: {exc}", tok)
-        return self.count_literal(value)
+        return self.count_literal(value, tok)
 
-    def count_literal(self, value: E.Expr) -> E.Expr:
+    def count_literal(self, value: E.Expr, tok: Token) -> E.Expr:
+        """Apply a `// decl literal #n` override, which must print as the text does."""
         if not self.counting:
             return value
         index = self.n_literals
         self.n_literals += 1
-        return self.decls.literals.get(index, value)
+        override = self.decls.literals.get(index)
+        if override is None:
+            return value
+        from cinn_py.ir.printer import print_ir
+
+        if print_ir(override) != print_ir(value):
+            self.error(f"'// decl literal #{index}' is {override.dtype} '{print_ir(override)}' but the "
+                       f"text has '{print_ir(value)}' (literal numbers count every literal in order)", tok)
+        return override
 
     def parse_primary(self) -> E.Expr:
         tok = self.peek()
@@ -612,7 +621,7 @@ class Parser(DeclParser):
             value = half_from_bits(bits, dtype)
         except ValueError as exc:
             self.error(f"invalid literal: {exc}", bits_tok)
-        return self.count_literal(E.FloatImm(dtype, value))
+        return self.count_literal(E.FloatImm(dtype, value), tok)
 
     def parse_vector(self, tok: Token) -> E.Expr:
         parts: list[E.Expr] = [self.parse_expr()]
