@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import sched_programs as P
+from tests.schedules import sched_programs as P
 
 from cinn_py.ir import For, ScheduleBlockRealize
 from schedules.analysis import (

@@ -3,9 +3,9 @@ goldens, one error test per rule, differential checks."""
 
 from __future__ import annotations
 
-import _oracle
+from tests.schedules import _oracle
 import pytest
-import sched_programs as P
+from tests.schedules import sched_programs as P
 
 from schedules import (
     BindLimitError, BufferError, ExtentMismatchError, IllegalDependenceError, InvalidArgumentError,

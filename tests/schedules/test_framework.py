@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-import _oracle
+from tests.schedules import _oracle
 import pytest
-import sched_programs as P
+from tests.schedules import sched_programs as P
 
 from cinn_py import ir
 from schedules import (
