@@ -6,7 +6,7 @@ import itertools
 import random
 
 import pytest
-from c_semantics_eval import evaluate
+from tests.symbolic.c_semantics_eval import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
