@@ -500,8 +500,12 @@ def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
                                  f"not cover iter var '{var.name}' of block '{block.name}': it takes "
                                  f"{ir.print_ir(value)}, expected every value in [{ir.print_ir(domain[var][0])}, "
                                  f"{ir.print_ir(domain[var][1])}]", func, loop, block)
-    new_loops = [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
-    if not is_injective(tuple(values), target + new_loops):
+    # Unit loops take one value: fix them at their min so that equal coefficients of a unit
+    # loop and another loop (`ax0 + i` under keep_unit_loops) do not hide injectivity.
+    loops = target + [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
+    units = {lp.loop_var: lp.min for lp in loops if const_value(lp.extent) == 1}
+    fixed = tuple(simplify_index(ir.substitute(v, units)) for v in values)
+    if not is_injective(fixed, [lp for lp in loops if lp.loop_var not in units]):
         raise schedule_error(IllegalDependenceError, prim, f"under loop '{loop.loop_var.name}' block "
                              f"'{block.name}' would compute some instances more than once (its new iter values "
                              f"{', '.join(ir.print_ir(v) for v in values)} do not determine the iteration of every "
