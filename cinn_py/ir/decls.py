@@ -415,7 +415,10 @@ def _buffer_and_tensor_lines(collector: _Collector) -> list[str]:
     for name, buf in collector.buffers.items():
         if implied.get(name) != buf:
             lines.append(f"buffer {name} : {buf.dtype}[{_exprs(buf.shape)}] {buf.memory_type.value}")
-    for tensor in collector.tensors.values():
+    # Tensors that imply their buffer first: the parser creates a buffer at its first tensor line.
+    ordered = sorted(collector.tensors.values(), key=lambda t: implied.get(t.buffer.name) is not t.buffer
+                     or t.buffer.shape != t.shape or t.buffer.dtype != t.dtype)
+    for tensor in ordered:
         buf = tensor.buffer
         line = f"tensor {tensor.name} : {tensor.dtype}[{_exprs(tensor.shape)}]"
         if buf.name != f"_{tensor.name}":

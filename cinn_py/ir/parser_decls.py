@@ -134,7 +134,10 @@ class DeclParser(_Base):
         memory = self.parse_memory()
         buffer = self.section.buffers.get(buf_name)
         if buffer is None:
+            # The first tensor line naming a buffer defines it (the printer puts the tensor whose
+            # shape and dtype match its buffer first); later views share it.
             buffer = Buffer(buf_name, shape, dtype, memory or MemoryType.HEAP)
+            self.section.buffers[buf_name] = buffer
         elif memory is not None and memory is not buffer.memory_type:
             self.error(f"tensor '{name}' says {memory.value} but buffer '{buf_name}' is "
                        f"{buffer.memory_type.value}", tok)

@@ -205,3 +205,29 @@ def test_ambiguous_literals_get_decls() -> None:
     f = ir.FloatImm(dt.float32, 0.1234567891234)  # 9 printed digits lose the value
     assert ir.print_ir(f, decls=True) == "// decl literal #0 : float32 = 0.1234567891234\n0.123456789f"
     assert parse_ir("0.123456789f") != f and parse_ir(ir.print_ir(f, decls=True)) == f
+
+
+def test_shared_buffer_views_roundtrip() -> None:
+    # `C__reduce_init` is seen first but `C` defines the buffer `_C` (another shape).
+    C = ir.make_tensor("C", (ir.IntImm(dt.int32, 8), ir.IntImm(dt.int32, 4)), dt.float32)
+    init = ir.Tensor("C__reduce_init", (ir.IntImm(dt.int32, 8),), dt.float32, C.buffer)
+    body = ir.Block((ir.Store(init, ir.const(0.0), (i,)), ir.Store(C, ir.Load(C, (i, j)), (i, j))))
+    text = ir.print_ir(body, decls=True)
+    assert text.index("tensor C :") < text.index("tensor C__reduce_init :")
+    back = parse_ir(text)
+    assert ir.structural_equal(back, body)
+    assert back.stmts[0].tensor.buffer is back.stmts[1].tensor.buffer  # type: ignore[attr-defined]
+
+
+def test_handwritten_scheduled_ir_roundtrips() -> None:
+    from pathlib import Path
+
+    from cinn_py.testing.golden import assert_roundtrip
+
+    path = Path(__file__).resolve().parents[1] / "golden" / "schedules" / "seed_walkthrough.ir"
+    if not path.exists():
+        pytest.skip("seed_walkthrough.ir is not in this checkout")
+    text = path.read_text().rstrip("\n")
+    fn = parse_ir(text)
+    assert ir.print_ir(fn) == text
+    assert_roundtrip(fn)
