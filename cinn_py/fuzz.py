@@ -1,0 +1,338 @@
+"""The fuzzer: random programs x random schedules, checked end to end against numpy.
+
+    python -m cinn_py.fuzz --examples 1000 --seed 1 [--cuda] [--steps 6] [--timeout 30]
+    python -m cinn_py.fuzz --seed 1 --case 17          # re-run one case in-process, verbosely
+
+Each case (derived deterministically from `(seed, index)`):
+
+1. generates a compute-DSL program (`cinn_py.fuzzing.programs`) and lowers it;
+2. runs the interpreter (`run_ir`) and compares with the independent numpy reference;
+3. applies a random schedule (`cinn_py.fuzzing.schedgen`) and compares `run_ir` of the
+   scheduled function with the unscheduled one;
+4. builds the scheduled function for x86 and compares the kernel's outputs with the reference;
+5. with `--cuda`, binds the loops to GPU threads and compiles CUDA C with NVRTC (compile only).
+
+Outcomes: `ok`; `rejected` with a documented error type (`ScheduleError`, `CompileError`,
+`LoweringError`, `ValueError`, `TypeError`: a component refused the input cleanly); or `fail`
+(a wrong result, any other exception, a crash of the process, or a case exceeding the
+timeout). Comparisons use `programs.tolerance(dtype, mag, err)`: integer and boolean results
+must match exactly; float results within 8x the propagated rounding-error bound of the
+program plus 4 ulps of the output's magnitude bound.
+
+The CLI runs cases in a worker subprocess (`faulthandler` on), so a segfault in generated code
+or a hang is reported as a failure of that case and the run goes on with a fresh worker.
+Failing cases are shrunk (schedule steps, outputs, subexpressions) and printed as a reproducer:
+the DSL program, the IR (`print_ir(..., decls=True)`), the trace (`trace.as_python()`), the
+input seed and bindings, and what differed.
+
+This module is an entry point (like `cinn_py.driver`): it imports `schedules` lazily.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cinn_py.diagnostics import CompileError, LoweringError, ScheduleError
+from cinn_py.fuzzing import programs as P
+from cinn_py.fuzzing.reference import build_tensors, evaluate, to_python
+from cinn_py.fuzzing.schedgen import apply_random_schedule, bind_for_gpu
+from cinn_py.fuzzing.shrink import shrink
+
+DOCUMENTED_ERRORS: tuple[type[BaseException], ...] = (ScheduleError, CompileError, LoweringError, ValueError,
+                                                      TypeError)
+FUNC_NAME = "fuzz_kernel"
+
+
+@dataclass
+class Options:
+    """What each case runs."""
+
+    x86: bool = True
+    cuda: bool = False
+    steps: int = 6
+    shrink: bool = True
+
+
+@dataclass
+class Case:
+    """A generated case: the program, its input seed and bindings, and the schedule seed."""
+
+    seed: int
+    index: int
+    spec: P.ProgramSpec
+    bindings: list[dict[str, int]]
+    input_seed: int
+    schedule_seed: int
+
+
+@dataclass
+class Result:
+    """The outcome of one case. `stage` names where it ended; `detail` says what differed."""
+
+    index: int
+    status: str
+    stage: str = ""
+    error: str = ""
+    detail: str = ""
+    steps: list[tuple[str, str]] = field(default_factory=list)
+    reproducer: str = ""
+
+    @property
+    def signature(self) -> str:
+        return f"{self.status}:{self.stage}:{self.error.split(':')[0]}"
+
+
+def make_case(seed: int, index: int) -> Case:
+    """The case `index` of a run with `seed` (deterministic)."""
+    rng = random.Random(f"cinn-py-fuzz:{seed}:{index}")
+    spec = P.generate_program(rng)
+    return Case(seed, index, spec, P.random_bindings(spec, rng), rng.randrange(2 ** 31), rng.randrange(2 ** 31))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one case
+# ---------------------------------------------------------------------------------------------
+class _Failure(Exception):
+    def __init__(self, stage: str, detail: str) -> None:
+        super().__init__(detail)
+        self.stage, self.detail = stage, detail
+
+
+def compare(spec: P.ProgramSpec, got: dict[str, np.ndarray], want: dict[str, np.ndarray], what: str) -> None:
+    """Raise `_Failure(what, ...)` unless every output matches within its tolerance."""
+    for k in spec.outputs:
+        t = spec.tensors[k]
+        if t.name not in got:
+            raise _Failure(what, f"output '{t.name}' missing (got {sorted(got)})")
+        a, b = np.asarray(got[t.name]), np.asarray(want[t.name])
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise _Failure(what, f"output '{t.name}': got {a.dtype}{a.shape}, expected {b.dtype}{b.shape}")
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        tol = P.tolerance(t.dtype, t.mag, t.err)
+        bad = ~(diff <= tol)
+        if bad.any():
+            where = tuple(int(x) for x in np.argwhere(bad)[0])
+            raise _Failure(what, f"output '{t.name}' ({t.dtype}): {int(bad.sum())}/{bad.size} elements differ; "
+                                 f"max |diff| {np.nanmax(diff) if not np.isnan(diff).all() else 'nan'} > tol {tol:.3g}; "
+                                 f"first at {where}: got {a[where]!r}, expected {b[where]!r}")
+
+
+def _inputs(case: Case, spec: P.ProgramSpec) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(case.input_seed)
+    return [P.random_inputs(spec, b, rng) for b in case.bindings]
+
+
+def _lower(spec: P.ProgramSpec) -> Any:
+    import cinn_py  # noqa: PLC0415
+    from cinn_py.ir import reset_name_ids  # noqa: PLC0415
+
+    reset_name_ids()
+    return cinn_py.lower(FUNC_NAME, build_tensors(spec))
+
+
+def _schedule(func: Any, case: Case, opts: Options, trace_steps: list[Any] | None) -> tuple[Any, list[Any]]:
+    from schedules import IRSchedule, Trace, replay  # noqa: PLC0415
+
+    if trace_steps is not None:
+        return replay(Trace(steps=list(trace_steps)), func), []
+    sch = IRSchedule(func)
+    log = apply_random_schedule(sch, random.Random(case.schedule_seed), opts.steps, "x86")
+    return sch, log
+
+
+def _run_x86(func: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import cinn_py  # noqa: PLC0415
+
+    kernel = cinn_py.build(func, target="x86")
+    outs = kernel(*[inputs[t.name] for t in func.inputs])
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return {t.name: o for t, o in zip(func.outputs, outs)}
+
+
+def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
+             trace_steps: list[Any] | None = None) -> tuple[Result, Any]:
+    """Run one case (optionally with a replacement spec / explicit trace steps, for shrinking).
+
+    Returns the result and the schedule (None when it did not get that far)."""
+    from cinn_py.interp import run_ir  # noqa: PLC0415
+
+    spec = spec or case.spec
+    result = Result(case.index, "ok")
+    sch = None
+    stage = "lower"
+    try:
+        func = _lower(spec)
+        all_inputs = _inputs(case, spec)
+        refs = [evaluate(spec, inp, b) for inp, b in zip(all_inputs, case.bindings)]
+        stage = "interp"
+        befores = [run_ir(func, inp) for inp in all_inputs]
+        for got, want in zip(befores, refs):
+            compare(spec, got, want, "interp-vs-reference")
+        stage = "schedule"
+        sch, result.steps = _schedule(func, case, opts, trace_steps)
+        stage = "interp-scheduled"
+        for inp, want in zip(all_inputs, befores):
+            compare(spec, run_ir(sch.func, inp), want, "scheduled-interp-vs-unscheduled")
+        if opts.x86:
+            stage = "x86"
+            for inp, want in zip(all_inputs, refs):
+                compare(spec, _run_x86(sch.func, inp), want, "x86-vs-reference")
+        if opts.cuda:
+            stage = "cuda"
+            _compile_cuda(sch.func)
+    except _Failure as exc:
+        result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
+    except DOCUMENTED_ERRORS as exc:
+        result.status, result.stage = "rejected", stage
+        result.error = f"{type(exc).__name__}: {_first_line(exc)}"
+    except Exception as exc:  # noqa: BLE001 - any other exception is a finding
+        import traceback  # noqa: PLC0415
+
+        result.status, result.stage = "fail", stage
+        result.error = f"{type(exc).__name__}: {_first_line(exc)}"
+        result.detail = "".join(traceback.format_exception(exc)[-6:])
+    return result, sch
+
+
+def _compile_cuda(func: Any) -> None:
+    import cinn_py  # noqa: PLC0415
+    from schedules import IRSchedule  # noqa: PLC0415
+
+    sch = IRSchedule(func)
+    bind_for_gpu(sch)
+    cinn_py.codegen(sch.func, target="cuda")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Shrinking and reproducers
+# ---------------------------------------------------------------------------------------------
+def shrink_case(case: Case, opts: Options, result: Result, sch: Any) -> tuple[P.ProgramSpec, list[Any]]:
+    """A smaller (spec, trace steps) failing with the same signature."""
+    steps = list(sch.trace.steps) if sch is not None else []
+
+    def still_fails(spec: P.ProgramSpec, cand_steps: list[Any]) -> bool:
+        again, _ = run_case(case, opts, spec, cand_steps)
+        return again.signature == result.signature
+
+    if not still_fails(case.spec, steps):   # the failure needs the random schedule's exact replay
+        return case.spec, steps
+    return shrink(case.spec, steps, still_fails)
+
+
+def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any], result: Result) -> str:
+    """Everything needed to reproduce a failure, as text."""
+    from cinn_py.ir.printer import print_ir  # noqa: PLC0415
+    from schedules import Trace  # noqa: PLC0415
+
+    try:
+        ir_text = print_ir(_lower(spec), decls=True)
+    except Exception as exc:  # noqa: BLE001 - the failure may be in lowering itself
+        ir_text = f"<lowering failed: {type(exc).__name__}: {_first_line(exc)}>"
+    flags = " --cuda" if opts.cuda else ""
+    return "\n".join([
+        f"=== FAIL case {case.index} (seed {case.seed}) at {result.stage}",
+        f"what differed: {result.error or ''} {result.detail}".rstrip(),
+        f"--- reproduce: python -m cinn_py.fuzz --seed {case.seed} --case {case.index}{flags}",
+        "--- program (compute DSL):", to_python(spec, FUNC_NAME),
+        "--- IR before scheduling:", ir_text,
+        "--- schedule (trace.as_python()):", Trace(steps=list(steps)).as_python(),
+        f"--- inputs: numpy.random.default_rng({case.input_seed}); floats U[-2, 2], ints [-8, 8]; "
+        f"symbol bindings {case.bindings}",
+        f"--- spec JSON: {json.dumps(spec.to_json())}",
+    ])
+
+
+def check_case(seed: int, index: int, opts: Options) -> Result:
+    """Run one case; on failure, shrink it and attach the reproducer."""
+    case = make_case(seed, index)
+    result, sch = run_case(case, opts)
+    if result.status == "fail":
+        spec, steps = shrink_case(case, opts, result, sch) if opts.shrink else (
+            case.spec, list(sch.trace.steps) if sch is not None else [])
+        result.reproducer = reproducer(case, opts, spec, steps, result)
+    return result
+
+
+def describe_case(seed: int, index: int, opts: Options) -> str:
+    """The reproducer text of a case without running it (for crashes and hangs)."""
+    case = make_case(seed, index)
+    steps: list[Any] = []
+    try:
+        sch, _ = _schedule(_lower(case.spec), case, opts, None)
+        steps = list(sch.trace.steps)
+    except Exception as exc:  # noqa: BLE001 - describe as much as possible
+        print(f"(scheduling failed: {type(exc).__name__}: {_first_line(exc)})")
+    return reproducer(case, opts, case.spec, steps, Result(index, "described", "not run"))
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m cinn_py.fuzz", description=__doc__.split("\n\n")[0])
+    p.add_argument("--examples", type=int, default=200, help="number of cases (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--start", type=int, default=0, help="first case index (default 0)")
+    p.add_argument("--case", type=int, default=None, help="run only this case, in-process, verbosely")
+    p.add_argument("--cuda", action="store_true", help="also generate CUDA C and compile it with NVRTC")
+    p.add_argument("--no-x86", action="store_true", help="skip building and running on x86")
+    p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
+    p.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
+    p.add_argument("--in-process", action="store_true", help="no worker subprocess (no crash isolation)")
+    p.add_argument("--describe", action="store_true",
+                   help="with --case: print the case's program, IR and schedule without running it")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def _options(ns: argparse.Namespace) -> Options:
+    return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _parse(argv)
+    opts = _options(ns)
+    if ns.worker:
+        from cinn_py.fuzzing.worker import worker_loop  # noqa: PLC0415
+
+        return worker_loop(ns.seed, ns.start, ns.start + ns.examples, opts, check_case)
+    if ns.case is not None and ns.describe:
+        print(describe_case(ns.seed, ns.case, opts))
+        return 0
+    if ns.case is not None:
+        result = check_case(ns.seed, ns.case, opts)
+        print(json.dumps(dataclasses.asdict(result) | {"reproducer": None}, indent=1))
+        if result.reproducer:
+            print(result.reproducer)
+        return 1 if result.status == "fail" else 0
+    from cinn_py.fuzzing.worker import Summary, run_in_process, run_with_workers  # noqa: PLC0415
+
+    start = time.monotonic()
+    summary = Summary()
+    indices = range(ns.start, ns.start + ns.examples)
+    if ns.in_process:
+        run_in_process(ns.seed, indices, opts, check_case, summary)
+    else:
+        worker_args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--in-process"]
+        run_with_workers(ns.seed, indices, opts, ns.timeout, worker_args, summary)
+    print(summary.format(time.monotonic() - start))
+    return 1 if summary.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
