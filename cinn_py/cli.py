@@ -1,6 +1,11 @@
 """The `cinn-py` command line.
 
-    cinn-py dump-ir FILE [--schedule SCRIPT] [--decls]     print the lowered (and scheduled) IR
+    cinn-py dump-ir FILE [--schedule SCRIPT] [--stage S] [--decls]   print the IR after a stage
+    cinn-py codegen FILE [--schedule SCRIPT] --target cuda|x86 [--emit WHAT]   print generated code
+    cinn-py run FILE [--schedule SCRIPT] [--dims S1=3,S2=5]   compile for x86, run on random
+                                                             inputs, compare with the interpreter
+    cinn-py bench [NAMES...] [--repeat N] [--threads T]     x86 benchmarks vs numpy
+    cinn-py demo                                            the seed example end to end
 
 FILE is a `.ir` file (IR text, as the printer writes it, optionally with `// decl` lines) or a
 Python file that builds tensors with the compute DSL and names what to lower: it assigns
@@ -73,12 +78,92 @@ def apply_schedule(program: LoweredFunc | Module, script: Path) -> Any:
     return sch
 
 
-def cmd_dump_ir(ns: argparse.Namespace) -> int:
+STAGES = ("lowered", "scheduled", "simplified", "gpu", "all")
+
+
+def stage_outputs(ns: argparse.Namespace) -> list[tuple[str, Any]]:
+    """(stage name, IR) for every stage up to `ns.stage`: lowered -> scheduled -> simplified -> gpu."""
     program: Any = load_program(Path(ns.file))
+    outputs: list[tuple[str, Any]] = [("lowered", program)]
     if ns.schedule:
         program = apply_schedule(program, Path(ns.schedule)).func
-    print(print_ir(program, decls=ns.decls))
+        outputs.append(("scheduled", program))
+    if ns.stage in ("simplified", "gpu", "all"):
+        from cinn_py.driver import as_lowered_func
+        from cinn_py.passes import simplify_func
+
+        program = simplify_func(as_lowered_func(program))
+        outputs.append(("simplified", program))
+    if ns.stage in ("gpu", "all"):
+        from cinn_py.driver import lower_for_target
+
+        outputs.append(("gpu", lower_for_target(program, "cuda")))
+    if ns.stage == "all":
+        return outputs
+    wanted = {"lowered": "lowered", "scheduled": "scheduled" if ns.schedule else "lowered"}.get(ns.stage, ns.stage)
+    return [next(item for item in outputs if item[0] == wanted)]
+
+
+def cmd_dump_ir(ns: argparse.Namespace) -> int:
+    outputs = stage_outputs(ns)
+    for name, program in outputs:
+        if len(outputs) > 1:
+            print(f"// ----- stage: {name} -----")
+        print(print_ir(program, decls=ns.decls))
     return 0
+
+
+def _scheduled_program(ns: argparse.Namespace) -> Any:
+    program: Any = load_program(Path(ns.file))
+    return apply_schedule(program, Path(ns.schedule)).func if ns.schedule else program
+
+
+def cmd_codegen(ns: argparse.Namespace) -> int:
+    from cinn_py.driver import codegen
+
+    code = codegen(_scheduled_program(ns), target=ns.target, fast_math=ns.fast_math,
+                   **({"arch": ns.arch} if ns.target == "cuda" else {}))
+    emit = ns.emit or ("source" if ns.target == "cuda" else "llvm")
+    attribute = {"source": "source", "ptx": "ptx", "launch": "launch", "llvm": "llvm_ir",
+                 "llvm-unopt": "unoptimized_ir", "asm": "asm"}[emit]
+    if not hasattr(code, attribute):
+        raise CliError(f"codegen: --emit {emit} is not available for target {ns.target}")
+    print(getattr(code, attribute))
+    return 0
+
+
+def _parse_dims(text: str | None) -> dict[str, int]:
+    dims: dict[str, int] = {}
+    for item in filter(None, (text or "").split(",")):
+        name, _, value = item.partition("=")
+        if not value.strip().lstrip("-").isdigit():
+            raise CliError(f"--dims: expected NAME=INT items separated by commas, got {item!r}")
+        dims[name.strip()] = int(value)
+    return dims
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from cinn_py.runner import run_and_compare
+
+    report = run_and_compare(_scheduled_program(ns), _parse_dims(ns.dims), seed=ns.seed,
+                             target=ns.target, fast_math=ns.fast_math)
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    from cinn_py import bench
+
+    argv = list(ns.names) + ["--repeat", str(ns.repeat)]
+    if ns.threads:
+        argv += ["--threads", str(ns.threads)]
+    return int(bench.main(argv) or 0)
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    from cinn_py.demo import run_demo
+
+    return run_demo(verbose=not ns.quiet)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +174,37 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("file", help=".ir file or Python file building tensors")
     dump.add_argument("--schedule", metavar="SCRIPT", help="schedule script run with `sch` in scope")
     dump.add_argument("--decls", action="store_true", help="prefix the `// decl` header (parseable)")
+    dump.add_argument("--stage", choices=STAGES, default="scheduled",
+                      help="which IR to print (default: after the schedule, if any)")
     dump.set_defaults(handler=cmd_dump_ir)
+
+    gen = sub.add_parser("codegen", help="print generated CUDA C / PTX / LLVM IR / assembly")
+    gen.add_argument("file")
+    gen.add_argument("--schedule", metavar="SCRIPT")
+    gen.add_argument("--target", choices=("cuda", "x86"), default="cuda")
+    gen.add_argument("--emit", choices=("source", "ptx", "launch", "llvm", "llvm-unopt", "asm"))
+    gen.add_argument("--arch", default="sm_90", help="CUDA arch for NVRTC (default sm_90)")
+    gen.add_argument("--fast-math", action="store_true")
+    gen.set_defaults(handler=cmd_codegen)
+
+    run = sub.add_parser("run", help="compile, run on random inputs, compare with the interpreter")
+    run.add_argument("file")
+    run.add_argument("--schedule", metavar="SCRIPT")
+    run.add_argument("--dims", help="values of symbolic dims, e.g. S1=3,S2=5 (default: 4 each)")
+    run.add_argument("--target", choices=("x86", "cuda"), default="x86")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--fast-math", action="store_true")
+    run.set_defaults(handler=cmd_run)
+
+    bench = sub.add_parser("bench", help="x86 benchmarks against numpy (median ms, GB/s, % bandwidth)")
+    bench.add_argument("names", nargs="*", help="workloads to run (default: all)")
+    bench.add_argument("--repeat", type=int, default=20)
+    bench.add_argument("--threads", type=int)
+    bench.set_defaults(handler=cmd_bench)
+
+    demo = sub.add_parser("demo", help="the seed example: lower, schedule, CUDA C, x86 run vs numpy")
+    demo.add_argument("--quiet", action="store_true")
+    demo.set_defaults(handler=cmd_demo)
     return parser
 
 

@@ -51,3 +51,13 @@ def codegen(func_or_schedule: Any, target: str = "cuda", fast_math: bool = False
     backend = _backend(target)
     entry = backend.generate_x86 if target == "x86" else backend.generate_cuda
     return entry(func, fast_math=fast_math, **options)
+
+
+def lower_for_target(func_or_schedule: Any, target: str) -> LoweredFunc:
+    """The IR the backend prints, after its post-processing passes (CUDA: cross-thread
+    reduction, bind lowering, index simplification; x86: the function as scheduled)."""
+    func = as_lowered_func(func_or_schedule)
+    if target == "cuda":
+        return importlib.import_module("codegen.cuda.lowering").lower_for_cuda(func)
+    _backend(target)
+    return func

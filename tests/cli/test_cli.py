@@ -1,0 +1,122 @@
+"""The `cinn-py` command line: dump-ir on .ir and .py files, errors, codegen, run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cinn_py.cli import main
+from tests.lower.test_seed_example import EXPECTED as SEED_TEXT
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL_IR = textwrap.dedent("""\
+    function fn (_A, _B)
+    {
+      ScheduleBlock(root)
+      {
+        serial for (i, 0, 32)
+        {
+          ScheduleBlock(B)
+          {
+            i0 = axis.bind(i)
+            B[i0] = (A[i0] * 2.00000000f)
+          }
+        }
+      }
+    }""")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_dump_ir_of_python_file_is_the_seed_golden(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "dump-ir", str(ROOT / "examples/seed_example.py"))
+    assert code == 0
+    assert out.rstrip("\n") == SEED_TEXT.rstrip("\n")
+
+
+def test_dump_ir_of_ir_file_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "small.ir"
+    path.write_text(SMALL_IR)
+    code, out, _ = _run(capsys, "dump-ir", str(path))
+    assert code == 0
+    assert out.rstrip("\n") == SMALL_IR
+
+
+def test_dump_ir_with_schedule_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "small.ir").write_text(SMALL_IR)
+    (tmp_path / "sched.py").write_text('sch.split(sch.get_loops("B")[0], [4, -1])\n')
+    code, out, _ = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule", str(tmp_path / "sched.py"))
+    assert code == 0
+    assert "serial for (i, 0, 4)" in out and "serial for (i_0, 0, 8)" in out
+
+
+def test_dump_ir_all_stages(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "dump-ir", str(ROOT / "examples/seed_example.py"), "--schedule",
+                        str(ROOT / "examples/seed_schedule.py"), "--stage", "simplified")
+    assert code == 0
+    assert "thread_bind[threadIdx.x] for (rb_3, 0ll, 32ll)" in out
+
+
+def test_schedule_error_is_a_clean_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "small.ir").write_text(SMALL_IR)
+    (tmp_path / "sched.py").write_text('sch.split(sch.get_loops("B")[0], [-1, -1])\n')
+    code, out, err = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule", str(tmp_path / "sched.py"))
+    assert code == 1 and out == ""
+    assert err.startswith("error: split:") and "Traceback" not in err
+
+
+def test_parse_error_is_a_clean_message_and_debug_shows_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.ir"
+    path.write_text("function fn (_A\n{\n}\n")
+    code, _, err = _run(capsys, "dump-ir", str(path))
+    assert code == 1 and err.startswith("error: ") and "Traceback" not in err
+    code, _, err = _run(capsys, "--debug", "dump-ir", str(path))
+    assert code == 1 and "Traceback" in err
+
+
+@pytest.mark.parametrize("argv", [["dump-ir", "/nonexistent.ir"], ["dump-ir", str(ROOT / "README.md")]])
+def test_bad_files(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, *argv)
+    assert code == 1 and err.startswith("error: ")
+
+
+def test_python_file_must_name_what_to_lower(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.py"
+    path.write_text("x = 1\n")
+    code, _, err = _run(capsys, "dump-ir", str(path))
+    assert code == 1 and "must assign `func`" in err
+
+
+def test_codegen_cuda_and_x86(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "small.ir"
+    path.write_text(SMALL_IR)
+    sched = tmp_path / "bind.py"
+    sched.write_text('i0, i1 = sch.split(sch.get_loops("B")[0], [-1, 8])\n'
+                     'sch.bind(i0, "blockIdx.x")\nsch.bind(i1, "threadIdx.x")\n')
+    code, out, _ = _run(capsys, "codegen", str(path), "--schedule", str(sched), "--target", "cuda")
+    assert code == 0 and "__global__" in out and "(int)threadIdx.x" in out
+    code, out, _ = _run(capsys, "codegen", str(path), "--target", "x86", "--emit", "llvm")
+    assert code == 0 and "define" in out
+
+
+def test_run_compares_with_the_interpreter(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "run", str(ROOT / "examples/seed_example.py"), "--dims", "S1=2,S2=3")
+    assert code == 0 and "OK: matches the interpreter" in out
+    code, _, err = _run(capsys, "run", str(ROOT / "examples/seed_example.py"), "--dims", "S9=2")
+    assert code == 1 and "not symbolic dims" in err
+
+
+def test_console_script_entry_point() -> None:
+    result = subprocess.run([sys.executable, "-m", "cinn_py", "dump-ir", str(ROOT / "examples/seed_example.py")],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("function fn (_X, _F, S1, S2)")
