@@ -34,7 +34,8 @@ from cinn_py.ir.buffer import Buffer
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, check_loops, inline_schedule_blocks
 from codegen.llvm.intrinsics import MathEmitter
-from codegen.llvm.stmts import LAUNCH_SYMBOL, FunctionEmitter
+from codegen.llvm.privatize import task_only_buffers
+from codegen.llvm.stmts import LAUNCH_SYMBOL, FunctionEmitter, private_buffers
 
 _RESERVED = {"free", "malloc", "aligned_alloc", "memcpy", "memset", "main", LAUNCH_SYMBOL}
 _LIBM_NAMES = {"exp", "log", "sqrt", "tanh", "erf", "pow", "sin", "cos", "tan", "floor", "ceil", "round",
@@ -110,7 +111,9 @@ class CodegenUnit:
                 em.buffers[arg.tensor.buffer.name] = param
             else:
                 em.env[arg.var] = param  # type: ignore[index]
-        em.allocate_temps(self.temps)
+        # task-private buffers used only in parallel loops are allocated by each task instead
+        task_only = task_only_buffers(self.body, private_buffers(self.body, self.temps))
+        em.allocate_temps([b for b in self.temps if b.name not in task_only])
         em.stmt(self.body)
         em.finish(returns_status=True)
 

@@ -23,6 +23,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
+from codegen.llvm.privatize import privatize_local_buffers
 from codegen.llvm.stmts import LAUNCH_SYMBOL, STATUS_OK, FunctionEmitter, private_buffers
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def _emit_task(unit: CodegenUnit, task: ir.Function, loop: S.For, struct_t: ir.L
         em.env[var] = field(3 + k)
     for k, name in enumerate(captured_bufs):
         em.buffers[name] = field(3 + len(captured_vars) + k)
-    em.allocate_temps(private_buffers(loop.body, unit.temps))
+    body, private = privatize_local_buffers(loop, private_buffers(loop.body, unit.temps))
+    em.allocate_temps(private)
 
     one = ir.Constant(T.I64, 1)
     chunk = b.sdiv(b.sub(b.add(extent, num_tasks), one), num_tasks)
@@ -88,5 +90,5 @@ def _emit_task(unit: CodegenUnit, task: ir.Function, loop: S.For, struct_t: ir.L
     def bind(counter: ir.Value) -> ir.Value:
         return T.cast(b, b.add(lo, counter), dt.int64, var.dtype)
 
-    em.counted_loop(var, begin, end, 1, lambda: em.stmt(loop.body), bind=bind)
+    em.counted_loop(var, begin, end, 1, lambda: em.stmt(body), bind=bind)
     em.finish(returns_status=False)

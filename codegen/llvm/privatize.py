@@ -1,0 +1,168 @@
+"""Per-task storage of `local`/`shared` buffers inside a `parallel` loop.
+
+A buffer that `set_buffer(block, "local")` (or `"shared"`) moved to task-private memory keeps its
+full shape in the IR: after `compute_at` of a row stage into a parallel row loop, the stage
+`E[i, j]` still indexes a `[rows, cols]` buffer with the parallel loop var `i`. Each task of the
+outlined loop owns a private copy (see `stmts.private_buffers`), so at full size every task would
+allocate (and touch) the whole tensor.
+
+`privatize_local_buffers` is the x86 analogue of what `cinn_py.passes.gpu_bind` does for
+per-thread buffers (CINN: `ResizeBufferToMaxVarRange`): inside the parallel body the parallel
+loop var is replaced by 0 in every index of such a buffer, and each dim shrinks to the constant
+range the body's loops actually reach. A row stage `E[i, j]` thus becomes a `[1, cols]` buffer
+that stays in L1 (and small rfactor buffers become stack arrays that LLVM promotes to registers).
+
+Why this is sound: a private buffer is only accessed inside the parallel body (its values never
+flow between iterations, or the parallel loop would carry a dependence, which `parallel` rejects),
+so every iteration reads what it wrote itself. Replacing the loop var by 0 keeps distinct
+elements distinct *within one iteration* as long as the var only appears as an additive term
+`c * i` of the index; any other use (`i * j`, `i / 4`, inside a call or a load) leaves that buffer
+at its full size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Buffer, Tensor
+from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.symbolic import Analyzer, to_poly
+
+
+def privatize_local_buffers(loop: S.For, private: list[Buffer]) -> tuple[S.Stmt, list[Buffer]]:
+    """`loop.body` with the private buffers collapsed over `loop.loop_var` and shrunk; returns
+    the new body and the buffers to allocate per task (shrunk where that was possible)."""
+    names = {b.name for b in private}
+    if not names:
+        return loop.body, private
+    accesses = _accesses(loop.body, names)
+    collapsible = {n for n in names if all(_additive(idx, loop.loop_var) for idx in accesses.get(n, []))}
+    zero = E.IntImm(loop.loop_var.dtype, 0)
+    body = _Collapse(collapsible, loop.loop_var, zero).visit(loop.body) if collapsible else loop.body
+    ranges = _loop_ranges(body)
+    new_accesses = _accesses(body, collapsible)
+    resized: dict[str, Buffer] = {}
+    for buf in private:
+        if buf.name in collapsible:
+            resized[buf.name] = _shrink(buf, new_accesses.get(buf.name, []), ranges)
+    if any(resized[b.name] is not b for b in private if b.name in resized):
+        body = _Rebind(resized).visit(body)
+    return body, [resized.get(b.name, b) for b in private]
+
+
+def _accesses(body: S.Stmt, names: set[str]) -> dict[str, list[tuple[E.Expr, ...]]]:
+    """Index tuples of every load/store of the named buffers under `body`."""
+    found: dict[str, list[tuple[E.Expr, ...]]] = {}
+    for node in walk(body):
+        if isinstance(node, (E.Load, S.Store)) and node.tensor.buffer.name in names:
+            found.setdefault(node.tensor.buffer.name, []).append(tuple(node.indices))
+    return found
+
+
+def _additive(indices: tuple[E.Expr, ...], var: E.Var) -> bool:
+    """Whether `var` occurs in `indices` only as a term `c * var` (c constant)."""
+    for idx in indices:
+        if not any(isinstance(n, E.Var) and n == var for n in walk(idx)):
+            continue
+        try:
+            poly = to_poly(idx)
+        except (TypeError, ValueError):
+            return False
+        for mono, _ in poly.non_const_terms():
+            uses = [a for a in mono if any(isinstance(n, E.Var) and n == var for n in walk(a))]
+            if uses and mono != (var,):
+                return False
+    return True
+
+
+def _loop_ranges(body: S.Stmt) -> dict[E.Var, tuple[E.Expr, E.Expr]]:
+    return {n.loop_var: (n.min, n.extent) for n in walk(body) if isinstance(n, S.For)}
+
+
+def _shrink(buf: Buffer, accesses: list[tuple[E.Expr, ...]], ranges: dict[E.Var, tuple[E.Expr, E.Expr]]) -> Buffer:
+    """`buf` with each dim cut to the constant index range the accesses reach (when known)."""
+    if not accesses or any(len(a) != len(buf.shape) for a in accesses):
+        return buf
+    analyzer = Analyzer(ranges)  # type: ignore[arg-type]
+    shape: list[E.Expr] = []
+    for axis, dim in enumerate(buf.shape):
+        hi = -1
+        for idx in accesses:
+            lo_hi = analyzer.const_bounds(idx[axis])
+            if lo_hi is None or lo_hi[0] is None or lo_hi[1] is None or lo_hi[0] < 0:
+                hi = None  # type: ignore[assignment]
+                break
+            hi = max(hi, int(lo_hi[1]))
+        if hi is None or (isinstance(dim, (E.IntImm, E.UIntImm)) and hi + 1 >= int(dim.value)):
+            shape.append(dim)
+        else:
+            shape.append(E.IntImm(dim.dtype if dim.dtype.is_integral else dt.int32, hi + 1))
+    new_shape = tuple(shape)
+    return buf if new_shape == buf.shape else dataclasses.replace(buf, shape=new_shape)
+
+
+class _Collapse(Mutator):
+    """Replace `var` by 0 in the indices of loads/stores of the named buffers."""
+
+    def __init__(self, names: set[str], var: E.Var, zero: E.Expr) -> None:
+        self.names, self.var, self.zero = names, var, zero
+
+    def _indices(self, indices: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+        return tuple(substitute(i, {self.var: self.zero}) for i in indices)
+
+    def visit_load(self, node: E.Load) -> Any:
+        node = self.generic_visit(node)
+        if node.tensor.buffer.name in self.names:
+            return dataclasses.replace(node, indices=self._indices(node.indices))
+        return node
+
+    def visit_store(self, node: S.Store) -> Any:
+        node = self.generic_visit(node)
+        if node.tensor.buffer.name in self.names:
+            return dataclasses.replace(node, indices=self._indices(node.indices))
+        return node
+
+
+class _Rebind(Mutator):
+    def __init__(self, buffers: dict[str, Buffer]) -> None:
+        self.buffers = buffers
+
+    def visit_tensor(self, tensor: Tensor) -> Tensor:
+        new = self.buffers.get(tensor.buffer.name)
+        return tensor if new is None or new is tensor.buffer else tensor.with_buffer(new)
+
+
+def task_only_buffers(body: S.Stmt, private: list[Buffer]) -> set[str]:
+    """Names of the `private` buffers used only inside parallel loops: each task allocates its
+    own copy, so the enclosing function need not allocate them at all."""
+    outside: set[str] = set()
+    _uses_outside_parallel(body, outside)
+    return {b.name for b in private} - outside
+
+
+def _uses_outside_parallel(node: Any, out: set[str]) -> None:
+    if isinstance(node, S.For) and node.for_type is S.ForType.PARALLEL:
+        return
+    if isinstance(node, (E.Load, S.Store)):
+        out.add(node.tensor.buffer.name)
+    elif isinstance(node, (S.Alloc, S.Free)):
+        out.add(node.buffer.name)
+    if isinstance(node, (E.Expr, S.Stmt)):
+        for child in _children(node):
+            _uses_outside_parallel(child, out)
+
+
+def _children(node: Any) -> list[Any]:
+    out: list[Any] = []
+    for f in dataclasses.fields(node):
+        if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype", "buffer"):
+            continue
+        value = getattr(node, f.name)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, (E.Expr, S.Stmt)):
+                out.append(item)
+    return out
