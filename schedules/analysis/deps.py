@@ -1,21 +1,30 @@
 """Loop-carried dependences for the loop-level primitives (parallel, vectorize, bind, reorder).
 
-A loop `L` carries a dependence when two different iterations of `L` touch the same element of a
-buffer and at least one of them writes it. `loop_carries_dependence` answers soundly: False
-only when it proves that every pair of conflicting accesses under `L` (two accesses to one
-buffer, one a write) touches an element that *determines* `L`'s value:
+A loop `L` carries a dependence when two different iterations of `L` (same outer iteration) touch
+the same element of a buffer and at least one of them writes it. `loop_carries_dependence`
+answers in two tiers:
 
-- the two accesses have the same index tuple (as expressions of loop vars, after substituting
-  block iter values and simplifying), and
-- some component of that tuple (after recovering `e` from an `(e / d, e % d)` pair) is linear
-  in `L` and the loops under it, `c*L + sum c_k v_k + rest`, with either
-  `sum |c_k| (extent_k - 1) < c` (L is the most significant digit) or
-  `c (extent_L - 1) < gcd(c_k)` (L fits under the others).
+1. *Fast syntactic path* (decides the common cases without islpy): every conflicting pair of
+   accesses under `L` (two accesses to one buffer, one a write) has the same index tuple (as
+   expressions of loop vars, after substituting block iter values and simplifying) and some
+   component of that tuple (after recovering `e` from an `(e / d, e % d)` pair) is linear in `L`
+   and the loops under it, `c*L + sum c_k v_k + rest`, with either `sum |c_k| (extent_k - 1) < c`
+   (L is the most significant digit) or `c (extent_L - 1) < gcd(c_k)` (L fits under the others).
+   Then the element determines `L`'s value and no dependence crosses iterations. This path also
+   decides symbolic divisors (`sp / S2`, `sp % S2`), which are not quasi-affine.
+2. *Exact path* (`cinn_py.analysis`, islpy) when a pair is left undecided: the per-access conflict
+   relations of the blocks under `L`, restricted to equal outer iterations and different
+   iterations of `L`, must be empty. Non-quasi-affine accesses are over-approximated there, so
+   the answer errs towards "carried": the primitives reject rather than risk a race.
 
-Anything else (different indices, non-linear or symbolic spans) counts as carried: primitives
-reject rather than risk a race. With `ignore_reductions`, the read-modify-write of a reduction
-update block on its own output (`B[i] = B[i] + ...`) is not counted: reordering reduction loops
-only changes the accumulation order, which CINN (and this compiler) treat as free.
+With `allow_accumulation`, a reduction update block's read-modify-write of its own accumulator
+(`T[s] = T[s] op body`: the store and the loads at the store's indices) is not counted when `L`
+drives only reduce iter vars of that block: every iteration of `L` adds into the same element,
+and the order of an associative, commutative accumulation is free (reorder) or becomes a
+cross-thread reduction (`bind(threadIdx.*)`, CINN's `ReplaceCrossThreadReduction`). Every other
+conflict still counts. So after `factorize_reduction` the rf loop may be bound to `threadIdx.x`
+(the rf blocks index `T_rf` by it, so each thread writes its own slot; the write-back only
+accumulates), while a block that reads the reduction's output inside the loop keeps it illegal.
 """
 
 from __future__ import annotations
@@ -31,7 +40,10 @@ from schedules.analysis.arith import as_int, simplify_index
 from schedules.analysis.loops import collect_stmts, stmt_children
 from schedules.errors import IllegalDependenceError, schedule_error
 
-__all__ = ["Access", "loop_accesses", "loop_carries_dependence", "is_reduce_loop", "check_permutation_legal"]
+__all__ = [
+    "Access", "loop_accesses", "loop_carries_dependence", "is_reduce_loop", "drives_only_reduce_vars",
+    "check_permutation_legal",
+]
 
 
 @dataclass(frozen=True)
@@ -91,110 +103,116 @@ def _loads(exprs: tuple[Any, ...], mapping: dict[Var, Expr], block: int, red: st
 
 def is_reduce_loop(loop: For) -> bool:
     """True when every block under `loop` binds its var only into reduce iter vars (and at least
-    one does): the loop is a reduction axis of the blocks below."""
-    seen = False
-    for realize in collect_stmts(loop.body, ScheduleBlockRealize):
-        for var, value in zip(realize.schedule_block.iter_vars, realize.iter_values):
-            if loop.loop_var in {n for n in ir.walk(value) if isinstance(n, Var)}:
-                if not var.is_reduce_axis:
-                    return False
-                seen = True
-    return seen
+    one does): the loop is a reduction axis of every block below (vectorize rejects these)."""
+    blocks = collect_stmts(loop.body, ScheduleBlockRealize)
+    used = [b for b in blocks if _uses(b, loop.loop_var)]
+    return bool(used) and all(drives_only_reduce_vars(b, loop.loop_var) for b in used)
 
 
-def loop_carries_dependence(func: LoweredFunc, loop: For, ignore_reductions: bool = False) -> bool:
+def drives_only_reduce_vars(realize: ScheduleBlockRealize, var: Var) -> bool:
+    """`var` is used by `realize`'s iter values, and only by its reduce iter vars."""
+    uses = [v.is_reduce_axis for v, e in zip(realize.schedule_block.iter_vars, realize.iter_values)
+            if any(isinstance(n, Var) and n == var for n in ir.walk(e))]
+    return bool(uses) and all(uses)
+
+
+def _uses(realize: ScheduleBlockRealize, var: Var) -> bool:
+    return any(isinstance(n, Var) and n == var for e in realize.iter_values for n in ir.walk(e))
+
+
+def loop_carries_dependence(func: LoweredFunc, loop: For, allow_accumulation: bool = False) -> bool:
     """True unless no two different iterations of `loop` conflict (see the module docstring)."""
     inner = {lp.loop_var: lp for lp in collect_stmts(loop.body, For)}
     accesses = loop_accesses(loop.body)
+    accumulating = _accumulating_blocks(loop) if allow_accumulation else set()
+    undecided = [(w, other) for w in accesses if w.is_write for other in accesses
+                 if other.buffer == w.buffer and not _independent(w, other, loop, inner, accumulating)]
+    if not undecided:
+        return False
+    if any(a.block == 0 or b.block == 0 for a, b in undecided):
+        return True  # loads in guards/bounds outside blocks: not modelled by the islpy analysis
+    return _isl_carried(func, loop, allow_accumulation)
+
+
+def _accumulating_blocks(loop: For) -> set[int]:
+    """uids of the reduction blocks under `loop` that it drives only through reduce iter vars."""
+    return {b.uid for b in collect_stmts(loop.body, ScheduleBlockRealize)
+            if any(v.is_reduce_axis for v in b.schedule_block.iter_vars) and drives_only_reduce_vars(b, loop.loop_var)}
+
+
+def _independent(w: Access, other: Access, loop: For, inner: dict[Var, For], accumulating: set[int]) -> bool:
+    if w.block in accumulating and other.block == w.block and w.reduction_self and other.reduction_self \
+            and other.indices == w.indices:
+        return True
+    return other.indices == w.indices and _determines(w.indices, loop, inner)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact path: cinn_py.analysis (islpy)
+# --------------------------------------------------------------------------------------------
+def _isl_carried(func: LoweredFunc, loop: For, allow_accumulation: bool) -> bool:
+    from cinn_py import analysis as isl_analysis  # noqa: PLC0415 (islpy is heavy; only when needed)
+
+    try:
+        if not allow_accumulation:
+            return isl_analysis.loop_carries_dependence(func, loop)
+        return _isl_carried_except_accumulation(isl_analysis.PolyContext(func), loop)
+    except isl_analysis.AnalysisError:
+        return True
+
+
+def _isl_carried_except_accumulation(ctx: Any, loop: For) -> bool:
+    """`cinn_py.analysis.loop_carries_dependence`, per access pair, skipping the accumulator
+    pair of the reduction blocks that `loop` drives only through reduce iter vars."""
+    import islpy as isl  # noqa: PLC0415
+
+    sites = ctx.sites_under(loop)
+    if any(collect_stmts(s.realize.schedule_block.body, For) for s in sites):
+        return True  # a loop inside a block body is a parameter of the analysis: not exact
+    accumulating = _accumulating_blocks(loop)
+    rels = {id(s): [ctx.access_relation(s, a) for a in s.accesses()] for s in sites}
+    for first in sites:
+        skip = _accumulator_accesses(first) if first.realize.uid in accumulating else []
+        for second in sites:
+            different = _different_iterations(ctx, loop, first, second)
+            for x in rels[id(first)]:
+                for y in rels[id(second)]:
+                    if not (x.access.is_write or y.access.is_write) \
+                            or x.access.tensor.buffer.name != y.access.tensor.buffer.name:
+                        continue
+                    if first is second and x.access in skip and y.access in skip:
+                        continue
+                    conflict = isl.UnionMap.from_map(x.relation).apply_range(
+                        isl.UnionMap.from_map(y.relation).reverse())
+                    if not conflict.intersect(different).is_empty():
+                        return True
+    return False
+
+
+def _different_iterations(ctx: Any, loop: For, first: Any, second: Any) -> Any:
+    """`first[a] -> second[b]` with equal loops outside `loop` and different `loop` values."""
+    import islpy as isl  # noqa: PLC0415
+
+    depth = next(k for k, lp in enumerate(first.loops) if lp is loop)
+    ins = [f"a{k}" for k in range(len(first.loops))]
+    outs = [f"b{k}" for k in range(len(second.loops))]
+    cond = " and ".join([f"a{k} = b{k}" for k in range(depth)] + [f"a{depth} != b{depth}"])
+    params = ctx.params(ctx.free_params([], set()))
+    prefix = "[" + ", ".join(ctx.names.name(p) for p in params) + "] -> "
+    head = f"{ctx.stmt_names[id(first)]}[{', '.join(ins)}] -> {ctx.stmt_names[id(second)]}[{', '.join(outs)}]"
+    return isl.UnionMap(f"{prefix}{{ {head} : {cond} }}")
+
+
+def _accumulator_accesses(site: Any) -> list[Any]:
+    """The store of a reduction update block and its loads at the same indices."""
+    accesses = site.accesses()
     writes = [a for a in accesses if a.is_write]
-    for w in writes:
-        for other in accesses:
-            if other.buffer != w.buffer:
-                continue
-            if ignore_reductions and w.reduction_self and other.reduction_self and other.block == w.block:
-                continue
-            if other.indices == w.indices and _determines(w.indices, loop, inner):
-                continue
-            if _isl_no_conflict(w, other, loop, inner) is True:
-                continue
-            return True
-    return False
+    if len(writes) != 1:
+        return []
+    store = writes[0]
+    return [a for a in accesses if a.tensor.buffer.name == store.tensor.buffer.name and a.indices == store.indices]
 
 
-# --------------------------------------------------------------------------------------------
-# Exact check with islpy (quasi-affine indices: + - * by constants, / and % by constants)
-# --------------------------------------------------------------------------------------------
-class _NotAffine(Exception):
-    pass
-
-
-def _isl_no_conflict(x: Access, y: Access, loop: For, inner: dict[Var, For]) -> bool | None:
-    """True when no element is accessed by `x` in one iteration of `loop` and by `y` in
-    another (any iterations of the inner loops; outer vars and symbolic dims are parameters);
-    None when the indices are not quasi-affine."""
-    if len(x.indices) != len(y.indices):
-        return None
-    loops = [loop, *inner.values()]
-    xs = {lp.loop_var: f"x{k}" for k, lp in enumerate(loops)}
-    ys = {lp.loop_var: f"y{k}" for k, lp in enumerate(loops)}
-    params: dict[Var, str] = {}
-    try:
-        cons = []
-        for names in (xs, ys):
-            for lp in loops:
-                lo, ext = _isl(lp.min, names, params), _isl(lp.extent, names, params)
-                cons.append(f"{lo} <= {names[lp.loop_var]} < {lo} + {ext}")
-        for a, b in zip(x.indices, y.indices):
-            cons.append(f"{_isl(a, xs, params)} = {_isl(b, ys, params)}")
-    except _NotAffine:
-        return None
-    for var, name in params.items():
-        lower = as_int(var.lower_bound) if var.lower_bound is not None else (1 if var.is_symbolic_constant else None)
-        if lower is not None:
-            cons.append(f"{name} >= {lower}")
-    cons.append("(x0 < y0 or x0 > y0)")
-    space = ", ".join(list(xs.values()) + list(ys.values()))
-    text = f"[{', '.join(params.values())}] -> {{ [{space}] : {' and '.join(cons)} }}"
-    try:
-        import islpy as isl  # noqa: PLC0415
-
-        return bool(isl.Set(text).is_empty())
-    except Exception:  # islpy parse/feature errors: no exact answer, stay conservative
-        return None
-
-
-def _isl(e: Expr, names: dict[Var, str], params: dict[Var, str]) -> str:
-    if isinstance(e, ir.IntImm):
-        return str(e.value)
-    if isinstance(e, Var):
-        if e in names:
-            return names[e]
-        return params.setdefault(e, f"p{len(params)}")
-    if isinstance(e, (ir.Add, ir.Sub)):
-        return f"({_isl(e.a, names, params)} {'+' if isinstance(e, ir.Add) else '-'} {_isl(e.b, names, params)})"
-    if isinstance(e, ir.Mul):
-        for a, b in ((e.a, e.b), (e.b, e.a)):
-            if as_int(b) is not None:
-                return f"({as_int(b)} * {_isl(a, names, params)})"
-        raise _NotAffine
-    if isinstance(e, (ir.Div, ir.Mod)) and (d := as_int(e.b)) is not None and d > 0:
-        # C truncation equals floor only for a non-negative dividend.
-        if not _nonnegative(e.a):
-            raise _NotAffine
-        a = _isl(e.a, names, params)
-        return f"floor({a} / {d})" if isinstance(e, ir.Div) else f"({a} mod {d})"
-    raise _NotAffine
-
-
-def _nonnegative(e: Expr) -> bool:
-    """Sums/products/quotients of loop vars, symbolic dims and non-negative constants."""
-    if isinstance(e, ir.IntImm):
-        return e.value >= 0
-    if isinstance(e, Var):
-        return True  # loop vars start at >= 0 here (split/fuse/lowering), symbolic dims >= 1
-    if isinstance(e, (ir.Add, ir.Mul, ir.Div, ir.Mod)):
-        return _nonnegative(e.a) and _nonnegative(e.b)
-    return False
 
 
 def _determines(indices: tuple[Expr, ...], loop: For, inner: dict[Var, For]) -> bool:
@@ -271,7 +289,7 @@ def check_permutation_legal(func: LoweredFunc, chain: list[Stmt], new_chain: lis
     for old, new in zip(chain, new_chain):
         if old is new or not isinstance(old, For):
             continue
-        if loop_carries_dependence(func, old, ignore_reductions=True):
+        if loop_carries_dependence(func, old, allow_accumulation=True):
             raise schedule_error(IllegalDependenceError, primitive, f"loop '{old.loop_var.name}' carries a "
                                  "dependence (an element written in one iteration is accessed in another), so "
                                  "moving it could reverse that order", func, old)

@@ -17,6 +17,11 @@ trailing axis is not a reduce axis but has the reduce extent) get `[sp, rb]`, so
 later share the reduction's tiled `rb` loops (seed step (6)). A nest whose loops match neither
 form is an error naming the nest and both extent lists. Loop vars of the substituted loops
 become `sp / (S_{k+1}...S_n) % S_k` (outermost without `%`, innermost without `/`).
+
+Loops fused into `sp` / `rb` must be serial (`LoopKindError` otherwise: a bind axis or vector
+factor chosen for one loop means nothing on the product); a chain of a single loop is only renamed
+and keeps its uid and kind. Legality is syntactic and exact: fusing a perfectly nested chain
+row-major keeps the execution order of every instance, so no dependence check is needed.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py import ir
-from cinn_py.ir import Block, Expr, For, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from cinn_py.ir import Block, Expr, For, ForType, LoweredFunc, ScheduleBlockRealize, Stmt, Var
 from schedules.analysis.dependence import _equal
 from schedules.analysis.loops import StmtIndex, all_blocks, root_block
 from schedules.analysis.regions import const_value, int_like, simplify_index
-from schedules.errors import ScheduleError, schedule_error
+from schedules.errors import LoopKindError, ScheduleError, schedule_error
 from schedules.primitives._tree import replace
 
 __all__ = ["align_iter_space", "AlignError", "group_space"]
@@ -103,15 +108,26 @@ def _decompose(var: Var, extents: list[Expr]) -> list[Expr]:
     return out
 
 
-def _fuse_chain(loops: list[For], name: str, extents: list[Expr], body: Block) -> For:
-    idt = loops[0].loop_var.dtype
-    var = Var(name, idt)
+def _fuse_chain(func: LoweredFunc, loops: list[For], name: str, extents: list[Expr], body: Block) -> For:
+    var = Var(name, loops[0].loop_var.dtype)
     if len(loops) == 1:
-        new_body = ir.substitute(body, {loops[0].loop_var: var})
-    else:
-        mapping = dict(zip((lp.loop_var for lp in loops), _decompose(var, extents)))
-        new_body = ir.substitute(body, mapping)
-    return For(var, int_like(0, loops[0].extent), _product(extents), new_body, loops[0].for_type)
+        # Only renamed: the loop keeps its uid and its whole kind (bind axis, vector factor),
+        # since it runs the same iterations.
+        return dataclasses.replace(loops[0], loop_var=var, body=ir.substitute(body, {loops[0].loop_var: var}))
+    _require_serial(func, loops)
+    mapping = dict(zip((lp.loop_var for lp in loops), _decompose(var, extents)))
+    return For(var, int_like(0, loops[0].extent), _product(extents), ir.substitute(body, mapping))
+
+
+def _require_serial(func: LoweredFunc, loops: list[For]) -> None:
+    """Loops that are fused into one must be serial: a bind axis, vector factor or parallel
+    kind was chosen for one loop's extent and has no meaning on the product (align first,
+    then bind, as the group tactics do)."""
+    for lp in loops:
+        if lp.for_type is not ForType.SERIAL:
+            kind = lp.bind_axis or lp.for_type.value
+            raise schedule_error(LoopKindError, "align_iter_space", f"loop '{lp.loop_var.name}' must be serial to be "
+                                 f"fused into the aligned loop, but is {kind}", func, lp)
 
 
 def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list[Expr]) -> Stmt:
@@ -121,7 +137,7 @@ def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list
                              f"spatial extents [{_show(spatial)}], but this one has [{_show(_extents(nest))}]",
                              func, nest)
     inner = tuple(_align_reduce(func, s, reduce) for s in sp_loops[-1].body.stmts)
-    return _fuse_chain(sp_loops, "sp", spatial, Block(inner))
+    return _fuse_chain(func, sp_loops, "sp", spatial, Block(inner))
 
 
 def _align_reduce(func: LoweredFunc, stmt: Stmt, reduce: list[Expr]) -> Stmt:
@@ -132,7 +148,7 @@ def _align_reduce(func: LoweredFunc, stmt: Stmt, reduce: list[Expr]) -> Stmt:
         raise schedule_error(AlignError, "align_iter_space", "below the spatial loops a nest may only hold "
                              f"blocks or loops of the reduce extents [{_show(reduce)}], but has "
                              f"[{_show(_extents(stmt))}]", func, stmt)
-    return _fuse_chain(rb_loops, "rb", reduce, rb_loops[-1].body)
+    return _fuse_chain(func, rb_loops, "rb", reduce, rb_loops[-1].body)
 
 
 def _extents(stmt: Stmt) -> list[Expr]:

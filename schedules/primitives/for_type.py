@@ -4,11 +4,20 @@ All four need a *serial* loop ("loop is not serial" in CINN's static impl) and k
 uid (the loop is re-kinded, not replaced). Beyond CINN they check legality:
 
 - `parallel`, `vectorize` and `bind(blockIdx.*)`: the loop must carry no dependence
-  (`schedules.analysis.deps`, reductions included: a parallel reduction loop would race).
-- `bind(threadIdx.*)`: same, except a *reduce loop* (every block under it binds the loop var
-  only to reduce iter vars) is allowed: the CUDA backend rewrites it into a cross-thread (warp /
-  block) reduction, as CINN's `ReplaceCrossThreadReduction` does. Nothing else may conflict
-  under such a loop.
+  (`schedules.analysis.deps.loop_carries_dependence`, reductions included: a parallel
+  reduction loop would race).
+- `bind(threadIdx.*)`: same, except that the accumulation of a reduction block that the loop
+  drives only through reduce iter vars is allowed: the CUDA backend rewrites it into a
+  cross-thread (warp / block) reduction, as CINN's `ReplaceCrossThreadReduction` does. This
+  covers a plain reduce loop and the rf loop after `factorize_reduction` (CINN's
+  TileFirstGeneralTactic factorizes first, then binds the rf loop to threadIdx.x: the `T_rf`
+  blocks index by it, the write-back accumulates over it). Any other conflict under the loop
+  (e.g. a block reading the reduction's result inside it) is still rejected.
+
+The dependence check is syntactic first (same index tuple that determines the loop var; decides
+the lowered and aligned nests, symbolic divisors included) and exact with islpy
+(`cinn_py.analysis`) otherwise; non-affine accesses count as conflicts. The other checks
+(kinds, extents, axes, limits) are syntactic and exact.
 - `vectorize(factor)`: factor > 0, constant extent divisible by the factor (Differs from CINN,
   whose vectorizer tail-splits: tails are left to an explicit split), no reduce loop.
 - `unroll`: constant extent.
@@ -61,8 +70,8 @@ def _require_const(func: LoweredFunc, loop: For, primitive: str) -> int:
     return extent
 
 
-def _require_independent(func: LoweredFunc, loop: For, primitive: str, ignore_reductions: bool = False) -> None:
-    if loop_carries_dependence(func, loop, ignore_reductions=ignore_reductions):
+def _require_independent(func: LoweredFunc, loop: For, primitive: str, allow_accumulation: bool = False) -> None:
+    if loop_carries_dependence(func, loop, allow_accumulation=allow_accumulation):
         raise schedule_error(IllegalDependenceError, primitive, f"loop '{loop.loop_var.name}' carries a dependence: "
                              "an element written in one iteration is accessed in another (or the analysis cannot "
                              "prove otherwise)", func, loop)
@@ -124,7 +133,8 @@ def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | Non
     _check_axis_free(func, loop, thread_axis, nest)
     if is_thread:
         _check_thread_total(func, loop, nest, limits)
-    _require_independent(func, loop, "bind", ignore_reductions=is_thread and is_reduce_loop(loop))
+    # threadIdx: a reduction's accumulation over the loop becomes a cross-thread reduction.
+    _require_independent(func, loop, "bind", allow_accumulation=is_thread)
     kind = ForType.GPU_THREAD if is_thread else ForType.GPU_BLOCK
     return _retype(func, loop, for_type=kind, bind_offset=offset)
 

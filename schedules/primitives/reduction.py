@@ -161,10 +161,21 @@ def _insert(seq: tuple[Expr, ...], pos: int, item: Expr) -> tuple[Expr, ...]:
     return seq[:pos] + (item,) + seq[pos:]
 
 
-def _rf_tensor(red: _Reduction, loop: For, rf_axis: int, name: str) -> Tensor:
+def _rf_tensor(func: LoweredFunc, red: _Reduction, loop: For, rf_axis: int, hint: str) -> Tensor:
     t = red.store.tensor
     shape = _insert(t.shape, rf_axis, loop.extent)
-    return ir.make_tensor(name, shape, t.dtype)
+    return ir.make_tensor(_fresh_tensor_name(func, hint), shape, t.dtype)
+
+
+def _fresh_tensor_name(func: LoweredFunc, hint: str) -> str:
+    """`hint` through the name generator (`B_rf`, then `B_rf_0` when the reduction is factored
+    again), skipping names whose buffer the function already has."""
+    taken = {b.name for b in func.temp_bufs} | {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+    taken |= {n.tensor.buffer.name for n in ir.walk(func.body) if isinstance(n, (ir.Load, Store))}
+    name = ir.unique_name(hint)
+    while f"_{name}" in taken:
+        name = ir.unique_name(hint)
+    return name
 
 
 def _rf_blocks(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> tuple[ScheduleBlockRealize,
@@ -231,7 +242,7 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
         raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' must be the outermost loop of the "
                              f"reduction, but loop(s) {', '.join(drivers)} outside it also drive reduce iter vars "
                              "(reorder first)", func, loop)
-    rf = _rf_tensor(red, loop, rf_axis, f"{red.store.tensor.name}_rf")
+    rf = _rf_tensor(func, red, loop, rf_axis, f"{red.store.tensor.name}_rf")
     init, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
     write_back = _write_back(red, rf, rf_axis, loop.loop_var)
     body = replace(loop.body, red.block, update)  # type: ignore[arg-type]
@@ -258,7 +269,7 @@ def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Te
         raise schedule_error(ReductionBlockError, prim, f"the loop nest of '{red.block.name}' must contain only "
                              f"the reduction and its init block, but also holds "
                              f"{', '.join(b.name for b in others if b not in inits)}", func, nest)
-    rf = _rf_tensor(red, loop, rf_axis, f"rf_{t.name}")
+    rf = _rf_tensor(func, red, loop, rf_axis, f"rf_{t.name}")
     init_nest = _init_nest(red, rf)
     _, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
     rf_nest = replace_many(nest, {id(red.block): update, **({id(inits[0]): Block(())} if inits else {})})
