@@ -72,15 +72,15 @@ def _check_args(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, idx: 
         raise TypeError(f"{prim}: memory_type must be 'global', 'shared' or 'local', got {memory_type!r}")
     index = StmtIndex(func)
     if not isinstance(block, ScheduleBlockRealize) or not index.contains(block):
-        raise schedule_error(StaleHandleError, prim, f"block '{getattr(block, 'name', block)}' is not a block "
-                             "of the current function (stale handle)", func)
+        raise schedule_error(StaleHandleError, prim, f"block '{getattr(block, 'name', block)}' is not a "
+                             "block of the current function (stale handle)", func)
     if not block.iter_values:
         raise schedule_error(InvalidArgumentError, prim, f"expected a computation block, got the root block "
                              f"'{block.name}'", func, block)
     scope = SCOPES.get(memory_type)
     if scope is None:
-        raise schedule_error(InvalidArgumentError, prim, f"memory_type must be 'global', 'shared' or 'local', "
-                             f"got '{memory_type}'", func, block)
+        raise schedule_error(InvalidArgumentError, prim, f"memory_type must be 'global', 'shared' or "
+                             f"'local', got '{memory_type}'", func, block)
     return index, scope
 
 
@@ -111,7 +111,8 @@ def _cache_tensor(func: LoweredFunc, tensor: Tensor, scope: MemoryType) -> Tenso
     name = ir.unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
     while name in taken:
         name = ir.unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
-    return Tensor(name, tensor.shape, tensor.dtype, Buffer(f"_{name}", tensor.buffer.shape, tensor.dtype, scope))
+    buffer = Buffer(f"_{name}", tensor.buffer.shape, tensor.dtype, scope)
+    return Tensor(name, tensor.shape, tensor.dtype, buffer)
 
 
 def _root_stmts(func: LoweredFunc) -> tuple[ScheduleBlockRealize, tuple[Stmt, ...]]:
@@ -134,7 +135,8 @@ def _insert_top(func: LoweredFunc, position: int, stmt: Stmt) -> LoweredFunc:
     stmts = tops[:position] + (stmt,) + tops[position:]
     body = root.schedule_block.body
     new_body = dataclasses.replace(body, stmts=stmts) if isinstance(body, Block) else Block(stmts)
-    new_root = dataclasses.replace(root, schedule_block=dataclasses.replace(root.schedule_block, body=new_body))
+    new_sb = dataclasses.replace(root.schedule_block, body=new_body)
+    new_root = dataclasses.replace(root, schedule_block=new_sb)
     return ir.replace_stmt(func, root, new_root)
 
 
@@ -146,8 +148,7 @@ def _box(index: StmtIndex, accs: list[Access], shape: tuple[Expr, ...]) -> tuple
     region: Region = list(boxes[0][0][0])
     for (box, _), _ in boxes[1:]:
         region = [_union(a, b) for a, b in zip(region, box)]
-    exact = any(inside and _is_box(index, acc) and all(_equal(a, b) for x, y in zip(box, region) for a, b in zip(x, y))
-                for (box, inside), acc in boxes)
+    exact = any(inside and _is_box(index, acc) and _same_region(box, region) for (box, inside), acc in boxes)
     return region, exact
 
 
@@ -166,6 +167,10 @@ def _access_box(index: StmtIndex, acc: Access, shape: tuple[Expr, ...]) -> tuple
     return box, inside
 
 
+def _same_region(a: Region, b: Region) -> bool:
+    return all(_equal(x[0], y[0]) and _equal(x[1], y[1]) for x, y in zip(a, b))
+
+
 def _equal(a: Expr, b: Expr) -> bool:
     from cinn_py.symbolic import prove_eq  # noqa: PLC0415
 
@@ -175,8 +180,10 @@ def _equal(a: Expr, b: Expr) -> bool:
 def _union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
     from cinn_py.symbolic import prove_le  # noqa: PLC0415
 
-    lo = a[0] if prove_le(a[0], b[0]) else b[0] if prove_le(b[0], a[0]) else simplify_index(ir.Min(a[0], b[0]))
-    hi = a[1] if prove_le(b[1], a[1]) else b[1] if prove_le(a[1], b[1]) else simplify_index(ir.Max(a[1], b[1]))
+    lo = a[0] if prove_le(a[0], b[0]) else b[0] if prove_le(b[0], a[0]) else \
+        simplify_index(ir.Min(a[0], b[0]))
+    hi = a[1] if prove_le(b[1], a[1]) else b[1] if prove_le(a[1], b[1]) else \
+        simplify_index(ir.Max(a[1], b[1]))
     return lo, hi
 
 
@@ -251,17 +258,18 @@ def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
     tensor = _pick(prim, func, block, read_idx, _distinct([ld.tensor for ld in loads]), "read")
     buf = tensor.buffer.name
     if buf in block_buffers_written(block):
-        raise schedule_error(CacheError, prim, f"block '{block.name}' reads '{tensor.name}' and also writes its "
-                             f"buffer '{buf}'; expected a read-only tensor (use cache_write for the output)",
-                             func, block)
+        raise schedule_error(CacheError, prim, f"block '{block.name}' reads '{tensor.name}' and also writes "
+                             f"its buffer '{buf}'; expected a read-only tensor (use cache_write for the "
+                             "output)", func, block)
     _, tops = _root_stmts(func)
     top = _top_position(index, tops, block)
     writers = [b for b in all_blocks(func) if buf in block_buffers_written(b)]
     same_nest = [w for w in writers if _top_position(index, tops, w) == top]
     if same_nest:
-        raise schedule_error(CacheError, prim, f"block '{same_nest[0].name}' writes '{tensor.name}' in the same "
-                             f"loop nest as '{block.name}'; a root-level copy would read it before it is written "
-                             "(expected every writer in an earlier nest; cache before fusing the nests)",
+        raise schedule_error(CacheError, prim, f"block '{same_nest[0].name}' writes '{tensor.name}' in the "
+                             f"same loop nest as '{block.name}'; a root-level copy would read it before it "
+                             "is written (expected every writer in an earlier nest; cache before fusing the "
+                             "nests)",
                              func, same_nest[0], block)
     reads = [a for a in accesses(block) if not a.is_write and _same(a.tensor, tensor)]
     region, _ = _box(index, reads, tensor.shape)
@@ -269,7 +277,8 @@ def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
     copy, copy_block = _copy_nest(cache.name, region, cache, tensor)
     position = max((_top_position(index, tops, w) + 1 for w in writers
                     if _top_position(index, tops, w) < top), default=0)
-    new_block = dataclasses.replace(block, schedule_block=_Retensor(tensor, cache).visit(block.schedule_block))
+    new_sb = _Retensor(tensor, cache).visit(block.schedule_block)
+    new_block = dataclasses.replace(block, schedule_block=new_sb)
     new = _insert_top(ir.replace_stmt(func, block, new_block), position, copy)
     return _with_temp(new, cache.buffer), copy_block
 
@@ -328,10 +337,12 @@ def _check_self_reads(prim: str, func: LoweredFunc, block: ScheduleBlockRealize,
         return
     matching = all(any(ld.indices == s.indices for s in stores) for ld in self_reads)
     if not (has_init and matching):
-        why = "no '__reduce_init' block initialises it" if matching else "it reads other elements than it writes"
-        raise schedule_error(CacheError, prim, f"block '{block.name}' reads '{tensor.name}' before writing it, but "
-                             f"{why}; the cache would not hold the previous values (expected a reduction with "
-                             "its init block, or a block that only writes the tensor)", func, block)
+        why = "no '__reduce_init' block initialises it" if matching else \
+            "it reads other elements than it writes"
+        raise schedule_error(CacheError, prim, f"block '{block.name}' reads '{tensor.name}' before writing "
+                             f"it, but {why}; the cache would not hold the previous values (expected a "
+                             "reduction with its init block, or a block that only writes the tensor)",
+                             func, block)
 
 
 def _check_window(prim: str, func: LoweredFunc, index: StmtIndex, tops: tuple[Stmt, ...],
@@ -343,23 +354,25 @@ def _check_window(prim: str, func: LoweredFunc, index: StmtIndex, tops: tuple[St
         if buf not in block_buffers_read(other) | block_buffers_written(other):
             continue
         if first <= _top_position(index, tops, other) <= last:
-            raise schedule_error(CacheError, prim, f"block '{other.name}' accesses '{tensor.name}' between the "
-                                 f"cached block '{stage[0].name}' and the copy back to '{tensor.name}' at the "
-                                 "end of its loop nest; it would see stale data (expected no other access "
-                                 "there; cache before fusing the nests)", func, other, stage[0])
+            raise schedule_error(CacheError, prim, f"block '{other.name}' accesses '{tensor.name}' between "
+                                 f"the cached block '{stage[0].name}' and the copy back to '{tensor.name}' "
+                                 "at the end of its loop nest; it would see stale data (expected no other "
+                                 "access there; cache before fusing the nests)", func, other, stage[0])
 
 
-def _check_inexact_ok(prim: str, func: LoweredFunc, stage: list[ScheduleBlockRealize], tensor: Tensor) -> None:
+def _check_inexact_ok(prim: str, func: LoweredFunc, stage: list[ScheduleBlockRealize],
+                      tensor: Tensor) -> None:
     """A copy-back box that may contain elements the stage did not write would copy undefined
     cache values over them: only allowed when nothing else defines `T`'s elements."""
     buf = tensor.buffer.name
     inputs = {t.buffer.name for t in func.inputs}
-    writers = [b for b in all_blocks(func) if buf in block_buffers_written(b) and not any(b is s for s in stage)]
+    writers = [b for b in all_blocks(func)
+               if buf in block_buffers_written(b) and not any(b is s for s in stage)]
     if buf in inputs or writers:
         why = f"block '{writers[0].name}' also writes it" if writers else "it is a function input"
-        raise schedule_error(CacheError, prim, f"the region of '{tensor.name}' written by '{stage[0].name}' cannot "
-                             f"be proven to be a box, and {why}; copying the box back would overwrite elements "
-                             f"'{stage[0].name}' did not write (expected an exact box: indices that are distinct "
-                             "loop vars, no guard)", func, stage[0], *writers)
+        raise schedule_error(CacheError, prim, f"the region of '{tensor.name}' written by '{stage[0].name}' "
+                             f"cannot be proven to be a box, and {why}; copying the box back would "
+                             f"overwrite elements '{stage[0].name}' did not write (expected an exact box: "
+                             "indices that are distinct loop vars, no guard)", func, stage[0], *writers)
 
 

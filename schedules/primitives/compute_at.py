@@ -332,8 +332,8 @@ def reverse_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For
     order = program_order(func)
     if order[id(block)] < order[id(loop)]:
         raise schedule_error(LoopNotFoundError, prim, f"block '{block.name}' must come after loop "
-                             f"'{loop.loop_var.name}' (a consumer moves under its producer's loop), but it comes "
-                             "before it; use compute_at to move a producer", func, loop, block)
+                             f"'{loop.loop_var.name}' (a consumer moves under its producer's loop), but it "
+                             "comes before it; use compute_at to move a producer", func, loop, block)
     target = index.enclosing_loops(loop) + [loop]
     domain = _consumer_domain(prim, func, index, block, target)
     produced = _produced_regions(prim, func, index, block, loop)
@@ -414,17 +414,19 @@ def _consumer_domain(prim: str, func: LoweredFunc, index: StmtIndex, block: Sche
         if not mentioned:
             continue
         if not isinstance(value, Var) or value in used:
-            raise schedule_error(RegionError, prim, f"iter var '{var.name}' of block '{block.name}' is bound to "
-                                 f"{ir.print_ir(value)}; expected a loop var of its own nest, each used once "
-                                 "(apply reverse_compute_at before splitting or fusing the consumer)", func, block)
+            raise schedule_error(RegionError, prim, f"iter var '{var.name}' of block '{block.name}' is "
+                                 f"bound to {ir.print_ir(value)}; expected a loop var of its own nest, each "
+                                 "used once (apply reverse_compute_at before splitting or fusing the "
+                                 "consumer)", func, block)
         used.add(value)
         lp = by_var[value]
         domain[var] = (lp.min, simplify_index(ir.Sub(ir.Add(lp.min, lp.extent), int_like(1, lp.extent))))
     unused = [lp for lp in private if lp.loop_var not in used and const_value(lp.extent) != 1]
     if guards or unused:
-        what = "a guard encloses it" if guards else f"loop '{unused[0].loop_var.name}' is not bound to an iter var"
-        raise schedule_error(RegionError, prim, f"the instances of block '{block.name}' must form a box over its "
-                             f"own loops, but {what}", func, *(guards[:1] or unused[:1]), block)
+        what = "a guard encloses it" if guards else \
+            f"loop '{unused[0].loop_var.name}' is not bound to an iter var"
+        raise schedule_error(RegionError, prim, f"the instances of block '{block.name}' must form a box "
+                             f"over its own loops, but {what}", func, *(guards[:1] or unused[:1]), block)
     return domain
 
 
@@ -445,8 +447,9 @@ def _produced_regions(prim: str, func: LoweredFunc, index: StmtIndex, block: Sch
             produced[acc.buffer] = bounds if old is None else [
                 None if a is None or b is None else _union(a, b) for a, b in zip(old, bounds)]
     if not produced:
-        raise schedule_error(RegionError, prim, f"block '{block.name}' reads nothing that the blocks under loop "
-                             f"'{loop.loop_var.name}' write (expected a consumer of that loop's producers)",
+        raise schedule_error(RegionError, prim, f"block '{block.name}' reads nothing that the blocks under "
+                             f"loop '{loop.loop_var.name}' write (expected a consumer of that loop's "
+                             "producers)",
                              func, loop, block)
     return produced
 
@@ -496,10 +499,11 @@ def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
             continue
         lo, hi = symbolic_bounds(value, ranges)
         if lo is None or hi is None or not (prove_le(lo, domain[var][0]) and prove_ge(hi, domain[var][1])):
-            raise schedule_error(RegionError, prim, f"the region produced under loop '{loop.loop_var.name}' does "
-                                 f"not cover iter var '{var.name}' of block '{block.name}': it takes "
-                                 f"{ir.print_ir(value)}, expected every value in [{ir.print_ir(domain[var][0])}, "
-                                 f"{ir.print_ir(domain[var][1])}]", func, loop, block)
+            raise schedule_error(RegionError, prim, f"the region produced under loop '{loop.loop_var.name}' "
+                                 f"does not cover iter var '{var.name}' of block '{block.name}': it takes "
+                                 f"{ir.print_ir(value)}, expected every value in "
+                                 f"[{ir.print_ir(domain[var][0])}, {ir.print_ir(domain[var][1])}]",
+                                 func, loop, block)
     # Unit loops take one value: fix them at their min so that equal coefficients of a unit
     # loop and another loop (`ax0 + i` under keep_unit_loops) do not hide injectivity.
     loops = target + [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
@@ -507,10 +511,10 @@ def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
     fixed = tuple(simplify_index(ir.substitute(v, units)) for v in values)
     if not is_injective(fixed, [lp for lp in loops if lp.loop_var not in units]):
         raise schedule_error(IllegalDependenceError, prim, f"under loop '{loop.loop_var.name}' block "
-                             f"'{block.name}' would compute some instances more than once (its new iter values "
-                             f"{', '.join(ir.print_ir(v) for v in values)} do not determine the iteration of every "
-                             "enclosing loop); expected a loop whose iterations produce disjoint parts of what "
-                             "it reads", func, loop, block)
+                             f"'{block.name}' would compute some instances more than once (its new iter "
+                             f"values {', '.join(ir.print_ir(v) for v in values)} do not determine the "
+                             "iteration of every enclosing loop); expected a loop whose iterations produce "
+                             "disjoint parts of what it reads", func, loop, block)
 
 
 def _domain_guard(target: list[For], extra: list[tuple[Var, Expr]], domain: Domain, values: list[Expr],

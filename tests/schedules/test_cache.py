@@ -287,7 +287,7 @@ def test_cache_write_of_a_middle_stage_feeds_consumers() -> None:
 def test_unknown_memory_type(prim: str) -> None:
     f = _two_stage((4, 8))
     sch = IRSchedule(f)
-    with pytest.raises(InvalidArgumentError, match="memory_type must be 'global', 'shared' or 'local', got 'texture'"):
+    with pytest.raises(InvalidArgumentError, match="must be 'global', 'shared' or 'local', got 'texture'"):
         getattr(sch, prim)("B", 0, "texture")
     with pytest.raises(ValueError):
         getattr(sch, prim)("B", 0, "heap")
