@@ -41,9 +41,9 @@ def load_program(path: Path) -> LoweredFunc | Module:
     if not path.exists():
         raise CliError(f"no such file: {path}")
     if path.suffix == ".ir":
-        from cinn_py.ir.parser import parse_ir
+        from cinn_py.testing.golden import program_of_ir_file
 
-        program = parse_ir(path.read_text())
+        program = program_of_ir_file(path)
         if not isinstance(program, (LoweredFunc, Module)):
             raise CliError(f"{path}: expected a function or module, got a {type(program).__name__}")
         return program

@@ -16,7 +16,7 @@ A golden file holds one or more cases separated by `// -----` lines. A case has
 Every IR a case sees (the input and the scheduled output) is also round-tripped through
 `print_ir(decls=True)` / `parse_ir` and must come back structurally equal and print the same.
 
-`dump_ir(path)` (used by `cinn-py dump-ir`) returns the printed IR of a `.ir` or `.py` file.
+`program_of_ir_file(path)` (used by `cinn-py dump-ir`) returns the input IR of a `.ir` file.
 """
 
 from __future__ import annotations
@@ -271,28 +271,7 @@ def update_case(path: Path | str, index: int, output: str, is_error: bool = Fals
 # --------------------------------------------------------------------------------------------
 # CLI support
 # --------------------------------------------------------------------------------------------
-def load_program(path: Path | str) -> Any:
-    """The IR of a `.ir` file (its first case's input: IR text or BUILD lines) or of a `.py`
-    file that assigns `func` (a LoweredFunc/Module)."""
-    import runpy
-
-    path = Path(path)
-    if path.suffix == ".py":
-        scope = runpy.run_path(str(path), init_globals=_namespace(), run_name="__cinn_py_golden__")
-        if "func" not in scope:
-            raise ValueError(f"{path}: the script must assign `func` (a LoweredFunc)")
-        return scope["func"]
-    if path.suffix != ".ir":
-        raise ValueError(f"{path}: expected a .ir or .py file")
-    return _build(load_cases(path)[0])
-
-
-def dump_ir(path: Path | str, schedule: str | None = None, decls: bool = False) -> str:
-    """Printed IR of a `.ir`/`.py` file, after an optional schedule script (text with `sch`)."""
-    from cinn_py.ir.printer import print_ir
-
-    node = load_program(path)
-    if schedule:
-        case = GoldenCase(Path(path), 0, 1, [], schedule=schedule.split("\n"))
-        node = _schedule(case, node)
-    return print_ir(node, decls=decls)
+def program_of_ir_file(path: Path | str) -> Any:
+    """The input IR of a `.ir` file's first case (IR text, or the function its BUILD lines
+    assign); `cinn-py dump-ir FILE.ir` prints it."""
+    return _build(load_cases(Path(path))[0])

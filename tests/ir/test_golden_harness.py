@@ -37,14 +37,15 @@ def test_mismatch_fails_and_update_fixes(tmp_path: Path) -> None:
         golden.check_case(case)
 
 
-def test_dump_ir_of_ir_and_py_files(tmp_path: Path) -> None:
+def test_program_of_ir_file(tmp_path: Path) -> None:
     ir_file = tmp_path / "f.ir"
     ir_file.write_text("function f (_A) { ScheduleBlock(root) { serial for (i, 0, 4) { A[i] = 0.00000000f } } }\n")
-    assert golden.dump_ir(ir_file).startswith("function f (_A)\n{\n  ScheduleBlock(root)")
-    assert golden.dump_ir(ir_file, decls=True).startswith("// decl func f(output A)\n")
-    py_file = tmp_path / "f.py"
-    py_file.write_text("func = ir.LoweredFunc('g', (), ir.Block(()))\n")
-    assert golden.dump_ir(py_file) == "function g ()\n{\n\n}"
+    func = golden.program_of_ir_file(ir_file)
+    assert ir.print_ir(func).startswith("function f (_A)\n{\n  ScheduleBlock(root)")
+    assert ir.print_ir(func, decls=True).startswith("// decl func f(output A)\n")
+    built = tmp_path / "g.ir"
+    built.write_text("// BUILD: func = ir.LoweredFunc('g', (), ir.Block(()))\n// CHECK: function g\n")
+    assert ir.print_ir(golden.program_of_ir_file(built)) == "function g ()\n{\n\n}"
 
 
 def test_assert_ir_equal_shows_a_diff() -> None:
