@@ -6,6 +6,9 @@ a result for the case it began (a segfault in generated code, an abort), the cas
 failure carrying the tail of the worker's stderr (where `faulthandler` wrote the Python stack);
 when no result arrives within the per-case timeout the worker is killed and the case is a
 `hang` failure. Either way a fresh worker continues with the next case.
+
+Testing hook: `CINN_PY_FUZZ_INJECT="crash:3,hang:5"` makes the worker segfault before case 3
+and sleep forever before case 5 (tests of the isolation itself use it).
 """
 
 from __future__ import annotations
@@ -72,21 +75,37 @@ def _as_dict(result: Any) -> dict[str, Any]:
     return dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result)
 
 
-def run_in_process(seed: int, indices: Iterable[int], opts: Any, check_case: CheckCase, summary: Summary) -> None:
+def run_in_process(seed: int, indices: Iterable[int], opts: Any, check_case: CheckCase, summary: Summary,
+                   echo: bool = True) -> None:
     """Run cases in this process (no crash isolation; used by tests and `--in-process`)."""
     for index in indices:
-        summary.add(_as_dict(check_case(seed, index, opts)))
+        summary.add(_as_dict(check_case(seed, index, opts)), echo=echo)
 
 
 def worker_loop(seed: int, start: int, end: int, opts: Any, check_case: CheckCase) -> int:
     """The worker side: run cases `start..end-1`, reporting each on stdout."""
     faulthandler.enable(all_threads=True)
     out = sys.stdout
+    inject = _injected_faults()
     for index in range(start, end):
         print(f"{BEGIN}{index}", file=out, flush=True)
+        if inject.get(index) == "crash":
+            faulthandler._sigsegv()  # noqa: SLF001 - a real segfault, as generated code would raise
+        if inject.get(index) == "hang":
+            time.sleep(1e9)
         result = _as_dict(check_case(seed, index, opts))
         print(RESULT + json.dumps(result), file=out, flush=True)
     return 0
+
+
+def _injected_faults() -> dict[int, str]:
+    spec = os.environ.get("CINN_PY_FUZZ_INJECT", "")
+    faults = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        kind, _, index = item.partition(":")
+        if kind in ("crash", "hang") and index.isdigit():
+            faults[int(index)] = kind
+    return faults
 
 
 def run_with_workers(seed: int, indices: range, opts: Any, timeout: float, worker_args: list[str],

@@ -1,0 +1,193 @@
+"""The fuzzer: a fixed-seed CI run, its generators and oracles, shrinking, crash/hang isolation."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import cinn_py as cp
+from cinn_py import fuzz
+from cinn_py.fuzzing import programs as P
+from cinn_py.fuzzing.reference import build_tensors, evaluate, to_python
+from cinn_py.fuzzing.shrink import shrink
+from cinn_py.fuzzing.strategies import fuzz_cases, program_specs
+from cinn_py.fuzzing.worker import Summary, run_in_process, run_with_workers
+from cinn_py.interp import run_ir
+from cinn_py.ir import reset_name_ids, structural_equal
+from schedules import primitives as SP
+
+ROOT = Path(__file__).resolve().parents[2]
+CI_SEED = 20240601
+
+
+def test_fixed_seed_run_of_300_cases() -> None:
+    """300 cases: interpreter vs numpy, scheduled vs unscheduled for all, x86 for every 4th."""
+    summary = Summary()
+    start = time.monotonic()
+    run_in_process(CI_SEED, range(300), fuzz.Options(x86_every=4, steps=6), fuzz.check_case, summary, echo=False)
+    elapsed = time.monotonic() - start
+    assert summary.total == 300
+    assert not summary.failures, summary.format(elapsed) + "\n\n" + "\n\n".join(
+        f["reproducer"] for f in summary.failures)
+    assert summary.status["ok"] >= 240, summary.format(elapsed)   # most cases get all the way through
+    applied = sum(n for k, n in summary.steps.items() if k.endswith(": applied"))
+    assert applied >= 600, summary.format(elapsed)                # schedules really transform the IR
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fuzz_cases())
+def test_hypothesis_cases_never_fail(drawn: tuple) -> None:
+    case = fuzz.Case(0, 1, *drawn)
+    result, _ = fuzz.run_case(case, fuzz.Options(x86=False, steps=4))
+    assert result.status != "fail", fuzz.reproducer(case, fuzz.Options(), case.spec, [], result)
+
+
+@settings(max_examples=20, deadline=None)
+@given(program_specs())
+def test_spec_round_trips_and_prints_runnable_dsl(spec: P.ProgramSpec) -> None:
+    assert P.ProgramSpec.from_json(spec.to_json()) == spec
+    reset_name_ids()
+    direct = cp.lower(fuzz.FUNC_NAME, build_tensors(spec))
+    reset_name_ids()
+    namespace: dict = {}
+    exec(compile(to_python(spec), "<fuzz program>", "exec"), namespace)  # noqa: S102 - our own generated source
+    assert structural_equal(namespace["func"], direct)
+    assert P.symbols_bound_by_inputs(spec)
+
+
+def test_generator_covers_the_planned_space() -> None:
+    specs = [P.generate_program(random.Random(s)) for s in range(300)]
+    dtypes = {t.dtype for s in specs for t in s.tensors}
+    assert {"float16", "float32", "float64", "int32", "int64"} <= dtypes
+    kinds = {t.reduce[0] for s in specs for t in s.tensors if t.reduce}
+    assert kinds == set(P.REDUCE_KINDS)
+    assert any(s.symbols for s in specs)
+
+    def nodes(node: object) -> set[str]:
+        if not isinstance(node, tuple):
+            return set()
+        out = {f"{node[0]}:{node[1]}" if node[0] in ("un", "bin") else str(node[0])}
+        return out.union(*(nodes(c) for c in node[1:]))
+
+    seen = set().union(*(nodes(t.body) for s in specs for t in s.tensors))
+    assert {"un:exp", "un:erf", "un:floor", "bin:div", "bin:mod", "sel", "cast", "idx"} <= seen
+    transposed = any(t.axes != tuple(sorted(t.axes)) for s in specs for t in s.tensors if not t.is_input)
+    assert transposed
+
+
+def test_compare_reports_what_differed() -> None:
+    spec = P.generate_program(random.Random(3))
+    case = fuzz.make_case(0, 3)
+    inputs = P.random_inputs(case.spec, case.bindings[0], np.random.default_rng(0))
+    want = evaluate(case.spec, inputs, case.bindings[0])
+    fuzz.compare(case.spec, want, want, "same")
+    name = case.spec.tensors[case.spec.outputs[0]].name
+    wrong = {k: v.copy() for k, v in want.items()}
+    wrong[name].flat[0] = wrong[name].flat[0] + 100
+    with pytest.raises(fuzz._Failure, match=f"output '{name}'.*first at"):
+        fuzz.compare(case.spec, wrong, want, "x86-vs-reference")
+    assert spec.outputs
+
+
+def test_numpy_reference_matches_hand_computation() -> None:
+    # t1[a1, a0] = sum_k in0[k, a0] ... built by hand: transpose + reduction + int division
+    spec = P.ProgramSpec(
+        dims=(3, 4), symbols=(), outputs=(1,),
+        tensors=(P.TensorSpec("in0", (0, 1), "int32", mag=8.0),
+                 P.TensorSpec("t1", (1,), "int32", ("bin", "div", ("load", 0), ("const", 2)), ("sum", 0), 12.0)))
+    x = np.array([[-7, 3, 5, 0], [1, -1, 8, 2], [-3, 4, -8, 7]], dtype=np.int32)
+    out = evaluate(spec, {"in0": x}, {})["t1"]
+    c_div = np.trunc(x / 2).astype(np.int32)       # C truncates towards zero
+    np.testing.assert_array_equal(out, c_div.sum(axis=0))
+    reset_name_ids()
+    func = cp.lower("f", build_tensors(spec))
+    np.testing.assert_array_equal(run_ir(func, {"in0": x})["t1"], out)
+
+
+def test_shrink_minimises_steps_and_expressions() -> None:
+    spec = P.ProgramSpec(
+        dims=(4,), symbols=(), outputs=(1, 2),
+        tensors=(P.TensorSpec("in0", (0,), "float32", mag=2.0),
+                 P.TensorSpec("t1", (0,), "float32", ("un", "tanh", ("bin", "mul", ("load", 0), ("const", 2.0)))),
+                 P.TensorSpec("t2", (0,), "float32", ("bin", "add", ("load", 0), ("const", 1.0)))))
+    steps = ["a", "split", "b", "c"]
+
+    def has_mul(node: object) -> bool:
+        return isinstance(node, tuple) and (node[:2] == ("bin", "mul") or any(has_mul(c) for c in node))
+
+    def fails(s: P.ProgramSpec, st: list) -> bool:   # "bug": needs a mul and a split step
+        return "split" in st and any(has_mul(t.body) for t in s.tensors)
+
+    small, small_steps = shrink(spec, steps, fails)
+    assert small_steps == ["split"]
+    assert len(small.outputs) == 1 and len(small.tensors) == 2
+    assert small.tensors[1].body == ("bin", "mul", ("load", 0), ("const", 2.0))
+
+
+def _broken_split(func, loop, factors):  # type: ignore[no-untyped-def]
+    """split, but the innermost new loop loses its last iteration (a miscompile to find)."""
+    new_func, loops = _REAL_SPLIT(func, loop, factors)
+    from tests.reliability.test_bisect import _ShrinkInnermost  # noqa: PLC0415
+
+    if len(loops) < 2 or not cp.ir.is_const_int(loops[-1].extent) or loops[-1].extent.value < 2:
+        return new_func, loops
+    return dataclasses.replace(new_func, body=_ShrinkInnermost(loops[-1].uid).visit(new_func.body)), loops
+
+
+_REAL_SPLIT = SP.split
+
+
+def test_wrong_schedule_primitive_is_caught_shrunk_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SP, "split", _broken_split)
+    opts = fuzz.Options(x86=False, steps=8)
+    for index in range(40):
+        result = fuzz.check_case(11, index, opts)
+        if result.status == "fail":
+            break
+    else:
+        pytest.fail("no case exercised the broken split")
+    assert result.stage == "scheduled-interp-vs-unscheduled"
+    text = result.reproducer
+    for part in ("=== FAIL case", "--- program (compute DSL):", "cp.lower(", "--- IR before scheduling:",
+                 "// decl func", "--- schedule (trace.as_python()):", "sch.split(", "default_rng(",
+                 "elements differ", f"--case {index}"):
+        assert part in text, part
+    original = fuzz.run_case(fuzz.make_case(11, index), opts)[1]
+    shrunk_script = text.split("--- schedule (trace.as_python()):")[1].split("--- inputs")[0]
+    assert shrunk_script.count("sch.") <= len(original.trace.steps)
+
+
+def test_worker_isolates_crashes_and_hangs() -> None:
+    os.environ["CINN_PY_FUZZ_INJECT"] = "crash:1,hang:2"
+    try:
+        summary = Summary()
+        args = ["--seed", "4", "--no-x86", "--steps", "2"]
+        run_with_workers(4, range(4), fuzz.Options(x86=False, steps=2), 8.0, args, summary)
+    finally:
+        del os.environ["CINN_PY_FUZZ_INJECT"]
+    assert summary.total == 4
+    stages = {f["index"]: f["stage"] for f in summary.failures}
+    assert stages == {1: "crash", 2: "hang"}
+    crash = next(f for f in summary.failures if f["index"] == 1)
+    assert "Segmentation fault" in crash["detail"] or "Fatal Python error" in crash["detail"]
+    assert "--- program (compute DSL):" in crash["reproducer"]   # described without running it
+    assert summary.status["fail"] == 2 and summary.status["ok"] + summary.status["rejected"] == 2
+
+
+def test_cli_runs_and_reports() -> None:
+    proc = subprocess.run([sys.executable, "-m", "cinn_py.fuzz", "--examples", "3", "--seed", "9", "--no-x86",
+                           "--in-process"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fuzz: 3 cases" in proc.stdout
+    one = subprocess.run([sys.executable, "-m", "cinn_py.fuzz", "--seed", "9", "--case", "1", "--describe"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert one.returncode == 0 and "--- IR before scheduling:" in one.stdout
