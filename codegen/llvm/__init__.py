@@ -25,7 +25,7 @@ from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, t
 from codegen.llvm.kernel import Kernel
 from codegen.llvm.module import build_module, symbol_name
 
-CODEGEN_VERSION = "x86-1"
+CODEGEN_VERSION = "x86-2"
 CACHE = CompileCache("x86")
 _OPTIONS = ("num_threads", "cache")
 

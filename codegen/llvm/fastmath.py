@@ -45,11 +45,25 @@ class _F:
     def i(self, v: int) -> ir.Value:
         return splat(self.b, ir.Constant(I32, v), self.lanes)
 
+    def intrinsic(self, name: str, *args: ir.Value) -> ir.Value:
+        """`llvm.<name>` on float32 values of this lane width (declared on first use)."""
+        module = self.b.block.parent.module
+        suffix = "f32" if self.lanes == 1 else f"v{self.lanes}f32"
+        full = f"llvm.{name}.{suffix}"
+        fn = module.globals.get(full)
+        if not isinstance(fn, ir.Function):
+            fn = ir.Function(module, ir.FunctionType(self.ft, [self.ft] * len(args)), full)
+        return self.b.call(fn, list(args))
+
+    def fma(self, a: ir.Value, x: ir.Value, c: ir.Value) -> ir.Value:
+        """a * x + c rounded once (one vfmadd instruction; never less accurate than mul + add)."""
+        return self.intrinsic("fma", a, x, c)
+
     def poly(self, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
-        """Horner: coeffs[0]*x^(n-1) + ... + coeffs[-1]."""
+        """Horner with fused multiply-adds: coeffs[0]*x^(n-1) + ... + coeffs[-1]."""
         acc = self.f(coeffs[0])
         for c in coeffs[1:]:
-            acc = self.b.fadd(self.b.fmul(acc, x), self.f(c))
+            acc = self.fma(acc, x, self.f(c))
         return acc
 
     def lt(self, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -93,27 +107,31 @@ def fast_exp(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     Max error 1 ulp on normal results; x > 88.7228 -> +inf; x < -103.97 -> 0; NaN -> NaN.
     """
     h = _F(b, x)
-    xc = h.clamp(x, _EXP_LO, _EXP_HI)
-    n_f = _round(h, b.fmul(xc, h.f(1.4426950408889634)))
-    r = b.fsub(b.fsub(xc, b.fmul(n_f, h.f(_LN2_HI))), b.fmul(n_f, h.f(_LN2_LO)))
-    r2 = b.fmul(r, r)
-    p = b.fadd(b.fadd(b.fmul(h.poly(r, _EXP_P), r2), r), h.f(1.0))
-    n = b.fptosi(n_f, h.it)
-    half = b.ashr(n, h.i(1))
-    y = b.fmul(b.fmul(p, h.pow2i(half)), h.pow2i(b.sub(n, half)))
+    y = _exp_core(h, h.clamp(x, _EXP_LO, _EXP_HI), denormals=True)
     y = b.select(h.gt(x, h.f(_EXP_HI)), h.f(float("inf")), y)
     y = b.select(h.lt(x, h.f(_EXP_LO)), h.f(0.0), y)
     return b.select(h.is_nan(x), x, y)
 
 
+def _exp_core(h: _F, xc: ir.Value, denormals: bool) -> ir.Value:
+    """e^xc for xc already within [-103.97, 88.72] (no special values). With `denormals`
+    False the caller guarantees xc >= -87 (normal results), so 2^n is one exponent build."""
+    b = h.b
+    n_f = _round(h, b.fmul(xc, h.f(1.4426950408889634)))
+    r = h.fma(n_f, h.f(-_LN2_LO), h.fma(n_f, h.f(-_LN2_HI), xc))
+    r2 = b.fmul(r, r)
+    p = b.fadd(h.fma(h.poly(r, _EXP_P), r2, r), h.f(1.0))
+    n = b.fptosi(n_f, h.it)
+    if not denormals:
+        return b.fmul(p, h.pow2i(n))
+    half = b.ashr(n, h.i(1))
+    return b.fmul(b.fmul(p, h.pow2i(half)), h.pow2i(b.sub(n, half)))
+
+
 def _round(h: _F, v: ir.Value) -> ir.Value:
-    """Round to nearest (ties away) via floor(v + 0.5); exact for |v| < 2^22."""
-    return _floor(h, h.b.fadd(v, h.f(0.5)))
-
-
-def _floor(h: _F, v: ir.Value) -> ir.Value:
-    truncated = h.b.sitofp(h.b.fptosi(v, h.it), h.ft)
-    return h.b.select(h.gt(truncated, v), h.b.fsub(truncated, h.f(1.0)), truncated)
+    """Round to nearest, ties to even (one `vrndscaleps`); any integer within 1/2 of v serves
+    the range reductions, so the tie rule does not matter."""
+    return h.intrinsic("roundeven", v)
 
 
 # Cephes logf polynomial for log(1+f), f in [sqrt(1/2)-1, sqrt(2)-1].
@@ -161,8 +179,9 @@ def fast_tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     h = _F(b, x)
     ax = h.abs(x)
     z = b.fmul(x, x)
-    small = b.fadd(b.fmul(b.fmul(h.poly(z, _TANH_P), z), x), x)
-    e = fast_exp(b, b.fmul(h.clamp(ax, 0.0, 20.0), h.f(2.0)))
+    small = h.fma(b.fmul(h.poly(z, _TANH_P), z), x, x)
+    # 2|x| clamped to [0, 40] (tanh is 1 in float32 beyond 9): no special values for exp
+    e = _exp_core(h, b.fmul(h.clamp(ax, 0.0, 20.0), h.f(2.0)), denormals=False)
     large = b.fsub(h.f(1.0), b.fdiv(h.f(2.0), b.fadd(e, h.f(1.0))))
     large = h.copysign(large, x)
     y = b.select(h.lt(ax, h.f(0.625)), h.copysign(small, x), large)

@@ -55,7 +55,9 @@ def _init() -> None:
     llvm.initialize_native_asmprinter()
     llvm.add_symbol(LAUNCH_SYMBOL, ctypes.cast(_LAUNCHER, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
-    for name in ("aligned_alloc", "free"):
+    # memset/memcpy/memmove: LLVM turns zero-fill and copy loops into calls of these (the
+    # loop-idiom pass), and MCJIT does not search the process for symbols by itself.
+    for name in ("aligned_alloc", "free", "memset", "memcpy", "memmove"):
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
 
 
