@@ -51,6 +51,9 @@ def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.E
         return E.IntImm(E.dt.int32, 0)
     acc = indices[0]
     for index, dim in zip(indices[1:], shape[1:]):
+        if _is_div_mod_pair(acc, index, dim):
+            acc = acc.a  # type: ignore[attr-defined]  # ((x / d) * d) + (x % d) == x (also in C)
+            continue
         if E.is_const_int(dim, 1) or E.is_const_int(acc, 0):
             scaled = acc
         else:
@@ -62,6 +65,19 @@ def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.E
         else:
             acc = E.Add(scaled, _as_dtype(index, scaled.dtype))
     return acc
+
+
+def _same_int(a: E.Expr, b: E.Expr) -> bool:
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+        return a.value == b.value
+    return a == b
+
+
+def _is_div_mod_pair(outer: E.Expr, inner: E.Expr, dim: E.Expr) -> bool:
+    """`outer = x / d`, `inner = x % d` over a dim of extent `d`: the pair is just `x` flattened
+    (the index a fused-then-split loop gives a `[.., d]` buffer, as in the seed's `sp / S2, sp % S2`)."""
+    return (isinstance(outer, E.Div) and isinstance(inner, E.Mod) and outer.a == inner.a
+            and _same_int(outer.b, inner.b) and _same_int(outer.b, dim))
 
 
 def flatten_numel(shape: tuple[E.Expr, ...]) -> E.Expr:

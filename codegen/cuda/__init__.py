@@ -2,7 +2,7 @@
 PyCUDA kernels and bucket dispatch.
 
     generate_cuda(func, fast_math=False, arch="sm_90") -> GeneratedCode(.source, .ptx, .cubin, .launch)
-    build_cuda(func, fast_math=False, arch="sm_90", **options) -> Kernel   (needs PyCUDA and a GPU)
+    build_cuda(func, fast_math=False, arch="auto", **options) -> Kernel   (needs PyCUDA and a GPU)
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ from typing import Any
 from cinn_py.ir.func import LoweredFunc
 from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_predicate
 from codegen.cuda.generate import GeneratedCode, generate_cuda
-from codegen.cuda.launch import LaunchInfo
+from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.nvrtc import CompiledCuda, compile_cuda
 
 __all__ = [
-    "BucketDispatch", "CompiledCuda", "GeneratedCode", "LaunchInfo", "build_cuda", "bucket_kernel_name",
+    "BucketDispatch", "CompiledCuda", "GeneratedCode", "LaunchInfo", "TempSpace", "build_cuda", "bucket_kernel_name",
     "compile_cuda", "generate_cuda", "mangle_predicate",
 ]
 
 
-def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90", **options: Any) -> Any:
+def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", **options: Any) -> Any:
     """Generate, compile and load `func` as a launchable `Kernel` (see `codegen.cuda.kernel`).
 
-    Options: `nvrtc_options` (tuple of extra NVRTC flags). `arch` must match the device
-    (`sm_90` for H100); use `arch="auto"` to query the current device.
+    Options: `nvrtc_options` (tuple of extra NVRTC flags). `arch="auto"` compiles for the current
+    device; an explicit `sm_XX` must match it (`sm_90` for H100).
     """
     from codegen.cuda.kernel import Kernel, device_arch  # noqa: PLC0415
 

@@ -1,7 +1,8 @@
-"""The CUDA C printer (CINN `CodeGenCudaDev`): a GPU-lowered LoweredFunc -> NVRTC-ready source.
+"""The CUDA C printer (CINN `CodeGenCudaDev`): expressions and statements of a GPU-lowered function.
 
-Input: a function after `gpu_bind` (no bound loops, no schedule blocks, `cuda_axis_info` set).
-Output, as CINN prints it:
+`CudaPrinter` prints the body of a function after `lower_for_cuda` (no bound loops, no schedule
+blocks); `kernel_source.print_kernel` wraps it in the `__global__` signature, buffer declarations
+and the NVRTC translation unit:
 
     #include "cinn_cuda_runtime.cuh"
 
@@ -14,13 +15,7 @@ Output, as CINN prints it:
 
     }
 
-- inputs print as `const T* __restrict__`, outputs `T* __restrict__`, symbolic dims `int64_t S0`;
-  `__launch_bounds__` is the block size when it is constant (omitted when symbolic);
-- indices are flattened row-major over the buffer shape;
-- shared buffers of constant size are static (`__shared__ float s[256];`); shared buffers whose
-  size is symbolic live in one dynamic `extern __shared__` array, each at a 16-byte aligned offset
-  computed from the symbolic dims (the host passes the total as the launch's shared bytes);
-- local buffers are register arrays (`float r[4];`); a symbolic local size is rejected;
+- indices are flattened row-major over the buffer shape; bound variables print `(int)threadIdx.x`;
 - float16/bfloat16 compute in float (`half.promote_half`); `fast_math` maps `exp`/`log`/... to
   the `__expf`-style intrinsics;
 - a `vectorize[F]` loop whose store and loads are contiguous in the loop var and provably
@@ -61,19 +56,6 @@ VECTOR_TYPES = {("float32", 2): "float2", ("float32", 4): "float4", ("float64", 
                 ("int32", 2): "int2", ("int32", 4): "int4", ("float16", 2): "__half2",
                 ("bfloat16", 2): "__nv_bfloat162"}
 _LANES = ("x", "y", "z", "w")
-SHARED_ALIGN = 16
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    """What the printer produced for one kernel."""
-
-    source: str
-    name: str
-    dynamic_shared_bytes: E.Expr
-    """Bytes of dynamic shared memory to pass at launch (an expression of the symbolic dims)."""
-    vector_alignment: int
-    """Byte alignment that vectorised global accesses need from every tensor pointer (1: none)."""
 
 
 class CudaPrinter(CFamilyPrinter):
@@ -305,130 +287,3 @@ def _replace_loads(value: E.Expr, mapping: dict[E.Load, E.Var]) -> E.Expr:
             return mapping.get(node, node)
 
     return _Swap().visit(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# The kernel
-# ---------------------------------------------------------------------------------------------
-def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
-    """Buffers the kernel body uses that are not arguments, in first-use order.
-
-    A buffer is used through a Load/Store, or passed by name to a runtime helper (the
-    cross-thread reduce scratch `shm32__fp32_reduce`, listed in `temp_bufs`).
-    """
-    arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
-    temps = {b.name: b for b in func.temp_bufs}
-    seen: dict[str, Buffer] = {}
-    for node in walk(func.body):
-        buf: Buffer | None = None
-        if isinstance(node, (E.Load, S.Store)):
-            buf = node.tensor.buffer
-        elif isinstance(node, E.Var) and node.dtype == handle and node.name in temps:
-            buf = temps[node.name]
-        if buf is not None and buf.name not in arg_buffers and buf.name not in seen:
-            seen[buf.name] = buf
-    return list(seen.values())
-
-
-def _num_elements(buffer: Buffer) -> E.Expr:
-    total: E.Expr | None = None
-    for dim in buffer.shape:
-        total = dim if total is None else E.Mul(total, dim)
-    return total if total is not None else E.IntImm(E.dt.int32, 1)
-
-
-def _const_value(e: E.Expr) -> int | None:
-    from cinn_py.passes.gpu_bind import interval  # noqa: PLC0415
-
-    rng = interval(e, {})
-    return rng[0] if rng is not None and rng[0] == rng[1] else None
-
-
-class _KernelPrinter(CudaPrinter):
-    def __init__(self, func: LoweredFunc, fast_math: bool) -> None:
-        super().__init__(fast_math)
-        self.func = func
-        self.dynamic_bytes: E.Expr = E.IntImm(E.dt.int64, 0)
-
-    def signature(self) -> str:
-        params = []
-        for arg in self.func.args:
-            if arg.tensor is not None:
-                const = "const " if arg.io is ArgIO.INPUT else ""
-                params.append(f"{const}{self.ctype(arg.tensor.dtype)}* __restrict__ "
-                              f"{self.name_buffer(arg.tensor.buffer)}")
-            else:
-                assert arg.var is not None
-                params.append(f"{self.ctype(arg.var.dtype)} {arg.var.name}")
-        bounds = ""
-        info = self.func.cuda_axis_info
-        if info is not None and all(_const_value(d) is not None for d in info.block_dims):
-            threads = 1
-            for d in info.block_dims:
-                threads *= _const_value(d) or 1
-            bounds = f"__launch_bounds__({threads}) "
-        return f"__global__ void {bounds}{self.func.name}({', '.join(params)})"
-
-    def declare_buffers(self) -> None:
-        offset: E.Expr = E.IntImm(E.dt.int64, 0)
-        dynamic = False
-        for buf in scoped_buffers(self.func):
-            name = self.name_buffer(buf)
-            elems = _num_elements(buf)
-            count = _const_value(elems)
-            ctype = self.ctype(buf.dtype)
-            if buf.memory_type is MemoryType.GPU_SHARED:
-                if count is not None:
-                    self.line(f"__shared__ {ctype} {name}[{count}];")
-                    continue
-                if not dynamic:
-                    self.line("extern __shared__ __align__(16) unsigned char cinn_dyn_shared[];")
-                    dynamic = True
-                self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&cinn_dyn_shared[{self.expr(offset)}]);")
-                size = _to_int64(E.Mul(elems, E.IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
-                offset = _align_up(E.Add(offset, size), SHARED_ALIGN)
-            elif buf.memory_type is MemoryType.GPU_LOCAL:
-                if count is None:
-                    raise CompileError(f"CUDA codegen: local buffer '{buf.name}' has symbolic size {elems}; "
-                                       "registers need a constant size (use a shared or global buffer)")
-                self.line(f"{ctype} {name}[{count}];")
-            else:
-                raise CompileError(
-                    f"CUDA codegen: intermediate buffer '{buf.name}' is global memory; kernels cannot allocate "
-                    "global temporaries — set_buffer it to 'local' or 'shared', or compute_inline it")
-        self.dynamic_bytes = offset
-
-    def kernel(self) -> str:
-        self.line(self.signature())
-        self.line("{")
-        self.level += 1
-        self.declare_buffers()
-        self.stmt(self.func.body)
-        self.level -= 1
-        self.line("}")
-        return self.text()
-
-
-def _to_int64(e: E.Expr) -> E.Expr:
-    if isinstance(e, E.IntImm):
-        return E.IntImm(E.dt.int64, e.value)
-    return e if e.dtype == E.dt.int64 else E.Cast(E.dt.int64, e)
-
-
-def _align_up(e: E.Expr, k: int) -> E.Expr:
-    c = _const_value(e)
-    if c is not None:
-        return E.IntImm(E.dt.int64, (c + k - 1) // k * k)
-    kk = E.IntImm(E.dt.int64, k)
-    return E.Mul(E.Div(E.Add(e, E.IntImm(E.dt.int64, k - 1)), kk), kk)
-
-
-def print_kernel(func: LoweredFunc, fast_math: bool = False) -> KernelSource:
-    """The full NVRTC translation unit for one GPU-lowered function."""
-    body = promote_half(func.body)
-    import dataclasses  # noqa: PLC0415
-
-    printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math)
-    kernel = printer.kernel()
-    source = f'#include "{RUNTIME_HEADER_NAME}"\n\nextern "C" {{\n\n{kernel}\n}}\n'
-    return KernelSource(source, func.name, printer.dynamic_bytes, printer.vector_alignment)

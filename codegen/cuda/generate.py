@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir.func import LoweredFunc
-from codegen.cuda.codegen import print_kernel
-from codegen.cuda.launch import LaunchInfo
+from codegen.cuda.kernel_source import print_kernel
+from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.lowering import lower_for_cuda
 from codegen.cuda.nvrtc import check_arch, compile_cuda
 
@@ -31,6 +31,8 @@ class GeneratedCode:
     options: tuple[str, ...]
     vector_alignment: int
     """Byte alignment every tensor pointer needs (vectorised accesses); 1 if none."""
+    temp_spaces: tuple[TempSpace, ...] = ()
+    """Global temporaries the host allocates per launch, passed after the function's arguments."""
 
 
 def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -66,5 +68,5 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
     launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, lowered.scalar_args)
     return GeneratedCode(kernel.source, compiled.ptx, compiled.cubin, launch, lowered.name, lowered, arch,
-                         opts, kernel.vector_alignment)
+                         opts, kernel.vector_alignment, kernel.temp_spaces)
 

@@ -10,7 +10,15 @@ context. Calling it:
   outputs are allocated on the device with the inputs' library: torch tensors for torch inputs,
   GPUArrays otherwise);
 - evaluates the output shapes and the launch dims from the symbolic dims on the host, checks the
-  pointer alignment that vectorised accesses need, and launches on the default stream.
+  pointer alignment that vectorised accesses need, allocates the global temporaries
+  (`GeneratedCode.temp_spaces`, zero-filled when needed) and launches on the legacy default
+  stream (the one PyTorch uses unless told otherwise, so no extra synchronisation is needed).
+  Host calls copy the outputs back with a synchronous copy, which waits for the kernel; device
+  calls return without synchronising, like a PyTorch op.
+
+Arguments are packed with PyCUDA's prepared-call format (`P` for pointers, `q`/`i` for int64 /
+int32 scalars, native alignment = the CUDA parameter layout) in signature order: inputs,
+outputs, symbolic dims, then the temp spaces.
 
 PyCUDA is imported lazily: building GeneratedCode never needs it.
 """
@@ -21,11 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.diagnostics import CompileError
+from cinn_py.diagnostics import CinnError, CompileError
 from cinn_py.ir.func import ArgIO, LoweredFunc
 from codegen.cuda.generate import GeneratedCode
 
-_DEFAULT_STATIC_SHARED = 48 * 1024
+_DEFAULT_SHARED_LIMIT = 48 * 1024
+"""Shared memory (static + dynamic) a kernel may use without opting in (CUDA's default)."""
+
+
+class CudaRuntimeError(CinnError):
+    """The CUDA driver rejected a module load or a launch."""
 
 
 def _pycuda() -> tuple[Any, Any]:
@@ -44,14 +57,15 @@ def _is_device_array(obj: Any) -> bool:
     return hasattr(obj, "__cuda_array_interface__")
 
 
-def _param_format(func: LoweredFunc) -> str:
+def param_format(code: GeneratedCode) -> str:
+    """PyCUDA `prepare` format of the kernel's parameters (signature order, temp spaces last)."""
     fmt = []
-    for arg in func.args:
+    for arg in code.func.args:
         if arg.tensor is not None:
             fmt.append("P")
-        else:
-            assert arg.var is not None
+        elif arg.var is not None:
             fmt.append("q" if arg.var.dtype.bits == 64 else "i")
+    fmt.extend("P" for _ in code.temp_spaces)
     return "".join(fmt)
 
 
@@ -70,9 +84,18 @@ class Kernel:
         self.device_validator = ArgValidator(func, device="cuda")
         drv, self._gpuarray = _pycuda()
         self._drv = drv
-        self._module = drv.module_from_buffer(code.cubin)
-        self._function = self._module.get_function(code.kernel_name)
-        self._function.prepare(_param_format(code.func))
+        try:
+            self._module = drv.module_from_buffer(code.cubin)
+            self._function = self._module.get_function(code.kernel_name)
+            self._static_shared = int(self._function.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES))
+        except drv.Error as exc:
+            raise CudaRuntimeError(f"build_cuda: cannot load '{code.kernel_name}' compiled for {code.arch} on "
+                                   f"this device ({_device_arch_or_unknown(drv)}): {exc}; build with "
+                                   "arch='auto'") from exc
+        self._function.prepare(param_format(code))
+        self._shared_opt_in = 0
+        self._temps: dict[str, tuple[int, Any]] = {}
+        """Temp space name -> (bytes, DeviceAllocation), reused across launches (stream-ordered)."""
 
     @property
     def source(self) -> str:
@@ -99,9 +122,10 @@ class Kernel:
         dev_out = [gpuarray.empty(shape, dtype=_np_dtype(t)) for shape, t in zip(shapes, self.func.outputs)]
         self._launch([int(a.gpudata) for a in dev_in], [int(a.gpudata) for a in dev_out], bound.symbols)
         if out is not None:
-            outs = (out,) if not isinstance(out, (list, tuple)) else tuple(out)
-            for dev, host in zip(dev_out, outs):
-                dev.get(ary=host)
+            # The metas' arrays are numpy views of the user's buffers (uint16 for bfloat16,
+            # np.from_dlpack for DLPack CPU tensors), with the dtype the device array has.
+            for dev, meta in zip(dev_out, bound.outputs):
+                dev.get(ary=meta.array)
             return out
         results = [dev.get() for dev in dev_out]
         return results[0] if len(results) == 1 else tuple(results)
@@ -140,12 +164,10 @@ class Kernel:
         grid, block, shared = self.code.launch.launch_dims(symbols)
         if 0 in grid or 0 in block:
             return  # empty tensors: nothing to compute
-        if shared > _DEFAULT_STATIC_SHARED:
-            attr = self._drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES
-            self._function.set_attribute(attr, shared)
+        self._opt_in_shared(shared)
         scalars = [np.int64(symbols[v.name]) if v.dtype.bits == 64 else np.int32(symbols[v.name])
                    for v in self.code.func.scalar_args]
-        # Arguments in signature order: inputs, outputs, then the int64 symbolic dims.
+        # Arguments in signature order: inputs, outputs, the symbolic dims, then the temp spaces.
         ins, outs, scalar_iter = iter(in_ptrs), iter(out_ptrs), iter(scalars)
         params: list[Any] = []
         for arg in self.code.func.args:
@@ -155,7 +177,43 @@ class Kernel:
                 params.append(np.uintp(next(outs)))
             else:
                 params.append(next(scalar_iter))
-        self._function.prepared_call(grid, block, *params, shared_size=shared)
+        params.extend(np.uintp(ptr) for ptr in self._temp_pointers(symbols))
+        try:
+            self._function.prepared_call(grid, block, *params, shared_size=shared)
+        except self._drv.Error as exc:
+            raise CudaRuntimeError(f"kernel '{self.func.name}': launch with grid={grid} block={block} "
+                                   f"shared={shared} failed: {exc}") from exc
+
+    def _opt_in_shared(self, dynamic: int) -> None:
+        """Kernels using more than 48 KiB of shared memory must opt in (once per size increase)."""
+        if self._static_shared + dynamic <= _DEFAULT_SHARED_LIMIT or dynamic <= self._shared_opt_in:
+            return
+        attr = self._drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES
+        try:
+            self._function.set_attribute(attr, dynamic)
+        except self._drv.Error as exc:
+            raise CudaRuntimeError(f"kernel '{self.func.name}': {dynamic} bytes of dynamic shared memory (plus "
+                                   f"{self._static_shared} static) exceed this device's limit: {exc}") from exc
+        self._shared_opt_in = dynamic
+
+    def _temp_pointers(self, symbols: dict[str, int]) -> list[int]:
+        """Device pointers of the temp spaces for this launch (CINN's temp_spaces).
+
+        Allocations are kept and grown as needed: launches on one stream run in order, so a
+        buffer can be reused by the next launch; zero-filling is a stream-ordered memset.
+        """
+        ptrs = []
+        for space in self.code.temp_spaces:
+            nbytes = space.nbytes(symbols)
+            held = self._temps.get(space.name)
+            if held is None or held[0] < nbytes:
+                held = (nbytes, self._drv.mem_alloc(nbytes))
+                self._temps[space.name] = held
+            ptr = int(held[1])
+            if space.zero_init:
+                self._drv.memset_d8(ptr, 0, nbytes)
+            ptrs.append(ptr)
+        return ptrs
 
 
 def _np_dtype(tensor: Any) -> np.dtype:
@@ -168,4 +226,12 @@ def device_arch() -> str:
     """`sm_XY` of the current CUDA device."""
     drv, _ = _pycuda()
     major, minor = drv.Context.get_device().compute_capability()
+    return f"sm_{major}{minor}"
+
+
+def _device_arch_or_unknown(drv: Any) -> str:
+    try:
+        major, minor = drv.Context.get_device().compute_capability()
+    except Exception:  # describing the device must not hide the load error
+        return "unknown arch"
     return f"sm_{major}{minor}"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cinn_py.ir import expr as E
+from cinn_py.ir.dtype import DType
 
 # CUDA limits (compute capability >= 3.0).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -102,6 +103,31 @@ class LaunchInfo:
             return "(" + ", ".join(str(d) for d in dims) + ")"
 
         return f"grid={fmt(self.grid)} block={fmt(self.block)} shared_bytes={self.shared_bytes}"
+
+
+@dataclass(frozen=True)
+class TempSpace:
+    """A global temporary the host allocates for each launch (CINN `temp_spaces`).
+
+    The kernel takes it as a trailing `T* __restrict__ <name>` argument, after the function's
+    own arguments, in `GeneratedCode.temp_spaces` order.
+    """
+
+    name: str
+    """The kernel parameter name."""
+    dtype: DType
+    num_elements: E.Expr
+    """An int64 expression of the symbolic dims."""
+    zero_init: bool
+    """Fill with zeros before the launch (the kernel may read an element before writing it)."""
+
+    def nbytes(self, symbol_values: Mapping[str | E.Var, int] | None = None) -> int:
+        """Bytes to allocate for concrete symbol values (at least 1, so the pointer is valid)."""
+        env = {(k.name if isinstance(k, E.Var) else k): int(v) for k, v in (symbol_values or {}).items()}
+        count = eval_int(self.num_elements, env)
+        if count < 0:
+            raise ValueError(f"launch: temp space '{self.name}' has a negative size {count} ({self.num_elements})")
+        return max(1, count * max(1, self.dtype.bits // 8))
 
 
 def _check_limits(grid: Dim3, block: Dim3) -> None:
