@@ -10,6 +10,12 @@ through `np.from_dlpack`) and, for `device="cuda"`, objects with `__cuda_array_i
 Everything is described by an `ArgMeta` (pointer, shape, dtype, contiguity), so a backend only
 needs the metas and the bound symbolic dims.
 
+Repeated calls are cheap: `ArgValidator.fast_call` remembers each input signature (types,
+dtypes, shapes, contiguity of plain numpy arrays) that passed full validation, with its symbol
+values and output shapes, so a call with the same signature only re-reads the pointers and
+checks the outputs it is given (dtype, shape, contiguity, writability, aliasing); anything else
+takes the full path, which also produces the error messages.
+
 Symbolic dims (`S0`, ...) are bound from the input shapes (CINN's `symbol_args_map`: each
 symbol argument is read from some input's dim): bare dims first, then dims that are affine
 expressions of one still-unknown symbol (`2*S0`) are solved, then every dim expression is
@@ -155,6 +161,20 @@ class BoundArgs:
         return tuple(self.symbols[v.name] for v in func.scalar_args)
 
 
+@dataclass(frozen=True)
+class FastCall:
+    """A validated call on the cached path: raw pointers in signature order and symbol values."""
+
+    input_ptrs: tuple[int, ...]
+    output_ptrs: tuple[int, ...] | None
+    """None when no `out=` was given (the caller allocates `output_shapes`)."""
+    symbols: dict[str, int]
+    output_shapes: tuple[tuple[int, ...], ...]
+
+
+_SIGNATURE_CACHE_SIZE = 64
+
+
 class ArgValidator:
     """Checks call arguments of one LoweredFunc. `device` is `"cpu"` or `"cuda"`."""
 
@@ -164,6 +184,8 @@ class ArgValidator:
         self.inputs = func.inputs
         self.outputs = func.outputs
         self.symbols = func.scalar_args
+        self._signatures: dict[tuple[Any, ...], tuple[dict[str, int], tuple[tuple[int, ...], ...]]] = {}
+        self._out_dtypes = tuple(storage_dtype(t.dtype) for t in self.outputs)
         for tensor in (*self.inputs, *self.outputs):
             for dim in tensor.shape:
                 unknown = free_symbols(dim) - {s.name for s in self.symbols}
@@ -179,6 +201,36 @@ class ArgValidator:
         return f"{len(self.inputs)} input(s) ({names})"
 
     # -- public ---------------------------------------------------------------------------------
+    def fast_call(self, args: tuple[Any, ...], out: Any = None) -> FastCall | None:
+        """The cached path (see module docstring): None when `args` (or `out`) are not plain
+        numpy arrays of a signature that passed `validate` before, or `out` fails a check; the
+        caller then runs `validate`, which raises the precise error."""
+        key = _signature(args) if self.device == "cpu" else None
+        hit = self._signatures.get(key) if key is not None else None  # type: ignore[arg-type]
+        if hit is None:
+            return None
+        symbols, shapes = hit
+        in_ptrs = tuple(a.ctypes.data for a in args)
+        if out is None:
+            return FastCall(in_ptrs, None, symbols, shapes)
+        outs = out if isinstance(out, (list, tuple)) else (out,)
+        if len(outs) != len(shapes):
+            return None
+        spans = [(p, a.nbytes) for p, a in zip(in_ptrs, args)]
+        out_ptrs = []
+        for arr, shape, dtype in zip(outs, shapes, self._out_dtypes):
+            if type(arr) is not np.ndarray or arr.dtype != dtype or arr.shape != shape:
+                return None
+            flags = arr.flags
+            if not (flags.c_contiguous and flags.writeable):
+                return None
+            ptr = arr.ctypes.data
+            if arr.nbytes and any(n and ptr < p + n and p < ptr + arr.nbytes for p, n in spans):
+                return None
+            spans.append((ptr, arr.nbytes))
+            out_ptrs.append(ptr)
+        return FastCall(in_ptrs, tuple(out_ptrs), symbols, shapes)
+
     def validate(self, args: tuple[Any, ...], out: Any = None) -> BoundArgs:
         """Validate inputs (and `out` when given); returns metas and symbol values."""
         if len(args) != len(self.inputs):
@@ -186,10 +238,25 @@ class ArgValidator:
                             f"argument(s)")
         metas = tuple(self._check_tensor(arg, "input", k, t) for k, (arg, t) in enumerate(zip(args, self.inputs)))
         symbols = self._bind_symbols(metas)
+        self._remember(args, symbols)
         outs: tuple[ArgMeta, ...] = ()
         if out is not None:
             outs = self.check_outputs(out, metas, symbols)
         return BoundArgs(metas, outs, symbols)
+
+    def _remember(self, args: tuple[Any, ...], symbols: dict[str, int]) -> None:
+        key = _signature(args) if self.device == "cpu" else None
+        if key is None or key in self._signatures:
+            return
+        try:
+            shapes = tuple(tuple(eval_int_expr(d, symbols) for d in t.shape) for t in self.outputs)
+        except (KeyError, ZeroDivisionError, ValueError):
+            return
+        if any(d < 0 for shape in shapes for d in shape):
+            return  # the full path reports the negative output shape on every call
+        if len(self._signatures) >= _SIGNATURE_CACHE_SIZE:
+            self._signatures.pop(next(iter(self._signatures)))
+        self._signatures[key] = (dict(symbols), shapes)
 
     def output_shapes(self, symbols: dict[str, int]) -> list[tuple[int, ...]]:
         """Concrete output shapes for bound symbol values (Python twin of the infer-shape ABI)."""
@@ -306,6 +373,17 @@ class ArgValidator:
                              f"{upper.value}")
         if value < 0:
             raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is negative")
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Hashable (dtype, shape) signature of plain C-contiguous numpy arrays (None otherwise;
+    bfloat16 and other non-builtin dtypes always take the full path)."""
+    key = []
+    for a in args:
+        if type(a) is not np.ndarray or not a.flags.c_contiguous or not a.dtype.isbuiltin:
+            return None
+        key.append((a.dtype, a.shape))
+    return tuple(key)
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
