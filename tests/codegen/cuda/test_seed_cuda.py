@@ -13,17 +13,58 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.ir import LoweredFunc, reset_name_ids
+from cinn_py.ir import For, LoweredFunc, reset_name_ids
 from codegen.cuda import generate_cuda
-from schedules.analysis.loops import find_block
+from schedules.analysis.loops import enclosing_loops, find_block
+from schedules.primitives import (
+    align_iter_space, bind, compute_inline, factorize_reduction, simple_compute_at, split,
+)
 from schedules.primitives.storage import set_buffer
 from tests.codegen.cuda.test_cuda_codegen import kernel_text
-from tests.schedules.seed_program import seed_func, seed_reference
-from tests.schedules.test_seed_walkthrough import schedule_seed
 
 SHAPES = [(1, 1), (3, 5), (4, 7)]
 _SP = "((((sp_5 * 512ll) + ((int)blockIdx.x * 32ll)) + (int)threadIdx.y) < (S1 * S2))"
 _X = "((((sp_5 * 524288ll) + ((int)blockIdx.x * 32768ll)) + ((int)threadIdx.y * 1024ll)) + ((int)threadIdx.x * 32ll))"
+
+
+def seed_func() -> LoweredFunc:
+    """X[S1, S2, 1024] -> A = X * 2 -> B = A + 1 -> C = sum B -> D = C * 2 -> E = bcast D -> F = E + 1."""
+    S1, S2 = cp.sym("S1"), cp.sym("S2")
+    X = cp.placeholder((S1, S2, 1024), "float32", "X")
+    A = cp.compute((S1, S2, 1024), lambda i, j, k: X[i, j, k] * 2.0, "A")
+    B = cp.compute((S1, S2, 1024), lambda i, j, k: A[i, j, k] + 1.0, "B")
+    r = cp.reduce_axis(1024, "k")
+    C = cp.compute((S1, S2), lambda i, j: cp.reduce_sum(B[i, j, r], [r]), "C")
+    D = cp.compute((S1, S2), lambda i, j: C[i, j] * 2.0, "D")
+    E = cp.compute((S1, S2, 1024), lambda i, j, k: D[i, j], "E")
+    F = cp.compute((S1, S2, 1024), lambda i, j, k: E[i, j, k] + 1.0, "F")
+    return cp.lower("fn", [X, F])
+
+
+def seed_reference(x: np.ndarray) -> np.ndarray:
+    c = (x.astype(np.float64) * 2 + 1).sum(axis=2)
+    return (np.broadcast_to((c * 2)[:, :, None], x.shape) + 1).astype(np.float32)
+
+
+def _loops(f: LoweredFunc, name: str) -> list[For]:
+    return enclosing_loops(f, find_block(f, name))
+
+
+def schedule_seed(f: LoweredFunc) -> LoweredFunc:
+    """The schedule of tests/schedules/test_seed_walkthrough.py and docs/tutorial.md."""
+    f = align_iter_space(f)
+    for name in "ABCDEF":
+        f, _ = split(f, _loops(f, name)[0], [-1, 16, 32])
+        if len(_loops(f, name)) == 4:
+            f, _ = split(f, _loops(f, name)[3], [-1, 32])
+    for name in "ABDE":
+        f = compute_inline(f, find_block(f, name))
+    f = bind(f, _loops(f, "C")[3], "threadIdx.x")
+    f, _ = factorize_reduction(f, _loops(f, "C")[3], 2)
+    f = simple_compute_at(f, find_block(f, "F"), _loops(f, "C")[2])
+    f = bind(f, _loops(f, "C")[1], "blockIdx.x")
+    f = bind(f, _loops(f, "C")[2], "threadIdx.y")
+    return bind(f, _loops(f, "F")[3], "threadIdx.x")
 
 
 def scheduled_seed(scope: str | None) -> LoweredFunc:
