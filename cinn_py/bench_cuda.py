@@ -3,9 +3,15 @@
     python -m cinn_py.bench_cuda [--repeat 50]
 
 Reports median time, effective GB/s (bytes read + written once) and % of the measured
-device-to-device copy bandwidth. Needs PyCUDA, PyTorch and a GPU; it cannot run in CI.
-RMSNorm runs as two cinn-py kernels (row reduce of x^2, then the scale), so its traffic is
-counted for both launches.
+device-to-device copy bandwidth; every cinn-py result is first checked against PyTorch. Needs
+PyCUDA, PyTorch and a GPU; it cannot run in CI (the `*_schedule` functions are tested there:
+tests/codegen/cuda/test_bench_schedules.py).
+
+Softmax, LayerNorm and RMSNorm are single kernels, one block per row (CINN's block-reduce
+schedule): each row statistic is a two-step reduction (every thread accumulates a strided, hence
+coalesced, slice in a register `T_rf`, then one block reduce), the statistics stay in registers
+(`set_buffer(.., "local")`, privatised per thread), and the elementwise tail recomputes the inlined
+producers. LayerNorm is two-pass (mean, then the variance of `x - mean`) for accuracy.
 """
 
 from __future__ import annotations
@@ -102,6 +108,82 @@ def rms_scale(rows: int, cols: int) -> Any:
     return build_cuda(s.func, arch="auto", fast_math=True)
 
 
+def _row_stat(s: IRSchedule, block: str, threads: int) -> None:
+    """One block per row; thread t accumulates X[i, ko * threads + t] serially, then a block reduce."""
+    i, k = s.get_loops(block)
+    s.bind(i, "blockIdx.x")
+    ko, ki = s.split(k, [-1, threads])
+    s.reorder([ki, ko])
+    s.bind(ki, "threadIdx.x")
+    s.factorize_reduction(ki, 1)
+    s.set_buffer(block, "local")
+    s.set_buffer(f"{block}_rf", "local")
+
+
+def _row_tail(s: IRSchedule, block: str, threads: int) -> None:
+    i, j = s.get_loops(block)
+    s.bind(i, "blockIdx.x")
+    _, ji = s.split(j, [-1, threads])
+    s.bind(ji, "threadIdx.x")
+
+
+def softmax_schedule(rows: int, cols: int, threads: int = 256) -> Any:
+    """Y = exp(X - max X) / sum exp(X - max X) over each row, one kernel."""
+    X = cp.placeholder((rows, cols), "float32", "X")
+    k1, k2 = cp.reduce_axis(cols, "k1"), cp.reduce_axis(cols, "k2")
+    M = cp.compute((rows,), lambda i: cp.reduce_max(X[i, k1], k1), "M")
+    E = cp.compute((rows, cols), lambda i, j: cp.exp(X[i, j] - M[i]), "E")
+    S = cp.compute((rows,), lambda i: cp.reduce_sum(E[i, k2], k2), "S")
+    Y = cp.compute((rows, cols), lambda i, j: E[i, j] / S[i], "Y")
+    s = IRSchedule(cp.lower("softmax", [X, Y]))
+    s.compute_inline("E")
+    for block in ("M", "S"):
+        _row_stat(s, block, threads)
+    _row_tail(s, "Y", threads)
+    return s
+
+
+def layernorm_schedule(rows: int, cols: int, threads: int = 256, eps: float = 1e-5) -> Any:
+    """Y = (X - mean) * rsqrt(var + eps) * W + B over each row (two-pass variance), one kernel."""
+    X = cp.placeholder((rows, cols), "float32", "X")
+    W = cp.placeholder((cols,), "float32", "W")
+    B = cp.placeholder((cols,), "float32", "B")
+    k1, k2 = cp.reduce_axis(cols, "k1"), cp.reduce_axis(cols, "k2")
+    inv = 1.0 / cols
+    Sum = cp.compute((rows,), lambda i: cp.reduce_sum(X[i, k1], k1), "Sum")
+    D = cp.compute((rows, cols), lambda i, j: X[i, j] - Sum[i] * inv, "D")
+    Sq = cp.compute((rows,), lambda i: cp.reduce_sum(D[i, k2] * D[i, k2], k2), "Sq")
+    Y = cp.compute((rows, cols), lambda i, j: D[i, j] * cp.rsqrt(Sq[i] * inv + eps) * W[j] + B[j], "Y")
+    s = IRSchedule(cp.lower("layernorm", [X, W, B, Y]))
+    s.compute_inline("D")
+    for block in ("Sum", "Sq"):
+        _row_stat(s, block, threads)
+    _row_tail(s, "Y", threads)
+    return s
+
+
+def rmsnorm_schedule(rows: int, cols: int, threads: int = 256, eps: float = 1e-6) -> Any:
+    """Y = X * rsqrt(mean(X^2) + eps) * W over each row, one kernel."""
+    X = cp.placeholder((rows, cols), "float32", "X")
+    W = cp.placeholder((cols,), "float32", "W")
+    k = cp.reduce_axis(cols, "k")
+    Sq = cp.compute((rows,), lambda i: cp.reduce_sum(X[i, k] * X[i, k], k), "Sq")
+    Y = cp.compute((rows, cols), lambda i, j: X[i, j] * cp.rsqrt(Sq[i] * (1.0 / cols) + eps) * W[j], "Y")
+    s = IRSchedule(cp.lower("rmsnorm", [X, W, Y]))
+    _row_stat(s, "Sq", threads)
+    _row_tail(s, "Y", threads)
+    return s
+
+
+def _checked(name: str, ours: Callable[[], Any], reference: Callable[[], Any], tol: float = 1e-3) -> None:
+    import torch  # noqa: PLC0415
+
+    got, want = ours(), reference()
+    if not torch.allclose(got, want, rtol=tol, atol=tol):
+        err = (got - want).abs().max().item()
+        raise SystemExit(f"bench_cuda: '{name}' differs from PyTorch (max abs error {err:.3g}); not timing it")
+
+
 def _time(fn: Callable[[], Any], repeat: int) -> float:
     import torch  # noqa: PLC0415
 
@@ -156,19 +238,28 @@ def main(argv: list[str] | None = None) -> None:
 
     for r, c in ((2048, 768), (32768, 4096)):
         xr = torch.randn(r, c, device="cuda")
-        w = torch.randn(c, device="cuda")
+        w, bb = torch.randn(c, device="cuda"), torch.randn(c, device="cuda")
         ksq, ksc = row_reduce(r, c, square=True), rms_scale(r, c)
+        krms = build_cuda(rmsnorm_schedule(r, c).func, arch="auto", fast_math=True)
+        ksm = build_cuda(softmax_schedule(r, c).func, arch="auto", fast_math=True)
+        kln = build_cuda(layernorm_schedule(r, c).func, arch="auto", fast_math=True)
 
-        def cinn_rms(xr: Any = xr, w: Any = w, ksq: Any = ksq, ksc: Any = ksc) -> Any:
+        def cinn_rms2(xr: Any = xr, w: Any = w, ksq: Any = ksq, ksc: Any = ksc) -> Any:
             return ksc(xr, ksq(xr), w)
 
-        def torch_rms(xr: Any = xr, w: Any = w, c: int = c) -> Any:
+        def torch_rms(xr: Any = xr, w: Any = w) -> Any:
             return xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
-        rows.append((f"rmsnorm [{r},{c}] (2 kernels)", 2 * r * c * 4, cinn_rms, torch_rms))
+        rows.append((f"rmsnorm [{r},{c}] (2 kernels)", 2 * r * c * 4, cinn_rms2, torch_rms))
+        rows.append((f"rmsnorm [{r},{c}]", 2 * r * c * 4, lambda krms=krms, xr=xr, w=w: krms(xr, w), torch_rms))
+        rows.append((f"softmax [{r},{c}]", 2 * r * c * 4, lambda ksm=ksm, xr=xr: ksm(xr),
+                     lambda xr=xr: torch.softmax(xr, dim=-1)))
+        rows.append((f"layernorm [{r},{c}]", 2 * r * c * 4, lambda kln=kln, xr=xr, w=w, bb=bb: kln(xr, w, bb),
+                     lambda xr=xr, w=w, bb=bb, c=c: torch.nn.functional.layer_norm(xr, (c,), w, bb, 1e-5)))
 
     print(f"{'workload':34s} {'cinn ms':>9s} {'GB/s':>7s} {'%copy':>6s} {'eager ms':>9s} {'compile ms':>11s}")
     for name, nbytes, ours, eager in rows:
+        _checked(name, ours, eager)
         t_ours, t_eager = _time(ours, args.repeat), _time(eager, args.repeat)
         try:
             t_comp = _time(torch.compile(eager), args.repeat)
