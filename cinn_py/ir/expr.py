@@ -38,6 +38,14 @@ class Expr:
 
         return print_ir(self)
 
+    def __bool__(self) -> bool:
+        # `if X[i] > 0:` or `a and b` on IR expressions would silently be always true; TVM
+        # raises here too. Use `select(...)`/`ir.And` in IR, or `is not None` for optionals.
+        raise TypeError(
+            f"an IR expression has no truth value: {self}; use select()/ir.And/ir.Or to build "
+            "conditions, and `is not None` to test optional expressions"
+        )
+
     # -- operator sugar: builds nodes, never evaluates --------------------------------------
     def __add__(self, other: ExprLike) -> Expr:
         return Add(self, as_expr(other, self.dtype))

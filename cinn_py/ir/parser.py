@@ -122,7 +122,7 @@ class Parser(DeclParser):
                 return scope[name]
         if name in self.params:
             return self.params[name]
-        declared = self.section.vars.get(name) or self.decls.global_section.vars.get(name)
+        declared = self.declared_var(name)
         if declared is not None:
             return declared
         if self.in_function and not self.decls.present:
@@ -132,9 +132,14 @@ class Parser(DeclParser):
         self.scopes[0][name] = var
         return var
 
+    def declared_var(self, name: str) -> E.Var | None:
+        """The `// decl var` of `name` in this function's section, else the global one."""
+        declared = self.section.vars.get(name)
+        return declared if declared is not None else self.decls.global_section.vars.get(name)
+
     def binder(self, name: str, inferred: DType, tok: Token) -> E.Var:
         """The Var a loop/iter/Let binder introduces: its decl, else plain with `inferred`."""
-        declared = self.section.vars.get(name) or self.decls.global_section.vars.get(name)
+        declared = self.declared_var(name)
         if declared is not None:
             return declared
         if self.decls.present:
@@ -312,7 +317,7 @@ class Parser(DeclParser):
         if declared is not None and declared.dtype != dtype:
             self.error(f"Let '{name_tok.text}' is {dtype} but its decl says {declared.dtype}", dtype_tok)
         body = self.parse_expr() if self.accept("=") else None
-        symbol = declared or E.Var(name_tok.text, dtype)
+        symbol = declared if declared is not None else E.Var(name_tok.text, dtype)
         self.scopes[-1][symbol.name] = symbol
         return S.Let(symbol, body)
 
