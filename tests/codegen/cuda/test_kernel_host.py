@@ -1,0 +1,178 @@
+"""Host side of the PyCUDA Kernel against a recording fake of PyCUDA (no GPU needed).
+
+Checks what the launch code hands to PyCUDA: the prepared-call format and the packed parameter
+values in signature order (pointers, int64 symbols, temp spaces last), grid/block/shared bytes,
+temp-space allocation (sized from the symbols, reused, zero-filled only when needed), copies of
+the outputs back into `out=` arrays, and driver errors turned into CinnErrors.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cinn_py as cp
+from cinn_py.diagnostics import CinnError
+from codegen.cuda import generate_cuda
+from codegen.cuda import kernel as kernel_mod
+from schedules import IRSchedule
+
+
+class FakeError(Exception):
+    pass
+
+
+class FakeAlloc:
+    def __init__(self, log: list, nbytes: int) -> None:
+        self.ptr = 0x10000 * (len(log) + 1)
+        log.append(("alloc", nbytes))
+
+    def __int__(self) -> int:
+        return self.ptr
+
+
+class FakeGPUArray:
+    _next = 0x900000
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = host
+        FakeGPUArray._next += 0x1000
+        self.gpudata = FakeGPUArray._next
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": self.host.shape, "typestr": self.host.dtype.str, "data": (self.gpudata, False),
+                "strides": None, "version": 3}
+
+    def get(self, ary: np.ndarray | None = None) -> np.ndarray:
+        target = np.empty_like(self.host) if ary is None else ary
+        assert target.shape == self.host.shape and target.dtype == self.host.dtype
+        target[...] = 7  # what the "kernel" wrote
+        return target
+
+
+class FakeFunction:
+    def __init__(self, log: list, fail: bool) -> None:
+        self.log, self.fail = log, fail
+
+    def get_attribute(self, attr: str) -> int:
+        return 1024 if attr == "SHARED_SIZE_BYTES" else 0
+
+    def prepare(self, fmt: str) -> None:
+        self.fmt = fmt
+
+    def set_attribute(self, attr: str, value: int) -> None:
+        self.log.append(("set_attribute", attr, value))
+
+    def prepared_call(self, grid: tuple, block: tuple, *args: Any, shared_size: int = 0) -> None:
+        if self.fail:
+            raise FakeError("CUDA_ERROR_INVALID_VALUE")
+        struct.pack(self.fmt, *args)  # what PyCUDA's _pvt_struct.pack does with them
+        self.log.append(("launch", grid, block, args, shared_size))
+
+
+def fake_pycuda(log: list, fail_launch: bool = False) -> tuple[Any, Any]:
+    function = FakeFunction(log, fail_launch)
+    drv = SimpleNamespace(
+        Error=FakeError,
+        function_attribute=SimpleNamespace(SHARED_SIZE_BYTES="SHARED_SIZE_BYTES",
+                                           MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+        module_from_buffer=lambda cubin: SimpleNamespace(get_function=lambda name: function),
+        mem_alloc=lambda n: FakeAlloc(log, n),
+        memset_d8=lambda ptr, value, n: log.append(("memset", ptr, value, n)),
+    )
+    gpuarray = SimpleNamespace(to_gpu=lambda a: FakeGPUArray(a.copy()),
+                               empty=lambda shape, dtype: FakeGPUArray(np.zeros(shape, dtype)))
+    return drv, gpuarray
+
+
+def _symbolic_with_temp(lower: int = 1):
+    S0 = cp.sym("S0", lower=lower)
+    A = cp.placeholder((S0, 64), "float32", "A")
+    k = cp.reduce_axis(64, "k")
+    B = cp.compute((S0,), lambda i: cp.reduce_sum(A[i, k], k), "B")
+    C = cp.compute((S0,), lambda i: B[i] * 2.0, "C")
+    s = IRSchedule(cp.lower("fn", [A, C]))
+    for name in ("B", "C"):
+        outer, inner = s.split(s.get_loops(name)[0], [-1, 64])
+        s.bind(outer, "blockIdx.x")
+        s.bind(inner, "threadIdx.x")
+    return s.func
+
+
+def _kernel(monkeypatch: pytest.MonkeyPatch, func, fail_launch: bool = False) -> tuple[Any, list]:
+    log: list = []
+    monkeypatch.setattr(kernel_mod, "_pycuda", lambda: fake_pycuda(log, fail_launch))
+    return kernel_mod.Kernel(generate_cuda(func), func), log
+
+
+def test_launch_packs_pointers_symbols_and_temp_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    func = _symbolic_with_temp()
+    kernel, log = _kernel(monkeypatch, func)
+    assert kernel._function.fmt == "PPqP"
+    a = np.ones((10, 64), np.float32)
+    out = kernel(a)
+    assert out.shape == (10,) and (out == 7).all()
+    (alloc,), (launch,) = [e for e in log if e[0] == "alloc"], [e for e in log if e[0] == "launch"]
+    assert alloc == ("alloc", 40)  # B: S0 floats
+    _, grid, block, args, shared = launch
+    assert (grid, block, shared) == ((1, 1, 1), (64, 1, 1), 0)
+    assert [type(x) for x in args] == [np.uintp, np.uintp, np.int64, np.uintp]
+    assert int(args[2]) == 10 and int(args[3]) == 0x10000
+    assert not [e for e in log if e[0] == "memset"]  # B is written before it is read
+    kernel(np.ones((5, 64), np.float32))
+    assert len([e for e in log if e[0] == "alloc"]) == 1  # 20 bytes fit the 40 held
+    kernel(np.ones((100, 64), np.float32))
+    assert [e for e in log if e[0] == "alloc"][-1] == ("alloc", 400)
+
+
+def test_out_is_filled_through_the_validated_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, _ = _kernel(monkeypatch, _symbolic_with_temp())
+    out = np.zeros(3, np.float32)
+    assert kernel(np.ones((3, 64), np.float32), out=out) is out and (out == 7).all()
+    with pytest.raises(ValueError, match="expected shape"):
+        kernel(np.ones((3, 64), np.float32), out=np.zeros(4, np.float32))
+
+
+def test_zero_init_temp_space_is_memset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.codegen.cuda.test_cuda_codegen import _drop_reduce_init  # noqa: PLC0415
+
+    kernel, log = _kernel(monkeypatch, _drop_reduce_init(_symbolic_with_temp()))
+    kernel(np.ones((10, 64), np.float32))
+    assert [e for e in log if e[0] == "memset"] == [("memset", 0x10000, 0, 40)]
+
+
+def test_empty_launch_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, log = _kernel(monkeypatch, _symbolic_with_temp(lower=0))
+    assert kernel(np.ones((0, 64), np.float32)).shape == (0,)
+    assert not [e for e in log if e[0] == "launch"]
+
+
+def test_driver_launch_error_is_a_cinn_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, _ = _kernel(monkeypatch, _symbolic_with_temp(), fail_launch=True)
+    with pytest.raises(CinnError, match=r"launch with grid=\(1, 1, 1\) block=\(64, 1, 1\).*INVALID_VALUE"):
+        kernel(np.ones((4, 64), np.float32))
+
+
+def test_large_dynamic_shared_memory_opts_in_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, log = _kernel(monkeypatch, _symbolic_with_temp())
+    kernel._opt_in_shared(60 * 1024)
+    kernel._opt_in_shared(50 * 1024)
+    kernel._opt_in_shared(10 * 1024)
+    assert [e for e in log if e[0] == "set_attribute"] == [
+        ("set_attribute", "MAX_DYNAMIC_SHARED_SIZE_BYTES", 60 * 1024)]
+
+
+def test_device_inputs_get_device_outputs_without_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, log = _kernel(monkeypatch, _symbolic_with_temp())
+    x = FakeGPUArray(np.ones((6, 64), np.float32))
+    out = kernel(x)
+    assert isinstance(out, FakeGPUArray) and out.host.shape == (6,)
+    (_, _, _, args, _), = [e for e in log if e[0] == "launch"]
+    assert [int(a) for a in args[:3]] == [x.gpudata, out.gpudata, 6]
+    with pytest.raises(TypeError, match="mix of host"):
+        kernel(np.ones((6, 64), np.float32), x)
