@@ -26,20 +26,17 @@ and the NVRTC translation unit:
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, MemoryType
-from cinn_py.ir.dtype import DType, float32, handle
-from cinn_py.ir.func import ArgIO, LoweredFunc
+from cinn_py.ir.buffer import MemoryType
+from cinn_py.ir.dtype import DType, float32
 from cinn_py.ir.intrinsics import lookup
 from cinn_py.ir.visitor import substitute, walk
 from cinn_py.passes.gpu_bind import is_bound_var
 from codegen.c_family import CFamilyPrinter, flatten_index
 from codegen.cuda.half import is_half, promote_half
-from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME
 
 # Math intrinsics: IR name -> CUDA function for float32 (float64 uses the plain C name).
 _F32_MATH = {name: f"{name}f" for name in (
