@@ -145,6 +145,12 @@ def _guarded_alike(entry: tuple[S.IfThenElse, bool], context: Context) -> bool:
     return any(isinstance(o, tuple) and o[1] == branch and o[0].condition == node.condition for o in context)
 
 
+def _is_invariant(cond: E.Expr, allowed: set[str]) -> bool:
+    """A condition that has one value per iteration: only allowed variables, no memory reads
+    (a load could see a store made between the two `if`s)."""
+    return _free_vars((cond,)) <= allowed and not any(isinstance(n, (E.Load, E.Call)) for n in walk(cond))
+
+
 def _dominates(store: Context, access: Context, allowed: set[str]) -> bool:
     """Whether a store at `store` (earlier in program order) runs whenever `access` runs; both
     contexts are relative to the loops enclosing every access."""
@@ -154,7 +160,7 @@ def _dominates(store: Context, access: Context, allowed: set[str]) -> bool:
         if isinstance(entry, S.For):
             if not _runs_at_least_once(entry):
                 return False
-        elif not (_free_vars((entry[0].condition,)) <= allowed and _guarded_alike(entry, access)):  # type: ignore[index]
+        elif not (_is_invariant(entry[0].condition, allowed) and _guarded_alike(entry, access)):  # type: ignore[index]
             return False
     return True
 

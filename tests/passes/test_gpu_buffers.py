@@ -71,6 +71,15 @@ def test_store_under_a_different_guard_does_not_dominate() -> None:
     assert not _private(_loop(i, store, other_branch))
 
 
+def test_guard_reading_memory_does_not_dominate() -> None:
+    i = Var("i", I64)
+    flag = make_tensor("flag", (S0,), dt.int32)
+    cond = E.GT(Load(flag, (i,)), E.IntImm(dt.int32, 0))
+    store = IfThenElse(cond, Block((_store(T, i, E.FloatImm(dt.float32, 1.0)),)))
+    read = IfThenElse(cond, Block((_store(OUT, i, Load(T, (i,))),)))
+    assert not _private(_loop(i, store, read))
+
+
 def test_store_in_a_possibly_empty_inner_loop_does_not_dominate() -> None:
     i, k = Var("i", I64), Var("k", I64)
     init = For(k, E.IntImm(I64, 0), S0, Block((_store(T, i, E.FloatImm(dt.float32, 0.0)),)))
