@@ -76,7 +76,7 @@ def _product(extents: list[Expr]) -> Expr:
     out = extents[0]
     for e in extents[1:]:
         out = ir.Mul(out, e)
-    return simplify_index(out) if all(const_value(e) is not None for e in extents) else out
+    return simplify_index(out)
 
 
 def _chain(stmt: Stmt, extents: list[Expr]) -> list[For] | None:

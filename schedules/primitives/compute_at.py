@@ -156,8 +156,21 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
     new_block = next(s for s in _stmts(moved) if isinstance(s, ScheduleBlockRealize))
     after = program_order(func)[id(block)] > program_order(func)[id(loop)]
     new = insert_in_loop(remove_stmt(func, block), _current(remove_stmt(func, block), loop), moved, at_end=after)
-    _check_order(prim, func, new, block, new_block)
+    _check_order_exact(prim, func, new, block, new_block)
     return new
+
+
+def _check_order_exact(prim: str, old: LoweredFunc, new: LoweredFunc, moved_old: ScheduleBlockRealize,
+                       moved_new: ScheduleBlockRealize, covered: frozenset[str] = frozenset()) -> None:
+    """`_check_order` (syntactic same-iteration test); where it fails, the buffers islpy proves
+    dependence-free in the right order (`_isl_ordered`) are accepted and the test is re-run."""
+    try:
+        _check_order(prim, old, new, moved_old, moved_new, covered)
+    except IllegalDependenceError:
+        proven = _isl_ordered(old, new, moved_old, moved_new)
+        if not proven:
+            raise
+        _check_order(prim, old, new, moved_old, moved_new, covered | proven)
 
 
 def _stmts(stmt: Stmt) -> list[Stmt]:
@@ -197,15 +210,15 @@ def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
     region = _required_region(prim, func, index, loop, readers, tensor)
     new_block, extra = _recompute_block(block, store, region, keep_unit_loops)
     stmt: Stmt = new_block
-    guard = _region_guard(new_block, region, tensor.shape)
+    guard = _region_guard(new_block, region, tensor.shape, index.enclosing_loops(loop) + [loop])
     if guard is not None:
         stmt = IfThenElse(guard, Block((stmt,)))
     for var, extent in reversed(extra):
         stmt = For(var, int_like(0, extent), extent, Block((stmt,)))
     removed = remove_stmt(func, block)
     new = insert_in_loop(removed, _current(removed, loop), stmt, at_end=False)
-    _check_order(prim, func, new, block, _same_block(new, new_block) or new_block,
-                 frozenset({tensor.buffer.name}))
+    _check_order_exact(prim, func, new, block, _same_block(new, new_block) or new_block,
+                       frozenset({tensor.buffer.name}))
     return new
 
 
@@ -287,16 +300,25 @@ def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Regio
     return dataclasses.replace(block, iter_values=tuple(values), schedule_block=new_sb), extra
 
 
-def _region_guard(block: ScheduleBlockRealize, region: Region, shape: tuple[Expr, ...]) -> Expr | None:
+def _region_guard(block: ScheduleBlockRealize, region: Region, shape: tuple[Expr, ...],
+                  outer: list[For]) -> Expr | None:
     """`v_k < shape_k` for each dimension where the region may leave the tensor (interval bounds
-    over-approximate), None when the whole region is provably inside."""
+    over-approximate), None when the whole region is provably inside. The region is in the vars
+    of `outer` (the target loop and the loops around it): syntactic check first, then islpy."""
     cond: Expr | None = None
     for (_, hi), dim, value in zip(region, shape, block.iter_values):
-        if _within(hi, dim):
+        if _within(hi, dim) or _always_below(hi, dim, outer):
             continue
         term = ir.LT(value, dim)
         cond = term if cond is None else ir.And(cond, term)
     return cond
+
+
+def _always_below(hi: Expr, dim: Expr, outer: list[For]) -> bool:
+    """`hi < dim` for every iteration of the `outer` loops (exact for affine bounds)."""
+    from cinn_py.analysis import is_always_true  # noqa: PLC0415 (islpy is heavy)
+
+    return is_always_true(ir.LT(hi, dim), loops=outer)
 
 
 def _within(hi: Expr, dim: Expr) -> bool:

@@ -1,31 +1,32 @@
-"""Shared helpers of the block-primitive tests: resolve nodes, run before/after on random inputs."""
+"""Shared helpers of the block-primitive tests: schedule, print, check (replay + differential)."""
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping, Sequence
 
-from cinn_py.ir import For, LoweredFunc, ScheduleBlockRealize, Var
-from schedules.analysis.loops import enclosing_loops, find_block
-from tests.schedules._oracle import run
+from cinn_py.ir import LoweredFunc, ScheduleBlockRealize, print_ir
+from schedules import IRSchedule
+from schedules.analysis.loops import find_block
+from schedules.testing import check_schedule
 
-
-def block(f: LoweredFunc, name: str) -> ScheduleBlockRealize:
-    return find_block(f, name)
-
-
-def loops(f: LoweredFunc, name: str) -> list[For]:
-    return enclosing_loops(f, find_block(f, name))
+SYM2 = ({"S1": 1, "S2": 1}, {"S1": 3, "S2": 5}, {"S1": 4, "S2": 7})
+"""Bindings of the seed's symbolic dims (unit, odd and non-dividing values)."""
 
 
-def assert_same_results(before: LoweredFunc, after: LoweredFunc,
-                        bindings: tuple[dict[str, int], ...] = ({},)) -> None:
-    """Run both functions on the same random inputs for each symbolic-dim binding."""
-    rng = np.random.default_rng(0)
-    for binding in bindings:
-        inputs = {}
-        for t in before.inputs:
-            shape = tuple(binding[d.name] if isinstance(d, Var) else int(d.value) for d in t.shape)  # type: ignore[attr-defined]
-            inputs[t.name] = rng.random(shape, dtype=np.float32)
-        want, got = run(before, inputs), run(after, inputs)
-        for name, value in want.items():
-            np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5)
+def block(sch: IRSchedule, name: str) -> ScheduleBlockRealize:
+    """The current realize of block `name`."""
+    return find_block(sch.func, name)
+
+
+def iter_values(sch: IRSchedule, name: str) -> list[str]:
+    return [print_ir(v) for v in block(sch, name).iter_values]
+
+
+def loop_names(sch: IRSchedule, name: str) -> list[str]:
+    return [lp.var_name for lp in sch.get_loops(name)]
+
+
+def check(before: LoweredFunc, sch: IRSchedule, bindings: Sequence[Mapping[str, int]] | None = None) -> None:
+    """Trace replay through JSON and Python gives the same IR, and before/after interpret equal
+    on random inputs for every binding of the symbolic dims."""
+    check_schedule(before, sch, sym_bindings=bindings)

@@ -1,119 +1,196 @@
-"""compute_at / simple_compute_at: golden IR, one test per rule, differential runs."""
+"""compute_at / simple_compute_at through IRSchedule: golden IR (static and symbolic extents), one
+test per rule, and for every successful schedule trace replay (JSON + Python) plus an interpreter
+differential run over several bindings of the symbolic dims."""
 
 from __future__ import annotations
-
-import importlib
 
 import pytest
 
 from cinn_py.ir import print_ir
-from schedules.primitives.align import align_iter_space
-from schedules.primitives.split import split
+from schedules import IllegalDependenceError, IRSchedule, LoopNotFoundError, StaleHandleError
+from schedules.primitives.compute_at import ComputeAtBlockError, LoopMismatchError, RegionError
 from tests.schedules import sched_programs as P
-from tests.schedules.block_helpers import assert_same_results, block, loops
+from tests.schedules.block_helpers import SYM2, check, iter_values
 from tests.schedules.seed_program import seed_func
 
-CA = importlib.import_module("schedules.primitives.compute_at")
-SYM = ({"S1": 1, "S2": 1}, {"S1": 3, "S2": 5}, {"S1": 4, "S2": 7})
+
+def aligned() -> tuple[object, IRSchedule]:
+    f = seed_func(8)
+    sch = IRSchedule(f)
+    sch.align_iter_space()
+    return f, sch
 
 
-@pytest.fixture()
-def aligned() -> object:
-    return align_iter_space(seed_func(8))
+def test_simple_compute_at_fuses_consumer() -> None:
+    f, sch = aligned()
+    sch.simple_compute_at("F", sch.get_loops("E")[0])
+    assert sch.get_loops("F")[0] == sch.get_loops("E")[0]
+    assert sch.get_loops("F")[1] != sch.get_loops("E")[1]
+    assert iter_values(sch, "F") == ["(sp / S2)", "(sp % S2)", "rb"]
+    check(f, sch, SYM2)
 
 
-def test_simple_compute_at_fuses_consumer(aligned: object) -> None:
-    f = aligned
-    g = CA.simple_compute_at(f, block(f, "F"), loops(f, "E")[0])
-    assert loops(g, "F")[0] is loops(g, "E")[0]
-    assert loops(g, "F")[1] is not loops(g, "E")[1]
-    assert [print_ir(v) for v in block(g, "F").iter_values] == ["(sp / S2)", "(sp % S2)", "rb"]
-    assert_same_results(f, g, SYM)
+def test_simple_compute_at_golden_static() -> None:
+    f = P.two_stage((4, 8))
+    sch = IRSchedule(f)
+    sch.simple_compute_at("C", sch.get_loops("B")[1])
+    assert print_ir(sch.func.body.stmts[0].schedule_block.body) == """\
+{
+  serial for (i, 0, 4)
+  {
+    serial for (j, 0, 8)
+    {
+      ScheduleBlock(B)
+      {
+        i0, i1 = axis.bind(i, j)
+        B[i0, i1] = (A[i0, i1] + 1.00000000f)
+      }
+      ScheduleBlock(C)
+      {
+        i0_0, i1_0 = axis.bind(i, j)
+        C[i0_0, i1_0] = (B[i0_0, i1_0] * 2.00000000f)
+      }
+    }
+  }
+}"""
+    check(f, sch)
 
 
 def test_simple_compute_at_tiled_with_guard() -> None:
-    from schedules.primitives.compute_inline import compute_inline
-
-    f = align_iter_space(seed_func(8))
+    f, sch = aligned()
     for name in "DE":
-        f = compute_inline(f, block(f, name))
+        sch.compute_inline(name)
     for name in "CF":
-        f, _ = split(f, loops(f, name)[0], [-1, 4])
-    g = CA.simple_compute_at(f, block(f, "F"), loops(f, "C")[1])
-    text = print_ir(g)
-    assert text.count("if ((((sp * 4ll) + sp_0) < (S1 * S2)))") == 2
-    assert_same_results(f, g, SYM)
+        sch.split(sch.get_loops(name)[0], [-1, 4])
+    sch.simple_compute_at("F", sch.get_loops("C")[1])
+    assert str(sch).count("if ((((sp * 4ll) + sp_0) < (S1 * S2)))") == 2
+    check(f, sch, SYM2)
 
 
-def test_simple_compute_at_extent_mismatch(aligned: object) -> None:
-    f = aligned
-    with pytest.raises(CA.LoopMismatchError, match="at least 2 loops"):
-        CA.simple_compute_at(f, block(f, "D"), loops(f, "E")[1])
-    f, _ = split(f, loops(f, "E")[0], [-1, 4])
-    with pytest.raises(CA.LoopMismatchError, match=r"should equal .* got \(S1 \* S2\)"):
-        CA.simple_compute_at(f, block(f, "F"), loops(f, "E")[1])
+def test_simple_compute_at_too_few_loops() -> None:
+    _, sch = aligned()
+    with pytest.raises(LoopMismatchError, match="simple_compute_at: block 'D' must have at least 2 loops to match, "
+                                                "but has 1"):
+        sch.simple_compute_at("D", sch.get_loops("E")[1])
 
 
-def test_simple_compute_at_illegal_dependence(aligned: object) -> None:
-    f = aligned
-    with pytest.raises(CA.IllegalDependenceError, match="accesses to 'B'"):
-        CA.simple_compute_at(f, block(f, "C"), loops(f, "A")[0])
-    with pytest.raises(CA.IllegalDependenceError, match="accesses to 'C' with block 'D'"):
-        CA.simple_compute_at(f, block(f, "C"), loops(f, "F")[0])
+def test_simple_compute_at_extent_mismatch() -> None:
+    _, sch = aligned()
+    sch.split(sch.get_loops("E")[0], [-1, 4])
+    with pytest.raises(LoopMismatchError, match=r"extent of loop 'sp' should equal that of 'sp': expected "
+                                                r"\(\(\(S1 \* S2\) \+ 3ll\) / 4ll\), got \(S1 \* S2\)"):
+        sch.simple_compute_at("F", sch.get_loops("E")[1])
 
 
-def test_loop_enclosing_block_rejected(aligned: object) -> None:
-    f = aligned
-    with pytest.raises(CA.LoopNotFoundError, match="must not enclose"):
-        CA.simple_compute_at(f, block(f, "A"), loops(f, "A")[0])
+def test_simple_compute_at_illegal_dependence() -> None:
+    _, sch = aligned()
+    with pytest.raises(IllegalDependenceError, match="moving 'C' would reorder its accesses to 'B'"):
+        sch.simple_compute_at("C", sch.get_loops("A")[0])
+    with pytest.raises(IllegalDependenceError, match="accesses to 'C' with block 'D'"):
+        sch.simple_compute_at("C", sch.get_loops("F")[0])
 
 
-def test_compute_at_region(aligned: object) -> None:
-    f = aligned
-    g = CA.compute_at(f, block(f, "A"), loops(f, "B")[0])
-    text = print_ir(g)
+def test_loop_enclosing_block_rejected() -> None:
+    _, sch = aligned()
+    for prim in ("simple_compute_at", "compute_at"):
+        with pytest.raises(LoopNotFoundError, match=f"{prim}: loop 'sp' must not enclose block 'A', but it does"):
+            getattr(sch, prim)("A", sch.get_loops("A")[0])
+
+
+def test_compute_at_region_symbolic() -> None:
+    f, sch = aligned()
+    sch.compute_at("A", sch.get_loops("B")[0])
+    text = str(sch)
     assert "serial for (ax0, 0ll, 8ll)" in text
     assert "attrs(compute_at_extra_var:ax0)" in text
-    assert [print_ir(v) for v in block(g, "A").iter_values] == ["(sp / S2)", "(sp % S2)", "ax0"]
-    assert_same_results(f, g, SYM)
+    assert iter_values(sch, "A") == ["(sp / S2)", "(sp % S2)", "ax0"]
+    check(f, sch, SYM2)
 
 
-def test_compute_at_tiled_inner_loop() -> None:
+def test_compute_at_tiled_inner_loop_golden() -> None:
     f = P.two_stage((16, 8))
-    f, _ = split(f, loops(f, "C")[0], [4, 4])
-    g = CA.compute_at(f, block(f, "B"), loops(f, "C")[0])
-    text = print_ir(g)
-    assert "serial for (ax0, 0, 4)" in text and "serial for (ax1, 0, 8)" in text
-    assert_same_results(f, g)
+    sch = IRSchedule(f)
+    sch.split(sch.get_loops("C")[0], [4, 4])
+    sch.compute_at("B", sch.get_loops("C")[0])
+    text = print_ir(sch.func.body.stmts[0].schedule_block.body)
+    # The region guard `((i * 4) + ax0) < 16` is provably true (islpy) and left out.
+    assert text.startswith("""\
+{
+  serial for (i, 0, 4)
+  {
+    serial for (ax0, 0, 4)
+    {
+      serial for (ax1, 0, 8)
+      {
+        ScheduleBlock(B)
+        {
+          i0, i1 = axis.bind(((i * 4) + ax0), ax1)
+          attrs(compute_at_extra_var:ax0,ax1)
+          B[i0, i1] = (A[i0, i1] + 1.00000000f)""")
+    check(f, sch)
+
+
+def test_compute_at_symbolic_extent_split() -> None:
+    f = P.two_stage((P.sym("N"), 8))
+    sch = IRSchedule(f)
+    sch.split(sch.get_loops("C")[0], [-1, 4])
+    sch.compute_at("B", sch.get_loops("C")[1])
+    assert "ScheduleBlock(B)" in str(sch)
+    check(f, sch, ({"N": 1}, {"N": 5}, {"N": 8}))
 
 
 def test_compute_at_unit_loops() -> None:
     f = P.two_stage((4, 8))
-    g = CA.compute_at(f, block(f, "B"), loops(f, "C")[1])
-    assert "ax0" not in print_ir(g)
-    h = CA.compute_at(f, block(f, "B"), loops(f, "C")[1], keep_unit_loops=True)
-    assert "serial for (ax0, 0, 1)" in print_ir(h)
-    assert_same_results(f, g)
-    assert_same_results(f, h)
+    sch = IRSchedule(f)
+    sch.compute_at("B", sch.get_loops("C")[1])
+    assert "ax0" not in str(sch)
+    check(f, sch)
+    keep = IRSchedule(f)
+    keep.compute_at("B", keep.get_loops("C")[1], keep_unit_loops=True)
+    assert "serial for (ax0, 0, 1)" in str(keep)
+    check(f, keep)
 
 
-def test_compute_at_rejects_reduction(aligned: object) -> None:
-    f = aligned
-    with pytest.raises(CA.ComputeAtBlockError, match="without reduction"):
-        CA.compute_at(f, block(f, "C"), loops(f, "D")[0])
+def test_compute_at_rejects_reduction() -> None:
+    _, sch = aligned()
+    with pytest.raises(ComputeAtBlockError, match="compute_at: block 'C' must be a single Store .* without reduction"):
+        sch.compute_at("C", sch.get_loops("D")[0])
 
 
-def test_compute_at_rejects_outside_reader(aligned: object) -> None:
-    f = aligned
-    with pytest.raises(CA.RegionError, match="must be inside loop"):
-        CA.compute_at(f, block(f, "D"), loops(f, "F")[0])  # E reads D outside F's loop
-    with pytest.raises(CA.RegionError, match="function argument"):
-        CA.compute_at(f, block(f, "F"), loops(f, "A")[0])
+def test_compute_at_rejects_outside_reader() -> None:
+    _, sch = aligned()
+    with pytest.raises(RegionError, match="every reader of 'D' must be inside loop 'sp', but block.s. E outside"):
+        sch.compute_at("D", sch.get_loops("F")[0])
+    with pytest.raises(RegionError, match="but it is a function argument, whose every element is observable"):
+        sch.compute_at("F", sch.get_loops("A")[0])
 
 
-def test_stale_handles(aligned: object) -> None:
-    f = aligned
-    loop = loops(f, "B")[0]
-    g = CA.compute_at(f, block(f, "A"), loop)
-    with pytest.raises(CA.StaleHandleError):
-        CA.compute_at(g, block(f, "A"), loops(g, "B")[0])
+def test_compute_at_rejects_clobbered_input() -> None:
+    """A block between the producer and the loop overwrites what the producer reads."""
+    f = P.shifted()
+    sch = IRSchedule(f)
+    with pytest.raises(LoopNotFoundError):
+        sch.compute_at("A", sch.get_loops("A")[0])
+
+
+def test_stale_handles() -> None:
+    _, sch = aligned()
+    a_loops = sch.get_loops("A")
+    sch.compute_at("A", sch.get_loops("B")[0])
+    with pytest.raises(StaleHandleError, match=r"compute_at: handle to loop 'sp' \(e\d+\) is stale: it was "
+                                               r"replaced or removed by compute_at \(trace step \d+\)"):
+        sch.compute_at("A", a_loops[0])
+
+
+def test_simple_compute_at_decided_by_islpy() -> None:
+    """After splitting both nests by [4, 3], B and C share only the outer loop; an element
+    `B[i * 3 + i_0, j]` is not a function of that loop alone, so the syntactic same-iteration
+    test cannot decide, and islpy proves every read still follows its write."""
+    f = P.two_stage((12, 4))
+    sch = IRSchedule(f)
+    for name in "BC":
+        sch.split(sch.get_loops(name)[0], [4, 3])
+    sch.simple_compute_at("C", sch.get_loops("B")[0])
+    assert sch.get_loops("C")[0] == sch.get_loops("B")[0]
+    check(f, sch)
+

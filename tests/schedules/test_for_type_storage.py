@@ -3,7 +3,6 @@ goldens, one error test per rule, differential checks."""
 
 from __future__ import annotations
 
-from tests.schedules import _oracle
 import pytest
 from tests.schedules import sched_programs as P
 
@@ -16,7 +15,7 @@ from schedules.testing import check_schedule
 
 
 def check(fn, sch: IRSchedule) -> None:  # type: ignore[no-untyped-def]
-    check_schedule(fn, sch, runner=_oracle.run)
+    check_schedule(fn, sch)
 
 
 def test_loop_kinds_golden() -> None:

@@ -1,22 +1,30 @@
-"""factorize_reduction / rfactor: golden IR, one test per rule, differential runs."""
+"""factorize_reduction / rfactor through IRSchedule: golden IR (symbolic and static), one test per
+rule, binding the rf loop after factorize_reduction, and for every successful schedule trace
+replay plus an interpreter differential run over several bindings of the symbolic dims."""
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 
 import pytest
 
+from cinn_py import ir
 from cinn_py.ir import print_ir
-from schedules.primitives.split import split
+from schedules import IllegalDependenceError, IRSchedule, StaleHandleError
+from schedules.analysis.loops import all_blocks
+from schedules.primitives.reduction import ReductionBlockError, RfAxisError, RfLoopError
 from tests.schedules import sched_programs as P
-from tests.schedules.block_helpers import assert_same_results, block, loops
+from tests.schedules.block_helpers import check
 
-R = importlib.import_module("schedules.primitives.reduction")
-SYM = ({"N": 1}, {"N": 3})
+SYM = ({"N": 1}, {"N": 3}, {"N": 6})
 
 
-def _reduce(n: object = None) -> object:
+def _reduce(n: object = None) -> ir.LoweredFunc:
     return P.reduce_sum((P.sym("N") if n is None else n, 16))
+
+
+def _body(sch: IRSchedule) -> str:
+    return print_ir(sch.func.body.stmts[0].schedule_block.body)
 
 
 FACTORIZED = """\
@@ -53,72 +61,134 @@ serial for (i, 0ll, N)
 
 def test_factorize_golden_symbolic() -> None:
     f = _reduce()
-    f, _ = split(f, loops(f, "B")[1], [4, 4])
-    g, rf = R.factorize_reduction(f, loops(f, "B")[1], 1)
-    assert rf.name == "B_rf" and len(rf.shape) == 2
-    assert print_ir(g.body.stmts[0].schedule_block.body) == FACTORIZED
-    assert rf.buffer in g.temp_bufs
-    assert_same_results(f, g, SYM)
+    sch = IRSchedule(f)
+    sch.split(sch.get_loops("B")[1], [4, 4])
+    rf = sch.factorize_reduction(sch.get_loops("B")[1], 1)
+    assert rf.name == "B_rf" and [print_ir(d) for d in rf.shape] == ["N", "4ll"]
+    assert _body(sch) == FACTORIZED
+    assert rf.buffer in sch.func.temp_bufs
+    check(f, sch, SYM)
+
+
+def test_factorize_then_bind_rf_loop() -> None:
+    """CINN's TileFirstGeneralTactic order: factorize, then bind the rf loop to threadIdx.x (each
+    thread owns a B_rf slot; the write-back becomes a cross-thread reduction)."""
+    f = _reduce(8)
+    sch = IRSchedule(f)
+    sch.split(sch.get_loops("B")[1], [4, 4])
+    sch.factorize_reduction(sch.get_loops("B")[1], 1)
+    sch.bind(sch.get_loops("B")[1], "threadIdx.x")
+    sch.bind(sch.get_loops("B")[0], "blockIdx.x")
+    assert "thread_bind[threadIdx.x] for (k0, 0, 4)" in str(sch)
+    check(f, sch)
+
+
+def test_rf_loop_bind_rejected_when_result_read_inside() -> None:
+    """A block reading the reduction's result inside the rf loop is a real cross-iteration
+    dependence, unlike the accumulation itself."""
+    f = _reduce(8)
+    sch = IRSchedule(f)
+    sch.factorize_reduction(sch.get_loops("B")[1], 1)
+    k = sch.get_loops("B")[1]
+    with pytest.raises(IllegalDependenceError, match="bind: loop 'k0' carries a dependence"):
+        sch.bind(k, "blockIdx.x")  # blocks cannot reduce across each other
+    with pytest.raises(IllegalDependenceError, match="vectorize: loop 'k0' carries a dependence"):
+        sch.vectorize(k, 4)
 
 
 def test_factorize_keeps_loop_handle() -> None:
-    f = _reduce()
-    loop = loops(f, "B")[1]
-    g, _ = R.factorize_reduction(f, loop, 0)
-    assert loops(g, "B")[1].uid == loop.uid
-    assert loops(g, "B_rf")[1].uid == loop.uid
+    sch = IRSchedule(_reduce())
+    loop = sch.get_loops("B")[1]
+    sch.factorize_reduction(loop, 0)
+    assert sch.get_loops("B")[1] == loop and sch.get_loops("B_rf")[1] == loop
+
+
+def test_rfactor_twice_gives_fresh_names() -> None:
+    """Factoring the final reduction again must not reuse `rf_B` (two buffers of one name)."""
+    f = _reduce(8)
+    sch = IRSchedule(f)
+    first = sch.rfactor(sch.get_loops("B")[1], 0)
+    second = sch.rfactor(sch.get_loops("B")[1], 1)
+    third = sch.factorize_reduction(sch.get_loops("B")[1], 0)
+    assert (first.name, second.name, third.name) == ("rf_B", "rf_B_0", "B_rf")
+    assert len({b.name for b in sch.func.temp_bufs}) == len(sch.func.temp_bufs) == 3
+    check(f, sch)
 
 
 def test_factorize_rejects_spatial_loop() -> None:
-    f = _reduce()
-    with pytest.raises(R.ReductionBlockError):  # the spatial loop holds the init block too
-        R.factorize_reduction(f, loops(f, "B")[0], 0)
-    f = P.elementwise((4, 4))
-    with pytest.raises(R.ReductionBlockError, match="reduction update"):
-        R.factorize_reduction(f, loops(f, "B")[1], 0)
+    sch = IRSchedule(_reduce())
+    with pytest.raises(ReductionBlockError, match="loop 'i' must contain exactly one schedule block, but contains 2"):
+        sch.factorize_reduction(sch.get_loops("B")[0], 0)
+    sch = IRSchedule(P.elementwise((4, 4)))
+    with pytest.raises(ReductionBlockError, match="block 'B' must be a reduction update"):
+        sch.factorize_reduction(sch.get_loops("B")[1], 0)
+
+
+def test_factorize_rejects_spatial_loop_of_update() -> None:
+    f = P.reduce_sum((8, 16))
+    init = next(b for b in all_blocks(f) if b.name == "B__reduce_init")
+    sch = IRSchedule(ir.replace_stmt(f, init, ir.Block(())))  # the update alone under 'i'
+    with pytest.raises(RfLoopError, match="loop 'i' must be a pure reduce loop of block 'B', but it drives spatial "
+                                          "iter var"):
+        sch.factorize_reduction(sch.get_loops("B")[0], 0)
 
 
 def test_factorize_rejects_inner_reduce_loop() -> None:
-    f = _reduce()
-    f, _ = split(f, loops(f, "B")[1], [4, 4])
-    with pytest.raises(R.RfLoopError, match="outermost loop of the reduction"):
-        R.factorize_reduction(f, loops(f, "B")[2], 0)
+    sch = IRSchedule(_reduce())
+    sch.split(sch.get_loops("B")[1], [4, 4])
+    with pytest.raises(RfLoopError, match="outermost loop of the reduction"):
+        sch.factorize_reduction(sch.get_loops("B")[2], 0)
 
 
-def test_factorize_rejects_bad_rf_axis() -> None:
-    f = _reduce()
-    with pytest.raises(R.RfAxisError, match="rf_axis must be in \\[0, 1\\]"):
-        R.factorize_reduction(f, loops(f, "B")[1], 2)
+@pytest.mark.parametrize("prim", ["factorize_reduction", "rfactor"])
+def test_bad_rf_axis(prim: str) -> None:
+    sch = IRSchedule(_reduce())
+    with pytest.raises(RfAxisError, match=rf"{prim}: rf_axis must be in \[0, 1\] for tensor 'B', but is 2"):
+        getattr(sch, prim)(sch.get_loops("B")[1], 2)
 
 
 def test_rfactor_inner_loop_and_results() -> None:
     f = _reduce()
-    f, _ = split(f, loops(f, "B")[1], [4, 4])
-    g, rf = R.rfactor(f, loops(f, "B")[2], 0)
-    text = print_ir(g)
+    sch = IRSchedule(f)
+    sch.split(sch.get_loops("B")[1], [4, 4])
+    rf = sch.rfactor(sch.get_loops("B")[2], 0)
+    text = str(sch)
     assert rf.name == "rf_B"
     assert "ScheduleBlock(rf_B__reduce_init)" in text and "serial for (rf_k0_0, 0ll, 4ll)" in text
     assert "B[i0_4] = (B[i0_4] + rf_B[i1_4, i0_4])" in text
-    assert_same_results(f, g, SYM)
+    check(f, sch, SYM)
+
+
+def test_rfactor_rejects_other_blocks_in_nest() -> None:
+    f = P.two_stage((4, 16))
+    sch = IRSchedule(f)
+    with pytest.raises(ReductionBlockError, match="block 'B' must be a reduction update"):
+        sch.rfactor(sch.get_loops("B")[1], 0)
 
 
 def test_rfactor_max_identity() -> None:
-    import dataclasses
-
-    from cinn_py import ir
     f = _reduce(8)
-    b = block(f, "B")
+    b = next(x for x in all_blocks(f) if x.name == "B")
     store = b.schedule_block.body
-    mx = dataclasses.replace(store, value=ir.Max(store.value.a, store.value.b))
-    f = ir.replace_stmt(f, store, mx)
-    g, _ = R.rfactor(f, loops(f, "B")[1], 1)
-    assert "] = -inf" in print_ir(g) and "B[i0_4] = cinn_max(B[i0_4], rf_B[i0_4, i1_4])" in print_ir(g)
-    assert_same_results(f, g)
+    f = ir.replace_stmt(f, store, dataclasses.replace(store, value=ir.Max(store.value.a, store.value.b)))
+    sch = IRSchedule(f)
+    sch.rfactor(sch.get_loops("B")[1], 1)
+    assert "] = -inf" in str(sch) and "B[i0_4] = cinn_max(B[i0_4], rf_B[i0_4, i1_4])" in str(sch)
+    check(f, sch)
 
 
-def test_stale_loop_rejected() -> None:
-    f = _reduce()
-    loop = loops(f, "B")[1]
-    g, _ = R.factorize_reduction(f, loop, 0)
-    with pytest.raises(R.StaleHandleError):
-        R.rfactor(g, loop, 0)
+@pytest.mark.parametrize("prim", ["factorize_reduction", "rfactor"])
+def test_stale_loop_rejected(prim: str) -> None:
+    sch = IRSchedule(_reduce())
+    _, k = sch.get_loops("B")
+    sch.split(k, [4, 4])
+    with pytest.raises(StaleHandleError, match=rf"{prim}: handle to loop 'k0' \(e1\) is stale: it was replaced "
+                                               r"or removed by split \(trace step 1\)"):
+        getattr(sch, prim)(k, 0)
+
+
+def test_rfactor_keeps_the_rf_loop_handle() -> None:
+    sch = IRSchedule(_reduce())
+    _, k = sch.get_loops("B")
+    sch.rfactor(k, 0)
+    assert sch.get_loops("rf_B")[1] == k
