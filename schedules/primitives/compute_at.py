@@ -20,6 +20,13 @@ order (`schedules.analysis.dependence.same_iteration`); compute_at additionally 
 reader of the producer's tensor inside `loop`, and nothing in `loop` or between the two places
 may write what the producer reads. Differs from CINN: CINN checks only that the handles exist and
 that `loop` is not an ancestor of the block.
+
+Which check is which: the order check is syntactic first (same injective index function of the
+shared loops, which also decides symbolic divisors such as `sp / S2`); where it fails, islpy
+(`cinn_py.analysis.dependences`, `_isl_ordered`) decides exactly for quasi-affine accesses.
+compute_at's region comes from interval bounds over the inner loops, and its bounds guard is
+dropped only when syntactically or islpy-provably (`is_always_true`) redundant. The reader and
+input-clobbering rules are syntactic (by buffer) and conservative.
 """
 
 from __future__ import annotations

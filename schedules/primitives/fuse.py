@@ -5,6 +5,9 @@
 outer -> inner; each loop's body is exactly the next loop ("adjacent"); every loop starts at 0;
 the inner loops are serial and the outermost is serial, parallel or unrolled (its kind carries
 over, as in CINN). Fusing never changes the execution order, so it needs no dependence check.
+
+Legality: every rule is syntactic and exact (adjacency, starts, kinds); no islpy query is needed
+because a row-major fuse of a perfect nest is an order-preserving bijection.
 """
 
 from __future__ import annotations

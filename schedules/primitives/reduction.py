@@ -21,7 +21,14 @@ at `rf_axis`, holding one partial result per value of R's loop var:
   `T__reduce_init; for rf_<R>: T[s] = T[s] op rf_T[s, rf_<R>]`. The nest must contain only the
   reduction and its init block.
 
-Names follow CINN (`<T>_rf`, `<T>_rf__reduce_init`, `rf_<T>`, loop `rf_<loopvar>`).
+Names follow CINN (`<T>_rf`, `<T>_rf__reduce_init`, `rf_<T>`, loop `rf_<loopvar>`), made unique
+through the name generator when the same reduction is factored again (`rf_B_0`).
+
+Legality is syntactic and exact: the update must match `T[s] = T[s] op body` with `op`
+associative and commutative and `body` not reading `T`, the loop must drive only reduce iter
+vars, and (rfactor) the nest may hold nothing but the reduction and its init. Then the only
+dependence the loop carries is the accumulation, whose order the rewrite may change, and the new
+`rf` tensor is fresh, so no islpy query is needed.
 """
 
 from __future__ import annotations

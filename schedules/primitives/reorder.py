@@ -7,6 +7,11 @@ positions they occupy, in the order given; guards stay at their depth, as in CIN
 a guard, extent or min would use a loop var that moves below it, or when the permutation could
 reverse a dependence (`schedules.analysis.deps`). Loops keep their uids, so their handles stay
 valid (Differs from CINN, where reorder invalidates loop handles).
+
+Legality: the chain, guard and bound rules are syntactic and exact. The dependence rule (every
+moved loop carries no dependence other than a reduction's own accumulation) is decided
+syntactically when each conflicting access pair has one index tuple that determines the loop,
+and exactly with islpy (`cinn_py.analysis`) otherwise; non-affine indices count as conflicts.
 """
 
 from __future__ import annotations
