@@ -3,7 +3,7 @@
 A key is a SHA-256 over the IR text (`print_ir(func, decls=True)`, falling back to `print_ir`
 while the decls printer is missing) plus the dataclass repr of the signature, body and temp
 buffers (dtypes, shapes, scopes the plain text leaves out), and backend facts (target CPU,
-features, toolchain versions, options).
+features, toolchain versions, options, and `source_digest` of the backend's own sources).
 
 Disk entries live in `$CINN_PY_CACHE_DIR` (default `$XDG_CACHE_HOME/cinn-py`, i.e.
 `~/.cache/cinn-py`), one file per key and namespace:
@@ -20,6 +20,7 @@ written makes the cache fall back to memory only, with one `RuntimeWarning`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -75,6 +76,22 @@ def func_fingerprint(func: LoweredFunc) -> str:
     h.update(ir_text(func).encode())
     # repr covers dtypes, buffer scopes, Var bounds, vectorize factors (statement uids are repr=False).
     h.update(repr((func.name, func.args, func.body, func.temp_bufs)).encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def source_digest(package_dir: str | os.PathLike[str]) -> str:
+    """SHA-256 over the Python sources of a package directory (relative paths + contents,
+    sorted, subpackages included), computed once per process and directory.
+
+    Backends put it into their cache keys, so that any change to the code generator
+    invalidates the kernels it compiled before, without anyone remembering to bump a version.
+    """
+    root = Path(package_dir)
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -10,22 +10,25 @@ vectorisation, temp buffers), `parallel` (outlined parallel loops), `intrinsics`
 `jit` (optimisation pipeline, object code, MCJIT), `kernel` (the callable).
 
 Compiled kernels are cached in memory and on disk (`cinn_py.runtime.cache`), keyed by the IR,
-fast_math, the host CPU and features, and the llvmlite/LLVM versions.
+fast_math, the host CPU and features, the llvmlite/LLVM versions and a hash of this package's
+sources (so a codegen change invalidates old entries by itself; no version to bump).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
-from cinn_py.runtime.cache import CompileCache, make_key
+from cinn_py.runtime.cache import CompileCache, make_key, source_digest
 from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, triple_and_layout
 from codegen.llvm.kernel import Kernel
-from codegen.llvm.module import build_module, symbol_name
+from codegen.llvm.module import build_module
+from codegen.llvm.names import symbol_name
 
-CODEGEN_VERSION = "x86-2"
+BACKEND = "x86"
 CACHE = CompileCache("x86")
 _OPTIONS = ("num_threads", "cache")
 
@@ -73,7 +76,8 @@ def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Ker
     num_threads = options.get("num_threads")
     use_cache = bool(options.get("cache", True))
     symbol = symbol_name(func.name)
-    key = make_key(func, backend=CODEGEN_VERSION, fast_math=bool(fast_math), **target_facts())
+    key = make_key(func, backend=BACKEND, codegen_sources=source_digest(Path(__file__).parent),
+                   fast_math=bool(fast_math), **target_facts())
     if use_cache:
         hit = CACHE.get_memory(key)
         if hit is not None:

@@ -12,7 +12,9 @@ llvmlite is not thread-safe, so compilation holds one process-wide lock.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import ctypes.util
 import re
 import threading
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ import llvmlite.binding as llvm
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.runtime import threadpool
-from codegen.llvm.stmts import LAUNCH_SYMBOL
+from codegen.llvm.names import LAUNCH_SYMBOL
 
 LOCK = threading.RLock()
 TASK_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -53,12 +55,35 @@ _LAUNCHER = _LAUNCH_CFUNC(_launch)  # kept alive for the life of the process
 def _init() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    _load_process_libraries()
     llvm.add_symbol(LAUNCH_SYMBOL, ctypes.cast(_LAUNCHER, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     # memset/memcpy/memmove: LLVM turns zero-fill and copy loops into calls of these (the
-    # loop-idiom pass), and MCJIT does not search the process for symbols by itself.
+    # loop-idiom pass); registered explicitly so that they resolve even where the process
+    # image does not export them.
     for name in ("aligned_alloc", "free", "memset", "memcpy", "memmove"):
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+
+
+def _load_process_libraries() -> None:
+    """Make the symbols MCJIT will resolve visible to `address_of_symbol` *before* the first
+    engine exists, so that `_check_symbols` and the engine agree from the first build on.
+
+    MCJIT's memory manager searches LLVM's permanent-library list; creating an engine adds the
+    process image to it (`LoadLibraryPermanently(nullptr)`), which is why libm calls used to
+    fail only in the first build of a process. We add the process image ("" names the main
+    program for dlopen) and libm itself (generated code calls `expf`, `tanhf`, `erff`, ...
+    even when nothing in the process has loaded libm yet).
+    """
+    llvm.load_library_permanently("")
+    try:
+        llvm.load_library_permanently("libm.so.6")  # glibc's soname: no ldconfig search needed
+    except RuntimeError:
+        found = ctypes.util.find_library("m")
+        if found:
+            # still missing afterwards: `_check_symbols` names the unresolved function
+            with contextlib.suppress(RuntimeError):
+                llvm.load_library_permanently(found)
 
 
 @lru_cache(maxsize=None)

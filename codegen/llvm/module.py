@@ -19,12 +19,12 @@ C ABI of the generated functions (all symbols are C functions, callable through 
     void <fn>__parallel_<k>(int64_t task_id, int64_t num_tasks, void* closure);
         Outlined parallel loops (see `parallel.py`).
 
-A kernel named like a libc/libm function is emitted as `cinn_<name>` (see `symbol_name`).
+Names: user names never reach the module as they are; see `codegen.llvm.names` (the kernel
+symbol is a sanitised, collision-free identifier; `<symbol>_infer_shape`, `<symbol>__parallel_<k>`
+derive from it).
 """
 
 from __future__ import annotations
-
-import re
 
 from llvmlite import ir
 
@@ -34,23 +34,9 @@ from cinn_py.ir.buffer import Buffer
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, check_loops, inline_schedule_blocks
 from codegen.llvm.intrinsics import MathEmitter
+from codegen.llvm.names import symbol_name, value_name
 from codegen.llvm.privatize import task_only_buffers
-from codegen.llvm.stmts import LAUNCH_SYMBOL, FunctionEmitter, private_buffers
-
-_RESERVED = {"free", "malloc", "aligned_alloc", "memcpy", "memset", "main", LAUNCH_SYMBOL}
-_LIBM_NAMES = {"exp", "log", "sqrt", "tanh", "erf", "pow", "sin", "cos", "tan", "floor", "ceil", "round",
-               "trunc", "fabs", "expm1", "log1p", "cbrt", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-               "asinh", "acosh", "atanh", "exp2", "log2", "log10", "fmod"}
-
-
-def symbol_name(name: str) -> str:
-    """A C symbol for a kernel name: non-identifier characters become `_`; names that would
-    clash with libc/libm symbols, or start with a digit, get a `cinn_` prefix."""
-    clean = re.sub(r"[^A-Za-z0-9_]", "_", name) or "kernel"
-    base = clean[:-1] if clean.endswith("f") and clean[:-1] in _LIBM_NAMES else clean
-    if clean[0].isdigit() or clean in _RESERVED or base in _LIBM_NAMES:
-        clean = "cinn_" + clean
-    return clean
+from codegen.llvm.stmts import FunctionEmitter, private_buffers
 
 
 class CodegenUnit:
@@ -80,8 +66,9 @@ class CodegenUnit:
             found.setdefault(name, buf)
         return [b for name, b in found.items() if name not in self.arg_buffers]
 
-    def fresh_name(self, prefix: str) -> str:
-        name = f"{prefix}_{self._counter}"
+    def fresh_name(self, suffix: str) -> str:
+        """A new module-level function name `<symbol><suffix>_<k>` (helpers of the kernel)."""
+        name = f"{self.symbol}{suffix}_{self._counter}"
         self._counter += 1
         return name
 
@@ -105,7 +92,7 @@ class CodegenUnit:
         fn.attributes.add("nounwind")
         em = FunctionEmitter(self, fn)
         for arg, param in zip(self.func.args, fn.args):
-            param.name = arg.name
+            param.name = value_name(arg.name)
             if arg.tensor is not None:
                 param.add_attribute("noalias")
                 em.buffers[arg.tensor.buffer.name] = param

@@ -48,7 +48,7 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
     for k, value in enumerate(values):
         b.store(value, b.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=struct_t))
 
-    task = ir.Function(unit.module, TASK_TYPE, unit.fresh_name(f"{unit.func.name}__parallel"))
+    task = ir.Function(unit.module, TASK_TYPE, unit.fresh_name("__parallel"))
     task.attributes.add("nounwind")
     _emit_task(unit, task, loop, struct_t, captured_vars, captured_bufs)
 

@@ -36,6 +36,8 @@ from cinn_py.ir.printer import print_ir
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
 from codegen.llvm.emitter import ExprEmitter
+from codegen.llvm.names import LAUNCH_SYMBOL
+from codegen.llvm.names import value_name as local_name
 
 if TYPE_CHECKING:
     from codegen.llvm.module import CodegenUnit
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
 STACK_LIMIT_BYTES = 32 * 1024
 UNROLL_LIMIT = 64
 STATUS_OK, STATUS_NOMEM = 0, 1
-LAUNCH_SYMBOL = "cinn_py_parallel_launch"
 
 
 class FunctionEmitter(ExprEmitter):
@@ -88,10 +89,10 @@ class FunctionEmitter(ExprEmitter):
         st = T.scalar_storage_type(buf.dtype)
         count = _const_product(buf.shape)
         if count is not None and count * T.storage_bytes(buf.dtype) <= STACK_LIMIT_BYTES:
-            return T.alloca(self.entry_b, ir.ArrayType(st, max(count, 1)), buf.name, align=64)
+            return T.alloca(self.entry_b, ir.ArrayType(st, max(count, 1)), local_name(buf.name), align=64)
         size = self._heap_bytes(buf)
         aligned_alloc = self.unit.runtime_fn("aligned_alloc", T.PTR, [T.I64, T.I64])
-        ptr = self.b.call(aligned_alloc, [ir.Constant(T.I64, 64), size], name=buf.name)
+        ptr = self.b.call(aligned_alloc, [ir.Constant(T.I64, 64), size], name=local_name(buf.name))
         self.heap.append(ptr)
         return ptr
 
@@ -184,12 +185,13 @@ class FunctionEmitter(ExprEmitter):
                      bind: Callable[[ir.Value], ir.Value] | None = None) -> None:
         """for (var = lo; var < hi; var += step) body(); `bind` maps the counter to var's value."""
         pre = self.b.block
-        header = self.fn.append_basic_block(f"{var.name}.header")
-        loop = self.fn.append_basic_block(f"{var.name}.body")
-        done = self.fn.append_basic_block(f"{var.name}.exit")
+        name = local_name(var.name)
+        header = self.fn.append_basic_block(f"{name}.header")
+        loop = self.fn.append_basic_block(f"{name}.body")
+        done = self.fn.append_basic_block(f"{name}.exit")
         self.b.branch(header)
         self.b.position_at_end(header)
-        counter = self.b.phi(lo.type, name=var.name)
+        counter = self.b.phi(lo.type, name=name)
         counter.add_incoming(lo, pre)
         self.b.cbranch(self.b.icmp_signed("<", counter, hi), loop, done)
         self.b.position_at_end(loop)

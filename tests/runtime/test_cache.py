@@ -133,3 +133,19 @@ def test_concurrent_writers_from_two_processes(cache_dir: Path) -> None:
     assert len(entries) == 6 and not list(cache_dir.glob("*.tmp"))
     for entry in entries:
         assert cache._decode(entry.read_bytes()) is not None  # every entry is whole
+
+
+def test_source_digest_changes_with_any_source_file(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    first = cache.source_digest(str(pkg))
+    assert cache.source_digest(str(pkg)) == first  # computed once per process
+    (pkg / "sub" / "b.py").write_text("y = 3\n")
+    cache.source_digest.cache_clear()
+    second = cache.source_digest(str(pkg))
+    assert second != first
+    (pkg / "sub" / "b.py").rename(pkg / "b.py")  # same contents, other path
+    cache.source_digest.cache_clear()
+    assert cache.source_digest(str(pkg)) not in (first, second)

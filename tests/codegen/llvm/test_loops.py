@@ -11,6 +11,7 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import dtype as dt
 from cinn_py.runtime import threadpool
 from codegen.llvm import build_x86, generate_x86
+from codegen.llvm.names import symbol_name
 from tests.codegen.llvm.llvm_helpers import elementwise_1d, func, loop, random_array, sym, tensor
 
 V = ir.ForType.VECTORIZED
@@ -168,5 +169,6 @@ def test_kernel_name_clashing_with_libm_is_renamed() -> None:
     f = elementwise_1d(4, dt.float32, lambda a: ir.Call("exp", (a,), dt.float32))
     f = ir.LoweredFunc("exp", f.args, f.body)
     kernel = build_x86(f, cache=False)
-    assert kernel.symbol == "cinn_exp"
+    assert kernel.symbol != "exp" and kernel.symbol.startswith("exp_")
+    assert kernel.symbol == symbol_name("exp")  # deterministic
     np.testing.assert_allclose(kernel(np.zeros(4, np.float32)), np.ones(4))
