@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import re
+import struct
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -159,10 +160,44 @@ def _check_symbols(mod: llvm.ModuleRef, asm: str) -> None:
                            f"does not provide")
 
 
+_ELF_HEADER = struct.Struct("<4sBBBBB7xHHIQQQIHHHHHH")  # Elf64_Ehdr
+_ELF_SECTION = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
+_EM_X86_64, _ET_REL, _SHT_NOBITS = 62, 1, 8
+
+
+def object_code_problem(blob: bytes) -> str | None:
+    """Why `blob` is not a well-formed x86-64 ELF relocatable object, or None when it is.
+
+    MCJIT trusts its input: a blob that is not an object file (a damaged or foreign disk-cache
+    entry) crashes the process inside `add_object_file` instead of raising. So the header and
+    every section's extent are checked first.
+    """
+    if len(blob) < _ELF_HEADER.size:
+        return f"{len(blob)} bytes, shorter than an ELF header"
+    (magic, cls, data, _version, _abi, _abiver, e_type, machine, _ev, _entry, _phoff, shoff, _flags, ehsize,
+     _phentsize, _phnum, shentsize, shnum, shstrndx) = _ELF_HEADER.unpack_from(blob)
+    if magic != b"\x7fELF" or cls != 2 or data != 1:
+        return "not a little-endian ELF64 file"
+    if e_type != _ET_REL or machine != _EM_X86_64:
+        return f"ELF type {e_type} / machine {machine}, expected a relocatable x86-64 object"
+    if ehsize != _ELF_HEADER.size or shentsize != _ELF_SECTION.size or shnum == 0 or shstrndx >= shnum:
+        return "inconsistent ELF header sizes"
+    if shoff + shnum * shentsize > len(blob):
+        return "section header table beyond the end of the file"
+    for k in range(shnum):
+        _name, kind, _flags, _addr, offset, size, *_ = _ELF_SECTION.unpack_from(blob, shoff + k * shentsize)
+        if kind != _SHT_NOBITS and offset + size > len(blob):
+            return f"section {k} extends beyond the end of the file"
+    return None
+
+
 class LoadedObject:
     """An MCJIT engine holding one object file; addresses of its functions by name."""
 
     def __init__(self, object_code: bytes) -> None:
+        problem = object_code_problem(object_code)
+        if problem is not None:
+            raise CompileError(f"x86 codegen: cannot load object code: {problem}")
         with LOCK:
             tm = new_target_machine()
             self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)

@@ -17,7 +17,8 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir.sanitize import is_safe_identifier
 from codegen.llvm import build_x86, generate_x86
-from codegen.llvm.jit import optimize_and_compile
+from codegen.llvm.jit import LoadedObject, object_code_problem, optimize_and_compile
+from codegen.llvm.module import build_module
 from codegen.llvm.names import RESERVED_SYMBOLS, symbol_name, value_name
 from tests.codegen.llvm.llvm_helpers import func, loop, tensor
 
@@ -125,3 +126,16 @@ def test_cache_key_follows_codegen_sources(monkeypatch: pytest.MonkeyPatch) -> N
     x86.CACHE.clear_memory()
     monkeypatch.setattr(x86, "source_digest", lambda path: "a different codegen")
     assert not build_x86(f).from_cache
+
+
+def test_object_code_is_checked_before_mcjit_loads_it() -> None:
+    compiled = optimize_and_compile(str(build_module(_sub_func("A", "C", "B"), False).module))
+    blob = compiled.object_code
+    assert object_code_problem(blob) is None
+    LoadedObject(blob)  # loads
+    damaged = [b"", b"not an object file", blob[:63], blob[: len(blob) // 2], blob[:-1],
+               blob[:18] + b"\x03\x00" + blob[20:]]  # e_machine: i386
+    for bad in damaged:
+        assert object_code_problem(bad) is not None
+        with pytest.raises(CompileError, match="cannot load object code"):
+            LoadedObject(bad)
