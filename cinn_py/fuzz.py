@@ -190,7 +190,7 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
                 compare(spec, _run_x86(sch.func, inp), want, "x86-vs-reference")
         if opts.cuda:
             stage = "cuda"
-            _compile_cuda(sch.func)
+            _compile_cuda(sch.func, case)
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except DOCUMENTED_ERRORS as exc:
@@ -205,11 +205,14 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
     return result, sch
 
 
-def _compile_cuda(func: Any) -> None:
+def _compile_cuda(func: Any, case: Case) -> None:
+    """A few GPU primitives (bind, set_buffer local/shared, sync_threads, ...) on top of the x86
+    schedule, then every nest bound to blockIdx.x/threadIdx.x, then CUDA C through NVRTC."""
     import cinn_py  # noqa: PLC0415
     from schedules import IRSchedule  # noqa: PLC0415
 
     sch = IRSchedule(func)
+    apply_random_schedule(sch, random.Random(case.schedule_seed + 1), 3, "cuda")
     bind_for_gpu(sch)
     cinn_py.codegen(sch.func, target="cuda")
 

@@ -191,3 +191,20 @@ def test_cli_runs_and_reports() -> None:
     one = subprocess.run([sys.executable, "-m", "cinn_py.fuzz", "--seed", "9", "--case", "1", "--describe"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert one.returncode == 0 and "--- IR before scheduling:" in one.stdout
+
+
+def test_cuda_mode_generates_and_compiles_with_nvrtc(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = []
+    real = cp.codegen
+
+    def counting(func, target="cuda", **kw):  # type: ignore[no-untyped-def]
+        code = real(func, target=target, **kw)
+        compiled.append(bool(code.ptx or code.cubin) and "__global__" in code.source)
+        return code
+
+    monkeypatch.setattr(cp, "codegen", counting)
+    summary = Summary()
+    run_in_process(CI_SEED, range(6), fuzz.Options(x86=False, cuda=True, steps=3), fuzz.check_case, summary,
+                   echo=False)
+    assert not summary.failures, summary.format(0)
+    assert len(compiled) == summary.status["ok"] >= 4 and all(compiled)
