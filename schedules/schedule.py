@@ -247,6 +247,14 @@ class IRSchedule:
         return handle.rv_name
 
     # -- queries -------------------------------------------------------------------------------------
+    def get(self, handle: LoopRV | BlockRV | str) -> For | ScheduleBlockRealize:
+        """The current IR node a handle (or block name) refers to, for inspection: its
+        `loop_var`, `extent`, `for_type`, `iter_values`, ... (TVM `Schedule.get`). Not recorded
+        in the trace: it changes nothing. StaleHandleError if the node no longer exists."""
+        if isinstance(handle, LoopRV):
+            return self._loop(handle, "get")[1]
+        return self._block(handle, "get")[1]
+
     @recorded("get_block")
     def get_block(self, name: str) -> BlockRV:
         """The block called `name` (BlockNotFoundError when absent or ambiguous)."""
