@@ -129,3 +129,22 @@ def test_module_schedule() -> None:
     with pytest.raises(BlockNotFoundError, match="2 blocks are named 'B'"):
         sch.get_block("B")
     check_replay(mod, sch)
+
+
+def test_get_returns_the_current_node_and_is_not_recorded() -> None:
+    import cinn_py as cp
+    from cinn_py.ir import For, ScheduleBlockRealize
+    from schedules import IRSchedule, StaleHandleError
+
+    x = cp.placeholder((8, 4), "float32", "X")
+    y = cp.compute((8, 4), lambda i, j: x[i, j] + 1.0, "Y")
+    sch = IRSchedule(cp.lower("fn", [x, y]))
+    i, j = sch.get_loops("Y")
+    steps = len(sch.trace.steps)
+    node = sch.get(i)
+    assert isinstance(node, For) and node.loop_var.name == "i" and str(node.extent) == "8"
+    assert isinstance(sch.get("Y"), ScheduleBlockRealize)
+    assert len(sch.trace.steps) == steps
+    sch.fuse([i, j])
+    with pytest.raises(StaleHandleError, match="get: handle to loop 'i'"):
+        sch.get(i)
