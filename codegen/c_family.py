@@ -5,6 +5,12 @@ expressions, flattened (row-major) buffer indices, `for`/`if`/`{}` statements wi
 table (`float`, `int64_t`, ...) and an operator table. Dialects override the hooks: `ctype`,
 `float_literal`, `cast`, `call`, `min_max`, `print_for` ...
 
+Names: every identifier printed from the IR (function, buffer, variable names) goes through one
+`cinn_py.ir.sanitize.IdentifierMap` per printer, i.e. per generated module: a name that is
+already a safe identifier prints as is, anything else (`a.b`, `int`, a newline, a quote, ...) as
+a readable, collision-free spelling, so a user name can neither break the C nor inject code.
+Differs from CINN, which prints names verbatim (its frontend only creates identifiers).
+
 `inline_schedule_blocks` removes `ScheduleBlockRealize` wrappers (substituting iter vars by
 their bound values), which every C-family backend needs first: CINN does the same before codegen
 (`optim::ReplaceScheduleBlock...`), since C has no notion of a schedule block.
@@ -22,6 +28,7 @@ from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, Tensor
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.printer import print_ir
+from cinn_py.ir.sanitize import IdentifierMap
 from cinn_py.ir.visitor import Mutator, substitute
 
 # Element types as C spells them (the CUDA printer maps float16/bfloat16 to its own names).
@@ -37,6 +44,10 @@ INFIX_OPS: dict[type, str] = {
     E.And: "&&", E.Or: "||",
 }
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Calls a C-family printer may emit by name besides the math intrinsics: device barriers/fences
+# and the generated code's runtime helpers (every helper name starts with `cinn_`).
+DEVICE_INTRINSICS = frozenset({"__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block"})
+RUNTIME_HELPER_PREFIX = "cinn_"
 
 
 def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.Expr:
@@ -114,12 +125,14 @@ def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
     return _BlockInliner().visit(stmt)
 
 
-def c_identifier(buffer_name: str) -> str:
-    """C name of a buffer: CINN's `_A` prints as `A` (its tensor name)."""
-    stripped = buffer_name[1:] if buffer_name.startswith("_") and len(buffer_name) > 1 else buffer_name
-    if not _IDENT_RE.match(stripped):
-        raise CompileError(f"codegen: buffer name '{buffer_name}' is not a valid C identifier")
-    return stripped
+def buffer_hint(buffer_name: str) -> str:
+    """The readable C name of a buffer: CINN's `_A` prints as `A` (its tensor name)."""
+    return buffer_name[1:] if buffer_name.startswith("_") and len(buffer_name) > 1 else buffer_name
+
+
+def is_runtime_call(name: str) -> bool:
+    """Whether `name` is a device intrinsic or a `cinn_*` runtime helper (printable verbatim)."""
+    return name in DEVICE_INTRINSICS or (name.startswith(RUNTIME_HELPER_PREFIX) and _IDENT_RE.match(name) is not None)
 
 
 class CFamilyPrinter:
@@ -130,19 +143,43 @@ class CFamilyPrinter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.level = 0
+        self.ids = IdentifierMap()
+        """Every identifier of the module: user names and the printer's own temporaries."""
+        self._claims: dict[tuple[str, str], str] = {}
         self.buffer_names: dict[str, str] = {}
         """Buffer name -> C identifier (filled by `name_buffer`)."""
+        self.handle_buffers: dict[str, Buffer] = {}
+        """Buffers passed to runtime helpers as handle-typed Vars of the same name (reduce scratch)."""
 
     # -- names and types -------------------------------------------------------------------------
+    def identifier(self, kind: str, name: str, hint: str | None = None) -> str:
+        """The C identifier of the entity `name` of `kind` ("func", "buffer", "var", "tmp").
+
+        Stable for one entity; distinct entities never share an identifier, even when their
+        names are equal (a tensor and a loop variable both called `i`) or sanitise alike.
+        `hint` is the preferred spelling (default: `name`).
+        """
+        found = self._claims.get((kind, name))
+        if found is not None:
+            return found
+        hint = name if hint is None else hint
+        key, n = hint, 0
+        while key in self.ids:  # another entity holds this spelling: derive a distinct key
+            n += 1
+            key = f"{hint} {kind} {n}"
+        ident = self.ids.get(key)
+        self._claims[(kind, name)] = ident
+        return ident
+
     def name_buffer(self, buffer: Buffer) -> str:
-        """The C identifier of `buffer` (stable; unique among the buffers of one function)."""
-        if buffer.name in self.buffer_names:
-            return self.buffer_names[buffer.name]
-        name = c_identifier(buffer.name)
-        if name in self.buffer_names.values():
-            name = c_identifier(buffer.name.replace(".", "_")) + "_buf"
-        self.buffer_names[buffer.name] = name
-        return name
+        """The C identifier of `buffer` (stable; unique among the names of one module)."""
+        if buffer.name not in self.buffer_names:
+            self.buffer_names[buffer.name] = self.identifier("buffer", buffer.name, buffer_hint(buffer.name))
+        return self.buffer_names[buffer.name]
+
+    def name_var(self, var: E.Var) -> str:
+        """The C identifier of a scalar variable (loop var, let symbol, symbolic dim)."""
+        return self.identifier("var", var.name)
 
     def ctype(self, dtype: DType) -> str:
         """C spelling of a scalar dtype."""
@@ -210,7 +247,10 @@ class CFamilyPrinter:
         return f'"{escaped}"'
 
     def expr_Var(self, node: E.Var) -> str:
-        return node.name
+        scratch = self.handle_buffers.get(node.name)
+        if scratch is not None and node.dtype.kind == "handle":
+            return self.name_buffer(scratch)
+        return self.name_var(node)
 
     def binary(self, node: E.BinaryOp) -> str:
         if isinstance(node, (E.Min, E.Max)):
@@ -253,7 +293,15 @@ class CFamilyPrinter:
 
     def call(self, node: E.Call) -> str:
         args = ", ".join(self.expr(a) for a in node.args)
-        return f"{node.name}({args})"
+        return f"{self.call_name(node)}({args})"
+
+    def call_name(self, node: E.Call) -> str:
+        """A call prints verbatim only when it names a known function (never a user string)."""
+        if not is_runtime_call(node.name):
+            raise CompileError(f"codegen: unknown function '{node.name}' in a call: {type(self).__name__} prints "
+                               f"math intrinsics, device intrinsics ({', '.join(sorted(DEVICE_INTRINSICS))}) and "
+                               f"'{RUNTIME_HELPER_PREFIX}*' runtime helpers only", _excerpt(node))
+        return node.name
 
     def expr_Reduce(self, node: E.Reduce) -> str:
         raise CompileError("codegen: a Reduce expression reached the C printer; lower the function first",
@@ -280,7 +328,7 @@ class CFamilyPrinter:
         self.line(f"{target} = {self.expr(node.value)};")
 
     def print_Let(self, node: S.Let) -> None:
-        decl = f"{self.ctype(node.symbol.dtype)} {node.symbol.name}"
+        decl = f"{self.ctype(node.symbol.dtype)} {self.name_var(node.symbol)}"
         self.line(decl + (f" = {self.expr(node.body)};" if node.body is not None else ";"))
 
     def print_Evaluate(self, node: S.Evaluate) -> None:
@@ -303,7 +351,8 @@ class CFamilyPrinter:
         var = node.loop_var
         lo = self.expr(node.min)
         hi = self.expr(node.extent) if E.is_const_int(node.min, 0) else self.expr(E.Add(node.min, node.extent))
-        self.line(f"for ({self.ctype(var.dtype)} {var.name} = {lo}; {var.name} < {hi}; {var.name} += 1) {{")
+        name = self.name_var(var)
+        self.line(f"for ({self.ctype(var.dtype)} {name} = {lo}; {name} < {hi}; {name} += 1) {{")
         self.nested(node.body)
         self.line("}")
 

@@ -53,6 +53,7 @@ VECTOR_TYPES = {("float32", 2): "float2", ("float32", 4): "float4", ("float64", 
                 ("int32", 2): "int2", ("int32", 4): "int4", ("float16", 2): "__half2",
                 ("bfloat16", 2): "__nv_bfloat162"}
 _LANES = ("x", "y", "z", "w")
+_BOUND_VARS = frozenset(f"{p}.{a}" for p in ("threadIdx", "blockIdx") for a in "xyz")
 
 
 class CudaPrinter(CFamilyPrinter):
@@ -91,9 +92,9 @@ class CudaPrinter(CFamilyPrinter):
     def expr_Var(self, node: E.Var) -> str:
         if node.name in self.lane_values:
             return self.lane_values[node.name]
-        if is_bound_var(node):
+        if is_bound_var(node) and node.name in _BOUND_VARS:
             return f"(int){node.name}"
-        return node.name
+        return super().expr_Var(node)
 
     def min_max(self, node: E.Min | E.Max) -> str:
         fn = "min" if isinstance(node, E.Min) else "max"
@@ -120,7 +121,7 @@ class CudaPrinter(CFamilyPrinter):
     def call(self, node: E.Call) -> str:
         args = ", ".join(self.expr(a) for a in node.args)
         if lookup(node.name) is None:
-            return f"{node.name}({args})"  # runtime helper (cinn_block_reduce_...) or intrinsic
+            return f"{self.call_name(node)}({args})"  # runtime helper (cinn_block_reduce_...) or intrinsic
         return f"{self.math_function(node)}({args})"
 
     def math_function(self, node: E.Call) -> str:
@@ -169,12 +170,12 @@ class CudaPrinter(CFamilyPrinter):
         placeholders: dict[E.Load, E.Var] = {}
         for k, (load, base) in enumerate(loads):
             ltype = VECTOR_TYPES[(load.tensor.dtype.scalar_name(), width)]
-            name = f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}"
+            name = self.identifier("tmp", f"vec{uid}_{k}", f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}")
             self.line(f"const {ltype} {name} = *reinterpret_cast<const {ltype}*>(&"
                       f"{self.name_buffer(load.tensor.buffer)}[{self.expr(base)}]);")
             names[k] = name
             placeholders[load] = E.Var(f"__cinn_lane_load_{uid}_{k}", load.dtype)
-        out = f"{self.name_buffer(store.tensor.buffer)}_vec{uid}"
+        out = self.identifier("tmp", f"vec{uid}", f"{self.name_buffer(store.tensor.buffer)}_vec{uid}")
         self.line(f"{vtype} {out};")
         value = _replace_loads(store.value, placeholders)
         for lane in range(width):

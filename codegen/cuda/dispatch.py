@@ -15,6 +15,7 @@ from typing import Any
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import expr as E
 from cinn_py.ir.func import LoweredFunc
+from cinn_py.ir.sanitize import sanitize_identifier
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import eval_bool
 
@@ -27,7 +28,7 @@ _OP_WORDS: dict[type, str] = {
 def mangle_predicate(pred: E.Expr) -> str:
     """A C identifier fragment for a predicate: `(S0 <= 1024)` -> `_FPA_S0_LE_1024_BPA_`."""
     if isinstance(pred, E.Var):
-        return pred.name
+        return sanitize_identifier(pred.name)
     if isinstance(pred, (E.IntImm, E.UIntImm)):
         if pred.dtype.is_bool:
             return "true" if pred.value else "false"
@@ -45,8 +46,13 @@ def mangle_predicate(pred: E.Expr) -> str:
 
 
 def bucket_kernel_name(fn_name: str, pred: E.Expr) -> str:
-    """`<fn>_COND_<mangled predicate>__kernel` (CINN's bucket kernel name)."""
-    return f"{fn_name}_COND_{mangle_predicate(pred)}__kernel"
+    """`<fn>_COND_<mangled predicate>__kernel` (CINN's bucket kernel name).
+
+    `fn_name` is sanitised first (`sanitize_identifier`), so a hostile function name keeps the
+    readable mangled suffix; the printer still checks the whole name (a very long predicate gets a
+    hashed spelling: `GeneratedCode.kernel_name` is always the real symbol).
+    """
+    return f"{sanitize_identifier(fn_name)}_COND_{mangle_predicate(pred)}__kernel"
 
 
 def _signature(func: LoweredFunc) -> tuple[Any, ...]:

@@ -1,16 +1,24 @@
-"""`generate_cuda`: GPU lowering passes + CUDA C printing + NVRTC compilation, no GPU needed."""
+"""`generate_cuda`: GPU lowering passes + CUDA C printing; NVRTC compilation on first use.
+
+The CUDA C source needs no NVRTC: `GeneratedCode.source` and `.launch` are ready when
+`generate_cuda` returns, so `cinn-py codegen --target cuda` and the demo print kernels on a
+machine without the optional `nvrtc` extra. `.ptx`, `.cubin` and `.compiled` compile the source
+with NVRTC the first time one of them is read (cached, like every `compile_cuda` call); without
+NVRTC that access raises `CompileError` naming the missing extra.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir.func import LoweredFunc
 from codegen.cuda.kernel_source import print_kernel
 from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.lowering import lower_for_cuda
-from codegen.cuda.nvrtc import check_arch, compile_cuda
+from codegen.cuda.nvrtc import CompiledCuda, check_arch, compile_cuda
 
 FAST_MATH_OPTIONS = ("--use_fast_math",)
 
@@ -21,10 +29,10 @@ class GeneratedCode:
 
     source: str
     """The CUDA C translation unit (includes `cinn_cuda_runtime.cuh`)."""
-    ptx: str
-    cubin: bytes | None
     launch: LaunchInfo
     kernel_name: str
+    """The kernel's symbol in the PTX/CUBIN (what `get_function` needs): the function name, or
+    its sanitised spelling when the name is not a safe C identifier."""
     func: LoweredFunc
     """The function after the GPU passes (what was printed)."""
     arch: str
@@ -33,6 +41,34 @@ class GeneratedCode:
     """Byte alignment every tensor pointer needs (vectorised accesses); 1 if none."""
     temp_spaces: tuple[TempSpace, ...] = ()
     """Global temporaries the host allocates per launch, passed after the function's arguments."""
+    _compiled: list[CompiledCuda] = field(default_factory=list, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def compiled(self) -> CompiledCuda:
+        """The NVRTC products (compiled on first access).
+
+        Raises:
+            CompileError: NVRTC is not installed (the `nvrtc` extra) or rejected the source.
+        """
+        with self._lock:
+            if not self._compiled:
+                self._compiled.append(compile_cuda(self.source, arch=self.arch, options=self.options,
+                                                   name=f"{self.kernel_name}.cu"))
+            return self._compiled[0]
+
+    @property
+    def ptx(self) -> str:
+        return self.compiled.ptx
+
+    @property
+    def cubin(self) -> bytes | None:
+        """The CUBIN for an `sm_XX` arch; None for a virtual `compute_XX` arch (PTX only)."""
+        return self.compiled.cubin
+
+    @property
+    def is_compiled(self) -> bool:
+        return bool(self._compiled)
 
 
 def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -41,7 +77,7 @@ def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ..
 
 def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90",
                   options: tuple[str, ...] = (), kernel_name: str | None = None) -> GeneratedCode:
-    """Lower `func` for the GPU, print CUDA C and compile it with NVRTC for `arch`.
+    """Lower `func` for the GPU and print CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`).
 
     Args:
         func: a scheduled LoweredFunc (loops bound with `bind`).
@@ -51,7 +87,7 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         kernel_name: rename the kernel (bucket dispatch uses `<fn>_COND_<pred>__kernel`).
 
     Raises:
-        CompileError: a GPU pass, the printer or NVRTC rejected the function.
+        CompileError: a GPU pass or the printer rejected the function.
         TypeError / ValueError: bad arguments.
     """
     if not isinstance(func, LoweredFunc):
@@ -62,11 +98,9 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
     lowered = lower_for_cuda(func)
     kernel = print_kernel(lowered, fast_math=fast_math)
     opts = nvrtc_options(fast_math, tuple(options))
-    compiled = compile_cuda(kernel.source, arch=arch, options=opts, name=f"{lowered.name}.cu")
     info = lowered.cuda_axis_info
     if info is None:  # gpu_bind always sets it
         raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
     launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, lowered.scalar_args)
-    return GeneratedCode(kernel.source, compiled.ptx, compiled.cubin, launch, lowered.name, lowered, arch,
-                         opts, kernel.vector_alignment, kernel.temp_spaces)
-
+    return GeneratedCode(kernel.source, launch, kernel.name, lowered, arch, opts, kernel.vector_alignment,
+                         kernel.temp_spaces)

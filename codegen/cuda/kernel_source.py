@@ -34,6 +34,7 @@ from codegen.cuda.launch import TempSpace
 from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME
 
 SHARED_ALIGN = 16
+DYNAMIC_SHARED = "cinn_dyn_shared"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class KernelSource:
 
     source: str
     name: str
+    """The kernel's symbol: the function name, sanitised when it is not a safe identifier."""
     dynamic_shared_bytes: E.Expr
     """Bytes of dynamic shared memory to pass at launch (an expression of the symbolic dims)."""
     vector_alignment: int
@@ -110,8 +112,15 @@ class _KernelPrinter(CudaPrinter):
         self.func = func
         self.dynamic_bytes: E.Expr = E.IntImm(E.dt.int64, 0)
         self.buffers = scoped_buffers(func)
+        self.ids.reserve(DYNAMIC_SHARED)
+        # The kernel symbol first, then the signature's names: each keeps its own spelling when
+        # it is already a safe identifier; later clashes are renamed.
+        self.kernel_name = self.identifier("func", func.name)
         for buf in (*(a.tensor.buffer for a in func.args if a.tensor is not None), *self.buffers):
             self.name_buffer(buf)
+        for var in func.scalar_args:
+            self.name_var(var)
+        self.handle_buffers = {b.name: b for b in func.temp_bufs}
         self.temp_spaces = temp_spaces(func, self.buffer_names)
 
     def signature(self) -> str:
@@ -122,7 +131,7 @@ class _KernelPrinter(CudaPrinter):
                 params.append(f"{const}{self.ctype(arg.tensor.dtype)}* __restrict__ "
                               f"{self.name_buffer(arg.tensor.buffer)}")
             elif arg.var is not None:
-                params.append(f"{self.ctype(arg.var.dtype)} {arg.var.name}")
+                params.append(f"{self.ctype(arg.var.dtype)} {self.name_var(arg.var)}")
         # CINN appends the temp_spaces after the function's own arguments.
         params.extend(f"{self.ctype(t.dtype)}* __restrict__ {t.name}" for t in self.temp_spaces)
         bounds = ""
@@ -132,7 +141,7 @@ class _KernelPrinter(CudaPrinter):
             for d in info.block_dims:
                 threads *= _const_value(d) or 1
             bounds = f"__launch_bounds__({threads}) "
-        return f"__global__ void {bounds}{self.func.name}({', '.join(params)})"
+        return f"__global__ void {bounds}{self.kernel_name}({', '.join(params)})"
 
     def declare_buffers(self) -> None:
         offset: E.Expr = E.IntImm(E.dt.int64, 0)
@@ -157,9 +166,9 @@ class _KernelPrinter(CudaPrinter):
                 self.line(f"__shared__ {ctype} {name}[{count}];")
                 continue
             if not dynamic:
-                self.line("extern __shared__ __align__(16) unsigned char cinn_dyn_shared[];")
+                self.line(f"extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];")
                 dynamic = True
-            self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&cinn_dyn_shared[{self.expr(offset)}]);")
+            self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&{DYNAMIC_SHARED}[{self.expr(offset)}]);")
             size = _to_int64(E.Mul(elems, E.IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
             offset = _align_up(E.Add(offset, size), SHARED_ALIGN)
         self.dynamic_bytes = offset
@@ -195,4 +204,5 @@ def print_kernel(func: LoweredFunc, fast_math: bool = False) -> KernelSource:
     printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math)
     kernel = printer.kernel()
     source = f'#include "{RUNTIME_HEADER_NAME}"\n\nextern "C" {{\n\n{kernel}\n}}\n'
-    return KernelSource(source, func.name, printer.dynamic_bytes, printer.vector_alignment, printer.temp_spaces)
+    return KernelSource(source, printer.kernel_name, printer.dynamic_bytes, printer.vector_alignment,
+                        printer.temp_spaces)

@@ -54,7 +54,8 @@ def cuda_include_dir() -> str:
         import nvidia.cuda_runtime as cuda_runtime  # noqa: PLC0415
     except ImportError as exc:
         raise CompileError(
-            "CUDA codegen: the nvidia-cuda-runtime-cu12 wheel (cuda_fp16.h, cuda_bf16.h) is not installed",
+            "CUDA codegen: the nvidia-cuda-runtime-cu12 wheel (cuda_fp16.h, cuda_bf16.h; part of the optional "
+            "'nvrtc' extra) is not installed",
             "install it with: pip install 'cinn-py[nvrtc]'",
         ) from exc
     for root in cuda_runtime.__path__:
@@ -69,7 +70,9 @@ def _nvrtc():  # type: ignore[no-untyped-def]
         from cuda.bindings import nvrtc  # noqa: PLC0415
     except ImportError as exc:
         raise CompileError(
-            "CUDA codegen: NVRTC is not available (cuda-bindings + nvidia-cuda-nvrtc-cu12)",
+            "CUDA codegen: NVRTC is not available (cuda-bindings + nvidia-cuda-nvrtc-cu12, the optional "
+            "'nvrtc' extra), so the CUDA C cannot be compiled to PTX/CUBIN; the source itself "
+            "(GeneratedCode.source) needs no NVRTC",
             "install it with: pip install 'cinn-py[nvrtc]'",
         ) from exc
     return nvrtc

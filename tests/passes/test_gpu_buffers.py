@@ -14,7 +14,10 @@ from cinn_py.passes.gpu_bind import gpu_bind
 from cinn_py.passes.gpu_buffers import collect_accesses, privatize_local_buffers
 from codegen.cuda import generate_cuda
 from schedules import IRSchedule
-from tests.codegen.cuda.nvrtc_helpers import nvrtc_check
+from tests.codegen.cuda.nvrtc_helpers import every_generated_source_compiles, nvrtc_check
+
+pytestmark = pytest.mark.usefixtures("every_generated_source_compiles")
+__all__ = ["every_generated_source_compiles"]
 
 I64 = dt.int64
 S0 = Var("S0", I64, is_symbolic_constant=True)

@@ -21,7 +21,6 @@ import pytest
 import cinn_py as cp
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
-from cinn_py.ir.sanitize import is_safe_identifier
 from schedules import IRSchedule
 from tests.reliability.renaming import rename
 
@@ -32,13 +31,6 @@ HOSTILE = {
     "statement": 'a; system("rm -rf /"); //', "long_100": "L" * 100, "long_3000": "L" * 3000,
 }
 POSITIONS = ("A", "B", "C", "func")   # input, temporary, output, function name
-
-CUDA_FUNC = "CUDA: the function name is pasted verbatim into the kernel source, so a non-identifier, " \
-            "a keyword or a builtin name makes NVRTC fail (and code can be injected, see " \
-            "test_cuda_function_name_cannot_inject_code): reproducer lower('int', ...) or a LoweredFunc " \
-            "named 'a.b', then cinn_py.codegen(f, 'cuda') — owner: codegen/cuda"
-CUDA_KEYWORD = "CUDA: a tensor named after a C keyword ('int') is printed verbatim and NVRTC fails " \
-               "('expected a \")\"'): reproducer placeholder((4, 8), 'float32', 'int') — owner: codegen/cuda"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -60,13 +52,6 @@ def _hostile(name: str, position: str) -> LoweredFunc:
     if position == "func":
         return rename(_program(), {}, func_name=name)
     return rename(_program(), {position: name})
-
-
-def _cuda_expect_fail(key: str, position: str) -> bool:
-    name = HOSTILE[key]
-    if position == "func":
-        return not is_safe_identifier(name) and key not in ("long_100", "long_3000")
-    return key == "c_keyword"
 
 
 def _cases(expect_fail: object, reason_for: object) -> list[object]:
@@ -98,8 +83,7 @@ def _bind(func: LoweredFunc) -> LoweredFunc:
     return sch.func
 
 
-@pytest.mark.parametrize(("key", "position"), _cases(
-    _cuda_expect_fail, lambda k, p: CUDA_FUNC if p == "func" else CUDA_KEYWORD))
+@pytest.mark.parametrize(("key", "position"), _cases(lambda k, p: False, lambda k, p: ""))
 def test_cuda_compiles_or_cleanly_rejects_hostile_names(key: str, position: str) -> None:
     func = _bind(_hostile(HOSTILE[key], position))
     try:
@@ -112,7 +96,6 @@ def test_cuda_compiles_or_cleanly_rejects_hostile_names(key: str, position: str)
     assert code.ptx or code.cubin
 
 
-@pytest.mark.xfail(strict=True, reason=CUDA_FUNC)
 def test_cuda_function_name_cannot_inject_code() -> None:
     evil = "fn(float* p) { p[0] = 42.0f; }\nextern \"C\" __global__ void injected"
     func = _bind(rename(_program(), {}, func_name=evil))

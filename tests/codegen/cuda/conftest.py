@@ -7,7 +7,14 @@ from collections.abc import Callable
 import pytest
 
 from codegen.cuda.nvrtc import CompiledCuda
-from tests.codegen.cuda.nvrtc_helpers import nvrtc_check
+from tests.codegen.cuda.nvrtc_helpers import every_generated_source_compiles, nvrtc_check
+
+__all__ = ["every_generated_source_compiles", "nvrtc_compile"]
+
+
+@pytest.fixture(autouse=True)
+def _compile_generated_sources(every_generated_source_compiles: list) -> None:
+    """CI compiles every CUDA source a test here generates (generate_cuda itself is lazy)."""
 
 
 @pytest.fixture
