@@ -1,13 +1,13 @@
-"""The process-wide CPU thread pool that runs `parallel` loops of x86 kernels.
+"""Thread-count settings of `parallel` loops of x86 kernels.
 
-A parallel loop is outlined by the LLVM backend into `task(task_id, num_tasks, closure)`; the
-generated code calls back into `parallel_launch` (CINN: `cinn_backend_parallel_launch`), which
-runs task 0 on the calling thread and tasks 1..n-1 on this pool. The tasks are ctypes calls, which
-release the GIL, so they run truly in parallel.
+A parallel loop is outlined by the LLVM backend into `task(task_id, num_tasks, closure)` and run
+by the backend's native thread pool (`codegen.llvm.native_pool`, CINN's
+`cinn_backend_parallel_launch`), which never enters Python; this module only decides how many
+threads a launch uses.
 
 The thread count defaults to the cores this process may run on (`os.sched_getaffinity`), can be
-set with the `CINN_PY_NUM_THREADS` environment variable, `set_num_threads(n)`, or per call with
-`num_threads_override(n)` (a kernel's `num_threads` build option uses the latter).
+set with the `CINN_PY_NUM_THREADS` environment variable, `set_num_threads(n)`, or for the calling
+thread with `num_threads_override(n)`; a kernel's `num_threads` build option takes precedence.
 """
 
 from __future__ import annotations
@@ -15,13 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 
-_lock = threading.Lock()
 _num_threads: int | None = None
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
 _local = threading.local()
 
 
@@ -81,47 +77,3 @@ def num_threads_override(n: int | None) -> Iterator[None]:
         yield
     finally:
         _local.override = previous
-
-
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cinn-py-worker",
-                                       initializer=_mark_worker)
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
-
-
-def _mark_worker() -> None:
-    _local.in_worker = True
-
-
-def parallel_for(task: Callable[[int, int], None], extent: int) -> None:
-    """Run `task(task_id, num_tasks)` for task ids 0..num_tasks-1, num_tasks = min(threads, extent).
-
-    Task 0 runs on the calling thread. A launch from inside a pool worker (a kernel called from a
-    parallel task) runs its tasks serially on that worker instead of waiting on the pool, which
-    could otherwise deadlock.
-    """
-    num_tasks = max(1, min(get_num_threads(), extent))
-    if num_tasks == 1 or getattr(_local, "in_worker", False):
-        for task_id in range(num_tasks):
-            task(task_id, num_tasks)
-        return
-    pool = _get_pool(num_tasks - 1)
-    futures: list[Future[None]] = [pool.submit(task, k, num_tasks) for k in range(1, num_tasks)]
-    error: BaseException | None = None
-    try:
-        task(0, num_tasks)
-    except BaseException as exc:  # re-raised after the other tasks finished
-        error = exc
-    for future in futures:
-        exc = future.exception()
-        if exc is not None and error is None:
-            error = exc
-    if error is not None:
-        raise error

@@ -5,7 +5,8 @@ with loop and SLP vectorisation on -> `create_pass_builder(target_machine, optio
 module pass manager's `run`. The target machine is the host's CPU and features, so vector code
 uses the widest registers the CPU has. Code is emitted as an object file (that is what the disk
 cache stores) and loaded into an MCJIT engine with `add_object_file`; external symbols (libm,
-`aligned_alloc`/`free`, the parallel launcher) resolve against the running process.
+`aligned_alloc`/`free`) resolve against the running process, the parallel launcher against the
+native runtime (`codegen.llvm.native_pool`), registered before the first kernel is loaded.
 
 llvmlite is not thread-safe, so compilation holds one process-wide lock.
 """
@@ -25,31 +26,9 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.runtime import threadpool
-from codegen.llvm.names import LAUNCH_SYMBOL
+from codegen.llvm.native_pool import NativePool, compile_native_pool
 
 LOCK = threading.RLock()
-TASK_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-_LAUNCH_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-
-
-@lru_cache(maxsize=None)
-def _task_fn(address: int) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
-    return TASK_CFUNC(address)
-
-
-def _launch(task_address: int, closure: int, extent: int) -> None:
-    """`cinn_py_parallel_launch`: run an outlined parallel loop on the runtime thread pool.
-
-    Runs with the GIL held (ctypes callback); the tasks are ctypes calls, which release it.
-    """
-    if extent <= 0:
-        return
-    task = _task_fn(task_address)
-    threadpool.parallel_for(lambda task_id, num_tasks: task(task_id, num_tasks, closure), extent)
-
-
-_LAUNCHER = _LAUNCH_CFUNC(_launch)  # kept alive for the life of the process
 
 
 @lru_cache(maxsize=None)
@@ -57,7 +36,6 @@ def _init() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     _load_process_libraries()
-    llvm.add_symbol(LAUNCH_SYMBOL, ctypes.cast(_LAUNCHER, ctypes.c_void_p).value)
     libc = ctypes.CDLL(None)
     # memset/memcpy/memmove: LLVM turns zero-fill and copy loops into calls of these (the
     # loop-idiom pass); registered explicitly so that they resolve even where the process
@@ -85,6 +63,18 @@ def _load_process_libraries() -> None:
             # still missing afterwards: `_check_symbols` names the unresolved function
             with contextlib.suppress(RuntimeError):
                 llvm.load_library_permanently(found)
+
+
+def parallel_runtime() -> NativePool:
+    """The native parallel-for runtime of this process (compiled on first use; kernels are
+    checked and loaded only after it registered `cinn_py_parallel_launch`)."""
+    with LOCK:  # one runtime per process, even when the first builds race
+        return _compiled_runtime()
+
+
+@lru_cache(maxsize=None)
+def _compiled_runtime() -> NativePool:
+    return compile_native_pool(new_target_machine())
 
 
 @lru_cache(maxsize=None)
@@ -128,6 +118,7 @@ class Compiled:
 
 def optimize_and_compile(ir_text: str, want_asm: bool = True) -> Compiled:
     """Parse + verify + O3-optimise + emit object code (and assembly) for the host."""
+    parallel_runtime()
     with LOCK:
         tm = target_machine()
         try:
@@ -198,6 +189,7 @@ class LoadedObject:
         problem = object_code_problem(object_code)
         if problem is not None:
             raise CompileError(f"x86 codegen: cannot load object code: {problem}")
+        parallel_runtime()
         with LOCK:
             tm = new_target_machine()
             self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)

@@ -11,8 +11,8 @@ the bfloat16 bits (view them with `ml_dtypes.bfloat16` if installed).
 
 Every argument is validated first (`cinn_py.runtime.args`; a repeated input signature takes its
 cached path, which costs a few microseconds); the generated code runs with the GIL
-released, and parallel loops run on `cinn_py.runtime.threadpool` (`num_threads` build option or
-`threadpool.set_num_threads`).
+released, and parallel loops run on the native thread pool of `codegen.llvm.native_pool` with
+`num_threads` threads (build option), else `cinn_py.runtime.threadpool.get_num_threads()`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from cinn_py.ir import ArgIO, LoweredFunc
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.args import ArgValidator, FastCall, storage_dtype
-from codegen.llvm.jit import LoadedObject
+from codegen.llvm.jit import LoadedObject, parallel_runtime
 from codegen.llvm.stmts import STATUS_NOMEM
 
 ALIGNMENT = 64
@@ -53,6 +53,7 @@ class Kernel:
         self.from_cache = from_cache
         self.num_threads = None if num_threads is None else threadpool.check_thread_count(num_threads, "num_threads")
         self._loaded = loaded
+        self._pool = parallel_runtime()
         self._validator = ArgValidator(func, device="cpu")
         arg_types = [ctypes.c_void_p if a.tensor is not None else ctypes.c_int64 for a in func.args]
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *arg_types)
@@ -116,11 +117,8 @@ class Kernel:
         return results[0] if len(results) == 1 else tuple(results)
 
     def _run(self, call_args: list[Any]) -> None:
-        if self.num_threads is None:
-            status = self._entry(*call_args)
-        else:
-            with threadpool.num_threads_override(self.num_threads):
-                status = self._entry(*call_args)
+        self._pool.set_num_threads(self.num_threads or threadpool.get_num_threads())
+        status = self._entry(*call_args)
         if status == STATUS_NOMEM:
             raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
         if status != 0:

@@ -1,43 +1,10 @@
-"""The CPU thread pool of parallel loops."""
+"""Thread-count settings of parallel loops (the pool itself: tests/codegen/llvm/test_native_pool.py)."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
 from cinn_py.runtime import threadpool
-
-
-def test_tasks_cover_every_id_once_and_run_concurrently() -> None:
-    seen: list[tuple[int, int, str]] = []
-    lock = threading.Lock()
-
-    def task(task_id: int, num_tasks: int) -> None:
-        with lock:
-            seen.append((task_id, num_tasks, threading.current_thread().name))
-
-    with threadpool.num_threads_override(3):
-        threadpool.parallel_for(task, extent=100)
-    assert sorted(t for t, _, _ in seen) == [0, 1, 2] and {n for _, n, _ in seen} == {3}
-    assert any(name.startswith("cinn-py-worker") for _, _, name in seen)
-    seen.clear()
-    with threadpool.num_threads_override(8):
-        threadpool.parallel_for(task, extent=2)  # never more tasks than iterations
-    assert sorted(t for t, _, _ in seen) == [0, 1]
-
-
-def test_errors_propagate_after_all_tasks_finished() -> None:
-    done = []
-
-    def task(task_id: int, num_tasks: int) -> None:
-        done.append(task_id)
-        if task_id == 1:
-            raise RuntimeError("boom")
-
-    with threadpool.num_threads_override(2), pytest.raises(RuntimeError, match="boom"):
-        threadpool.parallel_for(task, extent=2)
-    assert sorted(done) == [0, 1]
 
 
 def test_thread_count_settings_are_validated(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,3 +21,12 @@ def test_thread_count_settings_are_validated(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ValueError, match="CINN_PY_NUM_THREADS"):
         threadpool.get_num_threads()
     monkeypatch.setattr(threadpool, "_num_threads", None)
+
+
+def test_override_applies_to_the_calling_thread_only() -> None:
+    base = threadpool.get_num_threads()
+    with threadpool.num_threads_override(3):
+        assert threadpool.get_num_threads() == 3
+        with threadpool.num_threads_override(None):
+            assert threadpool.get_num_threads() == 3
+    assert threadpool.get_num_threads() == base

@@ -1,0 +1,329 @@
+"""The native parallel-for runtime: `cinn_py_parallel_launch` in LLVM IR on pthreads + futexes.
+
+CINN's x86 backend outlines a parallel loop into a task and calls
+`cinn_backend_parallel_launch(task, closure, n)`, implemented with a native thread pool. This is
+the same, written in LLVM IR (JIT-compiled once per process) so that a launch never enters
+Python: the old ctypes callback + `ThreadPoolExecutor` cost 20-50 us per launch.
+
+    void cinn_py_parallel_launch(void (*task)(i64 task_id, i64 num_tasks, ptr closure),
+                                 ptr closure, i64 extent);
+
+- `num_tasks = min(cinn_py_num_threads, extent)` (a global the Kernel sets before each call);
+  task 0 runs on the calling thread, tasks 1..num_tasks-1 on persistent worker threads
+  (created on demand with `pthread_create`, detached, never touching Python).
+- Hand-off: the launcher publishes (task, closure, num_tasks), sets `pending` to the number of
+  workers and bumps the generation counter `gen`; every worker (participating or not) sees the
+  new generation, runs its task if its id < num_tasks, and decrements `pending`; the launcher
+  waits for `pending == 0`. Waiting spins briefly (`pause`), yields the CPU a few times, then
+  sleeps on a futex; sleepers
+  are counted so that a launch makes the wake-up system call only when someone sleeps (the
+  sleep/wake checks are Dekker pairs of seq_cst operations, so no wake-up is lost).
+- One launch at a time uses the workers (a `busy` flag); a launch that finds them busy (a
+  kernel called concurrently from another Python thread) runs its tasks serially on its own
+  thread, with the same partitioning, so results are identical.
+- After `os.fork()` the child has no workers: an `os.register_at_fork` handler resets the pool
+  (`cinn_py_parallel_reset`). (glibc's `pthread_atfork` is not an exported symbol MCJIT could
+  bind to.)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import llvmlite.binding as llvm
+
+from cinn_py.diagnostics import CompileError
+
+from codegen.llvm.names import LAUNCH_SYMBOL
+
+NUM_THREADS_SYMBOL = "cinn_py_num_threads"
+MAX_WORKERS = 1024
+# Waiting: SPIN_ITERATIONS `pause` steps (~2 us), then YIELD_ITERATIONS `sched_yield` steps, then a
+# futex sleep. Measured on a loaded 2-core machine (tiny kernel, back-to-back calls): pure
+# spinning of 4096 steps cost ~200 us per launch (it burns the slice the awaited thread needs),
+# 64 pauses + 256 yields ~4 us.
+SPIN_ITERATIONS = 64
+YIELD_ITERATIONS = 256
+_FUTEX, _WAIT, _WAKE = 202, 128, 129  # SYS_futex, FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
+
+_IR = r"""
+@cinn_py_num_threads = global i64 1, align 8
+@gen = internal global i32 0, align 64
+@pending = internal global i32 0, align 64
+@sleepers = internal global i32 0, align 64
+@waiter = internal global i32 0, align 64
+@busy = internal global i32 0, align 64
+@task_fn = internal global ptr null, align 8
+@closure = internal global ptr null, align 8
+@ntasks = internal global i64 0, align 8
+@nworkers = internal global i64 0, align 8
+
+declare i64 @syscall(i64, ...)
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_detach(i64)
+declare void @llvm.x86.sse2.pause()
+declare i32 @sched_yield()
+
+; Waiting step `k`: a `pause` for the first SPIN steps, then yield the CPU (on a loaded machine
+; the thread being waited for may need this core) until the caller gives up and sleeps.
+define internal void @backoff(i32 %k) {
+entry:
+  %spinning = icmp ult i32 %k, SPIN
+  br i1 %spinning, label %pause, label %yield
+pause:
+  call void @llvm.x86.sse2.pause()
+  ret void
+yield:
+  %r = call i32 @sched_yield()
+  ret void
+}
+
+define internal void @futex_wait(ptr %addr, i32 %expected) {
+  %e = zext i32 %expected to i64
+  %r = call i64 (i64, ...) @syscall(i64 FUTEX, ptr %addr, i64 WAIT, i64 %e, ptr null)
+  ret void
+}
+
+define internal void @futex_wake(ptr %addr, i64 %count) {
+  %r = call i64 (i64, ...) @syscall(i64 FUTEX, ptr %addr, i64 WAKE, i64 %count, ptr null)
+  ret void
+}
+
+; Worker `id` (1..); `arg` = (generation at creation << 16) | id.
+define internal ptr @worker(ptr %arg) {
+entry:
+  %a = ptrtoint ptr %arg to i64
+  %id = and i64 %a, 65535
+  %g_hi = lshr i64 %a, 16
+  %seen0 = trunc i64 %g_hi to i32
+  br label %wait
+wait:
+  %seen = phi i32 [ %seen0, %entry ], [ %g, %done ], [ %g, %maybe_wake ], [ %g, %wake ]
+  br label %spin
+spin:
+  %k = phi i32 [ 0, %wait ], [ %k1, %spin_more ], [ 0, %woke ]
+  %g0 = load atomic i32, ptr @gen acquire, align 4
+  %changed = icmp ne i32 %g0, %seen
+  br i1 %changed, label %run, label %spin_more
+spin_more:
+  call void @backoff(i32 %k)
+  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, PATIENCE
+  br i1 %more, label %spin, label %sleep
+sleep:
+  %s0 = atomicrmw add ptr @sleepers, i32 1 seq_cst
+  %g1 = load atomic i32, ptr @gen seq_cst, align 4
+  %same = icmp eq i32 %g1, %seen
+  br i1 %same, label %do_wait, label %woke
+do_wait:
+  call void @futex_wait(ptr @gen, i32 %seen)
+  br label %woke
+woke:
+  %s1 = atomicrmw sub ptr @sleepers, i32 1 seq_cst
+  br label %spin
+run:
+  %g = phi i32 [ %g0, %spin ]
+  %n = load i64, ptr @ntasks, align 8
+  %part = icmp slt i64 %id, %n
+  br i1 %part, label %call, label %done
+call:
+  %fn = load ptr, ptr @task_fn, align 8
+  %cl = load ptr, ptr @closure, align 8
+  call void %fn(i64 %id, i64 %n, ptr %cl)
+  br label %done
+done:
+  %r = atomicrmw sub ptr @pending, i32 1 seq_cst
+  %last = icmp eq i32 %r, 1
+  br i1 %last, label %maybe_wake, label %wait
+maybe_wake:
+  %w = load atomic i32, ptr @waiter seq_cst, align 4
+  %ws = icmp ne i32 %w, 0
+  br i1 %ws, label %wake, label %wait
+wake:
+  call void @futex_wake(ptr @pending, i64 1)
+  br label %wait
+}
+
+; Called in the child after os.fork(): the workers were not copied, the pool is empty.
+define void @cinn_py_parallel_reset() {
+  store i64 0, ptr @nworkers, align 8
+  store i32 0, ptr @busy, align 4
+  store i32 0, ptr @sleepers, align 4
+  store i32 0, ptr @pending, align 4
+  store i32 0, ptr @waiter, align 4
+  ret void
+}
+
+; Make sure `need` workers exist (called with `busy` held); returns how many exist.
+define internal i64 @ensure_workers(i64 %need) {
+entry:
+  %tid = alloca i64, align 8
+  %have = load i64, ptr @nworkers, align 8
+  %enough = icmp sge i64 %have, %need
+  br i1 %enough, label %out, label %loop
+loop:
+  %i = phi i64 [ %have, %entry ], [ %id, %created ]
+  %id = add i64 %i, 1
+  %g = load atomic i32, ptr @gen seq_cst, align 4
+  %g64 = zext i32 %g to i64
+  %hi = shl i64 %g64, 16
+  %packed = or i64 %hi, %id
+  %arg = inttoptr i64 %packed to ptr
+  %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
+  %ok = icmp eq i32 %rc, 0
+  br i1 %ok, label %created, label %out
+created:
+  %t = load i64, ptr %tid, align 8
+  %rd = call i32 @pthread_detach(i64 %t)
+  store i64 %id, ptr @nworkers, align 8
+  %again = icmp slt i64 %id, %need
+  br i1 %again, label %loop, label %out
+out:
+  %n = load i64, ptr @nworkers, align 8
+  ret i64 %n
+}
+
+define internal void @run_serially(ptr %task, ptr %closure, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %k = phi i64 [ 0, %entry ], [ %k1, %loop ]
+  call void %task(i64 %k, i64 %n, ptr %closure)
+  %k1 = add i64 %k, 1
+  %more = icmp slt i64 %k1, %n
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+}
+
+define void @cinn_py_parallel_launch(ptr %task, ptr %closure, i64 %extent) {
+entry:
+  %positive = icmp sgt i64 %extent, 0
+  br i1 %positive, label %go, label %ret
+go:
+  %t0 = load i64, ptr @cinn_py_num_threads, align 8
+  %t_lo = icmp slt i64 %t0, 1
+  %t1 = select i1 %t_lo, i64 1, i64 %t0
+  %t_hi = icmp sgt i64 %t1, MAXT
+  %t = select i1 %t_hi, i64 MAXT, i64 %t1
+  %fewer = icmp slt i64 %extent, %t
+  %n = select i1 %fewer, i64 %extent, i64 %t
+  %multi = icmp sgt i64 %n, 1
+  br i1 %multi, label %lock, label %single
+single:
+  call void %task(i64 0, i64 1, ptr %closure)
+  br label %ret
+lock:
+  %cx = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
+  %locked = extractvalue { i32, i1 } %cx, 1
+  br i1 %locked, label %ensure, label %serial
+serial:
+  call void @run_serially(ptr %task, ptr %closure, i64 %n)
+  br label %ret
+ensure:
+  %need = sub i64 %n, 1
+  %avail = call i64 @ensure_workers(i64 %need)
+  %avail1 = add i64 %avail, 1
+  %capped = icmp slt i64 %avail1, %n
+  %n2 = select i1 %capped, i64 %avail1, i64 %n
+  %has_workers = icmp sgt i64 %avail, 0
+  br i1 %has_workers, label %publish, label %alone
+alone:
+  call void @run_serially(ptr %task, ptr %closure, i64 %n)
+  store atomic i32 0, ptr @busy release, align 4
+  br label %ret
+publish:
+  store ptr %task, ptr @task_fn, align 8
+  store ptr %closure, ptr @closure, align 8
+  store i64 %n2, ptr @ntasks, align 8
+  %avail32 = trunc i64 %avail to i32
+  store atomic i32 %avail32, ptr @pending seq_cst, align 4
+  store atomic i32 0, ptr @waiter seq_cst, align 4
+  %old = atomicrmw add ptr @gen, i32 1 seq_cst
+  %sl = load atomic i32, ptr @sleepers seq_cst, align 4
+  %anyone = icmp ne i32 %sl, 0
+  br i1 %anyone, label %wake_all, label %own
+wake_all:
+  call void @futex_wake(ptr @gen, i64 2147483647)
+  br label %own
+own:
+  call void %task(i64 0, i64 %n2, ptr %closure)
+  br label %spin
+spin:
+  %k = phi i32 [ 0, %own ], [ %k1, %spin_more ]
+  %p = load atomic i32, ptr @pending acquire, align 4
+  %finished = icmp eq i32 %p, 0
+  br i1 %finished, label %unlock, label %spin_more
+spin_more:
+  call void @backoff(i32 %k)
+  %k1 = add i32 %k, 1
+  %more = icmp ult i32 %k1, PATIENCE
+  br i1 %more, label %spin, label %sleep
+sleep:
+  store atomic i32 1, ptr @waiter seq_cst, align 4
+  %p2 = load atomic i32, ptr @pending seq_cst, align 4
+  %finished2 = icmp eq i32 %p2, 0
+  br i1 %finished2, label %unlock, label %do_wait
+do_wait:
+  call void @futex_wait(ptr @pending, i32 %p2)
+  br label %sleep
+unlock:
+  store atomic i32 0, ptr @busy release, align 4
+  br label %ret
+ret:
+  ret void
+}
+"""
+
+
+def runtime_ir(triple: str) -> str:
+    """The runtime module's IR text for `triple`."""
+    text = (_IR.replace("FUTEX", str(_FUTEX)).replace("WAIT", str(_WAIT)).replace("WAKE", str(_WAKE))
+            .replace("PATIENCE", str(SPIN_ITERATIONS + YIELD_ITERATIONS)).replace("SPIN", str(SPIN_ITERATIONS)).replace("MAXT", str(MAX_WORKERS)))
+    return f'target triple = "{triple}"\n' + text
+
+
+class NativePool:
+    """The compiled runtime of this process: the launcher's address and the thread-count cell."""
+
+    def __init__(self, launch_address: int, num_threads_address: int, reset_address: int) -> None:
+        self.launch_address = launch_address
+        self._threads = ctypes.c_int64.from_address(num_threads_address)
+        self._reset = ctypes.CFUNCTYPE(None)(reset_address)
+
+    def set_num_threads(self, n: int) -> None:
+        """Threads of the next launches from any thread (the Kernel sets it before each call)."""
+        if self._threads.value != n:
+            self._threads.value = n
+
+    def reset_after_fork(self) -> None:
+        """Forget the workers (they do not exist in a forked child)."""
+        self._reset()
+
+
+_EXTERNALS = ("syscall", "pthread_create", "pthread_detach", "sched_yield")
+
+
+def compile_native_pool(target_machine: llvm.TargetMachine) -> NativePool:
+    """Compile the runtime (the caller does it once per process: `jit.parallel_runtime`) and
+    register `cinn_py_parallel_launch` with MCJIT; the engine takes `target_machine`.
+
+    The engine is deliberately never disposed: worker threads sleep inside its code for the
+    life of the process, so its memory must outlive interpreter shutdown.
+    """
+    missing = [name for name in _EXTERNALS if not llvm.address_of_symbol(name)]
+    if missing:
+        raise CompileError(f"x86 parallel runtime: this process does not provide {missing} (needs glibc "
+                           f"with pthreads)")
+    module = llvm.parse_assembly(runtime_ir(llvm.get_process_triple()))
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, target_machine)
+    engine.finalize_object()
+    pool = NativePool(engine.get_function_address(LAUNCH_SYMBOL),
+                      engine.get_global_value_address(NUM_THREADS_SYMBOL),
+                      engine.get_function_address("cinn_py_parallel_reset"))
+    engine.detach()  # leak on purpose (see above)
+    llvm.add_symbol(LAUNCH_SYMBOL, pool.launch_address)
+    os.register_at_fork(after_in_child=pool.reset_after_fork)
+    return pool

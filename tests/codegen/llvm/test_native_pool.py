@@ -1,0 +1,113 @@
+"""The native parallel-for runtime (`codegen.llvm.native_pool`): task ids and counts, worker
+threads, concurrent launches from several Python threads, fork, and kernels that use it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from cinn_py import ir
+from cinn_py.ir import dtype as dt
+from cinn_py.runtime import threadpool
+from codegen.llvm import build_x86
+from codegen.llvm.jit import parallel_runtime
+from codegen.llvm.native_pool import NativePool
+from tests.codegen.llvm.llvm_helpers import func, loop, tensor
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+@pytest.fixture()
+def pool() -> Iterator[NativePool]:
+    runtime = parallel_runtime()
+    yield runtime
+    runtime.set_num_threads(threadpool.get_num_threads())
+
+
+def _launch(pool: NativePool, extent: int) -> list[tuple[int, int, int]]:
+    """Launch Python tasks (ctypes callbacks) natively; returns (task_id, num_tasks, thread id)."""
+    seen: list[tuple[int, int, int]] = []
+    lock = threading.Lock()
+
+    def task(task_id: int, num_tasks: int, closure: int | None) -> None:
+        with lock:
+            seen.append((task_id, num_tasks, threading.get_ident()))
+
+    callback = TASK(task)
+    LAUNCH(pool.launch_address)(ctypes.cast(callback, ctypes.c_void_p), None, extent)
+    return seen
+
+
+@pytest.mark.parametrize(("threads", "extent", "tasks"), [(3, 100, 3), (8, 2, 2), (4, 1, 1), (1, 50, 1),
+                                                           (3, 0, 0), (3, -5, 0)])
+def test_task_ids_cover_min_of_threads_and_extent(pool: NativePool, threads: int, extent: int, tasks: int) -> None:
+    pool.set_num_threads(threads)
+    seen = _launch(pool, extent)
+    assert sorted(t for t, _, _ in seen) == list(range(tasks))
+    assert {n for _, n, _ in seen} <= {tasks}
+
+
+def test_tasks_run_on_worker_threads(pool: NativePool) -> None:
+    pool.set_num_threads(3)
+    for _ in range(5):  # repeated launches reuse the same workers
+        seen = _launch(pool, 10)
+        caller = threading.get_ident()
+        assert [ident for t, _, ident in seen if t == 0] == [caller]
+        assert all(ident != caller for t, _, ident in seen if t != 0)
+
+
+def _par_func(n: int = 4096) -> ir.LoweredFunc:
+    X, Y = tensor("X", (64, n)), tensor("Y", (64, n))
+    i, j = ir.Var("i", dt.int32), ir.Var("j", dt.int32)
+    body = loop(i, 64, loop(j, n, ir.Store(Y, ir.Load(X, (i, j)) * 2.0 + 1.0, (i, j)),
+                            kind=ir.ForType.VECTORIZED, factor=16), kind=ir.ForType.PARALLEL)
+    return func("par", [X], [Y], body)
+
+
+def test_concurrent_launches_from_python_threads_are_correct() -> None:
+    kernel = build_x86(_par_func(), num_threads=2)
+    errors: list[str] = []
+
+    def worker(seed: int) -> None:
+        x = np.random.default_rng(seed).standard_normal((64, 4096), dtype=np.float32)
+        out = np.empty_like(x)
+        for _ in range(30):
+            kernel(x, out=out)
+            if not np.array_equal(out, x * 2 + 1):
+                errors.append(f"thread {seed}: wrong result")
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and not any(t.is_alive() for t in threads)
+
+
+def test_num_threads_option_and_setting_give_the_same_result() -> None:
+    x = np.random.default_rng(3).standard_normal((64, 4096), dtype=np.float32)
+    for threads in (1, 2, 3, 7):
+        np.testing.assert_array_equal(build_x86(_par_func(), num_threads=threads)(x), x * 2 + 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_parallel_kernel_in_a_forked_child() -> None:
+    kernel = build_x86(_par_func(), num_threads=2)
+    x = np.ones((64, 4096), dtype=np.float32)
+    kernel(x)  # the parent's workers exist now
+    pid = os.fork()
+    if pid == 0:  # child: the workers were not copied; the pool must start new ones
+        ok = False
+        try:
+            ok = bool(np.array_equal(kernel(x), x * 2 + 1))
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
