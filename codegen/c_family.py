@@ -132,7 +132,9 @@ def buffer_hint(buffer_name: str) -> str:
 
 def is_runtime_call(name: str) -> bool:
     """Whether `name` is a device intrinsic or a `cinn_*` runtime helper (printable verbatim)."""
-    return name in DEVICE_INTRINSICS or (name.startswith(RUNTIME_HELPER_PREFIX) and _IDENT_RE.match(name) is not None)
+    if name in DEVICE_INTRINSICS:
+        return True
+    return name.startswith(RUNTIME_HELPER_PREFIX) and _IDENT_RE.match(name) is not None
 
 
 class CFamilyPrinter:

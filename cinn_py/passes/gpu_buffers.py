@@ -14,9 +14,19 @@ indexes them like global tensors (`C_rf[(sp / S2), (sp % S2), threadIdx.x]` over
    register. Indices become 0 and the buffer shrinks to one element. This turns the seed's
    `C_rf`/`C` inside the serial `sp_5` loop into `float C_rf[1]` (CINN: UpdateBufferAxisPass
    zeroes axes that are equal in all accesses, ResizeBufferPass sizes them to 1; differs from
-   CINN in checking the write-before-read liveness explicitly);
-2. **thread/block variables**: block variables become 0 in shared-buffer indices and every bound
-   variable in local-buffer indices (one copy per block / per thread);
+   CINN in checking the write-before-read liveness explicitly). **Shared buffers** get the same
+   treatment per block: under the same liveness conditions, and when the (flattened) index is
+   `f(loop vars) + g(threadIdx) + h(blockIdx)` with `g` injective over the block (each element
+   owned by one thread, `gpu_index.owned_by_one_thread`), the loop and block parts are dropped:
+   the seed's `C_rf` in shared memory becomes `__shared__ float C_rf[1024]` (one per thread of
+   the 32x32 block) instead of a dynamic `S1 * S2 * 32` floats. An index without ownership (the
+   seed's `C`, written by all 32 threads of a row) keeps its loop part: dropping it would let a
+   fast thread overwrite, in the next iteration, a value a slow thread still reads;
+2. **thread/block variables** (`drop_scope_variables`): block variables are removed from
+   shared-buffer indices and every bound variable from local-buffer indices (one copy per block /
+   per thread) — only when every access is provably `f(other vars) + g(removed vars)` (see
+   `gpu_index`); otherwise the full index and buffer stay, which is always correct. Accesses that
+   differ in `g` (a local buffer read at another thread's offset) raise `CompileError`;
 3. **resizing**: each scoped buffer shrinks to the index range actually used, when that range
    has constant bounds.
 """
@@ -25,91 +35,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
+from cinn_py.diagnostics import CompileError
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, MemoryType, Tensor
 from cinn_py.ir.dtype import int32
 from cinn_py.ir.func import CudaAxisInfo
-from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.ir.visitor import Mutator, walk
+from cinn_py.passes.gpu_accesses import Access, Context, Interval, children, collect_accesses, interval
+from cinn_py.passes.gpu_index import (
+    BLOCK, CONST, THREAD, drop_kinds, flat_index, owned_by_one_thread, split_kinds,
+)
+from cinn_py.symbolic.poly import Poly
 
 AXES = ("x", "y", "z")
 BOUND_VAR_PREFIXES = ("threadIdx.", "blockIdx.")
-Interval = tuple[int, int]
 _SCOPED = (MemoryType.GPU_SHARED, MemoryType.GPU_LOCAL)
 
 
 def is_bound_var(var: E.Var) -> bool:
     """True for the `threadIdx.*` / `blockIdx.*` variables bind lowering introduces."""
     return var.name.startswith(BOUND_VAR_PREFIXES)
-
-
-# ---------------------------------------------------------------------------------------------
-# Accesses in program order, with their enclosing loops and branches
-# ---------------------------------------------------------------------------------------------
-Context = tuple[object, ...]
-"""Enclosing statements, outermost first: a `For`, or `(IfThenElse, branch)`."""
-
-
-@dataclass(frozen=True)
-class Access:
-    """One Load or Store of a buffer."""
-
-    indices: tuple[E.Expr, ...]
-    is_store: bool
-    context: Context
-
-
-class _AccessCollector:
-    """Accesses of the buffers named in `names`, in execution order within a statement (the loads
-    of a Store's value and indices come before the Store itself)."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.accesses: dict[str, list[Access]] = {n: [] for n in names}
-        self.context: list[object] = []
-
-    def stmt(self, node: S.Stmt) -> None:
-        if isinstance(node, S.For):
-            self.exprs(node.min, node.extent)
-            self._nested(node, node.body)
-        elif isinstance(node, S.IfThenElse):
-            self.exprs(node.condition)
-            self._nested((node, True), node.true_case)
-            if node.false_case is not None:
-                self._nested((node, False), node.false_case)
-        elif isinstance(node, S.Store):
-            self.exprs(node.value, *node.indices)
-            self._record(node.tensor, node.indices, True)
-        else:
-            for child in _children(node):
-                if isinstance(child, S.Stmt):
-                    self.stmt(child)
-                else:
-                    self.exprs(child)
-
-    def _nested(self, entry: object, body: S.Stmt) -> None:
-        self.context.append(entry)
-        self.stmt(body)
-        self.context.pop()
-
-    def exprs(self, *nodes: E.Expr) -> None:
-        for node in nodes:
-            for sub in walk(node):
-                if isinstance(sub, E.Load):
-                    self._record(sub.tensor, sub.indices, False)
-
-    def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...], is_store: bool) -> None:
-        found = self.accesses.get(tensor.buffer.name)
-        if found is not None:
-            found.append(Access(indices, is_store, tuple(self.context)))
-
-
-def collect_accesses(root: S.Stmt, names: Iterable[str]) -> dict[str, list[Access]]:
-    """Every access of the named buffers under `root`, in program order."""
-    collector = _AccessCollector(names)
-    collector.stmt(root)
-    return collector.accesses
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,73 +177,117 @@ def privatize_local_buffers(body: S.Stmt, symbols: set[str]) -> tuple[S.Stmt, di
 
 
 # ---------------------------------------------------------------------------------------------
-# Thread/block variables in scoped indices; resizing
+# Per-iteration privatisation of shared buffers; thread/block variables in scoped indices
 # ---------------------------------------------------------------------------------------------
-class _ScopeIndexRewriter(Mutator):
-    """Zero block vars in shared-buffer indices and every bound var in local-buffer indices."""
+Reindex = Callable[[Tensor, tuple[E.Expr, ...]], tuple[E.Expr, ...]]
+
+
+class _Reindexer(Mutator):
+    """Rebind the accesses of the planned buffers: `plans[name] = (new buffer, indices -> indices)`."""
+
+    def __init__(self, plans: dict[str, tuple[Buffer, Reindex]]) -> None:
+        self.plans = plans
+
+    def _apply(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[Tensor, tuple[E.Expr, ...]] | None:
+        plan = self.plans.get(tensor.buffer.name)
+        if plan is None:
+            return None
+        buffer, reindex = plan
+        return tensor.with_buffer(buffer), reindex(tensor, indices)
 
     def visit_load(self, node: E.Load) -> E.Expr:
         node = self.generic_visit(node)
-        indices = _zeroed(node.tensor.buffer, node.indices)
-        return node if indices is node.indices else dataclasses.replace(node, indices=indices)
+        done = self._apply(node.tensor, node.indices)
+        return node if done is None else E.Load(*done)
 
     def visit_store(self, node: S.Store) -> S.Stmt:
         node = self.generic_visit(node)
-        indices = _zeroed(node.tensor.buffer, node.indices)
-        return node if indices is node.indices else dataclasses.replace(node, indices=indices)
+        done = self._apply(node.tensor, node.indices)
+        return node if done is None else dataclasses.replace(node, tensor=done[0], indices=done[1])
 
 
-def _zeroed(buffer: Buffer, indices: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
-    if buffer.memory_type is MemoryType.GPU_SHARED:
-        keep: Callable[[str], bool] = lambda name: not name.startswith("blockIdx.")  # noqa: E731
-    elif buffer.memory_type is MemoryType.GPU_LOCAL:
-        keep = lambda name: False  # noqa: E731
-    else:
-        return indices
-    mapping: dict[E.Var, E.Expr] = {}
-    for index in indices:
-        for node in walk(index):
-            if isinstance(node, E.Var) and is_bound_var(node) and not keep(node.name):
-                mapping[node] = E.IntImm(node.dtype, 0) if node.dtype.is_int else E.IntImm(int32, 0)
-    if not mapping:
-        return indices
-    return tuple(substitute(i, mapping) for i in indices)
+def _flat_buffer(buffer: Buffer) -> Buffer:
+    numel: E.Expr | None = None
+    for dim in buffer.shape:
+        numel = dim if numel is None else E.Mul(numel, _like(dim, numel))
+    return dataclasses.replace(buffer, shape=(numel if numel is not None else E.IntImm(int32, 1),))
 
 
-def interval(e: E.Expr, env: dict[str, Interval]) -> Interval | None:
-    """Constant [lo, hi] of an integer index expression given variable ranges, or None."""
-    if isinstance(e, (E.IntImm, E.UIntImm)):
-        return (e.value, e.value)
-    if isinstance(e, E.Var):
-        return env.get(e.name)
-    if isinstance(e, E.Cast):
-        return interval(e.v, env)
-    if isinstance(e, (E.Add, E.Sub, E.Mul, E.Min, E.Max)):
-        a, b = interval(e.a, env), interval(e.b, env)
-        if a is None or b is None:
-            return None
-        if isinstance(e, E.Add):
-            return (a[0] + b[0], a[1] + b[1])
-        if isinstance(e, E.Sub):
-            return (a[0] - b[1], a[1] - b[0])
-        if isinstance(e, E.Min):
-            return (min(a[0], b[0]), min(a[1], b[1]))
-        if isinstance(e, E.Max):
-            return (max(a[0], b[0]), max(a[1], b[1]))
-        corners = [x * y for x in a for y in b]
-        return (min(corners), max(corners))
-    if isinstance(e, (E.Div, E.Mod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
-        a = interval(e.a, env)
-        if a is None or a[0] < 0:
-            return None
-        c = e.b.value
-        if isinstance(e, E.Div):
-            return (a[0] // c, a[1] // c)
-        return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, min(a[1], c - 1))
-    if isinstance(e, E.Select):
-        t, f = interval(e.true_value, env), interval(e.false_value, env)
-        return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
-    return None
+def _like(e: E.Expr, ref: E.Expr) -> E.Expr:
+    return E.IntImm(ref.dtype, e.value) if isinstance(e, E.IntImm) and ref.dtype.is_int else e
+
+
+def _const_dims(dims: tuple[E.Expr, ...]) -> tuple[int | None, ...]:
+    return tuple(d.value if isinstance(d, E.IntImm) else None for d in dims)
+
+
+def privatize_shared_buffers(body: S.Stmt, symbols: set[str], info: CudaAxisInfo
+                             ) -> tuple[S.Stmt, dict[str, Buffer]]:
+    """Shrink shared buffers to what one block needs in one iteration (module doc, step 1)."""
+    shared = _buffers_of(body, MemoryType.GPU_SHARED)
+    if not shared:
+        return body, {}
+    accesses = collect_accesses(body, shared)
+    block_dims = _const_dims(info.block_dims)
+    plans = {}
+    for name, buf in shared.items():
+        found = accesses[name]
+        if not privatizable(found, symbols):
+            continue
+        groups = split_kinds(flat_index(found[0].indices, buf.shape), symbols)
+        if groups is None or not owned_by_one_thread(groups.get(THREAD, Poly()), block_dims):
+            continue
+        dtype = found[0].indices[0].dtype
+        kept = (groups.get(THREAD, Poly()) + groups.get(CONST, Poly())).to_expr(dtype)
+        plans[name] = (_flat_buffer(buf), lambda t, i, kept=kept: (kept,))
+    if not plans:
+        return body, {}
+    return _Reindexer(plans).visit(body), {n: p[0] for n, p in plans.items()}
+
+
+def _buffers_of(body: S.Stmt, memory: MemoryType) -> dict[str, Buffer]:
+    return {n.tensor.buffer.name: n.tensor.buffer for n in walk(body)
+            if isinstance(n, (E.Load, S.Store)) and n.tensor.buffer.memory_type is memory}
+
+
+_DROPPED = {MemoryType.GPU_SHARED: frozenset({BLOCK}), MemoryType.GPU_LOCAL: frozenset({BLOCK, THREAD})}
+
+
+def drop_scope_variables(body: S.Stmt, symbols: set[str], skip: set[str]) -> tuple[S.Stmt, dict[str, Buffer]]:
+    """Remove block variables from shared and all bound variables from local indices (step 2),
+    for buffers whose every access is separable in them; others keep their full index.
+
+    Raises:
+        CompileError: the removed parts differ between accesses: a local (shared) buffer would
+            carry a value from one thread (block) to another, which its storage cannot do.
+    """
+    plans = {}
+    for memory, kinds in _DROPPED.items():
+        buffers = {n: b for n, b in _buffers_of(body, memory).items() if n not in skip}
+        for name, found in collect_accesses(body, buffers).items():
+            buf = buffers[name]
+            split = [drop_kinds(flat_index(a.indices, buf.shape), kinds, symbols) for a in found]
+            if not found or any(s is None for s in split):
+                continue  # not provably f(others) + g(removed): the full buffer stays correct
+            dropped = {s[1] for s in split}  # type: ignore[index]
+            if len(dropped) > 1:
+                raise _cross_scope_error(buf, sorted(str(d.to_expr(E.dt.int64)) for d in dropped))
+            if not any(s[1].terms for s in split):  # type: ignore[index]
+                continue
+            kept = {a.indices: (s[0],) for a, s in zip(found, split)}  # type: ignore[index]
+            plans[name] = (_flat_buffer(buf), lambda t, i, kept=kept: kept[i])
+    if not plans:
+        return body, {}
+    return _Reindexer(plans).visit(body), {n: p[0] for n, p in plans.items()}
+
+
+def _cross_scope_error(buf: Buffer, parts: list[str]) -> CompileError:
+    owner = "thread" if buf.memory_type is MemoryType.GPU_LOCAL else "block"
+    return CompileError(
+        f"gpu_bind: {buf.memory_type.value} buffer '{buf.name}' is accessed with different {owner} offsets "
+        f"({' vs '.join(parts)}): one copy exists per {owner}, so a value written by one {owner} cannot "
+        f"be read by another; keep the buffer in global memory (set_buffer(.., \"global\")) or schedule the reader "
+        f"and writer onto the same {owner} (compute_at)")
 
 
 class _RangeCollector:
@@ -326,7 +317,7 @@ class _RangeCollector:
             return
         if isinstance(node, (E.Load, S.Store)):
             self._record(node.tensor, node.indices)
-        for child in _children(node):
+        for child in children(node):
             self.visit(child)
 
     def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> None:
@@ -339,17 +330,6 @@ class _RangeCollector:
             return
         self.ranges[tensor.buffer.name] = [
             None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(known, found)]
-
-
-def _children(node: object) -> list[S.Stmt | E.Expr]:
-    out: list[S.Stmt | E.Expr] = []
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype"):
-            continue
-        value = getattr(node, f.name)
-        items = value if isinstance(value, tuple) else (value,)
-        out.extend(v for v in items if isinstance(v, (S.Stmt, E.Expr)))
-    return out
 
 
 def _resized(buffer: Buffer, ranges: list[Interval | None]) -> Buffer:
@@ -385,7 +365,10 @@ def scope_buffers(body: S.Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[
     Returns the new body and the new Buffer of every scoped buffer whose shape changed.
     """
     body, resized = privatize_local_buffers(body, symbols)
-    body = _ScopeIndexRewriter().visit(body)
+    body, shared = privatize_shared_buffers(body, symbols, info)
+    resized.update(shared)
+    body, flat = drop_scope_variables(body, symbols, set(resized))
+    resized.update(flat)
     collector = _RangeCollector(info)
     collector.visit(body)
     scoped = {n.tensor.buffer.name: n.tensor.buffer for n in walk(body) if isinstance(n, (E.Load, S.Store))}

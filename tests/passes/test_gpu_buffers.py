@@ -11,7 +11,9 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import make_tensor
 from cinn_py.passes.gpu_bind import gpu_bind
-from cinn_py.passes.gpu_buffers import collect_accesses, privatize_local_buffers
+from cinn_py.ir.func import CudaAxisInfo
+from cinn_py.ir.printer import print_ir
+from cinn_py.passes.gpu_buffers import collect_accesses, privatize_local_buffers, scope_buffers
 from codegen.cuda import generate_cuda
 from schedules import IRSchedule
 from tests.codegen.cuda.nvrtc_helpers import every_generated_source_compiles, nvrtc_check
@@ -129,3 +131,74 @@ def test_symbolic_local_buffer_error_explains_why() -> None:
     assert [str(d) for d in next(b for b in gpu_bind(s.func).temp_bufs if b.name == "_B_temp_buffer").shape] == ["S"]
     with pytest.raises(CompileError, match="local buffer '_B_temp_buffer' has symbolic size S.*does not enclose"):
         generate_cuda(s.func)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sound removal of bound variables; shared privatisation
+# ---------------------------------------------------------------------------------------------
+I32 = dt.int32
+TX = Var("threadIdx.x", I32)
+ONE_BLOCK_64 = CudaAxisInfo((E.IntImm(I32, 1),) * 3, (E.IntImm(I32, 64), E.IntImm(I32, 1), E.IntImm(I32, 1)))
+
+
+def _c(v: int) -> E.IntImm:
+    return E.IntImm(I32, v)
+
+
+def _write_then_read(tensor, index_of) -> Block:
+    """for i < 4: T[index(i)] = i;  for j < 4: O[tx * 4 + j] = T[index(j)]  (two loops: no privatising)."""
+    i, j = Var("i", I32), Var("j", I32)
+    out = make_tensor("O", (_c(256),), dt.float32)
+    write = For(i, _c(0), _c(4), Block((Store(tensor, E.Cast(dt.float32, i), (index_of(i),)),)))
+    read = For(j, _c(0), _c(4), Block((Store(out, Load(tensor, (index_of(j),)), (TX * _c(4) + j,)),)))
+    return Block((write, read))
+
+
+def _indices_of(body, name: str) -> set[str]:
+    return {print_ir(n.indices[0]) for n in walk(body) if isinstance(n, (Load, Store)) and n.tensor.name == name}
+
+
+def test_non_separable_local_index_keeps_the_thread_variable() -> None:
+    """`(threadIdx.x + i) / 2`: zeroing threadIdx.x (the older rule) gives `i / 2`, which for
+    thread 1 merges elements (1+0)/2=0 and (1+1)/2=1 into one register and reads back
+    [1, 1, 3, 3] instead of [0, 2, 2, 3]. The index must stay whole."""
+    T = make_tensor("T", (_c(34),), dt.float32, MemoryType.GPU_LOCAL)
+    body, resized = scope_buffers(_write_then_read(T, lambda i: (TX + i) / _c(2)), ONE_BLOCK_64, set())
+    assert _indices_of(body, "T") == {"((threadIdx.x + i) / 2)", "((threadIdx.x + j) / 2)"}
+    assert "_T" not in resized or [print_ir(d) for d in resized["_T"].shape] == ["34"]
+
+
+def test_separable_local_index_drops_the_thread_variable() -> None:
+    T = make_tensor("T", (_c(256),), dt.float32, MemoryType.GPU_LOCAL)
+    body, resized = scope_buffers(_write_then_read(T, lambda i: TX * _c(4) + i), ONE_BLOCK_64, set())
+    assert _indices_of(body, "T") == {"i", "j"}
+    assert [print_ir(d) for d in resized["_T"].shape] == ["4"]
+
+
+def test_local_buffer_read_at_another_threads_offset_is_an_error() -> None:
+    """`T[tx]` written, `T[63 - tx]` read: a register of another thread; no storage can do that."""
+    T = make_tensor("T", (_c(64),), dt.float32, MemoryType.GPU_LOCAL)
+    out = make_tensor("O", (_c(64),), dt.float32)
+    body = Block((Store(T, E.FloatImm(dt.float32, 1.0), (TX,)), Store(out, Load(T, (_c(63) - TX,)), (TX,))))
+    with pytest.raises(CompileError, match=r"local buffer '_T' is accessed with different thread offsets"):
+        scope_buffers(body, ONE_BLOCK_64, set())
+
+
+def _shared_seed_source() -> str:
+    from tests.codegen.cuda.test_seed_cuda import scheduled_seed  # noqa: PLC0415
+
+    return generate_cuda(scheduled_seed("shared")).source
+
+
+def test_shared_buffer_is_privatised_per_block_iteration() -> None:
+    """The seed with C_rf in shared memory: one element per thread of the block per iteration of
+    the serial loop (was: a dynamic `S1 * S2 * 32` floats, one slice per iteration)."""
+    source = _shared_seed_source()
+    assert "__shared__ float C_rf_temp_buffer[1024];" in source
+    assert "C_rf_temp_buffer[(((int)threadIdx.y * 32ll) + (int)threadIdx.x)] = 0.00000000f;" in source
+
+
+def test_shared_buffer_not_owned_by_one_thread_is_not_privatised() -> None:
+    """C of the seed is written by all 32 threads of a row (index without threadIdx.x): dropping
+    the loop variable would let a fast thread overwrite a value a slow one still reads."""
+    assert "C_temp_buffer[((sp_5 * 512ll) + (int)threadIdx.y)]" in _shared_seed_source()

@@ -1,0 +1,130 @@
+"""Accesses of GPU buffers in program order (with enclosing loops and branches) and constant
+interval bounds of index expressions; shared by the GPU buffer passes (`gpu_buffers`, `gpu_sync`)
+and the CUDA printer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Tensor
+from cinn_py.ir.visitor import walk
+
+Interval = tuple[int, int]
+
+# ---------------------------------------------------------------------------------------------
+# Accesses in program order, with their enclosing loops and branches
+# ---------------------------------------------------------------------------------------------
+Context = tuple[object, ...]
+"""Enclosing statements, outermost first: a `For`, or `(IfThenElse, branch)`."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One Load or Store of a buffer."""
+
+    indices: tuple[E.Expr, ...]
+    is_store: bool
+    context: Context
+
+
+class _AccessCollector:
+    """Accesses of the buffers named in `names`, in execution order within a statement (the loads
+    of a Store's value and indices come before the Store itself)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.accesses: dict[str, list[Access]] = {n: [] for n in names}
+        self.context: list[object] = []
+
+    def stmt(self, node: S.Stmt) -> None:
+        if isinstance(node, S.For):
+            self.exprs(node.min, node.extent)
+            self._nested(node, node.body)
+        elif isinstance(node, S.IfThenElse):
+            self.exprs(node.condition)
+            self._nested((node, True), node.true_case)
+            if node.false_case is not None:
+                self._nested((node, False), node.false_case)
+        elif isinstance(node, S.Store):
+            self.exprs(node.value, *node.indices)
+            self._record(node.tensor, node.indices, True)
+        else:
+            for child in children(node):
+                if isinstance(child, S.Stmt):
+                    self.stmt(child)
+                else:
+                    self.exprs(child)
+
+    def _nested(self, entry: object, body: S.Stmt) -> None:
+        self.context.append(entry)
+        self.stmt(body)
+        self.context.pop()
+
+    def exprs(self, *nodes: E.Expr) -> None:
+        for node in nodes:
+            for sub in walk(node):
+                if isinstance(sub, E.Load):
+                    self._record(sub.tensor, sub.indices, False)
+
+    def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...], is_store: bool) -> None:
+        found = self.accesses.get(tensor.buffer.name)
+        if found is not None:
+            found.append(Access(indices, is_store, tuple(self.context)))
+
+
+def collect_accesses(root: S.Stmt, names: Iterable[str]) -> dict[str, list[Access]]:
+    """Every access of the named buffers under `root`, in program order."""
+    collector = _AccessCollector(names)
+    collector.stmt(root)
+    return collector.accesses
+
+
+def interval(e: E.Expr, env: dict[str, Interval]) -> Interval | None:
+    """Constant [lo, hi] of an integer index expression given variable ranges, or None."""
+    if isinstance(e, (E.IntImm, E.UIntImm)):
+        return (e.value, e.value)
+    if isinstance(e, E.Var):
+        return env.get(e.name)
+    if isinstance(e, E.Cast):
+        return interval(e.v, env)
+    if isinstance(e, (E.Add, E.Sub, E.Mul, E.Min, E.Max)):
+        a, b = interval(e.a, env), interval(e.b, env)
+        if a is None or b is None:
+            return None
+        if isinstance(e, E.Add):
+            return (a[0] + b[0], a[1] + b[1])
+        if isinstance(e, E.Sub):
+            return (a[0] - b[1], a[1] - b[0])
+        if isinstance(e, E.Min):
+            return (min(a[0], b[0]), min(a[1], b[1]))
+        if isinstance(e, E.Max):
+            return (max(a[0], b[0]), max(a[1], b[1]))
+        corners = [x * y for x in a for y in b]
+        return (min(corners), max(corners))
+    if isinstance(e, (E.Div, E.Mod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
+        a = interval(e.a, env)
+        if a is None or a[0] < 0:
+            return None
+        c = e.b.value
+        if isinstance(e, E.Div):
+            return (a[0] // c, a[1] // c)
+        return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, min(a[1], c - 1))
+    if isinstance(e, E.Select):
+        t, f = interval(e.true_value, env), interval(e.false_value, env)
+        return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
+    return None
+
+
+def children(node: object) -> list[S.Stmt | E.Expr]:
+    out: list[S.Stmt | E.Expr] = []
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype"):
+            continue
+        value = getattr(node, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        out.extend(v for v in items if isinstance(v, (S.Stmt, E.Expr)))
+    return out
