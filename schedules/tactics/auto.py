@@ -1,0 +1,160 @@
+"""The automatic group scheduler's entry points (CINN `GroupScheduler` / `DynamicShapeGroupScheduler`,
+cinn.md §3.1).
+
+`auto_schedule(func, target)` applies the tactics in CINN's "tiling first" order:
+
+    CUDA: AlignIterSpace -> ComputeInline -> TileFirstGeneral -> ComputeAtReduction -> storage
+    x86:  AlignIterSpace -> ComputeInline -> parallel / vectorize / rfactor
+
+and returns the `IRSchedule`, whose trace records every primitive the tactics called (so the
+result replays on a fresh lowering like a hand-written schedule). `auto_schedule_buckets(func)`
+makes one schedule per shape bucket for groups with symbolic dims, each behind a predicate over
+the product of the master's spatial extents and of its reduce extents, in the form
+`codegen.cuda.BucketDispatch` takes (`[(pred, sch.func) for pred, sch in buckets]`).
+
+Differs from CINN's 2025 order (Align -> TileBroadcast -> TileFirstGeneral -> ComputeInline ->
+ComputeAtReduction): inlining runs before tiling, as in the late-2023 order, so the tiling never
+has to tile a nest that is about to disappear; and when alignment fails because of a lower-rank
+intermediate, it is retried after inlining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cinn_py import ir
+from cinn_py.ir import Expr, LoweredFunc
+from schedules.errors import ScheduleError, schedule_error
+from schedules.schedule import IRSchedule
+from schedules.tactics.align import align_iter_space_tactic
+from schedules.tactics.compute_at import compute_at_reduction_tactic
+from schedules.tactics.compute_inline import compute_inline_tactic
+from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
+from schedules.tactics.group import GroupInfo, analyze_group
+from schedules.tactics.storage import assign_storage
+from schedules.tactics.tile_first import tile_first_general_tactic
+from schedules.tactics.x86 import x86_tactic
+
+__all__ = ["AutoScheduleError", "AutoScheduleReport", "auto_schedule", "auto_schedule_buckets", "bucket_predicate"]
+
+TARGETS = ("cuda", "x86")
+
+
+class AutoScheduleError(ScheduleError):
+    """The group cannot be scheduled automatically for the target (e.g. its nests cannot be
+    aligned onto one iteration space, which a single CUDA kernel needs)."""
+
+
+@dataclass
+class AutoScheduleReport:
+    """What the tactics decided (attached to the returned schedule as `sch.auto_report`)."""
+
+    target: str
+    config: ScheduleConfig
+    aligned: bool = False
+    inlined: list[str] = field(default_factory=list)
+    strategy: str = ""
+    fused: list[str] = field(default_factory=list)
+    local: list[str] = field(default_factory=list)
+
+
+def _check_args(func: LoweredFunc, target: str, config: ScheduleConfig | None) -> None:
+    if not isinstance(func, LoweredFunc):
+        raise TypeError(f"auto_schedule: expected a LoweredFunc, got {type(func).__name__}")
+    if target not in TARGETS:
+        raise ValueError(f"auto_schedule: unknown target '{target}'; expected one of {TARGETS}")
+    if config is not None and not isinstance(config, ScheduleConfig):
+        raise TypeError(f"auto_schedule: config must be a ScheduleConfig, got {type(config).__name__}")
+
+
+def _align_and_inline(sch: IRSchedule, report: AutoScheduleReport) -> None:
+    report.aligned = align_iter_space_tactic(sch)
+    report.inlined = compute_inline_tactic(sch)
+    if not report.aligned:
+        report.aligned = align_iter_space_tactic(sch)
+
+
+def _require_aligned(sch: IRSchedule, info: GroupInfo, report: AutoScheduleReport) -> None:
+    nests = [b for b in info.blocks if not b.is_init]
+    if report.aligned or not info.spatial or len(nests) <= 1:
+        return
+    raise schedule_error(AutoScheduleError, "auto_schedule", "a CUDA group needs every loop nest on the master's "
+                         f"[spatial, reduce] iteration space, but the nests of '{sch.func.name}' cannot be aligned "
+                         "(schedule it by hand, or split the group)", sch.func)
+
+
+def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfig | None = None) -> IRSchedule:
+    """Schedule `func` automatically for `target` ("cuda" or "x86").
+
+    Args:
+        func: an unscheduled lowered group (as `cinn_py.lower` returns it).
+        target: "cuda" (tile + bind, cross-thread reductions) or "x86" (parallel + vectorize).
+        config: the tile config to use; default: CINN's static-shape rules for the group's sizes
+            (symbolic sizes count as large; see `auto_schedule_buckets`).
+
+    Returns:
+        The IRSchedule (its `.func` is the scheduled function, its `.trace` the primitives
+        applied; `.auto_report` says what the tactics decided).
+
+    Raises:
+        AutoScheduleError: the group cannot be scheduled for `target`.
+    """
+    _check_args(func, target, config)
+    sch = IRSchedule(func)
+    cfg = config or build_schedule_config(analyze_group(func))
+    report = AutoScheduleReport(target, cfg)
+    _align_and_inline(sch, report)
+    info = analyze_group(sch.func)
+    if target == "x86":
+        x86_tactic(sch, cfg)
+        report.strategy = "x86"
+    else:
+        _require_aligned(sch, info, report)
+        tile = tile_first_general_tactic(sch, cfg)
+        report.strategy = tile.strategy
+        report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
+        report.local = assign_storage(sch, tile.rf_blocks, report.fused)
+    sch.auto_report = report  # type: ignore[attr-defined]
+    return sch
+
+
+def _range_pred(value: Expr, lo: int, hi: int) -> Expr | None:
+    terms: list[Expr] = []
+    if lo > 1:
+        terms.append(ir.GE(value, ir.IntImm(value.dtype, lo)))
+    if hi < MAX_NUMEL:
+        terms.append(ir.LE(value, ir.IntImm(value.dtype, hi)))
+    out: Expr | None = None
+    for term in terms:
+        out = term if out is None else ir.And(out, term)
+    return out
+
+
+def bucket_predicate(info: GroupInfo, config: ScheduleConfig) -> Expr:
+    """CINN's `SymbolicPredicate` for a bucket: `lo <= sp_numel <= hi` (and the same for the reduce
+    numel) over its dynamic dimensions; bounds of 1 and `MAX_NUMEL` are left out, so the
+    predicate of an unbounded bucket is `true`."""
+    pred: Expr | None = None
+    for dim in config.bucket.space:
+        if not dim.is_dynamic:
+            continue
+        value = info.spatial_numel if dim.iter_type == "S" else info.reduce_numel
+        term = _range_pred(value, dim.lower_bound, dim.upper_bound)
+        if term is not None:
+            pred = term if pred is None else ir.And(pred, term)
+    return pred if pred is not None else ir.const(True)
+
+
+def auto_schedule_buckets(func: LoweredFunc, target: str = "cuda") -> list[tuple[Expr, IRSchedule]]:
+    """One schedule per shape bucket: `[(predicate, IRSchedule)]`, predicates in dispatch order
+    (the first that holds wins; together they cover every shape). A static group, or the x86
+    target (whose schedule does not depend on sizes), gives a single bucket with predicate `true`.
+
+    Feed the CUDA host dispatch with
+    `BucketDispatch([(pred, sch.func) for pred, sch in auto_schedule_buckets(func)])`.
+    """
+    _check_args(func, target, None)
+    info = analyze_group(func)
+    if target == "x86":
+        return [(ir.const(True), auto_schedule(func, "x86"))]
+    return [(bucket_predicate(info, cfg), auto_schedule(func, target, cfg)) for cfg in bucket_configs(info)]

@@ -1,0 +1,94 @@
+"""ComputeInlineTactic (CINN `compute_inline_tactic.cc` + `ScheduleBlockGraph` checks).
+
+A block is inlined into its consumers iff
+
+* it writes exactly one buffer (one Store), has no IfThenElse in its body,
+* it is not a reduction, not a reduce init, and its tensor is not reduced into,
+* its tensor is not a group output (CINN `direct_output_var_names`),
+* something in the group reads it, and
+* not (it has >= 2 consumers AND at most 8 iterations AND every consumer reads it at the indices
+  it writes): CINN keeps such a small shared value in a register instead of recomputing it.
+
+Blocks are visited consumers-first (reverse document order, CINN's reverse topological walk) and
+the walk repeats until nothing changes, since inlining a block can make its producer a candidate.
+`compute_inline` itself re-checks the index pattern; a block it rejects is kept.
+"""
+
+from __future__ import annotations
+
+from cinn_py.ir import Load, walk
+from schedules.analysis.loops import block_stores
+from schedules.errors import ScheduleError
+from schedules.schedule import IRSchedule
+from schedules.tactics.group import BlockInfo, GroupInfo, analyze_group, loops_of
+
+__all__ = ["compute_inline_tactic", "can_inline"]
+
+SMALL_LOOP = 8
+
+
+def _iterations(sch: IRSchedule, block: BlockInfo) -> int | None:
+    total = 1
+    for node in loops_of(sch.func, block.name):
+        extent = getattr(node.extent, "value", None)
+        if not isinstance(extent, int):
+            return None
+        total *= extent
+    return total
+
+
+def _aligned_reads(block: BlockInfo, consumers: list[BlockInfo]) -> bool:
+    written = [tuple(s.indices) for s in block_stores(block.realize)]
+    for consumer in consumers:
+        for node in walk(consumer.realize.schedule_block.body):
+            if isinstance(node, Load) and node.tensor.name in block.written:
+                mapped = tuple(consumer.realize.iter_values[consumer.realize.schedule_block.iter_vars.index(i)]
+                               if i in consumer.realize.schedule_block.iter_vars else i for i in node.indices)
+                own = tuple(block.realize.iter_values[block.realize.schedule_block.iter_vars.index(i)]
+                            if i in block.realize.schedule_block.iter_vars else i for i in written[0])
+                if mapped != own:
+                    return False
+    return True
+
+
+def can_inline(sch: IRSchedule, info: GroupInfo, block: BlockInfo) -> tuple[bool, str]:
+    """CINN's inline rule for one block: (decision, reason when not)."""
+    if block.is_reduce or block.is_init:
+        return False, "a reduction or reduce init"
+    if len(block.written) != 1 or len(block_stores(block.realize)) != 1:
+        return False, "it does not write exactly one buffer"
+    tensor = block.written[0]
+    if tensor in info.outputs:
+        return False, "a group output"
+    if block.has_if:
+        return False, "its body holds an IfThenElse"
+    if any(b.is_reduce and tensor in b.written for b in info.blocks):
+        return False, "a reduce tensor"
+    consumers = info.consumers_of(tensor)
+    if not consumers:
+        return False, "nothing reads it"
+    iterations = _iterations(sch, block)
+    if len(consumers) >= 2 and iterations is not None and iterations <= SMALL_LOOP and _aligned_reads(block, consumers):
+        return False, "a small value shared by several consumers (kept in a register)"
+    return True, ""
+
+
+def compute_inline_tactic(sch: IRSchedule) -> list[str]:
+    """Inline every block CINN's rule allows; returns the inlined block names, in order."""
+    inlined: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        info = analyze_group(sch.func)
+        for block in reversed(info.blocks):
+            ok, _ = can_inline(sch, info, block)
+            if not ok:
+                continue
+            try:
+                sch.compute_inline(block.name)
+            except ScheduleError:
+                continue
+            inlined.append(block.name)
+            changed = True
+            break  # re-analyse: the consumers' bodies changed
+    return inlined
