@@ -2,7 +2,9 @@
 
 `build(x, target)` compiles a LoweredFunc (or an IRSchedule's current function, or a
 single-function Module) into a callable Kernel; `codegen(x, target)` generates code without
-running it. Backends live in `codegen.llvm` (x86) and `codegen.cuda` (CUDA) and expose
+running it. Both compile the function as given unless `schedule="auto"`: then the automatic
+group scheduler (`schedules.tactics`, docs/auto_schedule.md) schedules it for the target first
+(for CUDA with symbolic dims `build` makes one kernel per shape bucket behind a `BucketDispatch`). Backends live in `codegen.llvm` (x86) and `codegen.cuda` (CUDA) and expose
 `build_x86`/`generate_x86` and `build_cuda`/`generate_cuda`.
 """
 
@@ -37,18 +39,62 @@ def _backend(target: str) -> Any:
     return importlib.import_module("codegen.llvm" if target == "x86" else "codegen.cuda")
 
 
-def build(func_or_schedule: Any, target: str = "x86", fast_math: bool = False, **options: Any) -> Any:
-    """Compile to a Kernel: `kernel(*inputs)` returns the outputs; `kernel(*inputs, out=[...])`."""
+SCHEDULES = (None, "auto")
+
+
+def _check_schedule(schedule: Any) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be None (build the function as given) or 'auto', got {schedule!r}")
+
+
+def auto_schedule(func_or_schedule: Any, target: str = "cuda", config: Any = None) -> Any:
+    """Schedule a function automatically for `target` (`schedules.tactics.auto_schedule`);
+    returns the IRSchedule. A schedule passed in is re-scheduled from its current function."""
+    _backend(target)
+    tactics = importlib.import_module("schedules.tactics")
+    return tactics.auto_schedule(as_lowered_func(func_or_schedule), target=target, config=config)
+
+
+def build(func_or_schedule: Any, target: str = "x86", fast_math: bool = False, schedule: str | None = None,
+          **options: Any) -> Any:
+    """Compile to a Kernel: `kernel(*inputs)` returns the outputs; `kernel(*inputs, out=[...])`.
+
+    `schedule=None` builds the function as given; `schedule="auto"` auto-schedules it for `target`
+    first (CUDA with symbolic dims: one kernel per shape bucket, picked at call time)."""
+    _check_schedule(schedule)
     func = as_lowered_func(func_or_schedule)
     backend = _backend(target)
+    if schedule == "auto" and target == "cuda" and func.scalar_args:
+        return _build_cuda_buckets(func, backend, fast_math, **options)
+    if schedule == "auto":
+        func = auto_schedule(func, target).func
     entry = backend.build_x86 if target == "x86" else backend.build_cuda
     return entry(func, fast_math=fast_math, **options)
 
 
-def codegen(func_or_schedule: Any, target: str = "cuda", fast_math: bool = False, **options: Any) -> Any:
-    """Generate code without running it: `.source/.ptx/.cubin/.launch` (cuda), `.llvm_ir/.asm` (x86)."""
+def _build_cuda_buckets(func: LoweredFunc, backend: Any, fast_math: bool, **options: Any) -> Any:
+    tactics = importlib.import_module("schedules.tactics")
+    buckets = [(pred, sch.func) for pred, sch in tactics.auto_schedule_buckets(func, target="cuda")]
+    arch = options.pop("arch", "auto")
+    extra = tuple(options.pop("nvrtc_options", ()))
+    if options:
+        raise TypeError(f"build: unknown options {sorted(options)}")
+    if arch == "auto":
+        arch = importlib.import_module("codegen.cuda.kernel").device_arch()
+    return backend.BucketDispatch(buckets, fast_math=fast_math, arch=arch, options=extra)
+
+
+def codegen(func_or_schedule: Any, target: str = "cuda", fast_math: bool = False, schedule: str | None = None,
+            **options: Any) -> Any:
+    """Generate code without running it: `.source/.ptx/.cubin/.launch` (cuda), `.llvm_ir/.asm` (x86).
+
+    `schedule="auto"` auto-schedules the function for `target` first (one config; use
+    `schedules.tactics.auto_schedule_buckets` for the per-bucket kernels of symbolic shapes)."""
+    _check_schedule(schedule)
     func = as_lowered_func(func_or_schedule)
     backend = _backend(target)
+    if schedule == "auto":
+        func = auto_schedule(func, target).func
     entry = backend.generate_x86 if target == "x86" else backend.generate_cuda
     return entry(func, fast_math=fast_math, **options)
 
