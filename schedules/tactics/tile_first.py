@@ -52,10 +52,6 @@ class TileResult:
     strategy: str = ""
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def spatial_tiles(info: GroupInfo, cfg: ScheduleConfig) -> tuple[int, int]:
     """(sp_loop, sp_thread) for this group, clamped to a static S so that a small group does not
     launch idle threads. A block reduce (rd_thread > 32) gets one spatial thread unless S divides
@@ -65,7 +61,7 @@ def spatial_tiles(info: GroupInfo, cfg: ScheduleConfig) -> tuple[int, int]:
     s = info.static_spatial
     if s is not None:
         sp_thread = max(1, min(sp_thread, s))
-        sp_loop = max(1, min(sp_loop, _ceil_div(s, sp_thread)))
+        sp_loop = max(1, min(sp_loop, s // sp_thread))  # split needs the factors within S
     if info.has_reduce and tile.rd_thread > 32 and sp_thread > 1 and (s is None or s % (sp_loop * sp_thread)):
         sp_thread = 1
     return sp_loop, sp_thread
