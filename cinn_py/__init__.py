@@ -27,6 +27,10 @@ _EXPORTS: dict[str, str] = {
         "maximum", "minimum", "select", "cast",
     )},
     "lower": "cinn_py.lowering.ast_gen",
+    # NetBuilder frontend
+    "NetBuilder": "cinn_py.frontend.net_builder",
+    "compile_program": "cinn_py.frontend.executor",
+    "FrontendError": "cinn_py.frontend.ops.base",
     "run_ir": "cinn_py.interp",
     "parse_ir": "cinn_py.ir.parser",
     "print_ir": "cinn_py.ir.printer",

@@ -1,0 +1,107 @@
+"""Composite ops: `softmax`, `rms_norm`, `layer_norm`, `gelu`.
+
+They exist in a built `Program` with their shape rules and numpy semantics (so the un-decomposed
+program is the oracle of its decomposition) but have no compute: `decompose.py` rewrites them
+into primitive ops before fusion, as Paddle's prim system does for CINN. Their `OpPatternKind`
+is CINN's registration (softmax NonFusible in old CINN, gelu ElementWise); it never reaches
+fusion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from cinn_py.frontend.ops.base import (
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+)
+from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
+from cinn_py.interp import math_fns
+
+
+def _check_float(op: str, t: TensorType, what: str = "operand") -> None:
+    if not t.dtype.is_float:
+        raise FrontendError(f"{op}: needs a floating-point {what}, got {t.dtype}; cast it first")
+
+
+# -- softmax ------------------------------------------------------------------------------------------
+def _softmax_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    _check_float("softmax", ins[0])
+    return [ins[0]]
+
+
+def _softmax_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    x = arrays[0]
+    e = np.exp(x - np.max(x, axis=attrs["axis"], keepdims=True))
+    return [(e / np.sum(e, axis=attrs["axis"], keepdims=True)).astype(x.dtype, copy=False)]
+
+
+register(OpDef("softmax", OpPatternKind.kNonFusible, _softmax_infer, _softmax_numpy, composite=True, arity=1))
+
+
+# -- gelu -------------------------------------------------------------------------------------------------
+def _gelu_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    _check_float("gelu", ins[0])
+    return [ins[0]]
+
+
+def _gelu_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    x = arrays[0].astype(np.float64)
+    if attrs["approximate"]:
+        y = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    else:
+        y = 0.5 * x * (1.0 + math_fns.erf(x / math.sqrt(2.0)))
+    return [y.astype(arrays[0].dtype)]
+
+
+register(OpDef("gelu", OpPatternKind.kElementWise, _gelu_infer, _gelu_numpy, composite=True, arity=1))
+
+
+# -- rms_norm / layer_norm ------------------------------------------------------------------------------
+def _norm_infer(op: str, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    x = ins[0]
+    _check_float(op, x)
+    begin = attrs["begin_norm_axis"]
+    norm_shape = x.shape[begin:]
+    for k, (w, label) in enumerate(zip(ins[1:], attrs["param_names"])):
+        if w.dtype != x.dtype:
+            raise FrontendError(f"{op}: {label} has dtype {w.dtype} but x has {x.dtype}")
+        if not shapes_equal(w.shape, norm_shape):
+            raise FrontendError(f"{op}: {label} has shape {fmt_shape(w.shape)} but the normalized dims of x "
+                                f"{fmt_shape(x.shape)} from axis {begin} are {fmt_shape(norm_shape)}")
+    return [x]
+
+
+def _norm_axes(x: np.ndarray, attrs: Attrs) -> tuple[int, ...]:
+    return tuple(range(attrs["begin_norm_axis"], x.ndim))
+
+
+def _rms_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    x = arrays[0]
+    ms = np.mean(x * x, axis=_norm_axes(x, attrs), keepdims=True)
+    y = x / np.sqrt(ms + np.asarray(attrs["eps"], x.dtype))
+    if len(arrays) > 1:
+        y = y * arrays[1]
+    return [y.astype(x.dtype, copy=False)]
+
+
+def _layer_norm_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    x = arrays[0]
+    axes = _norm_axes(x, attrs)
+    mean = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + np.asarray(attrs["eps"], x.dtype))
+    params = dict(zip(attrs["param_names"], arrays[1:]))
+    if "gamma" in params:
+        y = y * params["gamma"]
+    if "beta" in params:
+        y = y + params["beta"]
+    return [y.astype(x.dtype, copy=False)]
+
+
+register(OpDef("rms_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infer("rms_norm", ins, at),
+               _rms_numpy, composite=True, arity=None))
+register(OpDef("layer_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infer("layer_norm", ins, at),
+               _layer_norm_numpy, composite=True, arity=None))

@@ -1,0 +1,171 @@
+"""Shape algebra of the NetBuilder frontend: dims that are ints or symbolic int64 expressions.
+
+Static dims stay Python ints; a symbolic dim is a `cp.sym` Var or an int64 expression of them,
+kept simplified by `cinn_py.symbolic.simplify`. Equality of symbolic dims is decided by
+`cinn_py.symbolic.prove_eq` (rule based, sympy as the fallback), so `S0 * 768` and
+`(S0 * 12) * 64` are the same dim. "Not proven equal" is treated as different: shape inference
+never guesses (CINN's `DimExpr` inference adds a constraint instead; we ask the user to be exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cinn_py.frontend.ops.base import Dim, FrontendError, Shape, SymbolEnv
+from cinn_py.ir import dtype as dt
+from cinn_py.ir.expr import Expr, IntImm, Var, const
+from cinn_py.ir.visitor import walk
+
+
+def sym_var(name: str) -> Var:
+    from cinn_py.frontend.compute import sym  # noqa: PLC0415 - keep the registry import light
+
+    return sym(name)
+
+
+def to_dim(value: object, what: str) -> Dim:
+    """A shape entry from user input: int >= 0, a symbolic-dim name, a `cp.sym` Var or an int64
+    expression of symbolic dims."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an int or a symbolic dim, got bool")
+    if isinstance(value, (int, _np_int())):
+        if int(value) < 0:
+            raise FrontendError(f"{what} must be non-negative, got {int(value)}")
+        return int(value)
+    if isinstance(value, str):
+        return sym_var(value)
+    if isinstance(value, Expr):
+        return simplify_dim(value, what)
+    raise TypeError(f"{what} must be an int, a symbolic dim name or cp.sym(...), got {type(value).__name__}")
+
+
+def _np_int() -> type:
+    import numpy as np  # noqa: PLC0415
+
+    return np.integer
+
+
+def simplify_dim(value: Expr, what: str = "dim") -> Dim:
+    if isinstance(value, IntImm):
+        return value.value
+    bad = [n.name for n in walk(value) if isinstance(n, Var) and not n.is_symbolic_constant]
+    if bad or not value.dtype.is_int:
+        raise FrontendError(f"{what} must be an integer expression of symbolic dims (cp.sym), got {value}")
+    if value.dtype != dt.int64:
+        raise FrontendError(f"{what}: symbolic dims are int64, got a {value.dtype} expression {value}")
+    from cinn_py.symbolic import simplify  # noqa: PLC0415
+
+    out = simplify(value)
+    return out.value if isinstance(out, IntImm) else out
+
+
+def as_expr(d: Dim) -> Expr:
+    return const(d, dt.int64) if isinstance(d, int) else d
+
+
+def fmt_dim(d: Dim) -> str:
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, Var):
+        return d.name
+    from cinn_py.symbolic import to_sympy  # noqa: PLC0415
+
+    return str(to_sympy(d)).replace("**", "^")
+
+
+def fmt_shape(shape: Sequence[Dim]) -> str:
+    return "[" + ", ".join(fmt_dim(d) for d in shape) + "]"
+
+
+def dims_equal(a: Dim, b: Dim) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    from cinn_py.symbolic import prove_eq  # noqa: PLC0415
+
+    return prove_eq(as_expr(a), as_expr(b))
+
+
+def shapes_equal(a: Sequence[Dim], b: Sequence[Dim]) -> bool:
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+
+
+def mul_dims(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    return simplify_dim(as_expr(a) * as_expr(b))
+
+
+def add_dims(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return simplify_dim(as_expr(a) + as_expr(b))
+
+
+def numel(shape: Sequence[Dim]) -> Dim:
+    total: Dim = 1
+    for d in shape:
+        total = mul_dims(total, d)
+    return total
+
+
+def symbols_of(shape: Sequence[Dim]) -> list[Var]:
+    """Symbolic dims used in `shape`, in first-use order."""
+    found: dict[str, Var] = {}
+    for d in shape:
+        if isinstance(d, Expr):
+            for n in walk(d):
+                if isinstance(n, Var) and n.is_symbolic_constant:
+                    found.setdefault(n.name, n)
+    return list(found.values())
+
+
+def eval_dim(d: Dim, env: SymbolEnv) -> int:
+    if isinstance(d, int):
+        return d
+    from cinn_py.runtime.args import eval_int_expr  # noqa: PLC0415
+
+    return eval_int_expr(d, dict(env))
+
+
+def eval_shape(shape: Sequence[Dim], env: SymbolEnv) -> tuple[int, ...]:
+    return tuple(eval_dim(d, env) for d in shape)
+
+
+def broadcast_shapes(a: Shape, b: Shape, op: str) -> Shape:
+    """numpy broadcasting (right-aligned); a dim pairs with an equal dim or with 1 — symbolic dims
+    included, so `[S0, 768]` and `[1, 768]` give `[S0, 768]` but `[S0, 768]` and `[4, 768]` fail."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out: list[Dim] = []
+    for x, y in zip(pa, pb):
+        if isinstance(x, int) and x == 1:
+            out.append(y)
+        elif isinstance(y, int) and y == 1 or dims_equal(x, y):
+            out.append(x)
+        else:
+            raise FrontendError(f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} are not broadcastable: "
+                                f"{fmt_dim(x)} vs {fmt_dim(y)}")
+    return tuple(out)
+
+
+def normalize_axis(axis: object, ndim: int, op: str, what: str = "axis") -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, _np_int())):
+        raise TypeError(f"{op}: {what} must be an int, got {type(axis).__name__}")
+    a = int(axis)
+    if not -ndim <= a < max(ndim, 1) or (ndim == 0):
+        raise FrontendError(f"{op}: {what} {a} is out of range for a tensor of rank {ndim}")
+    return a % ndim
+
+
+def normalize_axes(axes: object, ndim: int, op: str) -> tuple[int, ...]:
+    """Sorted, de-duplicated non-negative axes; None means all axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    items = [axes] if isinstance(axes, (int, _np_int())) and not isinstance(axes, bool) else axes
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"{op}: axes must be an int, a list of ints or None, got {type(axes).__name__}")
+    out = [normalize_axis(a, ndim, op) for a in items]
+    if len(set(out)) != len(out):
+        raise FrontendError(f"{op}: axes {list(items)} name the same axis twice")
+    return tuple(sorted(out))
