@@ -15,8 +15,9 @@ Each case (derived deterministically from `(seed, index)`):
 Outcomes: `ok`; `rejected` with a documented error type (`ScheduleError`, `CompileError`,
 `LoweringError`, `ValueError`, `TypeError`: a component refused the input cleanly); or `fail`
 (a wrong result, any other exception, a crash of the process, or a case exceeding the
-timeout). Comparisons use `programs.tolerance(dtype, mag, err)`: integer and boolean results
-must match exactly; float results within 8x the propagated rounding-error bound of the
+timeout; also a `CompileError` from NVRTC or the LLVM verifier: generated code that its own
+compiler rejects). Comparisons use `programs.tolerance(dtype, mag, err)`: integer and boolean
+results must match exactly; float results within 8x the propagated rounding-error bound of the
 program plus 4 ulps of the output's magnitude bound.
 
 The CLI runs cases in a worker subprocess (`faulthandler` on), so a segfault in generated code
@@ -50,6 +51,8 @@ from cinn_py.fuzzing.shrink import shrink
 DOCUMENTED_ERRORS: tuple[type[BaseException], ...] = (ScheduleError, CompileError, LoweringError, ValueError,
                                                       TypeError)
 FUNC_NAME = "fuzz_kernel"
+# CompileError messages meaning the generated code itself is broken (NVRTC / LLVM refused it).
+_BROKEN_CODE = ("NVRTC: compiling", "x86 codegen: generated LLVM IR does not verify")
 
 
 @dataclass
@@ -194,7 +197,9 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except DOCUMENTED_ERRORS as exc:
-        result.status, result.stage = "rejected", stage
+        # Source the backend itself generated that its compiler refuses is a bug, not a refusal.
+        broken = isinstance(exc, CompileError) and _first_line(exc).startswith(_BROKEN_CODE)
+        result.status, result.stage = ("fail" if broken else "rejected"), stage
         result.error = f"{type(exc).__name__}: {_first_line(exc)}"
     except Exception as exc:  # noqa: BLE001 - any other exception is a finding
         import traceback  # noqa: PLC0415
