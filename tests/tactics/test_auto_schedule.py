@@ -132,3 +132,19 @@ def test_driver_schedule_auto_x86() -> None:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
     assert "blockIdx.x" in cp.codegen(func, target="cuda", schedule="auto").source
+
+
+def test_unalignable_cuda_group_is_a_clear_error() -> None:
+    """A nest with neither the spatial nor the reduce extents cannot share one CUDA kernel's tiling."""
+    from schedules.tactics import AutoScheduleError
+
+    X = cp.placeholder((8, 16), "float32", "X")
+    k = cp.reduce_axis(16, "k")
+    C = cp.compute((8,), lambda i: cp.reduce_sum(X[i, k], k), "C")
+    Z = cp.compute((8, 7), lambda i, j: X[i, j] * 2.0, "Z")
+    func = cp.lower("g", [X, C, Z])
+    with pytest.raises(AutoScheduleError, match=r"cannot be aligned") as err:
+        auto_schedule(func, target="cuda")
+    assert "serial for (j, 0, 7)" in err.value.detail
+    sch = auto_schedule(func, target="x86")  # x86 runs the nests one after another: fine
+    _check_interp(func, sch)
