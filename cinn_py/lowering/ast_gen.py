@@ -40,7 +40,7 @@ from cinn_py.ir.expr import (
 from cinn_py.ir.func import ArgIO, Argument, LoweredFunc
 from cinn_py.ir.names import current_context, unique_name
 from cinn_py.ir.stmt import Block, For, ScheduleBlock, ScheduleBlockRealize, Stmt, Store
-from cinn_py.ir.visitor import substitute
+from cinn_py.ir.visitor import substitute, walk
 from cinn_py.lowering.index_dtype import Int64Indices
 from cinn_py.lowering.program import Program, analyse
 
@@ -65,13 +65,31 @@ def lower(name: str, tensors: Sequence[ComputeTensor]) -> LoweredFunc:
     return _Lowering(program).run()
 
 
+INT32_LIMIT = 2**31 - 1
+
+
+def needs_int64_indices(program: Program) -> bool:
+    """True when a static extent (a tensor dim or a reduce axis bound) does not fit int32: the
+    loop variable must hold every value of its range, so the function uses int64 indices (as a
+    symbolic function does). Differs from CINN, which keeps int32 and overflows."""
+    extents: list[Expr] = [d for t in (*program.inputs, *program.order) for d in t.shape]
+    for t in program.order:
+        if t.body is None:
+            continue
+        for node in walk(t.body):
+            if isinstance(node, Reduce):
+                extents.extend(b for v in node.reduce_axis for b in (v.lower_bound, v.upper_bound) if b is not None)
+    return any(isinstance(e, IntImm) and abs(e.value) > INT32_LIMIT for e in extents)
+
+
 class _Lowering:
     """State of one `lower` call: index dtype and the int64 rewriter of symbolic functions."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.index: DType = dt.int64 if program.symbols else dt.int32
-        self.widen = Int64Indices() if program.symbols else None
+        wide = bool(program.symbols) or needs_int64_indices(program)
+        self.index: DType = dt.int64 if wide else dt.int32
+        self.widen = Int64Indices() if wide else None
         names = current_context().names
         # Keep generated iter-var names clear of user names (a sym or tensor called `i0`).
         for reserved in program.user_names:

@@ -49,6 +49,24 @@ def check_fusable(func: LoweredFunc, loops: Sequence[For], primitive: str) -> No
     if loops[0].for_type not in (ForType.SERIAL, ForType.PARALLEL, ForType.UNROLLED):
         raise schedule_error(LoopKindError, primitive, f"outer loop '{loops[0].loop_var.name}' must be serial, "
                              f"parallel or unrolled, but is {loops[0].for_type.value}", func, loops[0])
+    _check_fused_extent_fits(func, loops, primitive)
+
+
+def _check_fused_extent_fits(func: LoweredFunc, loops: Sequence[For], primitive: str) -> None:
+    """The fused loop variable keeps the outer loop's dtype, so a constant fused extent must fit
+    it (an int32 counter over 2^32 iterations would wrap and run no iterations at all)."""
+    idt = loops[0].loop_var.dtype
+    extents = [lp.extent for lp in loops]
+    if idt.bits >= 64 or not all(is_const_int(e) for e in extents):
+        return
+    total = 1
+    for e in extents:
+        total *= e.value  # type: ignore[attr-defined]
+    if total > 2 ** (idt.bits - 1) - 1:
+        raise schedule_error(InvalidArgumentError, primitive,
+                             f"the fused extent {total} does not fit the {idt} loop variable (max "
+                             f"{2 ** (idt.bits - 1) - 1}); fuse fewer loops or lower with int64 indices",
+                             func, *loops)
 
 
 def fused_substitution(loops: Sequence[For], fused: Var) -> dict[Var, Expr]:
