@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
         "maximum", "minimum", "select", "cast",
     )},
     "lower": "cinn_py.lowering.ast_gen",
+    "auto_schedule": "cinn_py.driver",
     # NetBuilder frontend
     "NetBuilder": "cinn_py.frontend.net_builder",
     "compile_program": "cinn_py.frontend.executor",

@@ -131,6 +131,10 @@ def _require_serial(func: LoweredFunc, loops: list[For]) -> None:
 
 
 def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list[Expr]) -> Stmt:
+    if not spatial:
+        raise schedule_error(AlignError, "align_iter_space", "the group has no spatial loops (a 0-d "
+                             "reduction): there is no [sp] loop to align on; schedule its reduce loops "
+                             "directly", func, nest)
     sp_loops = _chain(nest, spatial)
     if sp_loops is None:
         raise schedule_error(AlignError, "align_iter_space", "every loop nest must start with loops of the "

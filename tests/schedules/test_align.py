@@ -115,3 +115,19 @@ def test_reduce_extent_mismatch_rejected() -> None:
     with pytest.raises(AlignError, match=r"only hold blocks or loops of the reduce extents \[8ll\], but has "
                                          r"\[2ll, 4ll\]"):
         sch.align_iter_space()
+
+
+def test_align_of_a_0d_reduction_is_a_schedule_error() -> None:
+    """A group with no spatial loops has nothing to align on: a clear ScheduleError, IR unchanged."""
+    import cinn_py as cp
+    from schedules import IRSchedule
+    from schedules.primitives.align import AlignError
+
+    a = cp.placeholder((16,), "float32", "A")
+    k = cp.reduce_axis(16, "k")
+    r = cp.compute((), lambda: cp.reduce_sum(a[k], [k]), "R")
+    sch = IRSchedule(cp.lower("ra", [a, r]))
+    before = str(sch)
+    with pytest.raises(AlignError, match="no spatial loops"):
+        sch.align_iter_space()
+    assert str(sch) == before
