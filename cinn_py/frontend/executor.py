@@ -85,7 +85,8 @@ class CompiledProgram:
 
     def __call__(self, *inputs: Any) -> Any:
         arrays, _ = bind_inputs(self.program, _inputs(inputs))
-        values = {id(v): arrays[v.name] for v in self.program.inputs}
+        # decomposition rebuilds the program: its input variables are new objects with the same names
+        values = {id(v): arrays[v.name] for v in self.plan.program.inputs}
         for group, kernel in zip(self.plan.groups, self.kernels):
             result = kernel(*(values[id(v)] for v in group.args))
             results = result if isinstance(result, tuple) else (result,)
@@ -116,7 +117,7 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
 
     arrays, env = bind_inputs(program, inputs)
     fusion = plan(program)
-    values = {id(v): arrays[v.name] for v in program.inputs}
+    values = {id(v): arrays[v.name] for v in fusion.program.inputs}
     for group in fusion.groups:
         func = group.lower()
         outs = run_ir(func, {v.name: values[id(v)] for v in group.args}, env)

@@ -23,6 +23,7 @@ from cinn_py.frontend.ops.elementwise import check_same_dtypes
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
     add_dims, dims_equal, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
+    symbols_of,
 )
 from cinn_py.ir.expr import Expr, IntImm, as_expr, const
 
@@ -146,8 +147,10 @@ def _exact_quotient(total: Dim, known: Dim, x: TensorType, shape: Sequence[Dim])
         q = sympy.cancel(to_sympy(as_expr(total, None) if isinstance(total, int) else total)
                          / to_sympy(const(known, "int64") if isinstance(known, int) else known))
         num, den = sympy.fraction(q)
-        if den == 1 and q.is_polynomial() and all(c.is_integer for c in sympy.Poly(q).coeffs()):
-            return simplify_dim(from_sympy(q))
+        coeffs = sympy.Poly(q, *q.free_symbols).coeffs() if q.free_symbols else [q]
+        if den == 1 and q.is_polynomial() and all(c.is_integer for c in coeffs):
+            syms = {v.name: v for v in symbols_of(x.shape)}
+            return simplify_dim(from_sympy(q, variables=syms))
     raise FrontendError(f"reshape: cannot infer -1 in {[fmt_dim(s) for s in shape]}: {fmt_dim(total)} "
                         f"elements of {fmt_shape(x.shape)} are not a multiple of {fmt_dim(known)}")
 
