@@ -14,7 +14,10 @@
    smaller than the launch dim;
 4. shared and local buffers get the storage one block / one thread needs
    (`gpu_buffers.scope_buffers`: per-iteration privatisation of local buffers, thread/block
-   variables zeroed in scoped indices, resizing to the used index range).
+   variables removed from scoped indices where provably separable, resizing to the used index
+   range);
+5. race checks (`gpu_sync.check_races`): a global temporary read across blocks, or a shared
+   element read/overwritten by another thread without `__syncthreads()`, is a `CompileError`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
 from cinn_py.ir.printer import print_ir_marked
 from cinn_py.ir.visitor import Mutator, substitute, walk
 from cinn_py.passes.gpu_buffers import AXES, BOUND_VAR_PREFIXES, interval, is_bound_var, scope_buffers
+from cinn_py.passes.gpu_sync import check_races
 
 __all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gpu_bind", "inline_schedule_blocks",
            "interval", "is_bound_var"]
@@ -150,5 +154,6 @@ def gpu_bind(func: LoweredFunc) -> LoweredFunc:
     info = compute_axis_info(func, body)
     body = _Binder(func, info).visit(body)
     body, resized = scope_buffers(body, info, {v.name for v in func.scalar_args})
+    check_races(func, body, info)
     temp_bufs = tuple(resized.get(b.name, b) for b in func.temp_bufs)
     return dataclasses.replace(func, body=body, temp_bufs=temp_bufs, cuda_axis_info=info)

@@ -112,6 +112,10 @@ def _dominates(store: Context, access: Context, allowed: set[str]) -> bool:
     return True
 
 
+dominates = _dominates
+"""Public name of the liveness helper (`gpu_sync` uses it for own-write-first reads)."""
+
+
 def privatizable(accesses: list[Access], symbols: set[str]) -> bool:
     """Whether a local buffer with these accesses needs one element per thread (see module doc)."""
     if not accesses or not accesses[0].is_store:

@@ -1,0 +1,340 @@
+"""Race checks of a bind-lowered kernel: cross-block global temporaries and unsynchronised shared
+memory (CINN's `ArrangeStorageTactic` reports the first as "Fusion requires synchronization across
+blocks"; its `SyncThreads` schedule primitive is what fixes the second).
+
+`check_races(func, body)` runs at the end of `gpu_bind`, on indices that are expressions of
+`blockIdx.*`, `threadIdx.*`, serial loop variables and symbolic dims:
+
+- **global temporaries** (a non-argument buffer left in global memory): when an element written
+  by one instance is read by an instance with a *different* `blockIdx`, the kernel needs a grid-wide
+  barrier that CUDA blocks do not have: `CompileError` naming the buffer, suggesting `compute_at`
+  (produce the element in the block that reads it) or `set_buffer(.., "shared"/"local")`;
+- **shared buffers** (and global temporaries, within one block): a write and a read (or a read and a later write) of the same element by two
+  different threads of one block must be separated by `__syncthreads()`: textually between them at
+  their common loop level for accesses in one iteration, anywhere in the common loop body after the
+  later access or before the earlier one for accesses in different iterations of a serial loop. A
+  missing barrier is a `CompileError` pointing at `sync_threads` (we do not insert barriers: a
+  barrier under a thread-dependent guard deadlocks, and where it goes is a schedule decision, as in
+  CINN). A block-reduce helper call (`cinn_block_reduce_*`, `cinn_discrete_reduce_*`) contains
+  barriers and counts as one after its arguments are read.
+
+Conflicts are decided exactly with islpy (`cinn_py.analysis.isl_convert`): two instances, each
+constrained by the launch dims, its loops and its guards, touching the same flattened element with
+the differing/equal bound variables required. When an index, bound or guard is not quasi-affine the
+pair is not reported (we report only races we can prove; an over-approximation would reject correct
+kernels). Same-value writes by several threads (write-write) are not reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from cinn_py.analysis.isl_convert import IslNames, affine_text, condition_text
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import expr as E
+from cinn_py.ir import stmt as S
+from cinn_py.ir.buffer import Buffer, MemoryType
+from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
+from cinn_py.ir.printer import print_ir
+from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.passes.gpu_buffers import dominates
+from cinn_py.passes.gpu_index import flat_index
+from cinn_py.symbolic.analyzer import Analyzer
+
+BARRIER_CALLS = ("__syncthreads",)
+BARRIER_HELPERS = ("cinn_block_reduce_", "cinn_discrete_reduce_")
+_AXES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class _Event:
+    """An access of a buffer (`buffer` set) or a barrier, at position `pos` in program order."""
+
+    pos: int
+    context: tuple[object, ...]
+    buffer: Buffer | None = None
+    index: E.Expr | None = None
+    is_store: bool = False
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.events: list[_Event] = []
+        self.context: list[object] = []
+
+    def add(self, **kw: object) -> None:
+        self.events.append(_Event(len(self.events), tuple(self.context), **kw))  # type: ignore[arg-type]
+
+    def stmt(self, node: S.Stmt) -> None:
+        if isinstance(node, S.Block):
+            for child in node.stmts:
+                self.stmt(child)
+        elif isinstance(node, S.For):
+            self.exprs(node.min, node.extent)
+            self._nested(node, node.body)
+        elif isinstance(node, S.IfThenElse):
+            self.exprs(node.condition)
+            self._nested((node, True), node.true_case)
+            if node.false_case is not None:
+                self._nested((node, False), node.false_case)
+        elif isinstance(node, S.Store):
+            self.exprs(node.value, *node.indices)
+            if _has_barrier(node.value):
+                self.add()
+            self.add(buffer=node.tensor.buffer, index=flat_index(node.indices, node.tensor.buffer.shape),
+                     is_store=True)
+        elif isinstance(node, S.Evaluate):
+            self.exprs(node.value)
+            if _has_barrier(node.value):
+                self.add()
+        elif isinstance(node, S.Let):
+            if node.body is not None:
+                self.exprs(node.body)
+                if _has_barrier(node.body):
+                    self.add()
+
+    def _nested(self, entry: object, body: S.Stmt) -> None:
+        self.context.append(entry)
+        self.stmt(body)
+        self.context.pop()
+
+    def exprs(self, *nodes: E.Expr) -> None:
+        for node in nodes:
+            for sub in walk(node):
+                if isinstance(sub, E.Load):
+                    self.add(buffer=sub.tensor.buffer, index=flat_index(sub.indices, sub.tensor.buffer.shape))
+
+
+def _has_barrier(e: E.Expr) -> bool:
+    return any(isinstance(n, E.Call) and (n.name in BARRIER_CALLS or n.name.startswith(BARRIER_HELPERS))
+               for n in walk(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# isl: do two instances touch one element with the required bound-variable relation?
+# ---------------------------------------------------------------------------------------------
+class _Conflicts:
+    def __init__(self, info: CudaAxisInfo, symbols: list[E.Var]) -> None:
+        self.info = info
+        self.symbols = list(symbols)
+        self.analyzer = Analyzer({})
+        self._products: dict[E.Expr, E.Var] = {}
+
+    def _affine(self, e: E.Expr) -> E.Expr:
+        """`e` with products of symbolic dims (`S1 * S2`, non-affine for isl) as fresh parameters."""
+        names = {s.name for s in self.symbols}
+
+        class _Params(Mutator):
+            def visit_mul(inner, node: E.Mul) -> E.Expr:  # noqa: N805
+                node = inner.generic_visit(node)
+                if isinstance(node, E.Mul) and not isinstance(node.a, E.IntImm) and not isinstance(node.b, E.IntImm):
+                    free = [v for v in walk(node) if isinstance(v, E.Var)]
+                    if free and all(v.name in names for v in free):
+                        return self._product(node)
+                return node
+
+        return _Params().visit(e)
+
+    def _product(self, node: E.Mul) -> E.Var:
+        var = self._products.get(node)
+        if var is None:
+            var = E.Var(f"cinn_prod_{len(self._products)}", E.dt.int64, is_symbolic_constant=True, lower_bound=1)
+            self._products[node] = var
+            self.symbols.append(var)
+        return var
+
+    def _side(self, ev: _Event, tag: str, names: IslNames) -> tuple[list[str], dict[str, E.Var]] | None:
+        """Constraints of one instance of `ev` (vars renamed with `tag`); None if not affine."""
+        renamed: dict[E.Var, E.Var] = {}
+        bound: dict[str, E.Var] = {}
+        constraints: list[str] = []
+        known = set(self.symbols) | set(self._products.values())
+        for prefix, dims in (("blockIdx", self.info.grid_dims), ("threadIdx", self.info.block_dims)):
+            for axis, dim in zip(_AXES, dims):
+                for dtype in (E.dt.int32, E.dt.int64):
+                    var = E.Var(f"{prefix}.{axis}", dtype)
+                    renamed[var] = E.Var(f"{prefix}_{axis}_{tag}", E.dt.int64)
+                new = renamed[E.Var(f"{prefix}.{axis}", E.dt.int64)]
+                known.add(new)
+                bound[f"{prefix}.{axis}"] = new
+                extent = self._text(_int64(dim), {}, names, known)
+                if extent is None:
+                    return None
+                constraints.append(f"0 <= {names.name(new)} < {extent}")
+        for entry in ev.context:
+            if isinstance(entry, S.For):
+                var = E.Var(f"{entry.loop_var.name}_{tag}", E.dt.int64)
+                lo = self._text(entry.min, renamed, names, known)
+                hi = self._text(E.Add(entry.min, entry.extent), renamed, names, known)
+                renamed[entry.loop_var] = var
+                known.add(var)
+                if lo is None or hi is None:
+                    return None
+                constraints.append(f"{lo} <= {names.name(var)} < {hi}")
+            else:
+                node, branch = entry  # type: ignore[misc]
+                cond_expr = self._affine(substitute(node.condition, renamed))
+                known.update(self._products.values())
+                cond = condition_text(cond_expr, names, known, self.analyzer)
+                if cond is None:
+                    return None
+                constraints.append(cond if branch else f"not ({cond})")
+        index = self._text(ev.index, renamed, names, known)  # type: ignore[arg-type]
+        if index is None:
+            return None
+        constraints.append(f"{index} = ELEM_{tag}")
+        loops = {e.loop_var.name: renamed[e.loop_var] for e in ev.context if isinstance(e, S.For)}
+        return constraints, {**bound, **loops}
+
+    def _text(self, e: E.Expr, renamed: dict[E.Var, E.Var], names: IslNames, known: set[E.Var]) -> str | None:
+        e = self._affine(substitute(e, renamed))
+        known.update(self._products.values())
+        return affine_text(e, names, known, self.analyzer)
+
+    def exists(self, a: _Event, b: _Event, relation: str, common_loops: tuple[str, ...] = (),
+               loops_differ: bool = False) -> bool:
+        """Whether instances of `a` and `b` touch one element with `relation` between their bound
+        vars ("blocks differ" or "same block, threads differ")."""
+        names = IslNames()
+        sa, sb = self._side(a, "a", names), self._side(b, "b", names)
+        if sa is None or sb is None:
+            return False
+        (ca, va), (cb, vb) = sa, sb
+        n = names.name
+        if relation == "blocks differ":
+            rel = " or ".join(f"{n(va[f'blockIdx.{x}'])} != {n(vb[f'blockIdx.{x}'])}" for x in _AXES)
+        else:
+            same = " and ".join(f"{n(va[f'blockIdx.{x}'])} = {n(vb[f'blockIdx.{x}'])}" for x in _AXES)
+            differ = " or ".join(f"{n(va[f'threadIdx.{x}'])} != {n(vb[f'threadIdx.{x}'])}" for x in _AXES)
+            rel = f"{same} and ({differ})"
+        if common_loops:
+            pairs = [f"{n(va[lp])} {'!=' if loops_differ else '='} {n(vb[lp])}" for lp in common_loops]
+            rel = f"({rel}) and ({(' or ' if loops_differ else ' and ').join(pairs)})"
+        params = [names.name(s) for s in self.symbols]
+        lower = [f"{names.name(s)} >= {_lower_bound(s)}" for s in self.symbols]
+        body = " and ".join([*(f"({c})" for c in ca + cb), "ELEM_a = ELEM_b", f"({rel})", *lower])
+        variables = sorted(set(names.by_name) - set(params)) + ["ELEM_a", "ELEM_b"]
+        try:
+            found = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(variables)}] : {body} }}")
+        except isl.Error:
+            return False  # a construct isl cannot read: do not claim a race
+        return not found.is_empty()
+
+
+def _lower_bound(sym: E.Var) -> int:
+    """Symbolic dims are at least their lower bound (1 when unset), as in `cinn_py.symbolic`."""
+    lb = sym.lower_bound
+    if isinstance(lb, E.IntImm):
+        return lb.value
+    return lb if isinstance(lb, int) else 1
+
+
+def _int64(e: E.Expr) -> E.Expr:
+    return E.IntImm(E.dt.int64, e.value) if isinstance(e, E.IntImm) else e
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+# ---------------------------------------------------------------------------------------------
+def _common(a: tuple[object, ...], b: tuple[object, ...]) -> tuple[object, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and _same(a[n], b[n]):
+        n += 1
+    return a[:n]
+
+
+def _same(x: object, y: object) -> bool:
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return x[0] is y[0] and x[1] == y[1]
+    return x is y
+
+
+def _barrier_between(barriers: list[_Event], lo: int, hi: int, level: tuple[object, ...]) -> bool:
+    return any(lo < b.pos < hi and _same_level(b.context, level) for b in barriers)
+
+
+def _same_level(context: tuple[object, ...], level: tuple[object, ...]) -> bool:
+    """A barrier at `level` or in loops below it (no guards: every thread reaches it)."""
+    return len(context) >= len(level) and all(_same(x, y) for x, y in zip(context, level)) and all(
+        isinstance(e, S.For) for e in context[len(level):])
+
+
+def check_races(func: LoweredFunc, body: S.Stmt, info: CudaAxisInfo) -> None:
+    """Raise CompileError for a provable cross-block or unsynchronised shared-memory race."""
+    collector = _Events()
+    collector.stmt(body)
+    events = collector.events
+    barriers = [e for e in events if e.buffer is None]
+    args = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+    by_buffer: dict[str, list[_Event]] = {}
+    for ev in events:
+        if ev.buffer is not None and ev.buffer.name not in args and ev.index is not None and ev.index.dtype.is_int:
+            by_buffer.setdefault(ev.buffer.name, []).append(ev)
+    conflicts = _Conflicts(info, list(func.scalar_args))
+    for name, accesses in by_buffer.items():
+        memory = accesses[0].buffer.memory_type  # type: ignore[union-attr]
+        if memory in (MemoryType.HEAP, MemoryType.AUTO):
+            _check_global(func, name, accesses, conflicts)
+            _check_shared(func, name, accesses, barriers, conflicts)  # threads of one block: as shared
+        elif memory is MemoryType.GPU_SHARED:
+            _check_shared(func, name, accesses, barriers, conflicts)
+
+
+def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflicts: _Conflicts) -> None:
+    for w in (a for a in accesses if a.is_store):
+        for r in (a for a in accesses if not a.is_store):
+            if conflicts.exists(w, r, "blocks differ"):
+                raise CompileError(
+                    f"gpu_bind: global temporary '{name}' is written by one block and read by another in kernel "
+                    f"'{func.name}' (write index {print_ir(w.index)}, read index {print_ir(r.index)}): fusion "
+                    "requires synchronization across blocks, which a CUDA kernel does not have. Compute the "
+                    "producer inside the consumer's block (compute_at / simple_compute_at), give both the same "
+                    "blockIdx binding, or keep the temporary per block with set_buffer(.., \"shared\")")
+
+
+def _check_shared(func: LoweredFunc, name: str, accesses: list[_Event], barriers: list[_Event],
+                  conflicts: _Conflicts) -> None:
+    for i, p in enumerate(accesses):
+        for q in accesses[i + 1:]:
+            if not (p.is_store or q.is_store) or (p.is_store and q.is_store) or _own_write_first(p, q, func):
+                continue
+            level = _common(p.context, q.context)
+            loops = tuple(e.loop_var.name for e in level if isinstance(e, S.For))  # type: ignore[union-attr]
+            same_iter = conflicts.exists(p, q, "threads differ", loops, loops_differ=False)
+            if same_iter and not _barrier_between(barriers, p.pos, q.pos, level):
+                raise _sync_error(func, name, p, q, "between them")
+            if loops and conflicts.exists(p, q, "threads differ", loops, loops_differ=True):
+                wraps = [b for b in barriers if _same_level(b.context, level) and not p.pos < b.pos < q.pos]
+                if not wraps:
+                    raise _sync_error(func, name, p, q, "in the loop body after the second or before the first "
+                                      "(they run in different iterations of the enclosing loop)")
+
+
+def _own_write_first(p: _Event, q: _Event, func: LoweredFunc) -> bool:
+    """Whether the reader `q` always wrote the element itself first, in the same iteration (same
+    index, the write dominating the read): other threads' writes of that element then only race
+    with its own write, a write-write race this check does not report (a warp-reduce result
+    broadcast to all lanes of a row, as in the seed)."""
+    if not p.is_store or q.is_store or p.index != q.index:
+        return False
+    level = _common(p.context, q.context)
+    loops = {e.loop_var.name for e in level if isinstance(e, S.For)}  # type: ignore[union-attr]
+    names = {v.name for v in walk(p.index) if isinstance(v, E.Var)}  # type: ignore[arg-type]
+    symbols = {v.name for v in func.scalar_args}
+    allowed = loops | symbols | {n for n in names if n.startswith(("threadIdx.", "blockIdx."))}
+    allowed |= {f"{p_}.{a}" for p_ in ("threadIdx", "blockIdx") for a in _AXES}
+    if not names <= allowed:
+        return False
+    return dominates(p.context[len(level):], q.context[len(level):], allowed)
+
+
+def _sync_error(func: LoweredFunc, name: str, p: _Event, q: _Event, where: str) -> CompileError:
+    first, second = ("written", "read") if p.is_store else ("read", "overwritten")
+    memory = "shared buffer" if p.buffer is not None and p.buffer.memory_type is MemoryType.GPU_SHARED \
+        else "global temporary"
+    return CompileError(
+        f"gpu_bind: {memory} '{name}' in kernel '{func.name}': an element {first} by one thread "
+        f"(index {print_ir(p.index)}) is {second} by another thread of the block (index {print_ir(q.index)}) "
+        f"without __syncthreads() {where}; add one with sync_threads(<loop or block>, after=True)")

@@ -1,0 +1,108 @@
+"""gpu_sync: cross-block global temporaries and unsynchronised shared memory are CompileErrors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import cinn_py as cp
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import Block, Evaluate, For, Load, MemoryType, Store, Var
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.ir.buffer import make_tensor
+from cinn_py.ir.func import CudaAxisInfo
+from cinn_py.passes.gpu_bind import gpu_bind
+from cinn_py.passes.gpu_sync import check_races
+from codegen.cuda import generate_cuda
+from schedules import IRSchedule
+from tests.codegen.cuda.nvrtc_helpers import every_generated_source_compiles
+
+pytestmark = pytest.mark.usefixtures("every_generated_source_compiles")
+__all__ = ["every_generated_source_compiles"]
+
+I32 = dt.int32
+TX = Var("threadIdx.x", I32)
+
+
+def _c(v: int) -> E.IntImm:
+    return E.IntImm(I32, v)
+
+
+def _two_stage(read_row, shared: bool = False, sync: bool = False) -> IRSchedule:
+    A = cp.placeholder((8, 32), "float32", "A")
+    B = cp.compute((8, 32), lambda i, j: A[i, j] * 2.0, "B")
+    C = cp.compute((8, 32), lambda i, j: B[read_row(i), 31 - j] + 1.0, "C")
+    s = IRSchedule(cp.lower("fn", [A, C]))
+    for name in ("B", "C"):
+        loops = s.get_loops(name)
+        s.bind(loops[0], "blockIdx.x")
+        s.bind(loops[1], "threadIdx.x")
+    if shared:
+        s.set_buffer("B", "shared")
+    if sync:
+        s.sync_threads(s.get_loops("B")[0], after=True)
+    return s
+
+
+def test_global_temporary_read_by_another_block_is_an_error() -> None:
+    """Block b reads the row block 7 - b wrote: only a grid-wide barrier could order that."""
+    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"
+                                           r".*compute_at"):
+        generate_cuda(_two_stage(lambda i: 7 - i).func)
+
+
+def test_global_temporary_read_by_another_thread_of_the_same_block_needs_syncthreads() -> None:
+    with pytest.raises(CompileError, match=r"global temporary '_B'.*read by another thread.*__syncthreads"):
+        generate_cuda(_two_stage(lambda i: i).func)
+    code = generate_cuda(_two_stage(lambda i: i, sync=True).func)
+    assert "__syncthreads();" in code.source and [t.name for t in code.temp_spaces] == ["B"]
+
+
+def test_shared_read_by_another_thread_needs_syncthreads() -> None:
+    with pytest.raises(CompileError, match=r"shared buffer '_B_temp_buffer'.*written by one thread.*read by "
+                                           r"another thread.*without __syncthreads\(\) between them.*sync_threads"):
+        gpu_bind(_two_stage(lambda i: i, shared=True).func)
+    assert "__syncthreads();" in generate_cuda(_two_stage(lambda i: i, shared=True, sync=True).func).source
+
+
+def _tile_loop(syncs: tuple[bool, bool]) -> tuple:
+    """for k < 4: S[tx] = A[k*32 + tx]; [sync]; O[k*32 + tx] = S[31 - tx]; [sync]"""
+    A = cp.placeholder((128,), "float32", "A")
+    O = cp.compute((128,), lambda i: A[i], "O")
+    func = cp.lower("fn", [A, O])
+    a, o = (arg.tensor for arg in func.args)
+    shm = make_tensor("S", (_c(32),), dt.float32, MemoryType.GPU_SHARED)
+    k = Var("k", I32)
+    sync = Evaluate(E.Call("__syncthreads", (), I32))
+    body = [Store(shm, Load(a, (k * _c(32) + TX,)), (TX,))]
+    if syncs[0]:
+        body.append(sync)
+    body.append(Store(o, Load(shm, (_c(31) - TX,)), (k * _c(32) + TX,)))
+    if syncs[1]:
+        body.append(sync)
+    loop = For(k, _c(0), _c(4), Block(tuple(body)))
+    info = CudaAxisInfo((_c(1),) * 3, (_c(32), _c(1), _c(1)))
+    return dataclasses.replace(func, body=Block((loop,))), loop, info
+
+
+def test_shared_reuse_across_iterations_needs_a_second_barrier() -> None:
+    """Iteration k+1 overwrites S[tx] while a slower thread may still read S[31 - tx] of
+    iteration k: the classic tiled-loop write-after-read race."""
+    func, body, info = _tile_loop((True, False))
+    with pytest.raises(CompileError, match="different iterations of the enclosing loop"):
+        check_races(func, body, info)
+    func, body, info = _tile_loop((True, True))
+    check_races(func, body, info)
+    func, body, info = _tile_loop((False, True))
+    with pytest.raises(CompileError, match="between them"):
+        check_races(func, body, info)
+
+
+def test_seed_with_shared_temporaries_compiles() -> None:
+    """C of the seed is written by every thread of a row (the same warp-reduce result) and read by
+    each of them after its own write: a write-write overlap, not reported."""
+    from tests.codegen.cuda.test_seed_cuda import scheduled_seed  # noqa: PLC0415
+
+    assert "__shared__ float C_rf_temp_buffer[1024];" in generate_cuda(scheduled_seed("shared")).source
