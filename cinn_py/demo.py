@@ -19,24 +19,25 @@ import cinn_py as cp
 from cinn_py.ir import LoweredFunc, reset_name_ids
 
 
-def seed_program() -> LoweredFunc:
-    """The seed's composite example, lowered (see examples/seed_example.py)."""
+def seed_program(red: int = 1024) -> LoweredFunc:
+    """The seed's composite example over [S1, S2, red], lowered (examples/seed_example.py);
+    tests use smaller `red` values."""
     s1, s2 = cp.sym("S1"), cp.sym("S2")
-    x = cp.placeholder((s1, s2, 1024), "float32", "X")
-    a = cp.compute((s1, s2, 1024), lambda i, j, k: x[i, j, k] * 2.0, "A")
-    b = cp.compute((s1, s2, 1024), lambda i, j, k: a[i, j, k] + 1.0, "B")
-    r = cp.reduce_axis(1024, "k")
+    x = cp.placeholder((s1, s2, red), "float32", "X")
+    a = cp.compute((s1, s2, red), lambda i, j, k: x[i, j, k] * 2.0, "A")
+    b = cp.compute((s1, s2, red), lambda i, j, k: a[i, j, k] + 1.0, "B")
+    r = cp.reduce_axis(red, "k")
     c = cp.compute((s1, s2), lambda i, j: cp.reduce_sum(b[i, j, r], [r]), "C")
     d = cp.compute((s1, s2), lambda i, j: c[i, j] * 2.0, "D")
-    e = cp.compute((s1, s2, 1024), lambda i, j, k: d[i, j], "E")
-    f = cp.compute((s1, s2, 1024), lambda i, j, k: e[i, j, k] + 1.0, "F")
+    e = cp.compute((s1, s2, red), lambda i, j, k: d[i, j], "E")
+    f = cp.compute((s1, s2, red), lambda i, j, k: e[i, j, k] + 1.0, "F")
     return cp.lower("fn", [x, f])
 
 
 def seed_reference(x: np.ndarray) -> np.ndarray:
-    """numpy version of the seed example."""
-    c = (x * 2.0 + 1.0).sum(axis=-1, dtype=np.float64).astype(np.float32)
-    return np.broadcast_to((c * 2.0)[..., None], x.shape) + np.float32(1.0)
+    """numpy version of the seed example (sums in float64)."""
+    c = (x.astype(np.float64) * 2 + 1).sum(axis=-1)
+    return (np.broadcast_to((c * 2)[..., None], x.shape) + 1).astype(np.float32)
 
 
 def gpu_schedule(func: LoweredFunc) -> Any:

@@ -20,30 +20,12 @@ from schedules.primitives import (
     align_iter_space, bind, compute_inline, factorize_reduction, simple_compute_at, split,
 )
 from schedules.primitives.storage import set_buffer
+from cinn_py.demo import seed_program as seed_func, seed_reference
 from tests.codegen.cuda.test_cuda_codegen import kernel_text
 
 SHAPES = [(1, 1), (3, 5), (4, 7)]
 _SP = "((((sp_5 * 512ll) + ((int)blockIdx.x * 32ll)) + (int)threadIdx.y) < (S1 * S2))"
 _X = "((((sp_5 * 524288ll) + ((int)blockIdx.x * 32768ll)) + ((int)threadIdx.y * 1024ll)) + ((int)threadIdx.x * 32ll))"
-
-
-def seed_func() -> LoweredFunc:
-    """X[S1, S2, 1024] -> A = X * 2 -> B = A + 1 -> C = sum B -> D = C * 2 -> E = bcast D -> F = E + 1."""
-    S1, S2 = cp.sym("S1"), cp.sym("S2")
-    X = cp.placeholder((S1, S2, 1024), "float32", "X")
-    A = cp.compute((S1, S2, 1024), lambda i, j, k: X[i, j, k] * 2.0, "A")
-    B = cp.compute((S1, S2, 1024), lambda i, j, k: A[i, j, k] + 1.0, "B")
-    r = cp.reduce_axis(1024, "k")
-    C = cp.compute((S1, S2), lambda i, j: cp.reduce_sum(B[i, j, r], [r]), "C")
-    D = cp.compute((S1, S2), lambda i, j: C[i, j] * 2.0, "D")
-    E = cp.compute((S1, S2, 1024), lambda i, j, k: D[i, j], "E")
-    F = cp.compute((S1, S2, 1024), lambda i, j, k: E[i, j, k] + 1.0, "F")
-    return cp.lower("fn", [X, F])
-
-
-def seed_reference(x: np.ndarray) -> np.ndarray:
-    c = (x.astype(np.float64) * 2 + 1).sum(axis=2)
-    return (np.broadcast_to((c * 2)[:, :, None], x.shape) + 1).astype(np.float32)
 
 
 def _loops(f: LoweredFunc, name: str) -> list[For]:
