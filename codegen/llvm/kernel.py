@@ -18,13 +18,14 @@ released, and parallel loops run on the native thread pool of `codegen.llvm.nati
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any
 
 import numpy as np
 
 from cinn_py.ir import ArgIO, LoweredFunc
 from cinn_py.runtime import threadpool
-from cinn_py.runtime.args import ArgValidator, FastCall, storage_dtype
+from cinn_py.runtime.args import ArgValidator, FastCall, data_ptr, storage_dtype
 from codegen.llvm.jit import LoadedObject, parallel_runtime
 from codegen.llvm.stmts import STATUS_NOMEM
 
@@ -33,10 +34,10 @@ ALIGNMENT = 64
 
 def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+    # one ndarray constructor over the over-allocated buffer (half the cost of slice+view+reshape)
+    return np.ndarray(shape, dtype, raw, (-data_ptr(raw)) % ALIGNMENT)
 
 
 class Kernel:
@@ -53,7 +54,7 @@ class Kernel:
         self.from_cache = from_cache
         self.num_threads = None if num_threads is None else threadpool.check_thread_count(num_threads, "num_threads")
         self._loaded = loaded
-        self._pool = parallel_runtime()
+        self._pool_threads = parallel_runtime().num_threads_cell
         self._validator = ArgValidator(func, device="cpu")
         arg_types = [ctypes.c_void_p if a.tensor is not None else ctypes.c_int64 for a in func.args]
         proto = ctypes.CFUNCTYPE(ctypes.c_int32, *arg_types)
@@ -63,6 +64,9 @@ class Kernel:
         self._out_ranks = [t.ndim for t in func.outputs]
         self._out_dtypes = [storage_dtype(t.dtype) for t in func.outputs]
         self._arg_kinds = [(a.io, a.var.name if a.tensor is None else "") for a in func.args]  # type: ignore[union-attr]
+        ios = [io for io, _ in self._arg_kinds]
+        self._canonical_order = ios == sorted(ios, key=[ArgIO.INPUT, ArgIO.OUTPUT, ArgIO.SCALAR].index) and \
+            [name for io, name in self._arg_kinds if io is ArgIO.SCALAR] == [v.name for v in func.scalar_args]
 
     def __repr__(self) -> str:
         return f"<Kernel x86 '{self.func.name}' inputs={[t.name for t in self.func.inputs]} " \
@@ -106,20 +110,34 @@ class Kernel:
         """A call whose signature was validated before (see `ArgValidator.fast_call`)."""
         if fast.output_ptrs is None:
             arrays = [aligned_empty(s, d) for s, d in zip(fast.output_shapes, self._out_dtypes)]
-            out_ptrs: tuple[int, ...] = tuple(a.ctypes.data for a in arrays)
-            results: list[Any] = arrays
+            out_ptrs: tuple[int, ...] = tuple([data_ptr(a) for a in arrays])
+            results: Any = arrays
         else:
             out_ptrs = fast.output_ptrs
-            results = list(out) if isinstance(out, (list, tuple)) else [out]
-        ins, outs = iter(fast.input_ptrs), iter(out_ptrs)
-        self._run([next(ins) if io is ArgIO.INPUT else next(outs) if io is ArgIO.OUTPUT else fast.symbols[name]
-                   for io, name in self._arg_kinds])
+            results = out if isinstance(out, (list, tuple)) else (out,)
+        if self._canonical_order:  # inputs, outputs, symbols: no reordering needed
+            call_args: Any = (*fast.input_ptrs, *out_ptrs, *fast.scalar_values)
+        else:
+            ins, outs = iter(fast.input_ptrs), iter(out_ptrs)
+            call_args = [next(ins) if io is ArgIO.INPUT else next(outs) if io is ArgIO.OUTPUT
+                         else fast.symbols[name] for io, name in self._arg_kinds]
+        threads = self.num_threads or threadpool.get_num_threads()  # `_run`, inlined
+        if threads != self._pool_threads.value:
+            self._pool_threads.value = threads
+        status = self._entry(*call_args)
+        if status:
+            self._raise_status(status)
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _run(self, call_args: list[Any]) -> None:
-        self._pool.set_num_threads(self.num_threads or threadpool.get_num_threads())
+    def _run(self, call_args: Any) -> None:
+        threads = self.num_threads or threadpool.get_num_threads()
+        if threads != self._pool_threads.value:
+            self._pool_threads.value = threads
         status = self._entry(*call_args)
+        if status:
+            self._raise_status(status)
+
+    def _raise_status(self, status: int) -> None:
         if status == STATUS_NOMEM:
             raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
-        if status != 0:
-            raise RuntimeError(f"kernel '{self.func.name}': generated code returned status {status}")
+        raise RuntimeError(f"kernel '{self.func.name}': generated code returned status {status}")

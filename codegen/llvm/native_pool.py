@@ -289,13 +289,14 @@ class NativePool:
 
     def __init__(self, launch_address: int, num_threads_address: int, reset_address: int) -> None:
         self.launch_address = launch_address
-        self._threads = ctypes.c_int64.from_address(num_threads_address)
+        self.num_threads_cell = ctypes.c_int64.from_address(num_threads_address)
+        """`cinn_py_num_threads`: threads of the next launches (the Kernel sets it before a call)."""
         self._reset = ctypes.CFUNCTYPE(None)(reset_address)
 
     def set_num_threads(self, n: int) -> None:
-        """Threads of the next launches from any thread (the Kernel sets it before each call)."""
-        if self._threads.value != n:
-            self._threads.value = n
+        """Threads of the next launches from any thread."""
+        if self.num_threads_cell.value != n:
+            self.num_threads_cell.value = n
 
     def reset_after_fork(self) -> None:
         """Forget the workers (they do not exist in a forked child)."""

@@ -7,7 +7,7 @@ import pytest
 
 from cinn_py import ir
 from cinn_py.ir import dtype as dt
-from cinn_py.runtime.args import ArgValidator
+from cinn_py.runtime.args import ArgValidator, data_ptr
 
 
 def _func(n: int | ir.Var = 8) -> ir.LoweredFunc:
@@ -59,3 +59,26 @@ def test_non_contiguous_or_foreign_inputs_are_not_cached() -> None:
         v.validate((np.ones(16, np.float32)[::2],))
     assert v.fast_call((np.ones(16, np.float32)[::2],)) is None
     assert v.fast_call(([1.0] * 8,)) is None
+
+
+def test_data_ptr_matches_numpy_for_views_and_offsets() -> None:
+    base = np.arange(1000, dtype=np.float64).reshape(10, 100)
+    for arr in (base, base[3:], base[:, 7:], base[2:5, 1:9], base.T, np.empty(0, np.int8), np.float32(3) * np.ones(3)):
+        assert data_ptr(arr) == arr.ctypes.data
+
+
+def test_output_overlapping_an_input_or_another_output_is_not_fast() -> None:
+    A = ir.make_tensor("A", (ir.const(8),), dt.float32)
+    B = ir.make_tensor("B", (ir.const(8),), dt.float32)
+    C = ir.make_tensor("C", (ir.const(8),), dt.float32)
+    f = ir.LoweredFunc("f2", (ir.Argument(ir.ArgIO.INPUT, A), ir.Argument(ir.ArgIO.OUTPUT, B),
+                              ir.Argument(ir.ArgIO.OUTPUT, C)), ir.Block(()))
+    v = ArgValidator(f)
+    a, buf = np.ones(8, np.float32), np.empty(24, np.float32)
+    v.validate((a,), [buf[:8], buf[8:16]])
+    assert v.fast_call((a,), [buf[:8], buf[8:16]]) is not None
+    assert v.fast_call((a,), [buf[:8], buf[:8]]) is None            # the two outputs alias
+    assert v.fast_call((a,), [buf[4:12], buf[12:20]]) is not None
+    assert v.fast_call((buf[8:16],), [buf[:8], buf[4:12]]) is None  # overlaps the input and each other
+    wide = np.empty(16, np.float32)
+    assert v.fast_call((wide[4:12],), [wide[:8], buf[:8]]) is None  # partial overlap with the input
