@@ -3,14 +3,18 @@ PyCUDA kernels and bucket dispatch.
 
     generate_cuda(func, fast_math=False, arch="sm_90") -> GeneratedCode(.source, .ptx, .cubin, .launch)
     build_cuda(func, fast_math=False, arch="auto", **options) -> Kernel   (needs PyCUDA and a GPU)
+    build_cuda(func, buckets=[(pred, f), ...]) -> BucketDispatch        (dynamic shapes: one kernel
+        per predicate on the symbolic dims, chosen per call on the host)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cinn_py.diagnostics import CompileError
 from cinn_py.ir.func import LoweredFunc
 from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_predicate
+from codegen.cuda.dispatch import signature as _dispatch_signature
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.nvrtc import CompiledCuda, compile_cuda
@@ -24,15 +28,28 @@ __all__ = [
 def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", **options: Any) -> Any:
     """Generate, compile and load `func` as a launchable `Kernel` (see `codegen.cuda.kernel`).
 
-    Options: `nvrtc_options` (tuple of extra NVRTC flags). `arch="auto"` compiles for the current
+    Options: `nvrtc_options` (tuple of extra NVRTC flags); `buckets`: a list of
+    `(predicate on the symbolic dims, scheduled LoweredFunc)` pairs with `func`'s signature, built
+    into a `BucketDispatch` named after `func` (CINN's BucketLower: each call binds the symbolic
+    dims from the input shapes, picks the first bucket whose predicate holds, and computes that
+    kernel's launch dims and symbol arguments on the host). `arch="auto"` compiles for the current
     device; an explicit `sm_XX` must match it (`sm_90` for H100).
     """
     from codegen.cuda.kernel import Kernel, device_arch  # noqa: PLC0415
 
     extra = tuple(options.pop("nvrtc_options", ()))
+    buckets = options.pop("buckets", None)
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
     if arch == "auto":
         arch = device_arch()
+    if buckets is not None:
+        dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra)
+        if _dispatch_signature(dispatch.func) != _dispatch_signature(func):
+            raise CompileError(f"build_cuda: the buckets of '{func.name}' take different arguments than "
+                               f"'{func.name}' itself; every bucket must have its signature")
+        for code in dispatch.codes:
+            _ = code.cubin  # compile every bucket now: a broken bucket fails the build, not a later call
+        return dispatch
     code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra)
     return Kernel(code, func)

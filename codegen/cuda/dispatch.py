@@ -55,7 +55,7 @@ def bucket_kernel_name(fn_name: str, pred: E.Expr) -> str:
     return f"{sanitize_identifier(fn_name)}_COND_{mangle_predicate(pred)}__kernel"
 
 
-def _signature(func: LoweredFunc) -> tuple[Any, ...]:
+def signature(func: LoweredFunc) -> tuple[Any, ...]:
     return tuple((a.io, a.name, a.tensor.dtype if a.tensor else a.var.dtype,  # type: ignore[union-attr]
                   a.tensor.shape if a.tensor else ()) for a in func.args)
 
@@ -73,7 +73,7 @@ class BucketDispatch:
                 raise TypeError("BucketDispatch: buckets are (predicate Expr, LoweredFunc) pairs")
             if not pred.dtype.is_bool:
                 raise TypeError(f"BucketDispatch: predicate {pred} has dtype {pred.dtype}, expected bool")
-            if _signature(func) != _signature(first):
+            if signature(func) != signature(first):
                 raise CompileError(f"BucketDispatch: bucket '{func.name}' has a different signature than "
                                    f"'{first.name}'; every bucket must take the same arguments")
             symbols = {v.name for v in first.scalar_args}
@@ -89,6 +89,7 @@ class BucketDispatch:
                           kernel_name=bucket_kernel_name(self.name, pred))
             for pred, func in buckets)
         self._kernels: dict[int, Any] = {}
+        self._validators: dict[str, Any] = {}
 
     def select(self, symbol_values: Mapping[str, int]) -> int:
         """Index of the first bucket whose predicate holds for `symbol_values`."""
@@ -111,7 +112,10 @@ class BucketDispatch:
         from cinn_py.runtime.args import ArgValidator  # noqa: PLC0415
 
         device = "cuda" if args and hasattr(args[0], "__cuda_array_interface__") else "cpu"
-        symbols = ArgValidator(self.func, device=device).validate(args).symbols
+        validator = self._validators.get(device)
+        if validator is None:
+            validator = self._validators[device] = ArgValidator(self.func, device=device)
+        symbols = validator.validate(args).symbols
         return self.kernel(self.select(symbols))(*args, out=out)
 
 

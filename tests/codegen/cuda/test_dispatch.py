@@ -62,3 +62,42 @@ def test_bucket_errors() -> None:
     B = cp.compute((8,), lambda i: A[i], "B")
     with pytest.raises(CompileError, match="different signature"):
         BucketDispatch([(S0 > 1, func), (S0 <= 1, cp.lower("other", [A, B]))])
+
+
+def test_build_cuda_with_buckets_dispatches_per_call_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end through build_cuda and the PyCUDA fake: the bucket is chosen from the input
+    shape, and its own grid/block dims and the int64 symbol argument are computed on the host."""
+    import numpy as np  # noqa: PLC0415
+
+    from codegen.cuda import build_cuda  # noqa: PLC0415
+    from codegen.cuda import kernel as kernel_mod  # noqa: PLC0415
+    from tests.codegen.cuda.test_kernel_host import fake_pycuda  # noqa: PLC0415
+
+    log: list = []
+    fake = fake_pycuda(log)
+    monkeypatch.setattr(kernel_mod, "_pycuda", lambda: fake)
+    S0, small = _softmax_like(64)
+    _, large = _softmax_like(256)
+    dispatch = build_cuda(small, arch="sm_90", buckets=[(S0 <= 1024, small), (S0 > 1024, large)])
+    assert isinstance(dispatch, BucketDispatch) and all(code.is_compiled for code in dispatch.codes)
+    for n, grid, block in ((5, 1, 64), (1024, 16, 64), (1025, 5, 256), (5000, 20, 256)):
+        out = dispatch(np.ones(n, np.float32))
+        assert out.shape == (n,)
+        (_, got_grid, got_block, args, shared), = [e for e in log if e[0] == "launch"]
+        log.clear()
+        assert (got_grid, got_block, shared) == ((grid, 1, 1), (block, 1, 1), 0)
+        assert [type(a) for a in args] == [np.uintp, np.uintp, np.int64] and int(args[2]) == n
+    assert set(dispatch._kernels) == {0, 1}  # one loaded Kernel per bucket, reused across calls
+    with pytest.raises(TypeError, match="expected 1 input"):
+        dispatch()
+
+
+def test_build_cuda_buckets_must_match_the_function() -> None:
+    from codegen.cuda import build_cuda  # noqa: PLC0415
+
+    S0, func = _softmax_like(64)
+    A = cp.placeholder((S0, 2), "float32", "A")
+    B = cp.compute((S0, 2), lambda i, j: A[i, j], "B")
+    other = cp.lower("fn", [A, B])
+    with pytest.raises(CompileError, match="take different arguments"):
+        build_cuda(other, arch="sm_90", buckets=[(S0 > 0, func)])
