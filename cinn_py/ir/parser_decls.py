@@ -12,7 +12,6 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import Buffer, MemoryType, Tensor
 from cinn_py.ir.decls import ARG_IOS, CALL_TYPES, MEMORY_TYPES, REDUCE_METHODS, FuncDecl, Section
-from cinn_py.ir.dtype import DType
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc
 from cinn_py.ir.lexer import Token
 

@@ -17,7 +17,6 @@ from typing import Any
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
-from cinn_py.ir.dtype import DType
 from cinn_py.ir.func import LoweredFunc, Module
 
 _INT_PREFIX = {8: "(int8_t)", 16: "(int16_t)"}

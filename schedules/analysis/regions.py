@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cinn_py import ir
-from cinn_py.ir import Expr, For, IntImm, Load, ScheduleBlockRealize, Stmt, Store, Tensor, Var
+from cinn_py.ir import Expr, For, IntImm, Load, ScheduleBlockRealize, Stmt, Tensor, Var
 from schedules.analysis.loops import block_stores
 
 __all__ = [

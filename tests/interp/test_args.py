@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.lowering import lower
 from cinn_py import ir
 from cinn_py.interp import run_ir
 from tests.interp.irb import func, loop, tensor, var

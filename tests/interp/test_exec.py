@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.lowering import lower
 from cinn_py import ir
 from cinn_py.interp import OutOfBoundsError, UnsupportedConstructError, run_ir
 from cinn_py.interp import stmts as interp_stmts

@@ -5,7 +5,6 @@ exactly like numpy, and that survives the text format round trip."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 import cinn_py as cp
 from cinn_py.diagnostics import ScheduleError

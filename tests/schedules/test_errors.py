@@ -16,7 +16,7 @@ import pytest
 from cinn_py.ir import LoweredFunc
 from schedules import (
     BindLimitError, BlockNotFoundError, BufferError, ExtentMismatchError, IllegalDependenceError,
-    InvalidArgumentError, IRSchedule, LoopKindError, LoopNotFoundError, LoopStartError,
+    InvalidArgumentError, IRSchedule, LoopKindError, LoopNotFoundError,
     NonConstantExtentError, NotAChainError, NotPerfectlyNestedError, ScheduleError, StaleHandleError,
 )
 from schedules.primitives.align import AlignError
