@@ -101,13 +101,19 @@ def _inputs(inputs: tuple[Any, ...]) -> Sequence[Any] | Mapping[str, Any]:
     return inputs[0] if len(inputs) == 1 and isinstance(inputs[0], Mapping) else inputs
 
 
-def compile_program(program: Program, target: str = "x86") -> CompiledProgram:
-    """Optimize, fuse, lower and build every group of `program` for `target` ("x86" or "cuda")."""
+def compile_program(program: Program, target: str = "x86", schedule: str | None = None,
+                    fast_math: bool = False) -> CompiledProgram:
+    """Optimize, fuse, lower and build every group of `program` for `target` ("x86" or "cuda").
+
+    `schedule=None` builds each group's loop nests as lowered (serial); `schedule="auto"` lets
+    the driver's automatic group scheduler (`cinn_py.driver.build(..., schedule="auto")`)
+    schedule each group first.
+    """
     from cinn_py.driver import build  # noqa: PLC0415 - the driver reaches codegen lazily
 
     fusion = plan(program)
     funcs = [g.lower() for g in fusion.groups]
-    kernels = [build(f, target) for f in funcs]
+    kernels = [build(f, target, fast_math=fast_math, schedule=schedule) for f in funcs]
     return CompiledProgram(program, fusion, funcs, kernels, target)
 
 

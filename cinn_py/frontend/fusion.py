@@ -36,12 +36,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cinn_py.frontend.ops import OpPatternKind as K
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.frontend.ops.shapes import dims_equal, numel, shapes_equal, symbols_of
 from cinn_py.frontend.program import Operator, Program, Variable
+
+if TYPE_CHECKING:
+    from cinn_py.ir.func import LoweredFunc
 
 _PRODUCER_TO_CONSUMER: dict[K, frozenset[K]] = {
     K.kElementWise: frozenset({K.kElementWise, K.kBroadcast, K.kInjective, K.kReduction, K.kOutFusible}),
@@ -128,7 +132,7 @@ class Group:
     def args(self) -> tuple[Variable, ...]:
         return self.inputs + self.shape_inputs
 
-    def lower(self):  # type: ignore[no-untyped-def]  # -> LoweredFunc
+    def lower(self) -> LoweredFunc:
         """The group as one LoweredFunc: `cinn_py.lower(name, [inputs..., outputs...])`."""
         from cinn_py.frontend.executor import lower_group  # noqa: PLC0415
 

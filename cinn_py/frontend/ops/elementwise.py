@@ -78,8 +78,8 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
 
     def infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         check_same_shapes(name, ins)
-        check_same_dtypes(name, ins if name != "select" else ins[1:])
-        for t in ins if name != "select" else ins[1:]:
+        check_same_dtypes(name, ins)
+        for t in ins:
             _check_kind(name, kind, t)
         out_dtype = result(ins[0], attrs) if result is not None else ins[-1].dtype
         return [TensorType(ins[-1].shape, out_dtype)]

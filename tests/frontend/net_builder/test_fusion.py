@@ -222,3 +222,17 @@ def test_gelu_matmul_chain_end_to_end() -> None:
     for rows in (2, 5):
         args = _inputs(program, rows)
         np.testing.assert_allclose(compiled(*args), program.run_numpy(*args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [seed_program, softmax_program, layer_norm_program, linear_program])
+def test_compile_program_with_auto_schedule(make) -> None:  # type: ignore[no-untyped-def]
+    program = make()
+    compiled = compile_program(program, target="x86", schedule="auto")
+    for rows in (1, 6):
+        args = _inputs(program, rows)
+        np.testing.assert_allclose(compiled(*args), program.run_numpy(*args), rtol=1e-5, atol=1e-4)
+
+
+def test_compile_program_rejects_unknown_schedule() -> None:
+    with pytest.raises(ValueError, match="schedule must be None"):
+        compile_program(seed_program(), schedule="fast")
