@@ -76,7 +76,8 @@ def sanitize_identifier(name: str, reserved: frozenset[str] = C_KEYWORDS | CUDA_
         return name
     readable = _INVALID.sub("_", name).strip("_")
     readable = re.sub(r"_+", "_", readable)[:MAX_IDENTIFIER_LENGTH - 12]
-    if not readable or not readable[0].isalpha() or readable.startswith(_RESERVED_PREFIXES):
+    # Check the prefix on `readable_` too: "cinn" + "_<hash>" would start with "cinn_".
+    if not readable or not readable[0].isalpha() or f"{readable}_".startswith(_RESERVED_PREFIXES):
         readable = "v" + ("_" + readable if readable else "")
     return f"{readable}_{_digest(name)}"
 

@@ -104,6 +104,10 @@ def test_codegen_cuda_and_x86(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                      'sch.bind(i0, "blockIdx.x")\nsch.bind(i1, "threadIdx.x")\n')
     code, out, _ = _run(capsys, "codegen", str(path), "--schedule", str(sched), "--target", "cuda")
     assert code == 0 and "__global__" in out and "(int)threadIdx.x" in out
+    code, out, _ = _run(capsys, "codegen", str(path), "--schedule", str(sched), "--target", "cuda",
+                        "--emit", "ptx")  # the printed source also compiles with NVRTC
+    assert code == 0 and ".entry fn" in out
+
     code, out, _ = _run(capsys, "codegen", str(path), "--target", "x86", "--emit", "llvm")
     assert code == 0 and "define" in out
 

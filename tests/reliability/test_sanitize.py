@@ -78,3 +78,9 @@ def test_sanitised_names_compile_with_nvrtc(key: str) -> None:
     func = _bind(rename(_program(), {"A": name, "C": sanitize_identifier(HOSTILE[key] + "_out")}, func_name=name))
     code = cp.codegen(func, target="cuda")
     assert code.ptx or code.cubin
+
+
+def test_reserved_prefix_after_appending_the_hash() -> None:
+    """`:cinn` reads as `cinn`, and `cinn_<hash>` would enter the runtime's `cinn_` namespace."""
+    assert is_safe_identifier(sanitize_identifier(":cinn"))
+    assert not sanitize_identifier(":cinn").startswith("cinn_")
