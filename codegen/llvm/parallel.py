@@ -5,11 +5,15 @@ becomes, in the enclosing function,
     closure = { lo, n, status*, captured vars..., captured buffer pointers... }
     cinn_py_parallel_launch(@fn__parallel_k, &closure, n)
     if (*status != 0) goto cleanup
-and a new function
-    void fn__parallel_k(i64 task_id, i64 num_tasks, ptr closure) {
+and two new functions
+    void fn__parallel_k(i64 task_id, i64 num_tasks, ptr closure) {   // unpacks the closure
+      fn__parallel_k_body(task_id, num_tasks, closure->lo, closure->n, ..., noalias buffers...)
+    }
+    internal alwaysinline void fn__parallel_k_body(...) {
       chunk = ceil(n / num_tasks); for (t = task_id*chunk; t < min(n, t0 + chunk); ++t) body[i := lo + t]
     }
-The launcher (`codegen.llvm.jit`) runs the tasks on `cinn_py.runtime.threadpool`.
+so each task gets one contiguous range of iterations. The launcher is the native thread pool of
+`codegen.llvm.native_pool`.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
 
     task = ir.Function(unit.module, TASK_TYPE, unit.fresh_name("__parallel"))
     task.attributes.add("nounwind")
-    _emit_task(unit, task, loop, struct_t, captured_vars, captured_bufs)
+    body_fn = _body_function(unit, task, [v.type for v in values], len(captured_bufs))
+    _emit_trampoline(task, body_fn, struct_t)
+    _emit_task(unit, body_fn, loop, captured_vars, captured_bufs)
 
     launch = unit.runtime_fn(LAUNCH_SYMBOL, T.VOID, [T.PTR, T.PTR, T.I64])
     b.call(launch, [task, closure, extent])
@@ -59,24 +65,46 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
         b.branch(parent.cleanup)
 
 
-def _emit_task(unit: CodegenUnit, task: ir.Function, loop: S.For, struct_t: ir.LiteralStructType,
-               captured_vars: list[E.Var], captured_bufs: list[str]) -> None:
-    em = FunctionEmitter(unit, task)
-    em.in_parallel = True
+def _body_function(unit: CodegenUnit, task: ir.Function, field_types: list[ir.Type], n_bufs: int) -> ir.Function:
+    """`<task>_body(task_id, num_tasks, lo, extent, status, vars..., bufs...)`: the task's work,
+    with every buffer pointer a `noalias` parameter. Buffers are distinct (arguments are checked
+    not to alias, temporaries are separate allocations), but pointers loaded from the closure
+    carry no such fact; as parameters of an always-inlined function they do (the inliner turns
+    `noalias` into alias scopes), so LLVM may keep values in registers across stores, e.g. a
+    column sum's partial-sum row across unrolled row updates."""
+    fn = ir.Function(unit.module, ir.FunctionType(T.VOID, [T.I64, T.I64] + field_types), f"{task.name}_body")
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("alwaysinline")
+    for param in fn.args[len(fn.args) - n_bufs:]:
+        param.add_attribute("noalias")
+    return fn
+
+
+def _emit_trampoline(task: ir.Function, body_fn: ir.Function, struct_t: ir.LiteralStructType) -> None:
+    """The launched task: unpack the closure and call the body."""
+    b = ir.IRBuilder(task.append_basic_block("entry"))
     task_id, num_tasks, closure = task.args
     task_id.name, num_tasks.name, closure.name = "task_id", "num_tasks", "closure"
+    fields = [b.load(b.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=struct_t),
+                     typ=struct_t.elements[k]) for k in range(len(struct_t.elements))]
+    b.call(body_fn, [task_id, num_tasks] + fields)
+    b.ret_void()
+
+
+def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: S.For, captured_vars: list[E.Var],
+               captured_bufs: list[str]) -> None:
+    em = FunctionEmitter(unit, fn)
+    em.in_parallel = True
+    task_id, num_tasks, lo, extent, status = fn.args[:5]
+    for param, name in zip(fn.args[:5], ("task_id", "num_tasks", "lo", "extent", "status")):
+        param.name = name
     b = em.b
-
-    def field(k: int) -> ir.Value:
-        ptr = b.gep(closure, [ir.Constant(T.I32, 0), ir.Constant(T.I32, k)], source_etype=struct_t)
-        return b.load(ptr, typ=struct_t.elements[k])
-
-    lo, extent, status = field(0), field(1), field(2)
     em.status = status
-    for k, var in enumerate(captured_vars):
-        em.env[var] = field(3 + k)
-    for k, name in enumerate(captured_bufs):
-        em.buffers[name] = field(3 + len(captured_vars) + k)
+    for var, param in zip(captured_vars, fn.args[5:]):
+        em.env[var] = param
+    for name, param in zip(captured_bufs, fn.args[5 + len(captured_vars):]):
+        em.buffers[name] = param
     body, private = privatize_local_buffers(loop, private_buffers(loop.body, unit.temps))
     em.allocate_temps(private)
 
