@@ -70,3 +70,27 @@ def test_zero_fill_loop_turned_into_memset_links() -> None:
     f = func("zero", [X], [Y], loop(i, n, ir.Store(Y, ir.FloatImm(dt.float32, 0.0), (i,))))
     assert "memset" in generate_x86(f).asm
     np.testing.assert_array_equal(build_x86(f, cache=False)(np.ones(n, np.float32)), np.zeros(n, np.float32))
+
+
+def test_parallel_task_body_has_noalias_buffers_and_is_inlined() -> None:
+    f = _row_stage_func()
+    code = generate_x86(f)
+    body = re.search(r"define internal void @\"?rowstage__parallel_0_body\"?\((.*)\)", code.unoptimized_ir)
+    assert body is not None and body.group(1).count("noalias") == 2  # X and Y
+    assert "alwaysinline" in code.unoptimized_ir
+    assert not re.search(r"define .*@\"?rowstage__parallel_0_body", code.llvm_ir)  # inlined away
+    assert "!alias.scope" in code.llvm_ir or "!noalias" in code.llvm_ir
+
+
+def test_column_sum_keeps_the_partial_row_in_registers_across_four_rows() -> None:
+    from cinn_py.bench import build_workload  # noqa: PLC0415
+    from cinn_py.bench_workloads import WORKLOADS  # noqa: PLC0415
+
+    kernel = build_workload(WORKLOADS["colsum"], {"rows": 64, "cols": 128}, threads=2)
+    task = kernel.llvm_ir[kernel.llvm_ir.index("__parallel_0("):]
+    task = task[:task.index("\n}\n")]
+    loads = len(re.findall(r"= load <16 x float>", task))
+    stores = len(re.findall(r"store <16 x float>", task))
+    assert stores and loads == 5 * stores  # 4 rows of X + the partial row, one store
+    x = np.random.default_rng(2).standard_normal((64, 128), dtype=np.float32)
+    np.testing.assert_allclose(kernel(x), x.sum(axis=0), rtol=1e-5, atol=1e-5)
