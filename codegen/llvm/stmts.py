@@ -10,8 +10,8 @@ Loop kinds:
 - `parallel`: outlined into `<fn>__parallel_<k>(i64 task_id, i64 num_tasks, ptr closure)`; the
   closure struct holds the loop bounds, a status pointer and every captured var and buffer. The
   generated code calls `cinn_py_parallel_launch(task, closure, extent)` (CINN:
-  `cinn_backend_parallel_launch`), implemented in Python on the runtime thread pool. Task k runs
-  iterations [k*ceil(n/T), min(n, (k+1)*ceil(n/T))).
+  `cinn_backend_parallel_launch`), the native thread pool of `native_pool` (see `parallel.py`).
+  Task k runs iterations [k*ceil(n/T), min(n, (k+1)*ceil(n/T))).
 
 Temporary buffers (function temp_bufs, `Alloc`ed buffers, any non-argument buffer) are allocated
 once at function entry: on the stack (64-byte aligned alloca) when their size is a constant of at
