@@ -10,7 +10,7 @@ import pytest
 
 from cinn_py import ir
 from cinn_py.ir import dtype as dt
-from codegen.llvm import build_x86, generate_x86
+from codegen.llvm import build_x86, fastmath, generate_x86
 from tests.codegen.llvm.llvm_helpers import elementwise_1d
 
 _erf = np.vectorize(math.erf)
@@ -78,3 +78,15 @@ def test_float64_keeps_exact_libm() -> None:
     f = elementwise_1d(8, dt.float64, lambda a: ir.Call("erf", (a,), dt.float64))
     x = np.linspace(-3, 3, 8)
     np.testing.assert_array_equal(build_x86(f, fast_math=True, cache=False)(x), _erf(x))
+
+
+@pytest.mark.skipif(not fastmath._host_has("avx512f"), reason="vscalefps needs AVX-512")
+def test_vector_exp_scales_with_one_vscalef() -> None:
+    f = elementwise_1d(1024, dt.float32, lambda a: ir.Call("exp", (a,), dt.float32), kind=ir.ForType.VECTORIZED,
+                       factor=16)
+    asm = generate_x86(f, fast_math=True).asm
+    assert "vscalefps" in asm
+    # denormal results come out of the single scaling correctly rounded
+    x = np.linspace(-103.9, -87.4, 1024).astype(np.float32)
+    y = build_x86(f, fast_math=True, cache=False)(x).astype(np.float64)
+    assert np.max(np.abs(y - np.exp(x.astype(np.float64)))) <= 2.0 ** -149
