@@ -16,12 +16,15 @@ Measurement, per workload:
   argument validation and the parallel launch included), with preallocated outputs (`out=`);
   numpy and torch run their idiomatic expressions (allocating their outputs, as users do);
 - GB/s counts the bytes every input is read once plus the output written once;
-- "% BW" is relative to this machine's memory bandwidth, measured in the same run (median of
-  10 copies, before and after the workloads; the better of the two) as the faster of two
-  copies of a 128 MiB float32 buffer (beyond the last-level cache): numpy's `np.copyto` (one
-  thread) and a cinn-py parallel vectorised copy kernel. Both figures are reported; the larger
-  one is the denominator. Working sets that fit the last-level cache (RMSNorm: 12 MB)
-  can exceed 100%.
+- memory bandwidth is measured as the faster of two copies of a 128 MiB float32 buffer (beyond
+  the last-level cache): numpy's `np.copyto` (one thread) and a cinn-py parallel vectorised
+  copy kernel, median of 10 copies before and after the workloads (the better of the two; the
+  header line reports it);
+- "% BW" of a workload is relative to the bandwidth of the cinn-py copy kernel *timed
+  interleaved with that workload* (one copy after every timed call; column "BW@run"): the
+  machine's memory is shared with other processes, so a bandwidth measured minutes apart can
+  differ by 1.5x; interleaving makes both figures see the same conditions. Working sets that
+  fit the last-level cache (RMSNorm: 12 MB) can exceed 100%.
 """
 
 from __future__ import annotations
@@ -133,9 +136,43 @@ def measure_bandwidth(repeat: int = 10, threads: int | None = None, n: int = BAN
 # ---------------------------------------------------------------------------------------------
 # One workload
 # ---------------------------------------------------------------------------------------------
+class CopyProbe:
+    """The cinn-py copy kernel on a buffer of `n` float32, timed between workload calls."""
+
+    def __init__(self, n: int, threads: int | None) -> None:
+        self.src = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+        self.dst = np.empty_like(self.src)
+        self.kernel = _copy_kernel(n, threads)
+        self.kernel(self.src, out=self.dst)
+
+    def __call__(self) -> float:
+        """Seconds of one copy."""
+        t0 = time.perf_counter()
+        self.kernel(self.src, out=self.dst)
+        return time.perf_counter() - t0
+
+    def gbs(self, seconds: float) -> float:
+        return 2 * self.src.nbytes / seconds / 1e9
+
+
+def time_interleaved(fn: Callable[[], Any], probe: CopyProbe, repeat: int,
+                     warmup: int = 3) -> tuple[list[float], list[float]]:
+    """Wall times of `repeat` calls of `fn`, each followed by one timed copy of `probe`."""
+    for _ in range(warmup):
+        fn()
+    times, copies = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        copies.append(probe())
+    return times, copies
+
+
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
-                 seed: int = 0, compare: bool = True) -> dict[str, Any]:
-    """Build, verify and time one workload; returns its result row (see `run_benchmarks`)."""
+                 seed: int = 0, compare: bool = True, probe: CopyProbe | None = None) -> dict[str, Any]:
+    """Build, verify and time one workload; returns its result row (see `run_benchmarks`).
+    With `probe`, a copy is timed after every call (`local_bandwidth_gbs`)."""
     shape = workload.tiny if tiny else workload.shape
     t0 = time.perf_counter()
     kernel = build_workload(workload, shape, threads)
@@ -145,7 +182,10 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
     got = kernel(*arrays)
     max_err = check_result(workload.name, got, want, workload.rtol, workload.atol)
     out = np.empty_like(got)
-    times = time_call(lambda: kernel(*arrays, out=out), repeat, warmup=3)
+    if probe is None:
+        times, copies = time_call(lambda: kernel(*arrays, out=out), repeat, warmup=3), []
+    else:
+        times, copies = time_interleaved(lambda: kernel(*arrays, out=out), probe, repeat)
     check_result(workload.name, out, want, workload.rtol, workload.atol)
     ms = statistics.median(times) * 1e3
     moved = workload.bytes_moved(arrays, got)
@@ -154,6 +194,7 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
         "ms": ms, "min_ms": min(times) * 1e3, "bytes": moved, "gbs": moved / ms / 1e6,
         "max_abs_err": max_err, "build_s": build_s, "repeat": len(times),
         "threads": kernel.num_threads or _pool_threads(),
+        "local_bandwidth_gbs": probe.gbs(statistics.median(copies)) if probe is not None else None,
     }
     if compare:
         _compare(row, workload, arrays, repeat)
@@ -197,7 +238,8 @@ def select(names: Sequence[str] | None) -> list[Workload]:
 def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads: int | None = None,
                    tiny: bool = False, compare: bool = True) -> list[dict[str, Any]]:
     """Run the suite; one dict per workload with keys `name, description, shape, ms` (median),
-    `min_ms, gbs, bytes, pct_bw` (percent of `bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
+    `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed interleaved with this
+    workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
     x_torch` (None without torch), `max_abs_err, build_s, threads, targets` (which targets of
     the benchmark issue apply and whether they are met) and the bandwidth figures
     `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` of this run."""
@@ -206,13 +248,15 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     workloads = select(names)
     n = (1 << 16) if tiny else BANDWIDTH_ELEMENTS
     before = measure_bandwidth(threads=threads, n=n)
-    results = [run_workload(workload, repeat, threads, tiny, compare=compare) for workload in workloads]
+    probe = CopyProbe(n, threads)
+    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe)
+               for workload in workloads]
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
     bw = {key: max(before[key], after[key]) for key in before}
     for workload, row in zip(workloads, results):
         row.update(bw)
-        row["pct_bw"] = 100.0 * row["gbs"] / bw["bandwidth_gbs"]
+        row["pct_bw"] = 100.0 * row["gbs"] / row["local_bandwidth_gbs"]
         row["targets"] = _targets(workload, row)
     return results
 
@@ -232,19 +276,21 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
         return "(no results)"
     first = results[0]
     lines = [f"memory bandwidth: numpy copy {first['numpy_copy_gbs']:.1f} GB/s, cinn-py copy "
-             f"{first['cinn_copy_gbs']:.1f} GB/s -> denominator {first['bandwidth_gbs']:.1f} GB/s; "
+             f"{first['cinn_copy_gbs']:.1f} GB/s (best before/after: {first['bandwidth_gbs']:.1f} GB/s); "
+             f"% BW is against BW@run, the cinn-py copy timed interleaved with each workload; "
              f"threads: {first['threads']}"]
-    header = ("workload", "shape", "ms", "GB/s", "% BW", "numpy ms", "x numpy", "torch ms", "x torch", "targets")
+    header = ("workload", "shape", "ms", "GB/s", "BW@run", "% BW", "numpy ms", "x numpy", "torch ms", "x torch",
+              "targets")
     rows = [header]
     for r in results:
         shape = "x".join(str(v) for v in r["shape"].values())
         targets = ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in r.get("targets", {}).items())
-        rows.append((r["name"], shape, f"{r['ms']:.3f}", f"{r['gbs']:.1f}", f"{r['pct_bw']:.0f}%",
-                     _opt(r.get("numpy_ms"), ".2f"), _opt(r.get("x_numpy"), ".1f", "x"),
+        rows.append((r["name"], shape, f"{r['ms']:.3f}", f"{r['gbs']:.1f}", f"{r['local_bandwidth_gbs']:.1f}",
+                     f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"), _opt(r.get("x_numpy"), ".1f", "x"),
                      _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"), targets or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
     for k, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if c in (0, 1, 9) else cell.rjust(w)
+        lines.append("  ".join(cell.ljust(w) if c in (0, 1, 10) else cell.rjust(w)
                                for c, (cell, w) in enumerate(zip(row, widths))).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
