@@ -25,6 +25,7 @@ from llvmlite import ir
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
+from cinn_py.ir.visitor import walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
 from codegen.llvm.privatize import privatize_local_buffers
@@ -42,7 +43,7 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
     b = parent.b
     lo = T.cast(b, parent._lane(parent.expr(loop.min), 0), loop.min.dtype, dt.int64)
     extent = T.cast(b, parent._lane(parent.expr(loop.extent), 0), loop.extent.dtype, dt.int64)
-    captured_vars = sorted((v for v in vars_used(loop.body) if v in parent.env and v != loop.loop_var),
+    captured_vars = sorted((v for v in _free_vars(loop.body) if v in parent.env and v != loop.loop_var),
                            key=lambda v: (v.name, str(v.dtype)))
     captured_bufs = [name for name in buffers_used(loop.body) if name in parent.buffers]
     values = [lo, extent, parent.status] + [parent.env[v] for v in captured_vars] + \
@@ -63,6 +64,21 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
     failed = b.icmp_signed("!=", b.load(parent.status, typ=T.I32), ir.Constant(T.I32, STATUS_OK))
     with b.if_then(failed, likely=False):
         b.branch(parent.cleanup)
+
+
+def _free_vars(body: S.Stmt) -> set[E.Var]:
+    """Vars the task body needs: those read in it, plus symbolic dims that occur only in the
+    shapes of the tensors and buffers it accesses (row-major strides of `A[k, i]` with
+    A: [2, S0] use S0, and so do the sizes of task-private buffers)."""
+    found = vars_used(body)
+    for node in walk(body):
+        if isinstance(node, (E.Load, S.Store)):
+            for dim in (*node.tensor.shape, *node.tensor.buffer.shape):
+                found |= vars_used(dim)
+    for buf in buffers_used(body).values():
+        for dim in buf.shape:
+            found |= vars_used(dim)
+    return found
 
 
 def _body_function(unit: CodegenUnit, task: ir.Function, field_types: list[ir.Type], n_bufs: int) -> ir.Function:
