@@ -111,3 +111,15 @@ def test_parallel_kernel_in_a_forked_child() -> None:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_parallel_task_captures_symbols_used_only_in_strides() -> None:
+    S = ir.Var("S", dt.int64, lower_bound=ir.const(1, dt.int64), is_symbolic_constant=True)
+    A, B = tensor("A", (ir.const(3, dt.int64), S)), tensor("B", (S,))
+    i = ir.Var("i", dt.int64)
+    body = loop(i, S, ir.Store(B, ir.Load(A, (ir.const(2, dt.int64), i)) - ir.Load(A, (ir.const(0, dt.int64), i)),
+                              (i,)), kind=ir.ForType.PARALLEL)
+    kernel = build_x86(func("strided", [A], [B], body, syms=[S]), num_threads=2)
+    for n in (1, 5, 37):
+        x = np.random.default_rng(n).standard_normal((3, n), dtype=np.float32)
+        np.testing.assert_array_equal(kernel(x), x[2] - x[0])
