@@ -21,7 +21,7 @@ Measurement, per workload:
   copy kernel, median of 10 copies before and after the workloads (the better of the two; the
   header line reports it);
 - "% BW" of a workload is relative to the bandwidth of the cinn-py copy kernel *timed
-  interleaved with that workload* (one copy after every timed call; column "BW@run"): the
+  interleaved with that workload* (a copy, an untimed call, a timed call; column "BW@run"): the
   machine's memory is shared with other processes, so a bandwidth measured minutes apart can
   differ by 1.5x; interleaving makes both figures see the same conditions. Working sets that
   fit the last-level cache (RMSNorm: 12 MB) can exceed 100%.
@@ -157,15 +157,18 @@ class CopyProbe:
 
 def time_interleaved(fn: Callable[[], Any], probe: CopyProbe, repeat: int,
                      warmup: int = 3) -> tuple[list[float], list[float]]:
-    """Wall times of `repeat` calls of `fn`, each followed by one timed copy of `probe`."""
+    """Wall times of `repeat` calls of `fn`, each preceded by one timed copy of `probe` and one
+    untimed call of `fn` (the copy evicts the caches; the timed call sees them as warm as a
+    back-to-back loop would, so cache-resident working sets are timed the same way)."""
     for _ in range(warmup):
         fn()
     times, copies = [], []
     for _ in range(repeat):
+        copies.append(probe())
+        fn()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-        copies.append(probe())
     return times, copies
 
 
