@@ -20,11 +20,11 @@ Measurement, per workload:
   the last-level cache): numpy's `np.copyto` (one thread) and a cinn-py parallel vectorised
   copy kernel, median of 10 copies before and after the workloads (the better of the two; the
   header line reports it);
-- "% BW" of a workload is relative to the bandwidth of the cinn-py copy kernel *timed
-  interleaved with that workload* (a copy, an untimed call, a timed call; column "BW@run"): the
-  machine's memory is shared with other processes, so a bandwidth measured minutes apart can
-  differ by 1.5x; interleaving makes both figures see the same conditions. Working sets that
-  fit the last-level cache (RMSNorm: 12 MB) can exceed 100%.
+- "% BW" of a workload is relative to the bandwidth of the cinn-py copy kernel *timed right
+  before and right after that workload's calls* (7 copies each side, the better median; column
+  "BW@run"): the machine's memory is shared with other processes, so a bandwidth measured
+  minutes apart can differ by 1.5x. The copies stay out of the timed loop (they would evict
+  the caches). Working sets that fit the last-level cache (RMSNorm: 12 MB) can exceed 100%.
 """
 
 from __future__ import annotations
@@ -155,27 +155,22 @@ class CopyProbe:
         return 2 * self.src.nbytes / seconds / 1e9
 
 
-def time_interleaved(fn: Callable[[], Any], probe: CopyProbe, repeat: int,
-                     warmup: int = 3) -> tuple[list[float], list[float]]:
-    """Wall times of `repeat` calls of `fn`, each preceded by one timed copy of `probe` and one
-    untimed call of `fn` (the copy evicts the caches; the timed call sees them as warm as a
-    back-to-back loop would, so cache-resident working sets are timed the same way)."""
-    for _ in range(warmup):
-        fn()
-    times, copies = [], []
-    for _ in range(repeat):
-        copies.append(probe())
-        fn()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times, copies
+def time_bracketed(fn: Callable[[], Any], probe: CopyProbe, repeat: int,
+                   copies: int = 7) -> tuple[list[float], float]:
+    """Wall times of `repeat` back-to-back calls of `fn` (after warm-up), bracketed by `copies`
+    timed copies of `probe` right before and right after; returns (times, the better of the two
+    median copy times). The copies are kept out of the timed loop: they evict the caches, which
+    would slow down workloads whose working set is cache-resident."""
+    before = statistics.median(probe() for _ in range(copies))
+    times = time_call(fn, repeat, warmup=3)
+    after = statistics.median(probe() for _ in range(copies))
+    return times, min(before, after)
 
 
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
                  seed: int = 0, compare: bool = True, probe: CopyProbe | None = None) -> dict[str, Any]:
     """Build, verify and time one workload; returns its result row (see `run_benchmarks`).
-    With `probe`, a copy is timed after every call (`local_bandwidth_gbs`)."""
+    With `probe`, copies are timed right before and after the calls (`local_bandwidth_gbs`)."""
     shape = workload.tiny if tiny else workload.shape
     t0 = time.perf_counter()
     kernel = build_workload(workload, shape, threads)
@@ -185,10 +180,11 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
     got = kernel(*arrays)
     max_err = check_result(workload.name, got, want, workload.rtol, workload.atol)
     out = np.empty_like(got)
+    copy_s: float | None = None
     if probe is None:
-        times, copies = time_call(lambda: kernel(*arrays, out=out), repeat, warmup=3), []
+        times = time_call(lambda: kernel(*arrays, out=out), repeat, warmup=3)
     else:
-        times, copies = time_interleaved(lambda: kernel(*arrays, out=out), probe, repeat)
+        times, copy_s = time_bracketed(lambda: kernel(*arrays, out=out), probe, repeat)
     check_result(workload.name, out, want, workload.rtol, workload.atol)
     ms = statistics.median(times) * 1e3
     moved = workload.bytes_moved(arrays, got)
@@ -197,7 +193,7 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
         "ms": ms, "min_ms": min(times) * 1e3, "bytes": moved, "gbs": moved / ms / 1e6,
         "max_abs_err": max_err, "build_s": build_s, "repeat": len(times),
         "threads": kernel.num_threads or _pool_threads(),
-        "local_bandwidth_gbs": probe.gbs(statistics.median(copies)) if probe is not None else None,
+        "local_bandwidth_gbs": probe.gbs(copy_s) if probe is not None and copy_s else None,
     }
     if compare:
         _compare(row, workload, arrays, repeat)
@@ -241,8 +237,8 @@ def select(names: Sequence[str] | None) -> list[Workload]:
 def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads: int | None = None,
                    tiny: bool = False, compare: bool = True) -> list[dict[str, Any]]:
     """Run the suite; one dict per workload with keys `name, description, shape, ms` (median),
-    `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed interleaved with this
-    workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
+    `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed right before and after
+    this workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
     x_torch` (None without torch), `max_abs_err, build_s, threads, targets` (which targets of
     the benchmark issue apply and whether they are met) and the bandwidth figures
     `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` of this run."""
@@ -280,7 +276,7 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     first = results[0]
     lines = [f"memory bandwidth: numpy copy {first['numpy_copy_gbs']:.1f} GB/s, cinn-py copy "
              f"{first['cinn_copy_gbs']:.1f} GB/s (best before/after: {first['bandwidth_gbs']:.1f} GB/s); "
-             f"% BW is against BW@run, the cinn-py copy timed interleaved with each workload; "
+             f"% BW is against BW@run, the cinn-py copy timed right before/after each workload; "
              f"threads: {first['threads']}"]
     header = ("workload", "shape", "ms", "GB/s", "BW@run", "% BW", "numpy ms", "x numpy", "torch ms", "x torch",
               "targets")
