@@ -20,6 +20,7 @@ shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 import traceback
@@ -157,6 +158,8 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     argv = list(ns.names) + ["--repeat", str(ns.repeat)]
     if ns.threads:
         argv += ["--threads", str(ns.threads)]
+    if ns.tiny:
+        argv.append("--tiny")
     return int(bench.main(argv) or 0)
 
 
@@ -196,10 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fast-math", action="store_true")
     run.set_defaults(handler=cmd_run)
 
-    bench = sub.add_parser("bench", help="x86 benchmarks against numpy (median ms, GB/s, % bandwidth)")
+    bench = sub.add_parser("bench", help="x86 benchmarks against numpy (median ms, GB/s, %% of bandwidth)")
     bench.add_argument("names", nargs="*", help="workloads to run (default: all)")
     bench.add_argument("--repeat", type=int, default=20)
     bench.add_argument("--threads", type=int)
+    bench.add_argument("--tiny", action="store_true", help="tiny sizes: a quick correctness run")
     bench.set_defaults(handler=cmd_bench)
 
     demo = sub.add_parser("demo", help="the seed example: lower, schedule, CUDA C, x86 run vs numpy")
@@ -214,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = ns.handler
     try:
         return handler(ns)
+    except BrokenPipeError:
+        # `cinn-py dump-ir X | head`: the reader left; exit quietly like other Unix tools.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
+        return 0
     except (CinnError, ValueError, TypeError, SyntaxError, NameError, AttributeError) as err:
         if ns.debug:
             traceback.print_exc()

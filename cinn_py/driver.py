@@ -73,15 +73,11 @@ def build(func_or_schedule: Any, target: str = "x86", fast_math: bool = False, s
 
 
 def _build_cuda_buckets(func: LoweredFunc, backend: Any, fast_math: bool, **options: Any) -> Any:
+    """One auto-scheduled kernel per shape bucket behind a host dispatch; `build_cuda` compiles
+    every bucket now, so a broken bucket fails the build rather than its first call."""
     tactics = importlib.import_module("schedules.tactics")
     buckets = [(pred, sch.func) for pred, sch in tactics.auto_schedule_buckets(func, target="cuda")]
-    arch = options.pop("arch", "auto")
-    extra = tuple(options.pop("nvrtc_options", ()))
-    if options:
-        raise TypeError(f"build: unknown options {sorted(options)}")
-    if arch == "auto":
-        arch = importlib.import_module("codegen.cuda.kernel").device_arch()
-    return backend.BucketDispatch(buckets, fast_math=fast_math, arch=arch, options=extra)
+    return backend.build_cuda(func, fast_math=fast_math, buckets=buckets, **options)
 
 
 def codegen(func_or_schedule: Any, target: str = "cuda", fast_math: bool = False, schedule: str | None = None,

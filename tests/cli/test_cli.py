@@ -124,3 +124,22 @@ def test_console_script_entry_point() -> None:
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("function fn (_X, _F, S1, S2)")
+
+
+def test_broken_pipe_exits_quietly(tmp_path: Path) -> None:
+    """`cinn-py dump-ir X | head -1` must not print a BrokenPipeError traceback (the program is
+    large enough that its text overflows the pipe buffer after `head` has left)."""
+    script = tmp_path / "chain.py"
+    script.write_text("import cinn_py as cp\nt = cp.placeholder((4, 4), 'float32', 'X')\nx = t\n"
+                      "for n in range(400):\n"
+                      "    t = cp.compute((4, 4), lambda i, j, t=t: t[i, j] + 1.0, f'T{n}')\n"
+                      "args = [x, t]\n")
+    cmd = f"{sys.executable} -m cinn_py dump-ir {script} | head -1"
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout == "function chain (_X, _T399)\n"
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_bench_tiny_is_forwarded(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "bench", "relu", "--repeat", "1", "--tiny")
+    assert code == 0 and "relu" in out
