@@ -116,6 +116,12 @@ class IntImm(Expr):
         if not self.dtype.is_int:
             raise TypeError(f"IntImm needs a signed integer dtype, got {self.dtype}")
 
+    def __int__(self) -> int:
+        # `[int(d) for d in tensor.shape]` for static shapes; a symbolic dim raises TypeError.
+        return self.value
+
+    __index__ = __int__
+
 
 @dataclass(frozen=True, slots=True)
 class UIntImm(Expr):
@@ -128,6 +134,11 @@ class UIntImm(Expr):
         if not (self.dtype.is_uint or self.dtype.is_bool):
             raise TypeError(f"UIntImm needs an unsigned or bool dtype, got {self.dtype}")
 
+    def __int__(self) -> int:
+        return self.value
+
+    __index__ = __int__
+
 
 @dataclass(frozen=True, slots=True)
 class FloatImm(Expr):
@@ -139,6 +150,9 @@ class FloatImm(Expr):
     def __post_init__(self) -> None:
         if not self.dtype.is_float:
             raise TypeError(f"FloatImm needs a float dtype, got {self.dtype}")
+
+    def __float__(self) -> float:
+        return self.value
 
     def __eq__(self, other: object) -> bool:
         # NaN literals must compare equal to themselves for structural equality.

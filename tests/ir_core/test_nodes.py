@@ -139,3 +139,11 @@ def test_memory_type_scopes() -> None:
     assert ir.MemoryType.from_scope("shared") is ir.MemoryType.GPU_SHARED
     with pytest.raises(ValueError, match="unknown memory type 'texture'"):
         ir.MemoryType.from_scope("texture")
+
+
+def test_immediates_convert_to_python_numbers() -> None:
+    assert [int(d) for d in (ir.const(8), ir.const(3, "int64"), ir.const(5, "uint8"))] == [8, 3, 5]
+    assert float(ir.const(2.5, "float32")) == 2.5
+    assert list(range(ir.const(3)))[-1] == 2  # __index__
+    with pytest.raises(TypeError):
+        int(ir.Var("S0", dt.int64))
