@@ -1,0 +1,268 @@
+"""The parser's expression half: precedence climbing, literals, calls, casts, Reduce, vectors.
+
+A mixin of `parser.Parser` (it uses the token cursor and scopes there). Binary operators parse
+with C precedence, so CINN's fully parenthesised output and hand-written text both read back;
+tensor and buffer names resolve through the decls or, without a header, `TensorInference`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cinn_py.ir import dtype as dt
+from cinn_py.ir import expr as E
+from cinn_py.ir.buffer import Buffer, Tensor
+from cinn_py.ir.decls import (
+    LITERAL_PREFIXES, RAW_HALF_FUNCS, decode_literal, default_call_signature, default_reduce_axes,
+    half_from_bits,
+)
+from cinn_py.ir.dtype import DType
+from cinn_py.ir.lexer import Token
+
+if TYPE_CHECKING:
+    from cinn_py.ir.parser import Parser
+
+    _Base = Parser
+else:
+    _Base = object
+
+_BINARY_LEVELS: tuple[dict[str, type[E.BinaryOp]], ...] = (
+    {"or": E.Or, "||": E.Or},
+    {"and": E.And, "&&": E.And},
+    {"==": E.EQ, "!=": E.NE},
+    {"<": E.LT, "<=": E.LE, ">": E.GT, ">=": E.GE},
+    {"+": E.Add, "-": E.Sub},
+    {"*": E.Mul, "/": E.Div, "%": E.Mod},
+)
+_REDUCE_TAGS = {t.value: t for t in E.ReduceType}
+DTYPE_NAMES = frozenset(d.scalar_name() for d in dt.ALL_SCALAR_DTYPES) | {"handle"}
+"""Scalar dtype names (and `handle`) that start a cast, a Let or a vector type."""
+
+
+class ExprParser(_Base):
+    """Expressions (`parse_expr`), dtypes, and tensor/buffer name resolution."""
+
+    def parse_expr(self) -> E.Expr:
+        return self.parse_binary(0)
+
+    def parse_expr_list(self, close: str) -> list[E.Expr]:
+        items: list[E.Expr] = []
+        while not self.at(close):
+            if items:
+                self.expect(",", f"or '{close}'")
+            items.append(self.parse_expr())
+        self.advance()
+        return items
+
+    def parse_binary(self, level: int) -> E.Expr:
+        if level == len(_BINARY_LEVELS):
+            return self.parse_unary()
+        ops = _BINARY_LEVELS[level]
+        lhs = self.parse_binary(level + 1)
+        while self.peek().kind in ("PUNCT", "IDENT") and self.peek().text in ops:
+            tok = self.advance()
+            rhs = self.parse_binary(level + 1)
+            lhs = self.build(tok, ops[tok.text], lhs, rhs)
+        return lhs
+
+    def build(self, tok: Token, cls: Any, *args: Any) -> Any:
+        """Construct a node, turning the IR's own type checks into ParseErrors at `tok`."""
+        try:
+            return cls(*args)
+        except (TypeError, ValueError) as exc:
+            self.error(f"invalid {cls.__name__}: {exc}", tok)
+
+    def parse_unary(self) -> E.Expr:
+        tok = self.peek()
+        if self.at("-"):
+            self.advance()
+            nxt = self.peek()
+            if nxt.kind in ("INT", "FLOAT") or nxt.kind == "IDENT" and nxt.text in ("inf", "nan"):
+                self.advance()
+                return self.literal(tok, "-" + nxt.text)
+            return E.Minus(self.parse_unary())
+        if self.at("!"):
+            self.advance()
+            return E.Not(self.parse_unary())
+        return self.parse_primary()
+
+    def literal(self, tok: Token, text: str, prefix: str | None = None) -> E.Expr:
+        try:
+            value = decode_literal(text, prefix)
+        except (ValueError, TypeError, OverflowError) as exc:
+            self.error(f"invalid literal: {exc}", tok)
+        return self.count_literal(value, tok)
+
+    def count_literal(self, value: E.Expr, tok: Token) -> E.Expr:
+        """Apply a `// decl literal #n` override, which must print as the text does."""
+        if not self.counting:
+            return value
+        index = self.n_literals
+        self.n_literals += 1
+        override = self.decls.literals.get(index)
+        if override is None:
+            return value
+        from cinn_py.ir.printer import print_ir
+
+        if print_ir(override) != print_ir(value):
+            self.error(f"'// decl literal #{index}' is {override.dtype} '{print_ir(override)}' but the "
+                       f"text has '{print_ir(value)}' (literal numbers count every literal in order)", tok)
+        return override
+
+    def parse_primary(self) -> E.Expr:
+        tok = self.peek()
+        if tok.kind in ("INT", "FLOAT"):
+            self.advance()
+            return self.literal(tok, tok.text)
+        if tok.kind == "STRING":
+            self.advance()
+            return E.StringImm(tok.text)
+        if self.at("("):
+            return self.parse_paren()
+        if tok.kind != "IDENT":
+            self.fail("an expression")
+        return self.parse_name()
+
+    def parse_paren(self) -> E.Expr:
+        open_tok = self.advance()
+        nxt = self.peek()
+        if nxt.kind == "IDENT" and nxt.text in LITERAL_PREFIXES and self.at(")", 1):
+            self.k += 2
+            negative = self.accept("-")
+            lit = self.peek()
+            if lit.kind not in ("INT", "FLOAT") and lit.text not in ("inf", "nan"):
+                self.fail(f"a literal after '({nxt.text})'")
+            self.advance()
+            return self.literal(open_tok, ("-" if negative else "") + lit.text, nxt.text)
+        inner = self.parse_expr()
+        self.expect(")", "to close '('")
+        return inner
+
+    def parse_name(self) -> E.Expr:
+        tok = self.advance()
+        name = tok.text
+        if name in ("true", "false", "inf", "nan"):
+            return self.literal(tok, name)
+        if self.at("["):
+            self.advance()
+            tensor = self.lookup_tensor(tok)
+            indices = tuple(self.parse_expr_list("]"))
+            self.infer.note_access(tensor, indices, tok)
+            return E.Load(tensor, indices)
+        if name in DTYPE_NAMES and self.at("<") and self.peek(1).kind == "INT" and self.at(">", 2) \
+                and self.at("(", 3):
+            self.k -= 1
+            dtype = self.parse_dtype()
+            self.expect("(")
+            return self.parse_cast(dtype, tok)
+        if self.at("("):
+            self.advance()
+            return self.parse_call_like(tok)
+        return self.lookup_var(name, tok)
+
+    def parse_dtype(self) -> DType:
+        tok = self.expect_ident("a dtype")
+        if tok.text not in DTYPE_NAMES:
+            self.fail("a dtype such as 'float32'", tok)
+        dtype = dt.dtype_of(tok.text)
+        if self.at("<") and self.peek(1).kind == "INT":
+            self.advance()
+            dtype = dtype.with_lanes(self.expect_int("a lane count"))
+            self.expect(">", "to close the vector type")
+        return dtype
+
+    def parse_cast(self, dtype: DType, tok: Token) -> E.Expr:
+        args = self.parse_expr_list(")")
+        if len(args) != 1:
+            self.error(f"cast to {dtype} takes 1 argument, got {len(args)}", tok)
+        return E.Cast(dtype, args[0])
+
+    def parse_call_like(self, tok: Token) -> E.Expr:
+        name = tok.text
+        if name == "Reduce":
+            return self.parse_reduce(tok)
+        if name in RAW_HALF_FUNCS:
+            return self.parse_raw_half(tok)
+        if name in DTYPE_NAMES:
+            return self.parse_cast(dt.dtype_of(name), tok)
+        if name in ("Ramp", "Broadcast"):
+            return self.parse_vector(tok)
+        args = tuple(self.parse_expr_list(")"))
+        fixed = {"select": (3, E.Select), "cinn_min": (2, E.Min), "cinn_max": (2, E.Max)}
+        if name in fixed:
+            arity, cls = fixed[name]
+            if len(args) != arity:
+                self.error(f"{name} takes {arity} arguments, got {len(args)}", tok)
+            return self.build(tok, cls, *args)
+        dtype, call_type = default_call_signature(name, args)
+        if self.counting:
+            dtype, call_type = self.decls.calls.get(self.n_calls, (dtype, call_type))
+            self.n_calls += 1
+        return E.Call(name, args, dtype, call_type)
+
+    def parse_raw_half(self, tok: Token) -> E.Expr:
+        dtype = RAW_HALF_FUNCS[tok.text]
+        bits_tok = self.peek()
+        if bits_tok.kind != "INT":
+            self.fail("a 16-bit pattern such as 0x7c00")
+        self.advance()
+        self.expect(")", f"to close {tok.text}(...)")
+        try:
+            bits = int(bits_tok.text, 16) if bits_tok.text.lower().startswith("0x") else int(bits_tok.text)
+            value = half_from_bits(bits, dtype)
+        except ValueError as exc:
+            self.error(f"invalid literal: {exc}", bits_tok)
+        return self.count_literal(E.FloatImm(dtype, value), tok)
+
+    def parse_vector(self, tok: Token) -> E.Expr:
+        parts: list[E.Expr] = [self.parse_expr()]
+        self.expect(",", f"in {tok.text}(...)")
+        if tok.text == "Ramp":
+            parts.append(self.parse_expr())
+            self.expect(",", "in Ramp(base,stride,lanes)")
+        lanes = self.expect_int("a lane count")
+        self.expect(")", f"to close {tok.text}(...)")
+        if lanes <= 0:
+            self.error(f"{tok.text} needs a positive lane count", tok)
+        return E.Ramp(parts[0], parts[1], lanes) if tok.text == "Ramp" else E.Broadcast(parts[0], lanes)
+
+    def parse_reduce(self, tok: Token) -> E.Expr:
+        tag_tok = self.advance()
+        tag = _REDUCE_TAGS.get(tag_tok.text)
+        if tag is None:
+            self.fail(f"a reduce kind ({', '.join(_REDUCE_TAGS)})", tag_tok)
+        self.expect(",", "after the reduce kind")
+        body = self.parse_expr()
+        self.expect(",", "between the reduce body and init")
+        init = self.parse_expr()
+        self.expect(")", "to close Reduce(...)")
+        axes = default_reduce_axes(body)
+        if self.counting:
+            names = self.decls.reduce_axes.get(self.n_reduces)
+            self.n_reduces += 1
+            if names is not None:
+                axes = tuple(self.lookup_var(n, tok) for n in names)
+        return E.Reduce(tag, body, init, axes)
+
+    # -- tensors and buffers ----------------------------------------------------------------------
+    def lookup_tensor(self, tok: Token) -> Tensor:
+        name = tok.text
+        tensor = self.section.tensors.get(name) or self.decls.global_section.tensors.get(name)
+        if tensor is not None:
+            return tensor
+        if self.decls.present:
+            self.error(f"undefined tensor '{name}': with a '// decl' header every tensor needs a "
+                       f"'// decl tensor {name} : ...' line", tok)
+        return self.infer.provisional(name)
+
+    def lookup_buffer(self, tok: Token) -> Buffer:
+        name = tok.text
+        for section in (self.section, self.decls.global_section):
+            if name in section.buffers:
+                return section.buffers[name]
+            for tensor in section.tensors.values():
+                if tensor.buffer.name == name:
+                    return tensor.buffer
+        if not self.decls.present and name.startswith("_") and len(name) > 1:
+            return self.infer.provisional(name[1:]).buffer
+        self.error(f"undefined buffer '{name}'", tok)
