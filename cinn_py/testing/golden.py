@@ -9,6 +9,8 @@ A golden file holds one or more cases separated by `// -----` lines. A case has
   `np`) in scope; the case's output is then `sch.func`;
 - optional `// RUN-NUMPY:` lines, run with the final `func`, `run_ir`, `np` in scope (they make
   their own numpy asserts);
+- a case with BUILD lines is also compiled for x86 and compared with the interpreter on random
+  inputs (unless it uses GPU-only constructs);
 - `// CHECK...` lines (LLVM FileCheck syntax, checked with the `filecheck` package in-process)
   matched against the output: the printed IR, or `error: <message>` when building, parsing or
   scheduling raised a CinnError.
@@ -198,7 +200,27 @@ def run_case(case: GoldenCase) -> CaseResult:
             return CaseResult(f"error: {err}", True, nodes)
         if case.run_numpy:
             _run_numpy(case, node)
+        if case.build:
+            _check_x86(case, node)
     return CaseResult(print_ir(node), False, nodes)
+
+
+def _check_x86(case: GoldenCase, node: Any) -> None:
+    """A case built from the DSL (so its inputs are well-formed) must also compile for x86 and
+    match the interpreter on random inputs; functions with GPU-only constructs (bound loops,
+    `__syncthreads`) are CUDA-only and skipped."""
+    from cinn_py.ir import CallType, Call, For, LoweredFunc, walk
+    from cinn_py.runner import run_and_compare
+
+    if not isinstance(node, LoweredFunc):
+        return
+    if any((isinstance(n, For) and n.bind_axis is not None)
+           or (isinstance(n, Call) and n.call_type is CallType.INTRINSIC) for n in walk(node.body)):
+        return
+    report = run_and_compare(node, {v.name: 3 for v in node.scalar_args}, repeat=1)
+    if not report.ok:
+        raise AssertionError(f"{case.path}:{case.name}: the x86 kernel differs from the interpreter\n"
+                             + report.format())
 
 
 def filecheck(output: str, case: GoldenCase) -> tuple[bool, str]:
