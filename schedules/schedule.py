@@ -29,8 +29,8 @@ from schedules.errors import (
 )
 from schedules.primitives.cache import cache_read as _cache_read
 from schedules.primitives.cache import cache_write as _cache_write
-from schedules.primitives.compute_at import reverse_compute_at as _reverse_compute_at
 from schedules.primitives.for_type import GpuLimits
+from schedules.primitives.reverse_compute_at import reverse_compute_at as _reverse_compute_at
 from schedules.registry import step_kind
 from schedules.state import BlockRV, LoopRV, is_handle
 from schedules.trace import Step, Trace, encode_value
@@ -440,7 +440,7 @@ class IRSchedule:
         for k, new_func in enumerate(aligned):
             self._commit(k, new_func)
 
-    # -- reverse_compute_at and caches (schedules.primitives.compute_at / cache) ---------------------
+    # -- reverse_compute_at and caches (schedules.primitives.reverse_compute_at / cache) -------------
     @recorded("reverse_compute_at")
     def reverse_compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
         """Compute consumer `block` at the end of each iteration of its producer's `loop`."""

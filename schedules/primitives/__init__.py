@@ -16,12 +16,13 @@ from schedules.primitives.fuse import fuse
 from schedules.primitives.get import get_all_blocks, get_block, get_child_blocks, get_loops, get_root_block
 from schedules.primitives.reduction import factorize_reduction, rfactor
 from schedules.primitives.reorder import reorder
+from schedules.primitives.reverse_compute_at import reverse_compute_at
 from schedules.primitives.split import split
 from schedules.primitives.storage import set_buffer, sync_threads
 
 __all__ = [
     "GpuLimits", "add_unit_loop", "align_iter_space", "annotate", "bind", "compute_at", "compute_inline",
     "factorize_reduction", "flatten_loops", "fuse", "get_all_blocks", "get_block", "get_child_blocks",
-    "get_loops", "get_root_block", "parallel", "reorder", "reverse_compute_inline", "rfactor",
-    "set_buffer", "simple_compute_at", "split", "sync_threads", "unannotate", "unroll", "vectorize",
+    "get_loops", "get_root_block", "parallel", "reorder", "reverse_compute_at", "reverse_compute_inline",
+    "rfactor", "set_buffer", "simple_compute_at", "split", "sync_threads", "unannotate", "unroll", "vectorize",
 ]

@@ -252,7 +252,7 @@ def method_signature(name: str) -> str:
 
 def primitive_function(name: str) -> object | None:
     """The pure function in schedules.primitives that implements `name` (None for `get`)."""
-    for module in ("schedules.primitives", "schedules.primitives.cache", "schedules.primitives.compute_at"):
+    for module in ("schedules.primitives", "schedules.primitives.cache"):
         fn = getattr(importlib.import_module(module), name, None)
         if inspect.isfunction(fn):
             return fn

@@ -11,7 +11,7 @@ from cinn_py.ir import LoweredFunc, print_ir
 from cinn_py.lowering import lower
 from schedules import IllegalDependenceError, IRSchedule, LoopNotFoundError, StaleHandleError
 from schedules.analysis.loops import enclosing_loops, find_block
-from schedules.primitives.compute_at import RegionError, reverse_compute_at
+from schedules.primitives.reverse_compute_at import RegionError, reverse_compute_at
 from schedules.testing import check_results, check_schedule
 from tests.schedules import sched_programs as P
 
