@@ -81,6 +81,11 @@ def _union(maps: Iterable[isl.Map]) -> isl.UnionMap:
     return result
 
 
+def _constraints_suffix(constraints: list[str]) -> str:
+    """The end of an isl set/map text: ` : (c0) and (c1) }`, or ` }` when unconstrained."""
+    return f" : {' and '.join(f'({c})' for c in constraints)} }}" if constraints else " }"
+
+
 class PolyContext:
     """isl views of one function; names are consistent across every set and map it builds."""
 
@@ -167,15 +172,22 @@ class PolyContext:
             if hi is not None:
                 constraints.append(f"{v} < {hi}")
             exact &= lo is not None and hi is not None
-        an = self.analyzer(site)
-        for cond, polarity in site.guards:
+        exact &= self._add_guards(site.guards, known, self.analyzer(site), constraints)
+        dims = [self.names.name(v) for v in loop_vars[as_params:]]
+        return params, dims, constraints, exact
+
+    def _add_guards(self, guards: Sequence[tuple[E.Expr, bool]], known: set[E.Var], an: Analyzer,
+                    constraints: list[str]) -> bool:
+        """Append each guard (negated on its false branch) to `constraints`; False when one is
+        not quasi-affine and is left out (the set over-approximates)."""
+        exact = True
+        for cond, polarity in guards:
             text = condition_text(cond, self.names, known, an)
             if text is None:
                 exact = False
                 continue
             constraints.append(text if polarity else f"not ({text})")
-        dims = [self.names.name(v) for v in loop_vars[as_params:]]
-        return params, dims, constraints, exact
+        return exact
 
     def _space_prefix(self, params: Sequence[E.Var]) -> str:
         return "[" + ", ".join(self.names.name(p) for p in params) + "] -> "
@@ -184,7 +196,7 @@ class PolyContext:
     def domain(self, site: BlockSite, as_params: int = 0) -> tuple[isl.Set, bool]:
         params, dims, constraints, exact = self.domain_parts(site, as_params)
         text = f"{self._space_prefix(params)}{{ {self.stmt_names[id(site)]}[{', '.join(dims)}]"
-        text += f" : {' and '.join(f'({c})' for c in constraints)} }}" if constraints else " }"
+        text += _constraints_suffix(constraints)
         return isl.Set(text), exact
 
     def access_relation(self, site: BlockSite, acc: Access, as_params: int = 0) -> AccessRelation:
@@ -203,16 +215,11 @@ class PolyContext:
             bound = affine_text(shape, self.names, known, an) if shape is not None else None
             if bound is not None:
                 constraints.append(f"o{k} < {bound}")
-        for cond, polarity in acc.guards:
-            text = condition_text(cond, self.names, known, an)
-            if text is None:
-                exact = False
-                continue
-            constraints.append(text if polarity else f"not ({text})")
+        exact &= self._add_guards(acc.guards, known, an, constraints)
         buffer = self.names.name(E.Var(f"B_{acc.tensor.buffer.name}"))
         text = (f"{self._space_prefix(params)}{{ {self.stmt_names[id(site)]}[{', '.join(dims)}] -> "
                 f"{buffer}[{', '.join(outs)}]")
-        text += f" : {' and '.join(f'({c})' for c in constraints)} }}" if constraints else " }"
+        text += _constraints_suffix(constraints)
         return AccessRelation(acc, isl.Map(text), exact)
 
     def accesses(self, site: BlockSite, as_params: int = 0) -> BlockAccesses:
@@ -227,5 +234,5 @@ class PolyContext:
         items += ["0"] * (self.max_sched - len(items))
         text = (f"{self._space_prefix(params)}{{ {self.stmt_names[id(site)]}[{', '.join(dims)}] -> "
                 f"T[{', '.join(items)}]")
-        text += f" : {' and '.join(f'({c})' for c in constraints)} }}" if constraints else " }"
+        text += _constraints_suffix(constraints)
         return isl.Map(text)

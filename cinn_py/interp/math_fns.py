@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from cinn_py.interp.numerics import Value
+from cinn_py.ir.intrinsics import INTRINSICS
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
@@ -81,22 +82,17 @@ def c_abs(x: Value) -> Value:
     return np.abs(x)
 
 
-_FUNCTIONS: dict[str, Callable[..., Value]] = {
-    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
-    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "sqrt": np.sqrt, "rsqrt": rsqrt, "cbrt": np.cbrt,
-    "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-    "erf": erf,
-    "floor": np.floor, "ceil": np.ceil, "round": c_round, "trunc": np.trunc,
-    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-    "abs": c_abs, "fabs": c_abs,
-    "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod,
+_OVERRIDES: dict[str, Callable[..., Value]] = {
+    "rsqrt": rsqrt, "erf": erf, "round": c_round, "abs": c_abs, "fabs": c_abs,
 }
+"""Where the interpreter's definition differs from the table's numpy reference: `rsqrt` keeps
+the operand's dtype, `erf` is vectorised, `round` is exact; `fabs` is an alias of `abs`."""
 
-_ARITY: dict[str, int] = {"pow": 2, "atan2": 2, "fmod": 2}
+_FUNCTIONS: dict[str, Callable[..., Value]] = {
+    **{name: entry.reference for name, entry in INTRINSICS.items()}, **_OVERRIDES,
+}
+_ARITY: dict[str, int] = {name: entry.arity for name, entry in INTRINSICS.items()}
+
 
 # Calls that need real GPU threads (CINN's cross-thread reduce helpers and shuffles).
 _THREAD_HELPER_PREFIXES = (
@@ -113,21 +109,14 @@ def needs_threads(name: str) -> bool:
 def lookup(name: str) -> tuple[Callable[..., Value], int] | None:
     """(function, arity) of the intrinsic `name`, or None if the interpreter does not know it.
 
-    Names only the shared intrinsic table (`cinn_py.ir.intrinsics`) knows fall back to its
-    numpy reference implementation.
+    Every name of the shared intrinsic table (`cinn_py.ir.intrinsics`) is known: its numpy
+    reference, or the interpreter's own definition in `_OVERRIDES`.
     """
     if name in _FUNCTIONS:
         return _FUNCTIONS[name], _ARITY.get(name, 1)
-    try:
-        from cinn_py.ir import intrinsics  # noqa: PLC0415  (optional: written in parallel)
-    except ImportError:
-        return None
-    entry = intrinsics.lookup(name)
-    if entry is None:
-        return None
-    return entry.reference, entry.arity
+    return None
 
 
 def known_names() -> list[str]:
-    """Every intrinsic name the interpreter implements itself."""
+    """Every intrinsic name the interpreter implements."""
     return sorted(_FUNCTIONS)

@@ -32,12 +32,13 @@ class Access:
     context: Context
 
 
-class _AccessCollector:
-    """Accesses of the buffers named in `names`, in execution order within a statement (the loads
-    of a Store's value and indices come before the Store itself)."""
+class ProgramOrderWalker:
+    """Walks statements in execution order, keeping the enclosing loops and branches in `context`
+    (a `For`, or `(IfThenElse, branch)`). Every Load reaches `on_load` in evaluation order: a
+    loop's min and extent and a branch's condition before its body, a Store's value and indices
+    before `on_store`. Other statements go to `other_stmt`."""
 
-    def __init__(self, names: Iterable[str]) -> None:
-        self.accesses: dict[str, list[Access]] = {n: [] for n in names}
+    def __init__(self) -> None:
         self.context: list[object] = []
 
     def stmt(self, node: S.Stmt) -> None:
@@ -51,13 +52,9 @@ class _AccessCollector:
                 self._nested((node, False), node.false_case)
         elif isinstance(node, S.Store):
             self.exprs(node.value, *node.indices)
-            self._record(node.tensor, node.indices, True)
+            self.on_store(node)
         else:
-            for child in children(node):
-                if isinstance(child, S.Stmt):
-                    self.stmt(child)
-                else:
-                    self.exprs(child)
+            self.other_stmt(node)
 
     def _nested(self, entry: object, body: S.Stmt) -> None:
         self.context.append(entry)
@@ -68,7 +65,38 @@ class _AccessCollector:
         for node in nodes:
             for sub in walk(node):
                 if isinstance(sub, E.Load):
-                    self._record(sub.tensor, sub.indices, False)
+                    self.on_load(sub)
+
+    def on_load(self, load: E.Load) -> None:
+        """A Load, after everything evaluated before it."""
+
+    def on_store(self, store: S.Store) -> None:
+        """A Store, after the loads of its value and indices."""
+
+    def other_stmt(self, node: S.Stmt) -> None:
+        """A statement other than For, IfThenElse and Store."""
+
+
+class _AccessCollector(ProgramOrderWalker):
+    """Accesses of the buffers named in `names`, in execution order within a statement (the loads
+    of a Store's value and indices come before the Store itself)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        super().__init__()
+        self.accesses: dict[str, list[Access]] = {n: [] for n in names}
+
+    def on_load(self, load: E.Load) -> None:
+        self._record(load.tensor, load.indices, False)
+
+    def on_store(self, store: S.Store) -> None:
+        self._record(store.tensor, store.indices, True)
+
+    def other_stmt(self, node: S.Stmt) -> None:
+        for child in children(node):
+            if isinstance(child, S.Stmt):
+                self.stmt(child)
+            else:
+                self.exprs(child)
 
     def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...], is_store: bool) -> None:
         found = self.accesses.get(tensor.buffer.name)

@@ -138,28 +138,9 @@ def privatizable(accesses: list[Access], symbols: set[str]) -> bool:
     return all(_dominates(first.context[start:], a.context[start:], allowed) for a in accesses[1:])
 
 
-class _Privatizer(Mutator):
-    """Indices of the privatised buffers become 0; their buffers have one element."""
-
-    def __init__(self, buffers: dict[str, Buffer]) -> None:
-        self.buffers = buffers
-
-    def _zero(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[Tensor, tuple[E.Expr, ...]] | None:
-        new = self.buffers.get(tensor.buffer.name)
-        if new is None:
-            return None
-        zeros = tuple(E.IntImm(i.dtype if i.dtype.is_int else int32, 0) for i in indices)
-        return tensor.with_buffer(new), zeros
-
-    def visit_load(self, node: E.Load) -> E.Expr:
-        node = self.generic_visit(node)
-        done = self._zero(node.tensor, node.indices)
-        return node if done is None else E.Load(*done)
-
-    def visit_store(self, node: S.Store) -> S.Stmt:
-        node = self.generic_visit(node)
-        done = self._zero(node.tensor, node.indices)
-        return node if done is None else dataclasses.replace(node, tensor=done[0], indices=done[1])
+def _zero_indices(tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+    """Index 0 in every dimension: a privatised buffer has one element."""
+    return tuple(E.IntImm(i.dtype if i.dtype.is_int else int32, 0) for i in indices)
 
 
 def _one_element(buffer: Buffer) -> Buffer:
@@ -177,7 +158,7 @@ def privatize_local_buffers(body: S.Stmt, symbols: set[str]) -> tuple[S.Stmt, di
     chosen = {name: _one_element(buf) for name, buf in local.items() if privatizable(accesses[name], symbols)}
     if not chosen:
         return body, {}
-    return _Privatizer(chosen).visit(body), chosen
+    return _Reindexer({name: (buf, _zero_indices) for name, buf in chosen.items()}).visit(body), chosen
 
 
 # ---------------------------------------------------------------------------------------------

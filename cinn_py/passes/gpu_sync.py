@@ -39,6 +39,7 @@ from cinn_py.ir.buffer import Buffer, MemoryType
 from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
 from cinn_py.ir.printer import print_ir
 from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.passes.gpu_accesses import ProgramOrderWalker
 from cinn_py.passes.gpu_buffers import dominates
 from cinn_py.passes.gpu_index import flat_index
 from cinn_py.symbolic.analyzer import Analyzer
@@ -59,32 +60,29 @@ class _Event:
     is_store: bool = False
 
 
-class _Events:
+class _Events(ProgramOrderWalker):
+    """Buffer accesses and barriers of a kernel body in program order."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.events: list[_Event] = []
-        self.context: list[object] = []
 
     def add(self, **kw: object) -> None:
         self.events.append(_Event(len(self.events), tuple(self.context), **kw))  # type: ignore[arg-type]
 
-    def stmt(self, node: S.Stmt) -> None:
+    def on_load(self, load: E.Load) -> None:
+        self.add(buffer=load.tensor.buffer, index=flat_index(load.indices, load.tensor.buffer.shape))
+
+    def on_store(self, store: S.Store) -> None:
+        if _has_barrier(store.value):
+            self.add()
+        self.add(buffer=store.tensor.buffer, index=flat_index(store.indices, store.tensor.buffer.shape),
+                 is_store=True)
+
+    def other_stmt(self, node: S.Stmt) -> None:
         if isinstance(node, S.Block):
             for child in node.stmts:
                 self.stmt(child)
-        elif isinstance(node, S.For):
-            self.exprs(node.min, node.extent)
-            self._nested(node, node.body)
-        elif isinstance(node, S.IfThenElse):
-            self.exprs(node.condition)
-            self._nested((node, True), node.true_case)
-            if node.false_case is not None:
-                self._nested((node, False), node.false_case)
-        elif isinstance(node, S.Store):
-            self.exprs(node.value, *node.indices)
-            if _has_barrier(node.value):
-                self.add()
-            self.add(buffer=node.tensor.buffer, index=flat_index(node.indices, node.tensor.buffer.shape),
-                     is_store=True)
         elif isinstance(node, S.Evaluate):
             self.exprs(node.value)
             if _has_barrier(node.value):
@@ -94,17 +92,6 @@ class _Events:
                 self.exprs(node.body)
                 if _has_barrier(node.body):
                     self.add()
-
-    def _nested(self, entry: object, body: S.Stmt) -> None:
-        self.context.append(entry)
-        self.stmt(body)
-        self.context.pop()
-
-    def exprs(self, *nodes: E.Expr) -> None:
-        for node in nodes:
-            for sub in walk(node):
-                if isinstance(sub, E.Load):
-                    self.add(buffer=sub.tensor.buffer, index=flat_index(sub.indices, sub.tensor.buffer.shape))
 
 
 def _has_barrier(e: E.Expr) -> bool:

@@ -181,6 +181,27 @@ def _divisor_poly(node: E.BinaryOp, an: Analyzer) -> Poly | None:
     return d
 
 
+def _split_dividend(node: E.Div | E.Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
+    """`(q, r)` with `x == q * d + r` for `x / d` or `x % d` with a single-term divisor `d`."""
+    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+        return None
+    return _split_by(to_poly(node.a), d)
+
+
+def _split_nonneg_terms(node: E.Div | E.Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
+    """`(q, r)`, both non-empty, when `x == q * d + r` with `x >= 0` and `r >= 0`, where C's
+    truncating division is floor division and `q * d` can be split off."""
+    split = _split_dividend(node, an)
+    if split is None:
+        return None
+    q, r = split
+    if not q.terms or not r.terms:
+        return None
+    if not (an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(to_poly(node.a))):
+        return None
+    return q, r
+
+
 def div_by_one(node: E.Div, an: Analyzer) -> E.Expr | None:
     # x / 1 -> x
     return node.a if _int(node.b) == 1 else None
@@ -188,22 +209,19 @@ def div_by_one(node: E.Div, an: Analyzer) -> E.Expr | None:
 
 def div_exact(node: E.Div, an: Analyzer) -> E.Expr | None:
     # (x * d) / d -> x  (exact division: valid for any sign)
-    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+    split = _split_dividend(node, an)
+    if split is None:
         return None
-    q, r = _split_by(to_poly(node.a), d)
+    q, r = split
     return q.to_expr(node.dtype) if not r.terms else None
 
 
 def div_split_terms(node: E.Div, an: Analyzer) -> E.Expr | None:
     # (x * d + r) / d -> x + r / d   when x*d + r >= 0 and r >= 0 (floor == trunc there)
-    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+    split = _split_nonneg_terms(node, an)
+    if split is None:
         return None
-    x = to_poly(node.a)
-    q, r = _split_by(x, d)
-    if not q.terms or not r.terms:
-        return None
-    if not (an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(x)):
-        return None
+    q, r = split
     return E.Add(q.to_expr(node.dtype), E.Div(r.to_expr(node.dtype), node.b))
 
 
@@ -253,23 +271,18 @@ def mod_by_one(node: E.Mod, an: Analyzer) -> E.Expr | None:
 
 def mod_exact(node: E.Mod, an: Analyzer) -> E.Expr | None:
     # (x * d) % d -> 0
-    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+    split = _split_dividend(node, an)
+    if split is None:
         return None
-    _, r = _split_by(to_poly(node.a), d)
-    return E.IntImm(node.dtype, 0) if not r.terms else None
+    return E.IntImm(node.dtype, 0) if not split[1].terms else None
 
 
 def mod_split_terms(node: E.Mod, an: Analyzer) -> E.Expr | None:
     # (x * d + r) % d -> r % d   when x*d + r >= 0 and r >= 0
-    if not _index(node) or (d := _divisor_poly(node, an)) is None:
+    split = _split_nonneg_terms(node, an)
+    if split is None:
         return None
-    x = to_poly(node.a)
-    q, r = _split_by(x, d)
-    if not q.terms or not r.terms:
-        return None
-    if not (an.bounds.prove_nonneg(r) and an.bounds.prove_nonneg(x)):
-        return None
-    return E.Mod(r.to_expr(node.dtype), node.b)
+    return E.Mod(split[1].to_expr(node.dtype), node.b)
 
 
 def mod_small(node: E.Mod, an: Analyzer) -> E.Expr | None:
@@ -376,28 +389,27 @@ def compare_fold(node: E.CmpOp, an: Analyzer) -> E.Expr | None:
     return _true() if truth else _false()
 
 
-def and_fold(node: E.And, an: Analyzer) -> E.Expr | None:
-    # true && x -> x, false && x -> false, x && x -> x
+def _logic_fold(node: E.And | E.Or, absorbing: bool) -> E.Expr | None:
+    """`absorbing` decides the result (false for `&&`, true for `||`), the other constant is the
+    identity, and `x op x` is `x`."""
     a, b = _bool(node.a), _bool(node.b)
-    if a is False or b is False:
-        return _false()
-    if a is True:
+    if a is absorbing or b is absorbing:
+        return _true() if absorbing else _false()
+    if a is (not absorbing):
         return node.b
-    if b is True or node.a == node.b:
+    if b is (not absorbing) or node.a == node.b:
         return node.a
     return None
+
+
+def and_fold(node: E.And, an: Analyzer) -> E.Expr | None:
+    # true && x -> x, false && x -> false, x && x -> x
+    return _logic_fold(node, absorbing=False)
 
 
 def or_fold(node: E.Or, an: Analyzer) -> E.Expr | None:
     # false || x -> x, true || x -> true, x || x -> x
-    a, b = _bool(node.a), _bool(node.b)
-    if a is True or b is True:
-        return _true()
-    if a is False:
-        return node.b
-    if b is False or node.a == node.b:
-        return node.a
-    return None
+    return _logic_fold(node, absorbing=True)
 
 
 def min_max_common_terms(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from cinn_py import ir
 from cinn_py.ir import Expr, For, IntImm, LoweredFunc, ScheduleBlockRealize, Var
+from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks
 from schedules.analysis.regions import (
     Access, accesses, block_buffers_read, block_buffers_written, const_value, simplify_index,
@@ -187,18 +188,8 @@ def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], 
     def free(e: Expr) -> bool:
         return not any(isinstance(n, Var) and n in private for n in ir.walk(e))
 
-    common = tuple(a for a, b in zip(x_idx, y_idx) if free(a) and free(b) and _equal(a, b))
+    common = tuple(a for a, b in zip(x_idx, y_idx) if free(a) and free(b) and prove_equal(a, b))
     return is_injective(common, shared)
-
-
-def _equal(a: Expr, b: Expr) -> bool:
-    if a == b:
-        return True
-    try:
-        from cinn_py.symbolic import prove_eq  # noqa: PLC0415 (optional until it lands)
-    except ImportError:
-        return simplify_index(ir.Sub(a, b)) == IntImm(a.dtype, 0) if a.dtype.is_int else False
-    return bool(prove_eq(a, b))
 
 
 def index_of(func: LoweredFunc) -> StmtIndex:

@@ -5,9 +5,9 @@ align): the accesses of a block with its iter vars replaced by its iter values (
 functions of loop vars), and the bounds of such an index over a set of loop ranges (the region a
 loop iteration needs). Tree navigation lives in `schedules.analysis.loops`.
 
-Index arithmetic goes through `simplify_index`, the one switch point to `cinn_py.symbolic`: while
-that module is not available, a local linear normaliser (integer coefficients over non-linear
-atoms) keeps the generated extents readable (`(i*16 + 15) - (i*16) + 1` prints as `16`).
+Index arithmetic goes through `simplify_index` (re-exported from `schedules.analysis.arith`, the
+one place the schedules simplify and prove), which keeps the generated extents readable
+(`(i*16 + 15) - (i*16) + 1` prints as `16`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from cinn_py import ir
 from cinn_py.ir import Expr, For, IntImm, Load, ScheduleBlockRealize, Stmt, Tensor, Var
+from schedules.analysis.arith import simplify_index
 from schedules.analysis.loops import block_stores
 
 __all__ = [
@@ -97,105 +98,6 @@ def const_value(e: Expr) -> int | None:
     """The value of an integer immediate (after simplification), else None."""
     e = simplify_index(e)
     return e.value if isinstance(e, IntImm) else None
-
-
-def simplify_index(e: Expr) -> Expr:
-    """Simplify an integer index expression (cinn_py.symbolic when available)."""
-    try:
-        from cinn_py.symbolic import simplify  # noqa: PLC0415 (optional until it lands)
-    except ImportError:
-        return _linear_simplify(e)
-    return simplify(e)
-
-
-Linear = tuple[dict[Expr, int], int]
-
-
-def _linear(e: Expr) -> Linear | None:
-    """`e` as sum(coef * atom) + const, with non-linear sub-terms as (simplified) atoms."""
-    if isinstance(e, IntImm):
-        return {}, e.value
-    if isinstance(e, (ir.Add, ir.Sub)):
-        a, b = _linear(e.a), _linear(e.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, ir.Add) else -1
-        terms = dict(a[0])
-        for atom, coef in b[0].items():
-            terms[atom] = terms.get(atom, 0) + sign * coef
-        return {k: v for k, v in terms.items() if v}, a[1] + sign * b[1]
-    if isinstance(e, ir.Mul):
-        a, b = _linear(e.a), _linear(e.b)
-        if a is None or b is None:
-            return None
-        if not a[0]:
-            a, b = b, a
-        if not b[0]:
-            return {k: v * b[1] for k, v in a[0].items() if v * b[1]}, a[1] * b[1]
-        return {_atom(e): 1}, 0
-    if not e.dtype.is_int:
-        return None
-    return {_atom(e): 1}, 0
-
-
-def _atom(e: Expr) -> Expr:
-    """Simplify the operands of a non-linear node, folding constant Div/Mod (C semantics)."""
-    if isinstance(e, ir.BinaryOp):
-        a, b = _linear_simplify(e.a), _linear_simplify(e.b)
-        if isinstance(a, IntImm) and isinstance(b, IntImm) and b.value != 0:
-            folded = _fold(type(e), a.value, b.value)
-            if folded is not None:
-                return IntImm(e.dtype, folded)
-        if isinstance(e, (ir.Div, ir.Mul)) and isinstance(b, IntImm) and b.value == 1:
-            return a
-        if isinstance(e, ir.Mod) and isinstance(b, IntImm) and b.value == 1:
-            return IntImm(e.dtype, 0)
-        return type(e)(a, b)
-    return e
-
-
-def _fold(op: type, a: int, b: int) -> int | None:
-    if op is ir.Div:
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b > 0) else -q
-    if op is ir.Mod:
-        r = abs(a) % abs(b)
-        return r if a >= 0 else -r
-    if op is ir.Min:
-        return min(a, b)
-    if op is ir.Max:
-        return max(a, b)
-    return None
-
-
-def _order_key(atom: Expr) -> str:
-    return ir.print_ir(atom)
-
-
-def _from_linear(lin: Linear, like: Expr) -> Expr:
-    terms, const = lin
-    out: Expr | None = None
-    for atom in sorted(terms, key=_order_key):
-        coef = terms[atom]
-        magnitude = atom if abs(coef) == 1 else ir.Mul(atom, int_like(abs(coef), like))
-        if out is None:
-            out = magnitude if coef > 0 else ir.Mul(atom, int_like(coef, like))
-        else:
-            out = ir.Add(out, magnitude) if coef > 0 else ir.Sub(out, magnitude)
-    if out is None:
-        return int_like(const, like)
-    if const > 0:
-        return ir.Add(out, int_like(const, like))
-    if const < 0:
-        return ir.Sub(out, int_like(-const, like))
-    return out
-
-
-def _linear_simplify(e: Expr) -> Expr:
-    lin = _linear(e)
-    if lin is None:
-        return _atom(e) if isinstance(e, ir.BinaryOp) else e
-    return _from_linear(lin, e)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from cinn_py import ir
 from cinn_py.ir import Expr, For, LoweredFunc, ScheduleBlockRealize
-from schedules.analysis.dependence import _equal, buffer_conflicts, same_iteration
+from schedules.analysis.arith import prove_equal
+from schedules.analysis.dependence import buffer_conflicts, same_iteration
 from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
 from schedules.analysis.regions import simplify_index
 from schedules.errors import (
@@ -135,6 +136,6 @@ def current_loop(func: LoweredFunc, loop: For) -> For:
 
 def range_union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
     """The inclusive range covering both `a` and `b` (min of the mins, max of the maxes)."""
-    lo = a[0] if _equal(a[0], b[0]) else simplify_index(ir.Min(a[0], b[0]))
-    hi = a[1] if _equal(a[1], b[1]) else simplify_index(ir.Max(a[1], b[1]))
+    lo = a[0] if prove_equal(a[0], b[0]) else simplify_index(ir.Min(a[0], b[0]))
+    hi = a[1] if prove_equal(a[1], b[1]) else simplify_index(ir.Max(a[1], b[1]))
     return lo, hi

@@ -30,7 +30,7 @@ import dataclasses
 
 from cinn_py import ir
 from cinn_py.ir import Block, Expr, For, ForType, LoweredFunc, ScheduleBlockRealize, Stmt, Var
-from schedules.analysis.dependence import _equal
+from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks, root_block
 from schedules.analysis.regions import const_value, int_like, simplify_index
 from schedules.errors import LoopKindError, ScheduleError, schedule_error
@@ -85,7 +85,7 @@ def _chain(stmt: Stmt, extents: list[Expr]) -> list[For] | None:
     loops: list[For] = []
     current: Stmt = stmt
     for extent in extents:
-        if not isinstance(current, For) or const_value(current.min) != 0 or not _equal(current.extent, extent):
+        if not isinstance(current, For) or const_value(current.min) != 0 or not prove_equal(current.extent, extent):
             return None
         loops.append(current)
         body = current.body.stmts

@@ -35,6 +35,7 @@ from cinn_py.ir import (
     Block, Buffer, Expr, For, LoweredFunc, MemoryType, Mutator, ScheduleBlock, ScheduleBlockRealize,
     Stmt, Store, Tensor, Var,
 )
+from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, root_block
 from schedules.analysis.regions import (
     Access, accesses, block_buffers_read, block_buffers_written, index_bounds, int_like, loop_ranges,
@@ -168,13 +169,7 @@ def _access_box(index: StmtIndex, acc: Access, shape: tuple[Expr, ...]) -> tuple
 
 
 def _same_region(a: Region, b: Region) -> bool:
-    return all(_equal(x[0], y[0]) and _equal(x[1], y[1]) for x, y in zip(a, b))
-
-
-def _equal(a: Expr, b: Expr) -> bool:
-    from cinn_py.symbolic import prove_eq  # noqa: PLC0415
-
-    return a == b or prove_eq(a, b)
+    return all(prove_equal(x[0], y[0]) and prove_equal(x[1], y[1]) for x, y in zip(a, b))
 
 
 def _union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:

@@ -38,7 +38,8 @@ import dataclasses
 
 from cinn_py import ir
 from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
-from schedules.analysis.dependence import _equal, argument_buffers, readers_of
+from schedules.analysis.arith import prove_equal
+from schedules.analysis.dependence import argument_buffers, readers_of
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
 from schedules.analysis.regions import (
     block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges, simplify_index,
@@ -100,7 +101,7 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
         raise schedule_error(LoopMismatchError, prim, f"block '{block.name}' must have at least {len(target)} "
                              f"loops to match, but has {len(own)}", func, block, loop)
     for t, b in zip(target, own):
-        if not (_equal(t.min, b.min) and _equal(t.extent, b.extent)):
+        if not (prove_equal(t.min, b.min) and prove_equal(t.extent, b.extent)):
             raise schedule_error(LoopMismatchError, prim, f"extent of loop '{b.loop_var.name}' should equal that "
                                  f"of '{t.loop_var.name}': expected {ir.print_ir(t.extent)}, got "
                                  f"{ir.print_ir(b.extent)}", func, b, t)
@@ -252,4 +253,4 @@ def _within(hi: Expr, dim: Expr) -> bool:
     value = const_value(simplify_index(ir.Sub(dim, hi)))
     if value is not None:
         return value >= 1
-    return _equal(hi, simplify_index(ir.Sub(dim, int_like(1, dim))))
+    return prove_equal(hi, simplify_index(ir.Sub(dim, int_like(1, dim))))
