@@ -1,6 +1,10 @@
-"""Shared fixtures: a fresh name context per test (CINN's ResetNameId), the `cuda` marker."""
+"""Shared fixtures: a fresh name context per test (CINN's ResetNameId), a fresh on-disk kernel
+cache (`cache_dir`), the `cuda` marker."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +14,19 @@ from cinn_py.ir import reset_name_ids
 @pytest.fixture(autouse=True)
 def _fresh_names() -> None:
     reset_name_ids()
+
+
+@pytest.fixture()
+def cache_dir(tmp_path: Path) -> Iterator[Path]:
+    """The kernel disk cache moved under `tmp_path`, x86 memory cache empty before and after;
+    yields the x86 backend's cache folder."""
+    import codegen.llvm as x86  # noqa: PLC0415 - only the cache tests need the backend
+    from cinn_py.runtime import cache  # noqa: PLC0415
+
+    cache.set_cache_dir(tmp_path)
+    x86.CACHE.clear_memory()
+    yield tmp_path / "x86"
+    x86.CACHE.clear_memory()
 
 
 def _has_gpu() -> bool:

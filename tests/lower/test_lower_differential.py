@@ -14,6 +14,7 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.interp import run_ir
+from tests.lower import programs
 from tests.lower.test_seed_example import build_seed
 
 RNG = np.random.default_rng(20240607)
@@ -103,13 +104,9 @@ def cp_bf16_to_float(x: np.ndarray) -> np.ndarray:
 
 
 def test_integer_and_bool_program() -> None:
-    A = cp.placeholder((6,), "int32", "A")
-    M = cp.placeholder((6,), "bool", "M")
-    B = cp.compute((6,), lambda i: cp.select(M[i] & (A[i] > 0), A[i] % 3, -1), "B")
-    C = cp.compute((6,), lambda i: cp.cast(B[i], "float32") + cp.cast(i, "float32"), "C")
     a = np.array([5, -4, 7, 0, 9, 2], dtype=np.int32)
     m = np.array([True, True, False, True, True, True])
-    out = run_ir(cp.lower("ints", [A, M, B, C]), {"A": a, "M": m})
+    out = run_ir(programs.ints_bool(), {"A": a, "M": m})
     b = np.where(m & (a > 0), a % 3, -1).astype(np.int32)
     np.testing.assert_array_equal(out["B"], b)
     np.testing.assert_array_equal(out["C"], b.astype(np.float32) + np.arange(6, dtype=np.float32))
@@ -117,15 +114,9 @@ def test_integer_and_bool_program() -> None:
 
 @pytest.mark.parametrize("s", [1, 3])
 def test_mixed_static_and_symbolic_function(s: int) -> None:
-    S = cp.sym("S")
-    X = cp.placeholder((S, 4), "float32", "X")
-    W = cp.placeholder((4,), "float32", "W")
-    k = cp.reduce_axis(4, "k")
-    Y = cp.compute((S,), lambda i: cp.reduce_sum(X[i, k] * W[k], [k]), "Y")
-    Z = cp.compute((S * 2,), lambda i: Y[i / 2] + W[3], "Z")
     x = RNG.standard_normal((s, 4)).astype(np.float32)
     w = RNG.standard_normal(4).astype(np.float32)
-    out = run_ir(cp.lower("sym", [X, W, Z]), {"X": x, "W": w})["Z"]
+    out = run_ir(programs.symbolic_mixed(), {"X": x, "W": w})["Z"]
     np.testing.assert_allclose(out, np.repeat(x @ w, 2) + w[3], rtol=1e-5, atol=1e-6)
 
 

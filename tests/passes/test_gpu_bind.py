@@ -12,6 +12,7 @@ from cinn_py.ir import For, ForType, IfThenElse, Mutator, Load, MemoryType, Stor
 from cinn_py.passes import get_pass
 from cinn_py.passes.gpu_bind import compute_axis_info, gpu_bind, interval
 from schedules import IRSchedule
+from tests.codegen.cuda.gpu_programs import bound_scale
 
 
 def _bound(n: int = 1000, factor: int = 256) -> IRSchedule:
@@ -51,14 +52,8 @@ def test_max_extent_per_axis_and_guard_for_shorter_loop() -> None:
 
 
 def test_symbolic_extents_give_host_expressions() -> None:
-    S0 = cp.sym("S0")
-    A = cp.placeholder((S0,), "float32", "A")
-    B = cp.compute((S0,), lambda i: A[i] * 2.0, "B")
-    s = IRSchedule(cp.lower("fn", [A, B]))
-    outer, inner = s.split(s.get_loops("B")[0], [-1, 128])
-    s.bind(outer, "blockIdx.x")
-    s.bind(inner, "threadIdx.x")
-    info = compute_axis_info(s.func)
+    _, func = bound_scale(128)
+    info = compute_axis_info(func)
     assert print_ir(info.grid_dims[0]) == "((S0 + 127ll) / 128ll)"
     assert print_ir(info.block_dims[0]) == "128"  # constant dims fold to int32
 

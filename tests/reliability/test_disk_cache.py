@@ -33,14 +33,6 @@ def _func(scale: float = 3.0, n: int = 16, dtype: str = "float32", name: str = "
     return cp.lower(name, [a, cp.compute((n,), lambda i: a[i] * scale, "B")])
 
 
-@pytest.fixture()
-def cache_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
-    cache.set_cache_dir(tmp_path)
-    x86.CACHE.clear_memory()
-    yield tmp_path / "x86"
-    x86.CACHE.clear_memory()
-
-
 def _build_and_check(scale: float = 3.0) -> object:
     kernel = cp.build(_func(scale), "x86")
     x = np.arange(16, dtype=np.float32)

@@ -22,14 +22,6 @@ from tests.codegen.llvm.llvm_helpers import elementwise_1d
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture()
-def cache_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
-    cache.set_cache_dir(tmp_path)
-    x86.CACHE.clear_memory()
-    yield tmp_path / "x86"
-    x86.CACHE.clear_memory()
-
-
 def _func(scale: float = 3.0) -> ir.LoweredFunc:
     return elementwise_1d(16, dt.float32, lambda a: a * scale)
 

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from cinn_py.frontend.compute import compute, placeholder
 from cinn_py.ir import LoweredFunc, ScheduleBlockRealize, print_ir
+from cinn_py.lowering import lower
 from schedules import IRSchedule
 from schedules.analysis.loops import find_block
 from schedules.testing import check_schedule
 
 SYM2 = ({"S1": 1, "S2": 1}, {"S1": 3, "S2": 5}, {"S1": 4, "S2": 7})
 """Bindings of the seed's symbolic dims (unit, odd and non-dividing values)."""
+
+
+def lowered_two_stage(shape: tuple) -> LoweredFunc:
+    """`B = A * 2; C = B + 1` over a 2-D `shape`, lowered from the compute DSL."""
+    a = placeholder(shape, "float32", "A")
+    b = compute(shape, lambda i, j: a[i, j] * 2.0, "B")
+    c = compute(shape, lambda i, j: b[i, j] + 1.0, "C")
+    return lower("fn", [a, c])
+
+
+def root_text(func: LoweredFunc) -> str:
+    """The printed statements under the root block, dedented to column 0."""
+    lines = print_ir(func).splitlines()[5:-3]
+    return "\n".join(line[6:] for line in lines) + "\n"
 
 
 def block(sch: IRSchedule, name: str) -> ScheduleBlockRealize:

@@ -15,13 +15,7 @@ from schedules.analysis.loops import find_block, root_block
 from schedules.primitives.cache import CacheError, cache_read, cache_write
 from schedules.testing import check_schedule
 from tests.schedules import sched_programs as P
-
-
-def _two_stage(shape: tuple) -> LoweredFunc:
-    a = placeholder(shape, "float32", "A")
-    b = compute(shape, lambda i, j: a[i, j] * 2.0, "B")
-    c = compute(shape, lambda i, j: b[i, j] + 1.0, "C")
-    return lower("fn", [a, c])
+from tests.schedules.block_helpers import lowered_two_stage, root_text
 
 
 def _row_sum(n: object = 4, m: object = 6) -> LoweredFunc:
@@ -30,12 +24,6 @@ def _row_sum(n: object = 4, m: object = 6) -> LoweredFunc:
     k = reduce_axis(m)
     c = compute((n,), lambda i: reduce_sum(b[i, k], [k]), "C")
     return lower("fn", [a, c])
-
-
-def _root_text(func: LoweredFunc) -> str:
-    """The printed statements under the root block, dedented to column 0."""
-    lines = print_ir(func).splitlines()[5:-3]
-    return "\n".join(line[6:] for line in lines) + "\n"
 
 
 CACHE_READ_INPUT = """\
@@ -76,11 +64,11 @@ serial for (i, 0, 4)
 
 
 def test_cache_read_input_goes_first() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     copy = sch.cache_read("B", 0, "local")
     assert copy.name == "A_local_temp_buffer"
-    assert _root_text(sch.func) == CACHE_READ_INPUT
+    assert root_text(sch.func) == CACHE_READ_INPUT
     buf = sch.func.temp_bufs[-1]
     assert (buf.name, buf.memory_type) == ("_A_local_temp_buffer", MemoryType.GPU_LOCAL)
     assert ir.structural_equal(parse_ir(print_ir(sch.func, decls=True)), sch.func)
@@ -114,10 +102,10 @@ serial for (cache_ax0, 0ll, S0)
 
 
 def test_cache_read_intermediate_after_its_producer_symbolic() -> None:
-    f = _two_stage((sym("S0"), sym("S1")))
+    f = lowered_two_stage((sym("S0"), sym("S1")))
     sch = IRSchedule(f)
     sch.cache_read("C", 0, "shared")
-    text = _root_text(sch.func)
+    text = root_text(sch.func)
     assert text.startswith(CACHE_READ_SYMBOLIC)
     assert "C[i0_0, i1_0] = (B_shared_temp_buffer[i0_0, i1_0] + 1.00000000f)" in text
     check_schedule(f, sch, sym_bindings=[{"S0": 1, "S1": 1}, {"S0": 3, "S1": 5}, {"S0": 4, "S1": 2}])
@@ -151,7 +139,7 @@ def test_cache_read_index_counts_distinct_tensors() -> None:
 
 
 def test_cache_read_then_compute_at_localises_the_copy() -> None:
-    f = _two_stage((sym("S0"), 8))
+    f = lowered_two_stage((sym("S0"), 8))
     sch = IRSchedule(f)
     copy = sch.cache_read("C", 0, "local")
     sch.compute_at(copy, sch.get_loops("C")[0])
@@ -162,7 +150,7 @@ def test_cache_read_then_compute_at_localises_the_copy() -> None:
 
 
 def test_cache_read_twice_gets_unique_names() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     sch.cache_read("B", 0, "local")
     second = sch.cache_read("B", 0, "local")
@@ -211,12 +199,12 @@ serial for (i, 0, 4)
 
 
 def test_cache_write_swaps_names_and_copies_back() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     block = sch.get_block("B")
     copy = sch.cache_write(block, 0, "local")
     assert copy.name == "B"
-    assert _root_text(sch.func) == CACHE_WRITE_STATIC
+    assert root_text(sch.func) == CACHE_WRITE_STATIC
     assert str(sch.get_loops(block)[0]) == "serial for (i, 0, 4)"  # the handle follows the renamed block
     assert [b.name for b in sch.func.temp_bufs] == ["_B", "_B_local_temp_buffer"]
     check_schedule(f, sch)
@@ -254,7 +242,7 @@ def test_cache_write_reduction_rebinds_its_init() -> None:
     f = _row_sum(sym("S0"))
     sch = IRSchedule(f)
     sch.cache_write("C", 0, "local")
-    assert _root_text(sch.func).endswith(CACHE_WRITE_REDUCE)
+    assert root_text(sch.func).endswith(CACHE_WRITE_REDUCE)
     init = find_block(sch.func, "C__reduce_init")
     assert init.schedule_block.body.tensor.buffer.name == "_C_local_temp_buffer"  # type: ignore[union-attr]
     check_schedule(f, sch)
@@ -285,7 +273,7 @@ def test_cache_write_of_a_middle_stage_feeds_consumers() -> None:
 # ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("prim", ["cache_read", "cache_write"])
 def test_unknown_memory_type(prim: str) -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     with pytest.raises(InvalidArgumentError, match="must be 'global', 'shared' or 'local', got 'texture'"):
         getattr(sch, prim)("B", 0, "texture")
@@ -297,7 +285,7 @@ def test_unknown_memory_type(prim: str) -> None:
 
 
 def test_write_index_out_of_range() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     with pytest.raises(InvalidArgumentError, match=r"write index must be in \[0, 1\) .*writes B\), got 1"):
         cache_write(f, find_block(f, "B"), 1, "local")
     with pytest.raises(TypeError, match="must be an int"):
@@ -306,7 +294,7 @@ def test_write_index_out_of_range() -> None:
 
 @pytest.mark.parametrize("prim", [cache_read, cache_write])
 def test_root_and_stale_blocks(prim: object) -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     with pytest.raises(InvalidArgumentError, match="got the root block 'root'"):
         prim(f, root_block(f), 0, "local")  # type: ignore[operator]
     g, _ = cache_read(f, find_block(f, "C"), 0, "local")
@@ -324,7 +312,7 @@ def test_cache_read_of_own_output_rejected() -> None:
 
 
 def test_cache_read_writer_in_the_same_nest_rejected() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     sch.simple_compute_at("C", sch.get_loops("B")[1])
     before = sch.func
@@ -334,7 +322,7 @@ def test_cache_read_writer_in_the_same_nest_rejected() -> None:
 
 
 def test_cache_write_reader_before_copy_back_rejected() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     sch.simple_compute_at("C", sch.get_loops("B")[1])
     with pytest.raises(CacheError, match="block 'C' accesses 'B' between the cached block 'B' and the copy"):

@@ -7,27 +7,16 @@ import pytest
 
 from cinn_py import ir
 from cinn_py.frontend.compute import compute, placeholder, reduce_axis, reduce_sum, sym
-from cinn_py.ir import LoweredFunc, print_ir
+from cinn_py.ir import print_ir
 from cinn_py.lowering import lower
 from schedules import IllegalDependenceError, IRSchedule, LoopNotFoundError, StaleHandleError
 from schedules.analysis.loops import enclosing_loops, find_block
 from schedules.primitives.reverse_compute_at import RegionError, reverse_compute_at
 from schedules.testing import check_results, check_schedule
 from tests.schedules import sched_programs as P
+from tests.schedules.block_helpers import lowered_two_stage, root_text
 
 SYM2 = [{"S0": 1, "S1": 1}, {"S0": 5, "S1": 3}, {"S0": 7, "S1": 2}]
-
-
-def _two_stage(shape: tuple) -> LoweredFunc:
-    a = placeholder(shape, "float32", "A")
-    b = compute(shape, lambda i, j: a[i, j] * 2.0, "B")
-    c = compute(shape, lambda i, j: b[i, j] + 1.0, "C")
-    return lower("fn", [a, c])
-
-
-def _root_text(func: LoweredFunc) -> str:
-    lines = print_ir(func).splitlines()[5:-3]
-    return "\n".join(line[6:] for line in lines) + "\n"
 
 
 AT_OUTER = """\
@@ -55,17 +44,17 @@ serial for (i, 0, 4)
 
 
 def test_consumer_under_outer_producer_loop() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     block = sch.get_block("C")
     sch.reverse_compute_at(block, sch.get_loops("B")[0])
-    assert _root_text(sch.func) == AT_OUTER
+    assert root_text(sch.func) == AT_OUTER
     assert [str(lp) for lp in sch.get_loops(block)] == ["serial for (i, 0, 4)", "serial for (ax0, 0, 8)"]
     check_schedule(f, sch)
 
 
 def test_consumer_under_inner_loop_and_unit_loops() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     sch.reverse_compute_at("C", sch.get_loops("B")[1])
     text = print_ir(sch.func)
@@ -115,11 +104,11 @@ serial for (i, 0ll, ((S0 + 2ll) / 3ll))
 
 
 def test_tiled_symbolic_producer_gets_a_guard() -> None:
-    f = _two_stage((sym("S0"), sym("S1")))
+    f = lowered_two_stage((sym("S0"), sym("S1")))
     sch = IRSchedule(f)
     outer, _ = sch.split(sch.get_loops("B")[0], [-1, 3])
     sch.reverse_compute_at("C", outer)
-    assert _root_text(sch.func) == AT_TILED_SYMBOLIC
+    assert root_text(sch.func) == AT_TILED_SYMBOLIC
     check_schedule(f, sch, sym_bindings=SYM2)
 
 
@@ -178,7 +167,7 @@ def test_reduction_consumer_needs_its_init_moved_first() -> None:
 
 
 def test_loop_after_or_around_the_block_rejected() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     with pytest.raises(LoopNotFoundError, match="must come after loop 'i'.*use compute_at"):
         sch.reverse_compute_at("B", sch.get_loops("C")[0])
@@ -187,7 +176,7 @@ def test_loop_after_or_around_the_block_rejected() -> None:
 
 
 def test_consumer_with_transformed_loops_rejected() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     sch = IRSchedule(f)
     sch.split(sch.get_loops("C")[1], [2, 4])
     with pytest.raises(RegionError, match=r"iter var 'i1_0' of block 'C' is bound to \(\(j \* 4\) \+ j_0\)"):
@@ -214,7 +203,7 @@ def test_producer_loop_not_splitting_the_data_rejected() -> None:
 
 
 def test_stale_handles() -> None:
-    f = _two_stage((4, 8))
+    f = lowered_two_stage((4, 8))
     loop = enclosing_loops(f, find_block(f, "B"))[0]
     g = reverse_compute_at(f, find_block(f, "C"), loop)
     with pytest.raises(StaleHandleError, match="block 'C' is not a block of the current function"):

@@ -8,6 +8,7 @@ import cinn_py as cp
 from cinn_py.diagnostics import CompileError
 from codegen.cuda import generate_cuda
 from schedules import IRSchedule
+from tests.codegen.cuda.gpu_programs import drop_reduce_init, symbolic_with_temp
 
 HEADER = '#include "cinn_cuda_runtime.cuh"\n\nextern "C" {\n\n'
 FOOTER = "\n}\n"
@@ -292,36 +293,9 @@ def test_global_temporary_becomes_a_temp_space_argument(nvrtc_compile) -> None:
 
 
 def test_temp_space_read_before_written_is_zero_filled(nvrtc_compile) -> None:
-    S0 = cp.sym("S0")
-    A = cp.placeholder((S0, 64), "float32", "A")
-    k = cp.reduce_axis(64, "k")
-    B = cp.compute((S0,), lambda i: cp.reduce_sum(A[i, k], k), "B")
-    C = cp.compute((S0,), lambda i: B[i] * 2.0, "C")
-    s = IRSchedule(cp.lower("fn", [A, C]))
-    for name in ("B", "C"):
-        outer, inner = s.split(s.get_loops(name)[0], [-1, 64])
-        s.bind(outer, "blockIdx.x")
-        s.bind(inner, "threadIdx.x")
-    code = generate_cuda(_drop_reduce_init(s.func))
+    code = generate_cuda(drop_reduce_init(symbolic_with_temp()))
     assert code.source.startswith(HEADER + "__global__ void __launch_bounds__(64) fn(const float* __restrict__ A, "
                                   "float* __restrict__ C, int64_t S0, float* __restrict__ B)\n")
     (space,) = code.temp_spaces
     assert space.zero_init and space.nbytes({"S0": 10}) == 40 and space.nbytes({"S0": 0}) == 1
     nvrtc_compile(code.source)
-
-
-def _drop_reduce_init(func):
-    """Remove the `B__reduce_init` block: B is then accumulated without being initialised."""
-    from cinn_py.ir import stmt as S  # noqa: PLC0415
-    from cinn_py.ir.visitor import Mutator  # noqa: PLC0415
-
-    class Drop(Mutator):
-        def visit_block(self, node: S.Block) -> S.Stmt:
-            node = self.generic_visit(node)
-            keep = tuple(st for st in node.stmts if not _is_init(st))
-            return node if len(keep) == len(node.stmts) else S.Block(keep)
-
-    def _is_init(st: S.Stmt) -> bool:
-        return isinstance(st, S.ScheduleBlockRealize) and st.schedule_block.name.endswith("__reduce_init")
-
-    return Drop().visit(func)

@@ -8,18 +8,7 @@ import cinn_py as cp
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import Var, const, dtype
 from codegen.cuda import BucketDispatch, bucket_kernel_name, mangle_predicate
-from schedules import IRSchedule
-
-
-def _softmax_like(factor: int, name: str = "fn") -> tuple:
-    S0 = cp.sym("S0")
-    A = cp.placeholder((S0,), "float32", "A")
-    B = cp.compute((S0,), lambda i: A[i] * 2.0, "B")
-    s = IRSchedule(cp.lower(name, [A, B]))
-    outer, inner = s.split(s.get_loops("B")[0], [-1, factor])
-    s.bind(outer, "blockIdx.x")
-    s.bind(inner, "threadIdx.x")
-    return S0, s.func
+from tests.codegen.cuda.gpu_programs import bound_scale
 
 
 def test_mangling() -> None:
@@ -31,8 +20,8 @@ def test_mangling() -> None:
 
 
 def test_buckets_compile_and_select(nvrtc_compile) -> None:
-    S0, small = _softmax_like(64)
-    _, large = _softmax_like(256)
+    S0, small = bound_scale(64)
+    _, large = bound_scale(256)
     dispatch = BucketDispatch([(S0 <= 1024, small), (S0 > 1024, large)])
     names = [c.kernel_name for c in dispatch.codes]
     assert names == ["fn_COND__FPA_S0_LE_1024_BPA___kernel", "fn_COND__FPA_S0_GT_1024_BPA___kernel"]
@@ -44,14 +33,14 @@ def test_buckets_compile_and_select(nvrtc_compile) -> None:
 
 
 def test_no_matching_bucket_is_a_clear_error() -> None:
-    S0, func = _softmax_like(64)
+    S0, func = bound_scale(64)
     dispatch = BucketDispatch([(S0 <= 16, func)])
     with pytest.raises(ValueError, match="no bucket predicate holds for S0=17"):
         dispatch.select({"S0": 17})
 
 
 def test_bucket_errors() -> None:
-    S0, func = _softmax_like(64)
+    S0, func = bound_scale(64)
     with pytest.raises(ValueError, match="at least one"):
         BucketDispatch([])
     with pytest.raises(TypeError, match="expected bool"):
@@ -76,8 +65,8 @@ def test_build_cuda_with_buckets_dispatches_per_call_on_the_host(monkeypatch: py
     log: list = []
     fake = fake_pycuda(log)
     monkeypatch.setattr(kernel_mod, "_pycuda", lambda: fake)
-    S0, small = _softmax_like(64)
-    _, large = _softmax_like(256)
+    S0, small = bound_scale(64)
+    _, large = bound_scale(256)
     dispatch = build_cuda(small, arch="sm_90", buckets=[(S0 <= 1024, small), (S0 > 1024, large)])
     assert isinstance(dispatch, BucketDispatch) and all(code.is_compiled for code in dispatch.codes)
     for n, grid, block in ((5, 1, 64), (1024, 16, 64), (1025, 5, 256), (5000, 20, 256)):
@@ -95,7 +84,7 @@ def test_build_cuda_with_buckets_dispatches_per_call_on_the_host(monkeypatch: py
 def test_build_cuda_buckets_must_match_the_function() -> None:
     from codegen.cuda import build_cuda  # noqa: PLC0415
 
-    S0, func = _softmax_like(64)
+    S0, func = bound_scale(64)
     A = cp.placeholder((S0, 2), "float32", "A")
     B = cp.compute((S0, 2), lambda i, j: A[i, j], "B")
     other = cp.lower("fn", [A, B])

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import cinn_py as cp
 from cinn_py.diagnostics import CinnError
 from codegen.cuda import generate_cuda
 from codegen.cuda import kernel as kernel_mod
-from schedules import IRSchedule
+from tests.codegen.cuda.gpu_programs import drop_reduce_init, symbolic_with_temp
 
 
 class FakeError(Exception):
@@ -90,20 +89,6 @@ def fake_pycuda(log: list, fail_launch: bool = False) -> tuple[Any, Any]:
     return drv, gpuarray
 
 
-def _symbolic_with_temp(lower: int = 1):
-    S0 = cp.sym("S0", lower=lower)
-    A = cp.placeholder((S0, 64), "float32", "A")
-    k = cp.reduce_axis(64, "k")
-    B = cp.compute((S0,), lambda i: cp.reduce_sum(A[i, k], k), "B")
-    C = cp.compute((S0,), lambda i: B[i] * 2.0, "C")
-    s = IRSchedule(cp.lower("fn", [A, C]))
-    for name in ("B", "C"):
-        outer, inner = s.split(s.get_loops(name)[0], [-1, 64])
-        s.bind(outer, "blockIdx.x")
-        s.bind(inner, "threadIdx.x")
-    return s.func
-
-
 def _kernel(monkeypatch: pytest.MonkeyPatch, func, fail_launch: bool = False) -> tuple[Any, list]:
     log: list = []
     monkeypatch.setattr(kernel_mod, "_pycuda", lambda: fake_pycuda(log, fail_launch))
@@ -111,7 +96,7 @@ def _kernel(monkeypatch: pytest.MonkeyPatch, func, fail_launch: bool = False) ->
 
 
 def test_launch_packs_pointers_symbols_and_temp_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    func = _symbolic_with_temp()
+    func = symbolic_with_temp()
     kernel, log = _kernel(monkeypatch, func)
     assert kernel._function.fmt == "PPqP"
     a = np.ones((10, 64), np.float32)
@@ -131,7 +116,7 @@ def test_launch_packs_pointers_symbols_and_temp_spaces(monkeypatch: pytest.Monke
 
 
 def test_out_is_filled_through_the_validated_view(monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel, _ = _kernel(monkeypatch, _symbolic_with_temp())
+    kernel, _ = _kernel(monkeypatch, symbolic_with_temp())
     out = np.zeros(3, np.float32)
     assert kernel(np.ones((3, 64), np.float32), out=out) is out and (out == 7).all()
     with pytest.raises(ValueError, match="expected shape"):
@@ -139,27 +124,25 @@ def test_out_is_filled_through_the_validated_view(monkeypatch: pytest.MonkeyPatc
 
 
 def test_zero_init_temp_space_is_memset(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.codegen.cuda.test_cuda_codegen import _drop_reduce_init  # noqa: PLC0415
-
-    kernel, log = _kernel(monkeypatch, _drop_reduce_init(_symbolic_with_temp()))
+    kernel, log = _kernel(monkeypatch, drop_reduce_init(symbolic_with_temp()))
     kernel(np.ones((10, 64), np.float32))
     assert [e for e in log if e[0] == "memset"] == [("memset", 0x10000, 0, 40)]
 
 
 def test_empty_launch_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel, log = _kernel(monkeypatch, _symbolic_with_temp(lower=0))
+    kernel, log = _kernel(monkeypatch, symbolic_with_temp(lower=0))
     assert kernel(np.ones((0, 64), np.float32)).shape == (0,)
     assert not [e for e in log if e[0] == "launch"]
 
 
 def test_driver_launch_error_is_a_cinn_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel, _ = _kernel(monkeypatch, _symbolic_with_temp(), fail_launch=True)
+    kernel, _ = _kernel(monkeypatch, symbolic_with_temp(), fail_launch=True)
     with pytest.raises(CinnError, match=r"launch with grid=\(1, 1, 1\) block=\(64, 1, 1\).*INVALID_VALUE"):
         kernel(np.ones((4, 64), np.float32))
 
 
 def test_large_dynamic_shared_memory_opts_in_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel, log = _kernel(monkeypatch, _symbolic_with_temp())
+    kernel, log = _kernel(monkeypatch, symbolic_with_temp())
     kernel._opt_in_shared(60 * 1024)
     kernel._opt_in_shared(50 * 1024)
     kernel._opt_in_shared(10 * 1024)
@@ -168,7 +151,7 @@ def test_large_dynamic_shared_memory_opts_in_once(monkeypatch: pytest.MonkeyPatc
 
 
 def test_device_inputs_get_device_outputs_without_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    kernel, log = _kernel(monkeypatch, _symbolic_with_temp())
+    kernel, log = _kernel(monkeypatch, symbolic_with_temp())
     x = FakeGPUArray(np.ones((6, 64), np.float32))
     out = kernel(x)
     assert isinstance(out, FakeGPUArray) and out.host.shape == (6,)

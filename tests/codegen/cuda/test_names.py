@@ -23,6 +23,7 @@ from cinn_py.ir.sanitize import is_safe_identifier
 from codegen.cuda import BucketDispatch, generate_cuda
 from codegen.cuda import kernel as kernel_mod
 from schedules import IRSchedule
+from tests.codegen.cuda.gpu_programs import bound_scale
 from tests.codegen.cuda.test_kernel_host import fake_pycuda
 from tests.reliability.renaming import rename
 
@@ -138,14 +139,8 @@ def test_pycuda_loads_the_sanitised_symbol(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_bucket_kernels_of_a_hostile_function(nvrtc_compile) -> None:
-    S0 = cp.sym("S0")
-    A = cp.placeholder((S0,), "float32", "A")
-    B = cp.compute((S0,), lambda i: A[i] * 2.0, "B")
-    s = IRSchedule(cp.lower("fn", [A, B]))
-    outer, inner = s.split(s.get_loops("B")[0], [-1, 128])
-    s.bind(outer, "blockIdx.x")
-    s.bind(inner, "threadIdx.x")
-    func = rename(s.func, {}, func_name="my.fn")
+    S0, bound = bound_scale(128)
+    func = rename(bound, {}, func_name="my.fn")
     dispatch = BucketDispatch([(S0 <= 1024, func), (S0 > 1024, func)])
     names = [c.kernel_name for c in dispatch.codes]
     assert all(is_safe_identifier(n) and n.endswith("_BPA___kernel") for n in names) and len(set(names)) == 2
