@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from cinn_py.frontend import checks
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.fusion import FusionPlan, Group, fuse

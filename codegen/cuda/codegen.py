@@ -36,7 +36,7 @@ from cinn_py.ir.intrinsics import lookup
 from cinn_py.ir.visitor import substitute, walk
 from cinn_py.passes.gpu_bind import is_bound_var
 from codegen.c_family import CFamilyPrinter, flatten_index
-from codegen.cuda.half import is_half, promote_half
+from codegen.cuda.half import is_half
 
 # Math intrinsics: IR name -> CUDA function for float32 (float64 uses the plain C name).
 _F32_MATH = {name: f"{name}f" for name in (

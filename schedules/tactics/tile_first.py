@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from schedules.schedule import IRSchedule
 from schedules.state import LoopRV
-from schedules.tactics.config import ScheduleConfig, next_pow2
+from schedules.tactics.config import ScheduleConfig
 from schedules.tactics.group import GroupInfo, analyze_group
 
 __all__ = ["TileResult", "tile_first_general_tactic"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import cinn_py as cp
-from cinn_py.diagnostics import CompileError
 from codegen.cuda import generate_cuda
 from schedules import IRSchedule
 from tests.codegen.cuda.gpu_programs import drop_reduce_init, symbolic_with_temp

@@ -26,7 +26,7 @@ def test_buckets_compile_and_select(nvrtc_compile) -> None:
     names = [c.kernel_name for c in dispatch.codes]
     assert names == ["fn_COND__FPA_S0_LE_1024_BPA___kernel", "fn_COND__FPA_S0_GT_1024_BPA___kernel"]
     for code in dispatch.codes:
-        assert f"void __launch_bounds__" in code.source and code.kernel_name + "(" in code.source
+        assert "void __launch_bounds__" in code.source and code.kernel_name + "(" in code.source
         nvrtc_compile(code.source)
     assert dispatch.select({"S0": 5}) == 0 and dispatch.select({"S0": 5000}) == 1
     assert dispatch.codes[1].launch.launch_dims({"S0": 5000})[0] == (20, 1, 1)
