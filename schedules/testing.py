@@ -5,7 +5,10 @@
    the printed Python script (`trace.as_python()` executed on `before`), and asserts both give
    IR structurally equal to `sch`'s;
 2. runs `before` and the scheduled IR on random inputs for several bindings of the symbolic dims
-   and asserts equal outputs (`cinn_py.interp.run_ir`, or the `runner` given).
+   and asserts equal outputs (`cinn_py.interp.run_ir`, or the `runner` given);
+3. with the default runner, also compiles the scheduled IR for x86 (unless it has GPU-bound
+   loops, which only the CUDA backend accepts) and asserts the kernel gives the same outputs, so
+   every schedule test is a differential test of the x86 backend too.
 
 Replays run with the name generator restored to its state when `sch` was created, so generated
 names (`i_0`, `i_j_fused`) come out the same.
@@ -97,6 +100,7 @@ def check_results(before: LoweredFunc, after: LoweredFunc, runner: Runner | None
                   rtol: float = 1e-5, atol: float = 1e-5) -> None:
     """`before` and `after` give the same outputs on random inputs for every binding."""
     run = runner or _default_runner()
+    kernel = _x86_kernel(after) if runner is None else None
     bindings = list(sym_bindings) if sym_bindings is not None else _default_bindings(before)
     rng = np.random.default_rng(seed)
     for binding in bindings:
@@ -107,6 +111,35 @@ def check_results(before: LoweredFunc, after: LoweredFunc, runner: Runner | None
         for name in expected:
             np.testing.assert_allclose(actual[name], expected[name], rtol=rtol, atol=atol,
                                        err_msg=f"output '{name}' differs for symbolic dims {dict(binding)}")
+        if kernel is not None:
+            _check_x86(kernel, after, inputs, expected, binding, rtol, atol)
+
+
+def _x86_kernel(func: LoweredFunc) -> Any:
+    """The x86 kernel of `func`, or None when it uses GPU-only constructs (bound loops,
+    `__syncthreads`), which only the CUDA backend accepts."""
+    if any(_gpu_only(n) for n in ir.walk(func.body)):
+        return None
+    from cinn_py.driver import build  # noqa: PLC0415 - the driver reaches codegen lazily
+
+    return build(func, target="x86")
+
+
+def _gpu_only(node: Any) -> bool:
+    if isinstance(node, ir.For):
+        return node.bind_axis is not None
+    return isinstance(node, ir.Call) and node.call_type is ir.CallType.INTRINSIC
+
+
+def _check_x86(kernel: Any, func: LoweredFunc, inputs: Mapping[str, np.ndarray],
+               expected: Mapping[str, np.ndarray], binding: Mapping[str, int], rtol: float, atol: float) -> None:
+    outs = kernel(*[inputs[t.name].copy() for t in func.inputs])
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    for tensor, got in zip(func.outputs, outs):
+        if tensor.dtype.kind == "bfloat":  # the kernel returns bfloat16 bit patterns
+            got = (np.asarray(got, np.uint32) << 16).view(np.float32)
+        np.testing.assert_allclose(got, expected[tensor.name], rtol=max(rtol, 1e-4), atol=max(atol, 1e-4),
+                                   err_msg=f"x86 kernel: output '{tensor.name}' differs for {dict(binding)}")
 
 
 def _default_bindings(func: LoweredFunc) -> list[dict[str, int]]:

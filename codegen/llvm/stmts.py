@@ -36,7 +36,6 @@ from cinn_py.ir.printer import print_ir
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
 from codegen.llvm.emitter import ExprEmitter
-from codegen.llvm.names import LAUNCH_SYMBOL
 from codegen.llvm.names import value_name as local_name
 
 if TYPE_CHECKING:
