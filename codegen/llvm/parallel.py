@@ -29,7 +29,8 @@ from cinn_py.ir.visitor import walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
 from codegen.llvm.privatize import privatize_local_buffers
-from codegen.llvm.stmts import LAUNCH_SYMBOL, STATUS_OK, FunctionEmitter, private_buffers
+from codegen.llvm.names import LAUNCH_SYMBOL
+from codegen.llvm.stmts import STATUS_OK, FunctionEmitter, private_buffers
 
 if TYPE_CHECKING:
     from codegen.llvm.module import CodegenUnit
