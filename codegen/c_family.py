@@ -211,6 +211,12 @@ class CFamilyPrinter:
 
     def expr_IntImm(self, node: E.IntImm) -> str:
         bits = node.dtype.bits
+        if bits in (32, 64) and node.value == -(1 << (bits - 1)):
+            # C has no negative literals: `-2147483648` negates `2147483648`, which does not fit
+            # an int and so is a `long` (ambiguous in CUDA's min/max overloads); spell the minimum
+            # as an expression of the right type instead.
+            suffix = "ll" if bits == 64 else ""
+            return f"({node.value + 1}{suffix} - 1{suffix})"
         if bits == 64:
             return f"{node.value}ll"
         if bits == 32:
@@ -269,7 +275,12 @@ class CFamilyPrinter:
         return f"(({a} {cmp} {b}) ? {a} : {b})"
 
     def expr_Minus(self, node: E.Minus) -> str:
-        return f"(-{self.expr(node.v)})"
+        operand = self.expr(node.v)
+        if operand.startswith("-"):
+            # A negative literal operand (`-1.5`, `-3ll`) would fuse with the minus into the
+            # decrement operator `--` (an lvalue error); parenthesise it: `(-(-1.5))`.
+            operand = f"({operand})"
+        return f"(-{operand})"
 
     def expr_Not(self, node: E.Not) -> str:
         return f"(!{self.expr(node.v)})"
