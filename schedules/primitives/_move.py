@@ -8,8 +8,10 @@ same iteration of the shared loops, in the original order); where that fails, is
 
 from __future__ import annotations
 
+import dataclasses
+
 from cinn_py import ir
-from cinn_py.ir import Expr, For, LoweredFunc, ScheduleBlockRealize
+from cinn_py.ir import Expr, For, LoweredFunc, ScheduleBlockRealize, Var
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import buffer_conflicts, same_iteration
 from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
@@ -20,8 +22,8 @@ from schedules.errors import (
 from schedules.primitives._tree import program_order
 
 __all__ = [
-    "RegionError", "check_order", "check_order_exact", "current_loop", "isl_ordered", "range_union",
-    "resolve_handles", "same_block",
+    "RegionError", "check_order", "check_order_exact", "current_loop", "fresh_loop_var", "isl_ordered",
+    "names_in_scope", "range_union", "resolve_handles", "same_block",
 ]
 
 
@@ -132,6 +134,25 @@ def current_loop(func: LoweredFunc, loop: For) -> For:
     found = StmtIndex(func).by_uid.get(loop.uid)
     assert isinstance(found, For)  # the removal never drops the target loop (it is not an ancestor)
     return found
+
+
+def names_in_scope(func: LoweredFunc, target: list[For]) -> set[str]:
+    """Names a loop inserted under the innermost of `target` (a loop and its enclosing loops) must
+    not take: the target loop vars and the function's scalar arguments (symbolic dims).
+
+    Loop vars compare by name, so a new loop named like one of these would capture its uses
+    (`for j { for j { B[i, j] } }` reads the inner `j` where the outer one was meant)."""
+    return {lp.loop_var.name for lp in target} | {v.name for v in func.scalar_args}
+
+
+def fresh_loop_var(var: Var, taken: set[str]) -> Var:
+    """`var` itself when its name is not in `taken`, else a copy named `<name>_<n>` that is; the
+    chosen name is added to `taken` (so sibling new loops get distinct names)."""
+    name = var.name
+    while name in taken:
+        name = ir.unique_name(var.name)
+    taken.add(name)
+    return var if name == var.name else dataclasses.replace(var, name=name)
 
 
 def range_union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:

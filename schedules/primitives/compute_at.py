@@ -46,7 +46,8 @@ from schedules.analysis.regions import (
 )
 from schedules.errors import IllegalDependenceError, ScheduleError, schedule_error
 from schedules.primitives._move import (
-    RegionError, check_order_exact, current_loop, range_union, resolve_handles, same_block,
+    RegionError, check_order_exact, current_loop, fresh_loop_var, names_in_scope, range_union, resolve_handles,
+    same_block,
 )
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
 
@@ -62,9 +63,11 @@ class ComputeAtBlockError(ScheduleError):
 
 
 def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
-                mapping: dict[Var, Expr]) -> Stmt:
+                mapping: dict[Var, Expr], scope: set[str]) -> Stmt:
     """The block with its loops below `keep_from` and every guard around it, rebuilt (new loops)
-    with `mapping` applied; loops above `keep_from` are dropped."""
+    with `mapping` applied; loops above `keep_from` are dropped. A kept loop whose var is named
+    like one in `scope` (the target's loops) is renamed first: after `mapping` sends the block's
+    outer loop vars to the target's, a kept `j` under a target `j` would capture those uses."""
     loops_seen = 0
     wrappers: list[Stmt] = []
     for anc in index.ancestors(block):
@@ -74,10 +77,13 @@ def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
                 wrappers.append(anc)
         elif isinstance(anc, IfThenElse):
             wrappers.append(anc)
+    taken = scope | {w.loop_var.name for w in wrappers if isinstance(w, For)}
     stmt: Stmt = block
     for wrap in reversed(wrappers):
         if isinstance(wrap, For):
-            stmt = For(wrap.loop_var, wrap.min, wrap.extent, Block((stmt,)), wrap.for_type, wrap.bind_offset,
+            var = fresh_loop_var(wrap.loop_var, taken) if wrap.loop_var.name in scope else wrap.loop_var
+            body = ir.substitute(stmt, {wrap.loop_var: var}) if var != wrap.loop_var else stmt
+            stmt = For(var, wrap.min, wrap.extent, Block((body,)), wrap.for_type, wrap.bind_offset,
                        wrap.vectorize_factor)
         else:
             stmt = IfThenElse(wrap.condition, Block((stmt,)))  # type: ignore[union-attr]
@@ -106,7 +112,7 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
                                  f"of '{t.loop_var.name}': expected {ir.print_ir(t.extent)}, got "
                                  f"{ir.print_ir(b.extent)}", func, b, t)
     mapping = {b.loop_var: t.loop_var for t, b in zip(target, own) if b.loop_var != t.loop_var}
-    moved = _moved_stmt(index, block, len(target), mapping)
+    moved = _moved_stmt(index, block, len(target), mapping, names_in_scope(func, target))
     new_block = next(s for s in _stmts(moved) if isinstance(s, ScheduleBlockRealize))
     after = program_order(func)[id(block)] > program_order(func)[id(loop)]
     new = insert_in_loop(remove_stmt(func, block), current_loop(remove_stmt(func, block), loop), moved, at_end=after)
@@ -142,7 +148,8 @@ def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
                              f"'{loop.loop_var.name}', but {why} '{tensor.name}'", func, loop, *outside)
     _check_inputs_stable(prim, func, block, loop, readers)
     region = _required_region(prim, func, index, loop, readers, tensor)
-    new_block, extra = _recompute_block(block, store, region, keep_unit_loops)
+    scope = names_in_scope(func, index.enclosing_loops(loop) + [loop])
+    new_block, extra = _recompute_block(block, store, region, keep_unit_loops, scope)
     stmt: Stmt = new_block
     guard = _region_guard(new_block, region, tensor.shape, index.enclosing_loops(loop) + [loop])
     if guard is not None:
@@ -209,8 +216,11 @@ def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
     return [r for r in region if r is not None]
 
 
-def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Region,
-                     keep_unit_loops: bool) -> tuple[ScheduleBlockRealize, list[tuple[Var, Expr]]]:
+def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Region, keep_unit_loops: bool,
+                     scope: set[str]) -> tuple[ScheduleBlockRealize, list[tuple[Var, Expr]]]:
+    """The block's new iter values over `region` and its new loops `ax0, ...` (renamed where
+    `scope`, the target's loops, already binds the name: the region is in those vars)."""
+    taken = set(scope)
     values: list[Expr] = []
     extra: list[tuple[Var, Expr]] = []
     idt = block.iter_values[0].dtype
@@ -219,7 +229,7 @@ def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Regio
         if const_value(extent) == 1 and not keep_unit_loops:
             values.append(lo)
             continue
-        var = Var(f"ax{len(extra)}", idt)
+        var = fresh_loop_var(Var(f"ax{len(extra)}", idt), taken)
         extra.append((var, extent))
         values.append(var if const_value(lo) == 0 else simplify_index(ir.Add(lo, var)))
     names = ",".join(v.name for v, _ in extra)

@@ -20,7 +20,8 @@ from schedules.analysis.regions import (
 )
 from schedules.errors import IllegalDependenceError, LoopNotFoundError, schedule_error
 from schedules.primitives._move import (
-    RegionError, check_order, current_loop, isl_ordered, range_union, resolve_handles, same_block,
+    RegionError, check_order, current_loop, fresh_loop_var, isl_ordered, names_in_scope, range_union,
+    resolve_handles, same_block,
 )
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
 
@@ -55,7 +56,8 @@ def reverse_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For
     target = index.enclosing_loops(loop) + [loop]
     domain = _consumer_domain(prim, func, index, block, target)
     produced = _produced_regions(prim, func, index, block, loop)
-    values, extra = _consumer_values(block, domain, produced, keep_unit_loops, loop.loop_var.dtype)
+    values, extra = _consumer_values(block, domain, produced, keep_unit_loops, loop.loop_var.dtype,
+                                     names_in_scope(func, target))
     _check_coverage(prim, func, block, loop, target, domain, values, extra)
     names = ",".join(v.name for v, _ in extra)
     attrs = tuple(sorted(dict(block.schedule_block.attrs, reverse_compute_at_extra_var=names).items()))
@@ -140,9 +142,11 @@ def _produced_regions(prim: str, func: LoweredFunc, index: StmtIndex, block: Sch
 
 def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
                      produced: dict[str, list[tuple[Expr, Expr] | None]], keep_unit_loops: bool,
-                     idt: ir.DType) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
+                     idt: ir.DType, scope: set[str]) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
     """New iter values: produced-region ranges for iter vars that index a produced tensor
-    directly, the full box range for the others; and the new loops `(var, extent)`."""
+    directly, the full box range for the others; and the new loops `(var, extent)`, named apart
+    from `scope` (the target's loop vars, in which the ranges are written)."""
+    taken = set(scope)
     ranges: dict[Var, tuple[Expr, Expr]] = {}
     for load in (n for n in ir.walk(block.schedule_block.body) if isinstance(n, ir.Load)):
         region = produced.get(load.tensor.buffer.name)
@@ -160,7 +164,7 @@ def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
         if const_value(extent) == 1 and not keep_unit_loops:
             values.append(lo)
             continue
-        ax = Var(ir.unique_name(f"ax{len(extra)}"), idt)
+        ax = fresh_loop_var(Var(ir.unique_name(f"ax{len(extra)}"), idt), taken)
         extra.append((ax, extent))
         values.append(ax if const_value(lo) == 0 else simplify_index(ir.Add(lo, ax)))
     return values, extra

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+import cinn_py as cp
+
 from cinn_py.ir import print_ir
 from schedules import IllegalDependenceError, IRSchedule, LoopNotFoundError, StaleHandleError
 from schedules.primitives.compute_at import ComputeAtBlockError, LoopMismatchError, RegionError
@@ -194,3 +196,35 @@ def test_simple_compute_at_decided_by_islpy() -> None:
     assert sch.get_loops("C")[0] == sch.get_loops("B")[0]
     check(f, sch)
 
+
+
+def test_simple_compute_at_renames_a_kept_loop_named_like_a_target_loop() -> None:
+    """Fuzzer finding (seed 7, cases 34 and 253): after `reorder`, C's nest is (i, k, j) and
+    B's is (i, j); moving C under B's `j` maps C's `k` to B's `j` while C keeps its inner `j`,
+    which must be renamed or it would capture the mapped uses (`axis.bind(i, j, j)`)."""
+    a = cp.placeholder((3,), "int32", "A")
+    b = cp.compute((3, 16), lambda i, k: a[i] + k, "B")
+    c = cp.compute((3, 4, 16), lambda i, j, k: b[i, k] * (j + 1), "C")
+    f = cp.lower("f", [a, c])
+    sch = IRSchedule(f)
+    i, j, k = sch.get_loops("C")
+    sch.reorder([i, k, j])
+    sch.simple_compute_at("C", sch.get_loops("B")[1])
+    assert iter_values(sch, "C") == ["i", "j_0", "j"]
+    assert "serial for (j_0, 0, 4)" in str(sch)
+    check(f, sch)
+
+
+def test_compute_at_new_loops_named_apart_from_the_target_loops() -> None:
+    """compute_at into an `ax0` loop that an earlier compute_at created: the new region loop
+    must not be called `ax0` too (it would shadow the target's `ax0` in `ax0 * 2 + ax0`)."""
+    a = cp.placeholder((8, 16), "float32", "A")
+    b = cp.compute((8, 16), lambda i, j: a[i, j] * 2.0, "B")
+    c = cp.compute((8, 8), lambda i, j: b[i, 2 * j] + b[i, 2 * j + 1], "C")
+    d = cp.compute((8, 8), lambda i, j: c[i, j] * c[i, j], "D")
+    f = cp.lower("f", [a, d])
+    sch = IRSchedule(f)
+    sch.compute_at("C", sch.get_loops("D")[0])
+    sch.compute_at("B", sch.get_loops("C")[1])
+    assert iter_values(sch, "B") == ["i", "((ax0 * 2) + ax0_0)"]
+    check(f, sch)

@@ -217,3 +217,19 @@ def test_stale_handles() -> None:
         sch.reverse_compute_at("C", loops[0])
     with pytest.raises(TypeError, match="keep_unit_loops must be a bool"):
         reverse_compute_at(f, find_block(f, "C"), loop, keep_unit_loops=1)  # type: ignore[arg-type]
+
+
+def test_new_loops_named_apart_from_a_target_loop_compute_at_created() -> None:
+    """reverse_compute_at under an `ax0` loop made by compute_at: C's new loop for its last
+    dim is named apart (`ax0_0`); an `ax0` would shadow the target's and bind C at
+    `(i, ax0, ax0)`."""
+    a = placeholder((4, 4, 4), "float32", "A")
+    b = compute((4, 4, 4), lambda i, j, k: a[i, j, k] + 1.0, "B")
+    c = compute((4, 4, 4), lambda i, j, k: b[i, j, k] * 2.0, "C")
+    d = compute((4, 4, 4), lambda i, j, k: c[i, j, k] - 1.0, "D")
+    f = lower("f", [a, d])
+    sch = IRSchedule(f)
+    sch.compute_at("B", sch.get_loops("C")[0])
+    sch.reverse_compute_at("C", sch.get_loops("B")[1])
+    assert "axis.bind(i, ax0, ax0_0)" in str(sch)
+    check_schedule(f, sch)
