@@ -50,6 +50,12 @@ DEVICE_INTRINSICS = frozenset({"__syncthreads", "__syncwarp", "__threadfence", "
 RUNTIME_HELPER_PREFIX = "cinn_"
 
 
+# Most statements a `#pragma unroll` may replicate (the loop's extent times its body's statements,
+# inner constant loops counted as unrolled). CINN's UnrollLoop pass likewise leaves loops rolled
+# past a step budget (`auto_max_step`); an unroll hint is a hint, not a duty to blow up code size.
+MAX_UNROLL_STEPS = 512
+
+
 def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.Expr:
     """Row-major offset of `indices` in a buffer of `shape`: `((i0 * d1) + i1)`.
 
@@ -110,6 +116,44 @@ def _as_dtype(e: E.Expr, dtype: DType) -> E.Expr:
     if isinstance(e, E.IntImm) and e.dtype != dtype and dtype.is_int:
         return E.IntImm(dtype, e.value)
     return e
+
+
+def unroll_pragma_fits(loop: S.For) -> bool:
+    """Whether `#pragma unroll` on `loop` can fully unroll it within `MAX_UNROLL_STEPS` statements.
+
+    Not when an inner loop has a non-constant extent: full unrolling cannot remove it, and NVRTC
+    then replicates that loop's own runtime unrolling and remainder code per copy (fuzz seed 7
+    case 1060: a 16 x 8 unroll around symbolic reduce loops took NVRTC over a minute).
+    """
+    return _unrolled_steps(loop, MAX_UNROLL_STEPS) is not None
+
+
+def _unrolled_steps(node: S.Stmt, budget: int) -> int | None:
+    """Statements `node` unrolls to, or None when over `budget` or not unrollable."""
+    if isinstance(node, S.For):
+        if not isinstance(node.extent, E.IntImm):
+            return None
+        extent = max(node.extent.value, 0)
+        if extent == 0:
+            return 1
+        inner = _unrolled_steps(node.body, budget // extent)
+        return None if inner is None or inner * extent > budget else inner * extent
+    children: tuple[S.Stmt, ...]
+    if isinstance(node, S.Block):
+        children = node.stmts
+    elif isinstance(node, S.IfThenElse):
+        children = (node.true_case,) if node.false_case is None else (node.true_case, node.false_case)
+    elif isinstance(node, S.ScheduleBlockRealize):
+        children = (node.schedule_block.body,)
+    else:
+        return 1 if budget >= 1 else None
+    total = 0
+    for child in children:
+        steps = _unrolled_steps(child, budget - total)
+        if steps is None:
+            return None
+        total += steps
+    return total if total <= budget else None
 
 
 class _BlockInliner(Mutator):
@@ -263,10 +307,17 @@ class CFamilyPrinter:
     def binary(self, node: E.BinaryOp) -> str:
         if isinstance(node, (E.Min, E.Max)):
             return self.min_max(node)
+        if isinstance(node, E.Mod) and node.dtype.is_float:
+            return self.float_mod(node)
         op = INFIX_OPS.get(type(node))
         if op is None:
             raise CompileError(f"codegen: unknown binary operator {type(node).__name__}")
         return f"({self.expr(node.a)} {op} {self.expr(node.b)})"
+
+    def float_mod(self, node: E.Mod) -> str:
+        """C's `%` takes integers only: a float remainder is `fmod` (the sign of the dividend, as
+        the IR's `%` is defined in docs/semantics.md); dialects pick the per-type name."""
+        return f"fmod({self.expr(node.a)}, {self.expr(node.b)})"
 
     def min_max(self, node: E.Min | E.Max) -> str:
         """C has no min/max: a parenthesised conditional (dialects use their builtins)."""
@@ -356,7 +407,7 @@ class CFamilyPrinter:
         self.line("}")
 
     def print_For(self, node: S.For) -> None:
-        if node.for_type is S.ForType.UNROLLED:
+        if node.for_type is S.ForType.UNROLLED and unroll_pragma_fits(node):
             self.line("#pragma unroll")
         self.serial_loop(node)
 

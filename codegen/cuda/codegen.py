@@ -31,11 +31,12 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import MemoryType
-from cinn_py.ir.dtype import DType, float32
+from cinn_py.ir.dtype import DType, float32, float64
 from cinn_py.ir.intrinsics import lookup
+from cinn_py.ir.printer import print_ir
 from cinn_py.ir.visitor import substitute, walk
 from cinn_py.passes.gpu_bind import is_bound_var
-from codegen.c_family import CFamilyPrinter, flatten_index
+from codegen.c_family import CFamilyPrinter, flatten_index, unroll_pragma_fits
 from codegen.cuda.half import is_half
 
 # Math intrinsics: IR name -> CUDA function for float32 (float64 uses the plain C name).
@@ -106,6 +107,13 @@ class CudaPrinter(CFamilyPrinter):
             return f"({self.expr(a)} {op} {self.expr(b)})"
         return f"{fn}({self.expr(a)}, {self.expr(b)})"
 
+    def float_mod(self, node: E.Mod) -> str:
+        if node.dtype not in (float32, float64):
+            raise CompileError(f"CUDA codegen: float remainder on {node.dtype} (half types compute in float; "
+                               "run promote_half first)", print_ir(node))
+        fn = _F32_MATH["fmod"] if node.dtype == float32 else _F64_MATH["fmod"]
+        return f"{fn}({self.expr(node.a)}, {self.expr(node.b)})"
+
     def cast(self, dtype: DType, value: E.Expr) -> str:
         inner = self.expr(value)
         src = value.dtype
@@ -148,7 +156,7 @@ class CudaPrinter(CFamilyPrinter):
                                "run gpu_bind first")
         if node.for_type is S.ForType.VECTORIZED and self.vectorized(node):
             return
-        if node.for_type in (S.ForType.UNROLLED, S.ForType.VECTORIZED):
+        if node.for_type in (S.ForType.UNROLLED, S.ForType.VECTORIZED) and unroll_pragma_fits(node):
             self.line("#pragma unroll")
         self.serial_loop(node)
 

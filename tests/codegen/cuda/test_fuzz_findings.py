@@ -7,12 +7,16 @@ printed CUDA C does not compile. Text checks pin the spelling that fixed the fin
 
 from __future__ import annotations
 
+import pytest
+
 import cinn_py as cp
 from cinn_py import ir
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
+from codegen.c_family import MAX_UNROLL_STEPS
 from codegen.cuda import generate_cuda
 from codegen.cuda.codegen import CudaPrinter
+from schedules import IRSchedule
 from tests.codegen.cuda.nvrtc_helpers import nvrtc_check
 
 
@@ -49,3 +53,49 @@ def test_most_negative_integers_keep_their_type() -> None:
     source = generate_cuda(cp.lower("fn", [A, L, B, C])).source
     assert "max(A[i], (-2147483647 - 1))" in source
     assert "(-9223372036854775807ll - 1ll))" in source
+
+
+@pytest.mark.parametrize(("dtype", "spelling"), [("float32", "fmodf(A[i], B[i])"), ("float64", "fmod(A[i], B[i])"),
+                                                 ("float16", "fmodf(__half2float(A[i]), __half2float(B[i]))")])
+def test_float_remainder_prints_fmod(dtype: str, spelling: str) -> None:
+    """Found by an op x dtype sweep next to the fuzzer: a float `%` printed C's integer-only `%`
+    ("expression must have integral or unscoped enum type"); the IR's float `%` is C's fmod."""
+    A = cp.placeholder((8,), dtype, "A")
+    B = cp.placeholder((8,), dtype, "B")
+    C = cp.compute((8,), lambda i: A[i] % B[i], "C")
+    source = generate_cuda(cp.lower("fn", [A, B, C])).source
+    assert spelling in source
+    assert " % " not in source
+
+
+def _unrolled_row_sums(rows: int, inner: int | None) -> str:
+    """`t1[i, j] = sum_k A[i, j, k]` with i (`rows`) and j (8) unrolled; k has extent `inner`, or
+    a symbolic one when None."""
+    extent = cp.sym("S0") if inner is None else inner
+    A = cp.placeholder((rows, 8, extent), "float32", "A")
+    k = cp.reduce_axis(extent, "k")
+    t1 = cp.compute((rows, 8), lambda i, j: cp.reduce_sum(A[i, j, k], k), "t1")
+    s = IRSchedule(cp.lower("fn", [A, t1]))
+    i, j = s.get_loops("t1")[:2]
+    s.unroll(i)
+    s.unroll(j)
+    return generate_cuda(s.func).source
+
+
+def test_unroll_around_a_symbolic_loop_stays_rolled() -> None:
+    """Fuzz seed 7 case 1060 (a hang): `#pragma unroll` on a 16 x 8 nest around reduce loops of
+    symbolic extent made NVRTC replicate their runtime unrolling 128 times (over a minute of
+    NVRTC time); loops that cannot fully unroll now print without the pragma."""
+    source = _unrolled_row_sums(16, None)
+    assert "#pragma unroll" not in source
+    assert "for (int64_t k = 0ll; k < S0; k += 1)" in source
+
+
+def test_unroll_pragma_within_the_step_budget() -> None:
+    assert MAX_UNROLL_STEPS == 512
+    # i: 4 x 8 x (init + 4 updates) = 160 steps, j: 8 x 5 = 40: both unroll.
+    assert _unrolled_row_sums(4, 4).count("#pragma unroll") == 2
+    # i: 16 x 8 x 5 = 640 steps is over the budget and stays rolled; j (40 steps) still unrolls.
+    lines = _unrolled_row_sums(16, 4).splitlines()
+    pragmas = [n for n, line in enumerate(lines) if "#pragma unroll" in line]
+    assert len(pragmas) == 1 and "for (int32_t j = 0; j < 8; j += 1)" in lines[pragmas[0] + 1]
