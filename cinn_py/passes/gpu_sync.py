@@ -8,7 +8,9 @@ blocks"; its `SyncThreads` schedule primitive is what fixes the second).
 - **global temporaries** (a non-argument buffer left in global memory): when an element written
   by one instance is read by an instance with a *different* `blockIdx`, the kernel needs a grid-wide
   barrier that CUDA blocks do not have: `CompileError` naming the buffer, suggesting `compute_at`
-  (produce the element in the block that reads it) or `set_buffer(.., "shared"/"local")`;
+  (produce the element in the block that reads it) or `set_buffer(.., "shared"/"local")`. Output
+  arguments the kernel also reads (a reduction accumulator, a stage consumed by a later one) get
+  the same cross-block check (an unbound nest runs in every block);
 - **shared buffers** (and global temporaries, within one block): a write and a read (or a read and a later write) of the same element by two
   different threads of one block must be separated by `__syncthreads()`: textually between them at
   their common loop level for accesses in one iteration, anywhere in the common loop body after the
@@ -257,24 +259,32 @@ def check_races(func: LoweredFunc, body: S.Stmt, info: CudaAxisInfo) -> None:
     args = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
     by_buffer: dict[str, list[_Event]] = {}
     for ev in events:
-        if ev.buffer is not None and ev.buffer.name not in args and ev.index is not None and ev.index.dtype.is_int:
+        if ev.buffer is not None and ev.index is not None and ev.index.dtype.is_int:
             by_buffer.setdefault(ev.buffer.name, []).append(ev)
     conflicts = _Conflicts(info, list(func.scalar_args))
     for name, accesses in by_buffer.items():
         memory = accesses[0].buffer.memory_type  # type: ignore[union-attr]
-        if memory in (MemoryType.HEAP, MemoryType.AUTO):
+        if name in args:
+            # An output the kernel also reads (a reduction's accumulator, a stage a later one
+            # consumes) races across blocks like a temporary: an unbound reduction nest run by
+            # every block re-zeroes the accumulator under the others (fuzz seed 7 case 1060).
+            # Within a block, CINN's block-reduce pattern (every thread reads the old value, then
+            # writes the same broadcast result) is intended, so only blocks are checked.
+            _check_global(func, name, accesses, conflicts, "output")
+        elif memory in (MemoryType.HEAP, MemoryType.AUTO):
             _check_global(func, name, accesses, conflicts)
             _check_shared(func, name, accesses, barriers, conflicts)  # threads of one block: as shared
         elif memory is MemoryType.GPU_SHARED:
             _check_shared(func, name, accesses, barriers, conflicts)
 
 
-def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflicts: _Conflicts) -> None:
+def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflicts: _Conflicts,
+                  what: str = "global temporary") -> None:
     for w in (a for a in accesses if a.is_store):
         for r in (a for a in accesses if not a.is_store):
             if conflicts.exists(w, r, "blocks differ"):
                 raise CompileError(
-                    f"gpu_bind: global temporary '{name}' is written by one block and read by another in kernel "
+                    f"gpu_bind: {what} '{name}' is written by one block and read by another in kernel "
                     f"'{func.name}' (write index {print_ir(w.index)}, read index {print_ir(r.index)}): fusion "
                     "requires synchronization across blocks, which a CUDA kernel does not have. Compute the "
                     "producer inside the consumer's block (compute_at / simple_compute_at), give both the same "

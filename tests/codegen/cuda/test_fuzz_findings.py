@@ -11,6 +11,7 @@ import pytest
 
 import cinn_py as cp
 from cinn_py import ir
+from cinn_py.diagnostics import CompileError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from codegen.c_family import MAX_UNROLL_STEPS
@@ -99,3 +100,34 @@ def test_unroll_pragma_within_the_step_budget() -> None:
     lines = _unrolled_row_sums(16, 4).splitlines()
     pragmas = [n for n, line in enumerate(lines) if "#pragma unroll" in line]
     assert len(pragmas) == 1 and "for (int32_t j = 0; j < 8; j += 1)" in lines[pragmas[0] + 1]
+
+
+def test_unbound_reduction_output_read_by_other_blocks_is_rejected() -> None:
+    """Fuzz seed 7 case 1060, second finding: the reduction nest of output `t1` could not be
+    bound (its loop was unrolled), so every block of the kernel ran it, re-zeroing `t1` while
+    other blocks accumulated into it and a bound stage read it. Only temporaries were
+    race-checked; an output the kernel reads is now checked across blocks too."""
+    A = cp.placeholder((16, 8), "float32", "A")
+    k = cp.reduce_axis(8, "k")
+    t1 = cp.compute((16,), lambda i: cp.reduce_sum(A[i, k], k), "t1")
+    t2 = cp.compute((16,), lambda i: t1[i] * 2.0, "t2")
+    s = IRSchedule(cp.lower("fn", [A, t1, t2]))
+    s.unroll(s.get_loops("t1")[0])
+    outer, inner = s.split(s.get_loops("t2")[0], [-1, 4])
+    s.bind(outer, "blockIdx.x")
+    s.bind(inner, "threadIdx.x")
+    with pytest.raises(CompileError, match=r"output '_t1' is written by one block and read by another"):
+        generate_cuda(s.func)
+
+
+def test_output_consumed_in_its_own_block_still_compiles() -> None:
+    A = cp.placeholder((16, 8), "float32", "A")
+    k = cp.reduce_axis(8, "k")
+    t1 = cp.compute((16,), lambda i: cp.reduce_sum(A[i, k], k), "t1")
+    t2 = cp.compute((16,), lambda i: t1[i] * 2.0, "t2")
+    s = IRSchedule(cp.lower("fn", [A, t1, t2]))
+    for name in ("t1", "t2"):
+        outer, inner = s.split(s.get_loops(name)[0], [-1, 4])
+        s.bind(outer, "blockIdx.x")
+        s.bind(inner, "threadIdx.x")
+    assert "t2[" in generate_cuda(s.func).source
