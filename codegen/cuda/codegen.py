@@ -105,6 +105,12 @@ class CudaPrinter(CFamilyPrinter):
         if a.dtype.is_bool:
             op = "&&" if isinstance(node, E.Min) else "||"
             return f"({self.expr(a)} {op} {self.expr(b)})"
+        if _prints_as_int(a) != _prints_as_int(b):
+            # Bound variables print as `(int)threadIdx.x` even in int64 indices: `max(int64_t, int)`
+            # matches several CUDA overloads (fuzz seed 2 case 1221), so widen the int side.
+            widen = self.cast
+            return f"{fn}({widen(node.dtype, a) if _prints_as_int(a) else self.expr(a)}, " \
+                   f"{widen(node.dtype, b) if _prints_as_int(b) else self.expr(b)})"
         return f"{fn}({self.expr(a)}, {self.expr(b)})"
 
     def float_mod(self, node: E.Mod) -> str:
@@ -202,6 +208,22 @@ class CudaPrinter(CFamilyPrinter):
         elem_bytes = max(1, store.tensor.dtype.bits // 8)
         self.vector_alignment = max(self.vector_alignment, elem_bytes * width)
         return True
+
+
+def _prints_as_int(e: E.Expr) -> bool:
+    """Whether an int64 expression's C type is `int`: it is built only from bound variables
+    (printed `(int)blockIdx.x`); any int64 literal, variable or load promotes it to 64 bits."""
+    if e.dtype.bits != 64 or not e.dtype.is_int:
+        return False
+    if isinstance(e, E.Var):
+        return is_bound_var(e) and e.name in _BOUND_VARS
+    if isinstance(e, (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.Min, E.Max)):
+        return _prints_as_int(e.a) and _prints_as_int(e.b)
+    if isinstance(e, E.Minus):
+        return _prints_as_int(e.v)
+    if isinstance(e, E.Select):
+        return _prints_as_int(e.true_value) and _prints_as_int(e.false_value)
+    return False
 
 
 def _vector_plan(node: S.For) -> tuple[S.Store, list[tuple[E.Load, E.Expr]], str, int] | None:

@@ -131,3 +131,17 @@ def test_output_consumed_in_its_own_block_still_compiles() -> None:
         s.bind(outer, "blockIdx.x")
         s.bind(inner, "threadIdx.x")
     assert "t2[" in generate_cuda(s.func).source
+
+
+@pytest.mark.parametrize("fn", [cp.maximum, cp.minimum])
+def test_max_of_int64_and_a_bound_variable(fn) -> None:
+    """Fuzz seed 2 case 1221: in an int64 (symbolic) function a bound loop variable prints as
+    `(int)blockIdx.x`, so `max(A[i], i)` became `max(int64_t, int)`, which matches several CUDA
+    overloads; the int side is widened now."""
+    S0 = cp.sym("S0")
+    A = cp.placeholder((S0,), "int64", "A")
+    B = cp.compute((S0,), lambda i: fn(A[i], cp.cast(i, "int64")), "B")
+    s = IRSchedule(cp.lower("fn", [A, B]))
+    s.bind(s.get_loops("B")[0], "blockIdx.x")
+    name = "max" if fn is cp.maximum else "min"
+    assert f"{name}(A[(int)blockIdx.x], ((int64_t)(int)blockIdx.x))" in generate_cuda(s.func).source
