@@ -127,8 +127,12 @@ def _mixed_radix(comp: Expr, used: set[Var], loops: dict[Var, For]) -> bool:
     terms = _linear_terms(comp, used)
     if terms is None:
         return False
+    # A loop of one iteration makes its term a constant (a split by 1 gives `i + i_0`), so it
+    # is left out. The rest is ordered by coefficient, ties by name: Vars have no Python order
+    # (`<` builds an IR LT), and equal coefficients must still be compared, not crash.
+    terms = sorted((t for t in terms if const_value(loops[t[1]].extent) != 1), key=lambda t: (t[0], t[1].name))
     span = 0  # largest value of the terms seen so far
-    for coef, var in sorted(terms):
+    for coef, var in terms:
         if coef <= span:
             return False
         loop = loops[var]
@@ -137,7 +141,7 @@ def _mixed_radix(comp: Expr, used: set[Var], loops: dict[Var, For]) -> bool:
         extent = const_value(loop.extent)
         if extent is None:
             # A symbolic extent is fine only for the largest coefficient (nothing above it).
-            if (coef, var) != max(terms):
+            if (coef, var) != terms[-1]:
                 return False
             continue
         span += coef * (extent - 1)

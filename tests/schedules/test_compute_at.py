@@ -228,3 +228,18 @@ def test_compute_at_new_loops_named_apart_from_the_target_loops() -> None:
     sch.compute_at("B", sch.get_loops("C")[1])
     assert iter_values(sch, "B") == ["i", "((ax0 * 2) + ax0_0)"]
     check(f, sch)
+
+
+def test_simple_compute_at_with_equal_coefficients_in_an_index() -> None:
+    """Fuzzer finding (seed 24, case 661): after splits by [5, 1] the shared index is `i + i_0`;
+    ordering its terms by coefficient compared the two Vars (an IR `<`) and raised TypeError."""
+    a = cp.placeholder((5, 8), "float32", "A")
+    b = cp.compute((5, 8), lambda i, j: a[i, j] + 1.0, "B")
+    c = cp.compute((5, 8), lambda i, j: b[i, j] * 2.0, "C")
+    f = cp.lower("f", [a, c])
+    sch = IRSchedule(f)
+    for name in "BC":
+        sch.split(sch.get_loops(name)[0], [5, 1])
+    sch.simple_compute_at("C", sch.get_loops("B")[1])
+    assert iter_values(sch, "C") == ["(i + i_0)", "j"]
+    check(f, sch)
