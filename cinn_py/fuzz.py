@@ -53,6 +53,9 @@ DOCUMENTED_ERRORS: tuple[type[BaseException], ...] = (ScheduleError, CompileErro
 FUNC_NAME = "fuzz_kernel"
 # CompileError messages meaning the generated code itself is broken (NVRTC / LLVM refused it).
 _BROKEN_CODE = ("NVRTC: compiling", "x86 codegen: generated LLVM IR does not verify")
+# TypeError messages that only our own code can cause (an IR expression used as a Python bool
+# inside the compiler, e.g. sorting Vars), never a bad user argument.
+_INTERNAL_TYPE_ERRORS = ("an IR expression has no truth value",)
 
 
 @dataclass
@@ -198,7 +201,8 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except DOCUMENTED_ERRORS as exc:
         # Source the backend itself generated that its compiler refuses is a bug, not a refusal.
-        broken = isinstance(exc, CompileError) and _first_line(exc).startswith(_BROKEN_CODE)
+        broken = (isinstance(exc, CompileError) and _first_line(exc).startswith(_BROKEN_CODE)) or (
+            isinstance(exc, TypeError) and _first_line(exc).startswith(_INTERNAL_TYPE_ERRORS))
         result.status, result.stage = ("fail" if broken else "rejected"), stage
         result.error = f"{type(exc).__name__}: {_first_line(exc)}"
     except Exception as exc:  # noqa: BLE001 - any other exception is a finding

@@ -82,10 +82,24 @@ def _retype(func: LoweredFunc, loop: For, **changes: object) -> LoweredFunc:
 
 
 def parallel(func: LoweredFunc, loop: For) -> LoweredFunc:
-    """Mark `loop` parallel (run on the CPU thread pool)."""
+    """Mark `loop` parallel (run on the CPU thread pool). Parallel loops do not nest: a loop
+    inside (or around) another parallel loop is rejected here rather than by the x86 backend
+    later (CINN only rejects it in codegen: "Nested parallel loop is not supported")."""
     _require_serial(func, loop, "parallel")
+    _require_not_nested_parallel(func, loop)
     _require_independent(func, loop, "parallel")
     return _retype(func, loop, for_type=ForType.PARALLEL)
+
+
+def _require_not_nested_parallel(func: LoweredFunc, loop: For) -> None:
+    outer = [lp for lp in StmtIndex(func).enclosing_loops(loop) if lp.for_type is ForType.PARALLEL]
+    inner = [n for n in collect_stmts(loop.body, For) if n.for_type is ForType.PARALLEL]
+    if outer or inner:
+        other = (outer or inner)[0]
+        where = "inside" if outer else "around"
+        raise schedule_error(LoopKindError, "parallel", f"loop '{loop.loop_var.name}' is {where} the parallel loop "
+                             f"'{other.loop_var.name}'; parallel loops cannot nest (fuse them and parallelize "
+                             "the fused loop instead)", func, loop, other)
 
 
 def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:

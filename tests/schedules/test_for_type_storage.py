@@ -126,3 +126,21 @@ def test_flatten_loops() -> None:
     text = str(sch)
     assert "serial for (i_j_fused, 0, 24)" in text and "i0_0 = axis.bind(i_j_fused)" in text
     check(fn, sch)
+
+
+def test_parallel_loops_cannot_nest() -> None:
+    """Nested parallel loops are a ScheduleError at schedule time (the x86 backend cannot run
+    them), whichever of the two loops is parallelized first; the IR is left unchanged."""
+    import cinn_py as cp
+    from schedules import IRSchedule, LoopKindError
+
+    x = cp.placeholder((8, 16), "float32", "X")
+    y = cp.compute((8, 16), lambda i, j: x[i, j] * 2.0, "Y")
+    for first, second, where in ((0, 1, "inside"), (1, 0, "around")):
+        sch = IRSchedule(cp.lower("fn", [x, y]))
+        loops = sch.get_loops("Y")
+        sch.parallel(loops[first])
+        before = str(sch)
+        with pytest.raises(LoopKindError, match=f"parallel: loop '.' is {where} the parallel loop"):
+            sch.parallel(loops[second])
+        assert str(sch) == before
