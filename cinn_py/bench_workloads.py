@@ -288,17 +288,28 @@ def _layernorm_lower(sh: Shape) -> LoweredFunc:
     k1 = cp.reduce_axis(C, "k")
     Sx = cp.compute((R,), lambda i: cp.reduce_sum(X[i, k1], k1), "Sx")
     k2 = cp.reduce_axis(C, "k")
-    Sv = cp.compute((R,), lambda i: cp.reduce_sum((X[i, k2] - Sx[i] * inv) * (X[i, k2] - Sx[i] * inv), k2), "Sv")
-    Y = cp.compute((R, C), lambda i, j: (X[i, j] - Sx[i] * inv) * cp.rsqrt(Sv[i] * inv + 1e-5) * G[j] + B[j], "Y")
+    # One pass over the row: sum and sum of squares are independent reductions (neither waits
+    # for the mean), var = E[x^2] - mean^2 clamped at 0. The trade-off: E[x^2] - mean^2 cancels
+    # when |mean| >> std (relative variance error ~ C * eps * mean^2 / var with float32
+    # partial sums; rows of mean 0.5, std 1 here lose ~1e-6 relative). PyTorch/Apex's fused
+    # CPU layernorm make the same choice; rows with |mean| >> std want the two-pass form.
+    Sq = cp.compute((R,), lambda i: cp.reduce_sum(X[i, k2] * X[i, k2], k2), "Sq")
+
+    def norm(i: Any, j: Any) -> Any:
+        mean = Sx[i] * inv
+        var = cp.maximum(Sq[i] * inv - mean * mean, 0.0)
+        return (X[i, j] - mean) * cp.rsqrt(var + 1e-5) * G[j] + B[j]
+
+    Y = cp.compute((R, C), norm, "Y")
     return cp.lower("bench_layernorm", [X, G, B, Y])
 
 
 def _layernorm_schedule(s: Schedule, sh: Shape) -> None:
     rf_x = rfactor_lanes(s, "Sx")
-    rf_v = rfactor_lanes(s, "Sv")
+    rf_v = rfactor_lanes(s, "Sq")
     fuse_into_rows(s, "Y", [f"{rf_x}__reduce_init", rf_x, "Sx__reduce_init", "Sx",
-                            f"{rf_v}__reduce_init", rf_v, "Sv__reduce_init", "Sv"])
-    make_local(s, rf_x, "Sx", rf_v, "Sv")
+                            f"{rf_v}__reduce_init", rf_v, "Sq__reduce_init", "Sq"])
+    make_local(s, rf_x, "Sx", rf_v, "Sq")
     for rf in (rf_x, rf_v):
         vectorize_inner(s, rf, LANES)
         vectorize_inner(s, f"{rf}__reduce_init", LANES)
@@ -317,7 +328,7 @@ def _layernorm_torch(torch: Any, x: Any, g: Any, b: Any) -> Any:
 
 
 LAYERNORM = Workload(
-    "layernorm", "LayerNorm over rows (two-pass mean/variance)", {"rows": 8192, "cols": 768},
+    "layernorm", "LayerNorm over rows (one-pass sum / sum of squares)", {"rows": 8192, "cols": 768},
     {"rows": 8, "cols": 64}, _layernorm_lower, _layernorm_schedule,
     lambda sh, rng: [_f32(rng, sh["rows"], sh["cols"], offset=0.5), _f32(rng, sh["cols"]), _f32(rng, sh["cols"])],
     _layernorm_numpy, _layernorm_torch, rtol=1e-4, atol=1e-4)
@@ -330,8 +341,13 @@ def _gelu_lower(sh: Shape) -> LoweredFunc:
     Bias = cp.placeholder((C,), "float32", "bias")
 
     def gelu(i: Any, j: Any) -> Any:
+        # 0.5 * (1 + tanh(u)) == 1 / (1 + exp(-2u)): the same tanh-form GELU with one fast exp
+        # (about 15 vector ops with AVX-512 `vscalefps`) + a divide instead of the ~22-op
+        # fast tanh; for very negative v, exp overflows to inf and the result is -0 (exact
+        # to float32 precision: |gelu(v)| < 1e-30 there). u = c*v*(1 + 0.044715 v^2).
         v = X[i, j] + Bias[j]
-        return v * 0.5 * (cp.tanh((v + v * v * v * 0.044715) * GELU_C) + 1.0)
+        u2 = v * (v * v * (-2.0 * 0.044715 * GELU_C) - 2.0 * GELU_C)
+        return v / (cp.exp(u2) + 1.0)
 
     Y = cp.compute((R, C), gelu, "Y")
     return cp.lower("bench_bias_gelu", [X, Bias, Y])
