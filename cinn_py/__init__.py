@@ -33,8 +33,8 @@ _EXPORTS: dict[str, str] = {
     "compile_program": "cinn_py.frontend.executor",
     "FrontendError": "cinn_py.frontend.ops.base",
     "run_ir": "cinn_py.interp",
-    "parse_ir": "cinn_py.ir.parser",
-    "print_ir": "cinn_py.ir.printer",
+    "parse_ir": "cinn_py.ir.text.parser",
+    "print_ir": "cinn_py.ir.text.printer",
     # schedules (lazy: importing cinn_py must not import schedules)
     "IRSchedule": "schedules",
     "ScheduleError": "cinn_py.diagnostics",

@@ -30,7 +30,7 @@ from typing import Any
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import LoweredFunc, Module
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 
 
 class CliError(CinnError):
@@ -42,7 +42,7 @@ def load_program(path: Path) -> LoweredFunc | Module:
     if not path.exists():
         raise CliError(f"no such file: {path}")
     if path.suffix == ".ir":
-        from cinn_py.testing.golden import program_of_ir_file
+        from cinn_py.tools.testing.golden import program_of_ir_file
 
         program = program_of_ir_file(path)
         if not isinstance(program, (LoweredFunc, Module)):
@@ -144,7 +144,7 @@ def _parse_dims(text: str | None) -> dict[str, int]:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    from cinn_py.runner import run_and_compare
+    from cinn_py.tools.runner import run_and_compare
 
     report = run_and_compare(_scheduled_program(ns), _parse_dims(ns.dims), seed=ns.seed,
                              target=ns.target, fast_math=ns.fast_math)
@@ -153,7 +153,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
-    from cinn_py import bench
+    from cinn_py.tools import bench
 
     argv = list(ns.names) + ["--repeat", str(ns.repeat)]
     if ns.threads:
@@ -164,7 +164,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
-    from cinn_py.demo import run_demo
+    from cinn_py.tools.demo import run_demo
 
     return run_demo(verbose=not ns.quiet)
 

@@ -27,7 +27,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, Tensor
 from cinn_py.ir.dtype import DType
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.sanitize import IdentifierMap
 from cinn_py.ir.visitor import Mutator, substitute
 

@@ -1,7 +1,9 @@
 """The import rule of DESIGN.md §2, enforced.
 
 - `cinn_py` (the core) imports nothing from `schedules` or `codegen`, except the entry points
-  that tie them together lazily (`cinn_py/driver.py`, `cinn_py/cli.py`, `cinn_py/bench*.py`).
+  that tie them together lazily (`cinn_py/driver.py`, `cinn_py/cli.py`, `cinn_py/__main__.py`)
+  and the tools (`cinn_py/tools/`: benchmarks, demo, fuzzer, runner, test helpers), which work at
+  the command line's level.
 - `schedules` and `codegen` import from `cinn_py` and never from each other.
 - `import schedules`, `import codegen` and `import cinn_py` each work first in a fresh interpreter.
 """
@@ -18,8 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cinn_py", "schedules", "codegen")
 # Core modules allowed to reach schedules/codegen (lazily, inside functions).
-ENTRY_POINTS = {"cinn_py/driver.py", "cinn_py/cli.py", "cinn_py/bench.py", "cinn_py/bench_cuda.py",
-                "cinn_py/fuzz.py", "cinn_py/__main__.py", "cinn_py/demo.py"}
+ENTRY_POINTS = {"cinn_py/driver.py", "cinn_py/cli.py", "cinn_py/__main__.py"}
+# The one folder whose modules may import at the command line's level (as the CLI does).
+TOOLS = "cinn_py/tools/"
 FORBIDDEN = {"cinn_py": {"schedules", "codegen"}, "schedules": {"codegen"}, "codegen": {"schedules"}}
 
 
@@ -45,10 +48,22 @@ def _modules() -> list[tuple[str, Path]]:
 @pytest.mark.parametrize(("package", "path"), _modules(), ids=lambda v: str(v))
 def test_import_rule(package: str, path: Path) -> None:
     rel = path.relative_to(ROOT).as_posix()
-    if rel in ENTRY_POINTS:
+    if rel in ENTRY_POINTS or rel.startswith(TOOLS):
         return
     bad = _imported_packages(path) & FORBIDDEN[package]
     assert not bad, f"{rel} imports {sorted(bad)}: the import rule (DESIGN.md §2) forbids it"
+
+
+@pytest.mark.parametrize(("package", "path"), _modules(), ids=lambda v: str(v))
+def test_core_does_not_import_tools(package: str, path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    if package != "cinn_py" or rel in ENTRY_POINTS or rel.startswith(TOOLS):
+        return
+    tree = ast.parse(path.read_text(), rel)
+    modules = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    bad = sorted(m for m in modules if m == "cinn_py.tools" or m.startswith("cinn_py.tools."))
+    assert not bad, f"{rel} imports {bad}: only the CLI and the tools themselves use cinn_py/tools/"
 
 
 def test_lazy_init_does_not_import_layers() -> None:

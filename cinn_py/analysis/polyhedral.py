@@ -24,7 +24,7 @@ from cinn_py.diagnostics import CinnError
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.printer import print_ir_marked
+from cinn_py.ir.text.printer import print_ir_marked
 from cinn_py.ir.visitor import walk
 from cinn_py.symbolic.analyzer import Analyzer
 

@@ -15,7 +15,7 @@ from cinn_py.ir.dtype import DType
 from cinn_py.ir.expr import (
     BinaryOp, Expr, IntImm, Load, LogicalOp, Not, Reduce, Select, Var, const,
 )
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import walk
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

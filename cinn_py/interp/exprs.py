@@ -24,7 +24,7 @@ from cinn_py.interp.errors import InterpError, OutOfBoundsError, UnsupportedCons
 from cinn_py.interp.memory import Memory
 from cinn_py.ir import expr as E
 from cinn_py.ir.dtype import DType
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import walk
 
 Env = dict[str, Any]

@@ -27,7 +27,7 @@ from cinn_py.interp.exprs import Env, ExprCompiler, ExprFn, check_bounds, compre
 from cinn_py.interp.memory import Memory
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import walk
 
 StmtFn = Callable[[Env], None]

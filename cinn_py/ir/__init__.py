@@ -18,7 +18,7 @@ from cinn_py.ir.names import (
     CompileContext, NameGenerator, compile_context, current_context, default_axis_name,
     reset_name_ids, unique_name,
 )
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.stmt import (
     Alloc, Block, Evaluate, For, ForType, Free, IfThenElse, Let, ReduceMethod, ScheduleBlock,
     ScheduleBlockRealize, Stmt, Store,

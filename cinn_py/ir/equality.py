@@ -63,7 +63,7 @@ def assert_structural_equal(a: Any, b: Any, allow_name_suffix_diff: bool = False
         return
     import difflib
 
-    from cinn_py.ir.printer import print_ir
+    from cinn_py.ir.text.printer import print_ir
 
     diff = difflib.unified_diff(print_ir(a).splitlines(), print_ir(b).splitlines(),
                                 "lhs", "rhs", lineterm="")

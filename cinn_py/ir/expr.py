@@ -34,7 +34,7 @@ class Expr:
     dtype: ClassVar[DType]
 
     def __str__(self) -> str:
-        from cinn_py.ir.printer import print_ir
+        from cinn_py.ir.text.printer import print_ir
 
         return print_ir(self)
 

@@ -65,7 +65,7 @@ class LoweredFunc:
     uid: int = field(default_factory=new_uid, repr=False)
 
     def __str__(self) -> str:
-        from cinn_py.ir.printer import print_ir
+        from cinn_py.ir.text.printer import print_ir
 
         return print_ir(self)
 
@@ -90,6 +90,6 @@ class Module:
     functions: tuple[LoweredFunc, ...]
 
     def __str__(self) -> str:
-        from cinn_py.ir.printer import print_ir
+        from cinn_py.ir.text.printer import print_ir
 
         return print_ir(self)

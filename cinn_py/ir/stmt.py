@@ -32,7 +32,7 @@ class Stmt:
     __slots__ = ()
 
     def __str__(self) -> str:
-        from cinn_py.ir.printer import print_ir
+        from cinn_py.ir.text.printer import print_ir
 
         return print_ir(self)
 

@@ -42,7 +42,7 @@ from cinn_py.ir.buffer import Buffer, MemoryType
 from cinn_py.ir.dtype import DType, float32, handle, int32
 from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
 from cinn_py.ir.names import unique_name
-from cinn_py.ir.printer import print_ir_marked
+from cinn_py.ir.text.printer import print_ir_marked
 from cinn_py.ir.visitor import Mutator, walk
 from cinn_py.passes.gpu_bind import compute_axis_info, interval
 

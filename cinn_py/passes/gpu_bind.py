@@ -29,7 +29,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.dtype import int32
 from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
-from cinn_py.ir.printer import print_ir_marked
+from cinn_py.ir.text.printer import print_ir_marked
 from cinn_py.ir.visitor import Mutator, substitute, walk
 from cinn_py.passes.gpu_buffers import AXES, BOUND_VAR_PREFIXES, interval, is_bound_var, scope_buffers
 from cinn_py.passes.gpu_sync import check_races

@@ -39,7 +39,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, MemoryType
 from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import Mutator, substitute, walk
 from cinn_py.passes.gpu_accesses import ProgramOrderWalker
 from cinn_py.passes.gpu_buffers import dominates

@@ -445,7 +445,7 @@ def storage_dtype(dtype: DType) -> np.dtype:
 
 
 def _fmt_shape(tensor: Tensor) -> str:
-    from cinn_py.ir.printer import print_ir
+    from cinn_py.ir.text.printer import print_ir
 
     return "[" + ", ".join(print_ir(d) for d in tensor.shape) + "]"
 

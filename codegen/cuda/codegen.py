@@ -33,7 +33,7 @@ from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import MemoryType
 from cinn_py.ir.dtype import DType, float32, float64
 from cinn_py.ir.intrinsics import lookup
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import substitute, walk
 from cinn_py.passes.gpu_bind import is_bound_var
 from codegen.c_family import CFamilyPrinter, flatten_index, unroll_pragma_fits

@@ -20,7 +20,7 @@ from cinn_py.ir import LoweredFunc
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer
-from cinn_py.ir.printer import print_ir_marked
+from cinn_py.ir.text.printer import print_ir_marked
 from cinn_py.ir.visitor import Mutator, substitute, walk
 
 

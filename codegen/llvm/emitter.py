@@ -25,7 +25,7 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import Tensor
 from cinn_py.ir.dtype import DType
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.visitor import walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, lane_stride

@@ -32,7 +32,7 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, MemoryType
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
 from codegen.llvm.emitter import ExprEmitter

@@ -1,4 +1,4 @@
-"""Smoke test of `cinn_py.bench`: every workload builds with its x86 schedule at a tiny shape and
+"""Smoke test of `cinn_py.tools.bench`: every workload builds with its x86 schedule at a tiny shape and
 matches numpy; the suite, table and CLI entry work. No timing assertions."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinn_py import bench
-from cinn_py.bench_workloads import WORKLOADS
+from cinn_py.tools import bench
+from cinn_py.tools.bench_workloads import WORKLOADS
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -53,8 +53,8 @@ def test_global_debug_option_is_documented() -> None:
 def test_bench_columns_and_workloads_match_the_doc() -> None:
     """The workload names and column names the page lists are the benchmark's own (tiny shapes,
     a fraction of a second)."""
-    from cinn_py import bench
-    from cinn_py.bench_workloads import WORKLOADS
+    from cinn_py.tools import bench
+    from cinn_py.tools.bench_workloads import WORKLOADS
 
     text = CLI_MD.read_text()
     section = text.split("## `bench`", 1)[1].split("\n## ", 1)[0]
@@ -73,7 +73,7 @@ def test_dump_ir_output_parses_back_to_the_same_function(tmp_path: Path) -> None
     """The page says `dump-ir --decls` output is a `.ir` file the parser reads back."""
     import cinn_py as cp
     from cinn_py.ir import reset_name_ids, structural_equal
-    from cinn_py.ir.parser import parse_ir
+    from cinn_py.ir.text.parser import parse_ir
     from cinn_py.lowering import lower
 
     N = cp.sym("N")

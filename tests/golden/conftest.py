@@ -1,7 +1,7 @@
 """Collect golden `.ir` files under tests/golden/ as pytest items, one per `// -----` case.
 
 `pytest --update-goldens` rewrites each case's CHECK lines from the actual output (review the
-diff before committing). The machinery lives in `cinn_py.testing.golden`.
+diff before committing). The machinery lives in `cinn_py.tools.testing.golden`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cinn_py.testing import golden
+from cinn_py.tools.testing import golden
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cinn_py import ir
-from cinn_py.testing import assert_ir_equal, golden
-from cinn_py.ir.parser import parse_ir
+from cinn_py.tools.testing import assert_ir_equal, golden
+from cinn_py.ir.text.parser import parse_ir
 
 CASE = """// decl tensor A : float32[4] global
 A[0] = 1.00000000f

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cinn_py.diagnostics import CinnError, ParseError
-from cinn_py.ir.parser import parse_expr, parse_func, parse_ir, parse_stmt
+from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 
 FUNC = """function fn (_A, _B)
 {

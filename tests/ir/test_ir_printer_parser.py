@@ -9,7 +9,7 @@ import pytest
 
 from cinn_py import ir
 from cinn_py.ir import dtype as dt
-from cinn_py.ir.parser import parse_expr, parse_ir, parse_stmt
+from cinn_py.ir.text.parser import parse_expr, parse_ir, parse_stmt
 
 i, j = ir.Var("i"), ir.Var("j")
 A = ir.make_tensor("A", (ir.IntImm(dt.int32, 32), ir.IntImm(dt.int32, 16)), dt.float32)
@@ -222,7 +222,7 @@ def test_shared_buffer_views_roundtrip() -> None:
 def test_handwritten_scheduled_ir_roundtrips() -> None:
     from pathlib import Path
 
-    from cinn_py.testing.golden import assert_roundtrip
+    from cinn_py.tools.testing.golden import assert_roundtrip
 
     path = Path(__file__).resolve().parents[1] / "golden" / "schedules" / "seed_walkthrough.ir"
     if not path.exists():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from cinn_py import ir
-from cinn_py.ir.parser import parse_expr, parse_ir, parse_stmt
+from cinn_py.ir.text.parser import parse_expr, parse_ir, parse_stmt
 from tests.ir.strategies import exprs, funcs, stmts, vector_exprs
 
 _SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

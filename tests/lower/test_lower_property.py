@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import cinn_py as cp
 from cinn_py.interp import run_ir
 from cinn_py.ir import Expr, LoweredFunc, reset_name_ids, structural_equal
-from cinn_py.ir.parser import parse_ir
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.parser import parse_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.verifier import verify
 
 _NUMPY = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}

@@ -8,8 +8,8 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.ir import LoweredFunc, structural_equal
-from cinn_py.ir.parser import parse_ir
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.parser import parse_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.ir.verifier import verify
 from tests.lower import programs
 from tests.lower.test_seed_example import build_seed

@@ -12,7 +12,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import make_tensor
 from cinn_py.passes.gpu_bind import gpu_bind
 from cinn_py.ir.func import CudaAxisInfo
-from cinn_py.ir.printer import print_ir
+from cinn_py.ir.text.printer import print_ir
 from cinn_py.passes.gpu_buffers import collect_accesses, privatize_local_buffers, scope_buffers
 from codegen.cuda import generate_cuda
 from schedules import IRSchedule

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import cinn_py as cp
-from cinn_py import fuzz
-from cinn_py.fuzzing import programs as P
-from cinn_py.fuzzing.reference import build_tensors, evaluate, to_python
-from cinn_py.fuzzing.shrink import shrink
-from cinn_py.fuzzing.strategies import fuzz_cases, program_specs
-from cinn_py.fuzzing.worker import Summary, run_in_process, run_with_workers
+from cinn_py.tools import fuzz
+from cinn_py.tools.fuzzing import programs as P
+from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
+from cinn_py.tools.fuzzing.shrink import shrink
+from cinn_py.tools.fuzzing.strategies import fuzz_cases, program_specs
+from cinn_py.tools.fuzzing.worker import Summary, run_in_process, run_with_workers
 from cinn_py.interp import run_ir
 from cinn_py.ir import reset_name_ids, structural_equal
 from schedules import primitives as SP
@@ -184,11 +184,11 @@ def test_worker_isolates_crashes_and_hangs() -> None:
 
 
 def test_cli_runs_and_reports() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cinn_py.fuzz", "--examples", "3", "--seed", "9", "--no-x86",
+    proc = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--examples", "3", "--seed", "9", "--no-x86",
                            "--in-process"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "fuzz: 3 cases" in proc.stdout
-    one = subprocess.run([sys.executable, "-m", "cinn_py.fuzz", "--seed", "9", "--case", "1", "--describe"],
+    one = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--seed", "9", "--case", "1", "--describe"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert one.returncode == 0 and "--- IR before scheduling:" in one.stdout
 

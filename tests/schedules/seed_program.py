@@ -1,4 +1,4 @@
-"""The seed example (seed 003 §2.2) for schedule tests: `cinn_py.demo.seed_program` (with a small
+"""The seed example (seed 003 §2.2) for schedule tests: `cinn_py.tools.demo.seed_program` (with a small
 reduce extent where a test wants speed) and its numpy reference.
 
     X[S1, S2, red] -> A = X * 2 -> B = A + 1 -> C = sum_k B -> D = C * 2
@@ -7,7 +7,7 @@ reduce extent where a test wants speed) and its numpy reference.
 
 from __future__ import annotations
 
-from cinn_py.demo import seed_program, seed_reference
+from cinn_py.tools.demo import seed_program, seed_reference
 from cinn_py.ir import LoweredFunc
 
 RED = 1024

@@ -8,7 +8,7 @@ import pytest
 from cinn_py import ir
 from cinn_py.frontend.compute import compute, placeholder, reduce_axis, reduce_sum, sym
 from cinn_py.ir import LoweredFunc, MemoryType, print_ir
-from cinn_py.ir.parser import parse_ir
+from cinn_py.ir.text.parser import parse_ir
 from cinn_py.lowering import lower
 from schedules import BlockNotFoundError, InvalidArgumentError, IRSchedule, StaleHandleError
 from schedules.analysis.loops import find_block, root_block

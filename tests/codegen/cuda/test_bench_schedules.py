@@ -1,4 +1,4 @@
-"""The single-kernel softmax / LayerNorm / RMSNorm schedules of cinn_py.bench_cuda.
+"""The single-kernel softmax / LayerNorm / RMSNorm schedules of cinn_py.tools.bench_cuda.
 
 Each schedule interprets equal to numpy (run_ir), generates one kernel with its row statistics
 in registers (no global temporaries), and compiles with NVRTC; on a GPU it also launches.
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.bench_cuda import layernorm_schedule, rmsnorm_schedule, softmax_schedule
+from cinn_py.tools.bench_cuda import layernorm_schedule, rmsnorm_schedule, softmax_schedule
 from codegen.cuda import generate_cuda
 
 ROWS, COLS, THREADS = 4, 512, 128

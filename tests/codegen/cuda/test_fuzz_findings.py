@@ -1,4 +1,4 @@
-"""Regression tests for CUDA C the fuzzer (`python -m cinn_py.fuzz --cuda`) found NVRTC rejecting.
+"""Regression tests for CUDA C the fuzzer (`python -m cinn_py.tools.fuzz --cuda`) found NVRTC rejecting.
 
 Each test is a hand-written minimal program + schedule reproducing one finding; the autouse
 fixture of this directory compiles every generated source with NVRTC, so a test fails if the

@@ -20,7 +20,7 @@ from schedules.primitives import (
     align_iter_space, bind, compute_inline, factorize_reduction, simple_compute_at, split,
 )
 from schedules.primitives.storage import set_buffer
-from cinn_py.demo import seed_program as seed_func, seed_reference
+from cinn_py.tools.demo import seed_program as seed_func, seed_reference
 from tests.codegen.cuda.test_cuda_codegen import kernel_text
 
 SHAPES = [(1, 1), (3, 5), (4, 7)]

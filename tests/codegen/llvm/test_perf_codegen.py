@@ -83,8 +83,8 @@ def test_parallel_task_body_has_noalias_buffers_and_is_inlined() -> None:
 
 
 def test_column_sum_keeps_the_partial_row_in_registers_across_four_rows() -> None:
-    from cinn_py.bench import build_workload  # noqa: PLC0415
-    from cinn_py.bench_workloads import WORKLOADS  # noqa: PLC0415
+    from cinn_py.tools.bench import build_workload  # noqa: PLC0415
+    from cinn_py.tools.bench_workloads import WORKLOADS  # noqa: PLC0415
 
     kernel = build_workload(WORKLOADS["colsum"], {"rows": 64, "cols": 128}, threads=2)
     task = kernel.llvm_ir[kernel.llvm_ir.index("__parallel_0("):]

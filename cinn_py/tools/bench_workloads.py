@@ -2,7 +2,7 @@
 
 Each `Workload` builds its tensors with the compute DSL for a shape, schedules the lowered
 function with an `IRSchedule` it is handed (this module never imports `schedules` or `codegen`:
-`cinn_py.bench` creates the schedule and compiles), and knows its numpy reference, the bytes it
+`cinn_py.tools.bench` creates the schedule and compiles), and knows its numpy reference, the bytes it
 must move (inputs read once + outputs written once) and an optional PyTorch CPU version.
 
 The schedules follow one pattern for row-wise fused kernels (RMSNorm, softmax, layernorm,

@@ -1,6 +1,6 @@
 """Hypothesis strategies over the fuzzer's generators (hypothesis is a test dependency).
 
-    from cinn_py.fuzzing.strategies import fuzz_cases, program_specs
+    from cinn_py.tools.fuzzing.strategies import fuzz_cases, program_specs
     @given(program_specs())
     def test_something(spec): ...
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.fuzzing.programs import ProgramSpec, generate_program, random_bindings
+from cinn_py.tools.fuzzing.programs import ProgramSpec, generate_program, random_bindings
 
 
 def program_specs() -> Any:
@@ -24,7 +24,7 @@ def program_specs() -> Any:
 
 
 def fuzz_cases() -> Any:
-    """Strategy of `(spec, bindings, input_seed, schedule_seed)` tuples, as `cinn_py.fuzz.Case`
+    """Strategy of `(spec, bindings, input_seed, schedule_seed)` tuples, as `cinn_py.tools.fuzz.Case`
     fields (build a Case with `Case(0, index, *drawn)`)."""
     from hypothesis import strategies as st  # noqa: PLC0415
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import BufferRange
-from cinn_py.ir.lexer import Token
-from cinn_py.ir.parser_expr import DTYPE_NAMES
+from cinn_py.ir.text.lexer import Token
+from cinn_py.ir.text.parser_expr import DTYPE_NAMES
 
 if TYPE_CHECKING:
-    from cinn_py.ir.parser import Parser
+    from cinn_py.ir.text.parser import Parser
 
     _Base = Parser
 else:
@@ -252,7 +252,7 @@ class StmtParser(_Base):
         return tuple(regions)
 
     def parse_attrs(self, block: int) -> tuple[tuple[str, Any], ...]:
-        from cinn_py.ir.decls import decode_attr_value
+        from cinn_py.ir.text.decls import decode_attr_value
 
         self.k += 2
         items: dict[str, Any] = {}

@@ -35,7 +35,7 @@ from cinn_py.ir.buffer import Buffer, BufferRange, MemoryType, Tensor
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.func import ArgIO, LoweredFunc, Module
 from cinn_py.ir.intrinsics import lookup as lookup_intrinsic
-from cinn_py.ir.printer import IrPrinter, format_attr_value, print_ir
+from cinn_py.ir.text.printer import IrPrinter, format_attr_value, print_ir
 
 LITERAL_PREFIXES: dict[str, DType] = {
     "int8_t": dt.int8, "int16_t": dt.int16, "uint8_t": dt.uint8, "uint16_t": dt.uint16,

@@ -1,10 +1,10 @@
 """`cinn-py bench`: x86 benchmark of hand-scheduled cinn-py kernels against numpy (and PyTorch).
 
-    python -m cinn_py.bench [NAMES ...] [--repeat N] [--threads T] [--tiny]
+    python -m cinn_py.tools.bench [NAMES ...] [--repeat N] [--threads T] [--tiny]
     results = run_benchmarks(names=None, repeat=20, threads=None)
     print(format_table(results))
 
-Workloads (`cinn_py.bench_workloads`): relu(x*2+1) on 2^24 float32, RMSNorm [2048,768], softmax
+Workloads (`cinn_py.tools.bench_workloads`): relu(x*2+1) on 2^24 float32, RMSNorm [2048,768], softmax
 [4096,1024], row-sum and column-sum [4096,4096], layernorm [8192,768], bias+gelu(tanh)
 [4096,3072], transpose [4096,4096]; each is built with the compute DSL, scheduled by hand for
 x86 and compiled with `fast_math=True` (vectorised exp/tanh/rsqrt polynomials, reassociable
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 import cinn_py as cp
-from cinn_py.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
+from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import LoweredFunc
 
@@ -317,7 +317,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `cinn-py bench` / `python -m cinn_py.bench`; returns the exit status."""
+    """Entry point of `cinn-py bench` / `python -m cinn_py.tools.bench`; returns the exit status."""
     ns = build_parser().parse_args(argv)
     try:
         return run_from_args(ns)

@@ -27,14 +27,14 @@ from cinn_py.diagnostics import ParseError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
-from cinn_py.ir.decls import DeclTable, Section
+from cinn_py.ir.text.decls import DeclTable, Section
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.func import LoweredFunc, Module
-from cinn_py.ir.lexer import Token, tokenize
-from cinn_py.ir.parser_decls import DeclParser
-from cinn_py.ir.parser_expr import ExprParser
-from cinn_py.ir.parser_infer import TensorInference
-from cinn_py.ir.parser_stmt import StmtParser
+from cinn_py.ir.text.lexer import Token, tokenize
+from cinn_py.ir.text.parser_decls import DeclParser
+from cinn_py.ir.text.parser_expr import ExprParser
+from cinn_py.ir.text.inference import TensorInference
+from cinn_py.ir.text.parser_stmt import StmtParser
 
 
 class Parser(StmtParser, ExprParser, DeclParser):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.fuzzing.programs import FLOAT_DTYPES, INT_DTYPES, Node, ProgramSpec, TensorSpec, shape_of
+from cinn_py.tools.fuzzing.programs import FLOAT_DTYPES, INT_DTYPES, Node, ProgramSpec, TensorSpec, shape_of
 from cinn_py.ir.expr import Expr, Var
 
 # Safe-domain wrappers (see programs.UNARY): name -> (numpy function, DSL source template)

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from cinn_py.fuzzing.programs import Node, ProgramSpec, prune
+from cinn_py.tools.fuzzing.programs import Node, ProgramSpec, prune
 
 StillFails = Callable[[ProgramSpec, list[Any]], bool]
 
@@ -78,7 +78,7 @@ def _smaller_bodies(node: Node) -> Iterator[Node]:
 
 def _all_loads_valid(spec: ProgramSpec) -> bool:
     """A reduction must still use its reduce axis somewhere, or lowering would reject it."""
-    from cinn_py.fuzzing.programs import loads_of
+    from cinn_py.tools.fuzzing.programs import loads_of
 
     for t in spec.tensors:
         if t.reduce is None:

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.decls import (
+from cinn_py.ir.text.decls import (
     LITERAL_PREFIXES, RAW_HALF_FUNCS, decode_literal, default_call_signature, default_reduce_axes,
     half_from_bits,
 )
 from cinn_py.ir.dtype import DType
-from cinn_py.ir.lexer import Token
+from cinn_py.ir.text.lexer import Token
 
 if TYPE_CHECKING:
-    from cinn_py.ir.parser import Parser
+    from cinn_py.ir.text.parser import Parser
 
     _Base = Parser
 else:
@@ -102,7 +102,7 @@ class ExprParser(_Base):
         override = self.decls.literals.get(index)
         if override is None:
             return value
-        from cinn_py.ir.printer import print_ir
+        from cinn_py.ir.text.printer import print_ir
 
         if print_ir(override) != print_ir(value):
             self.error(f"'// decl literal #{index}' is {override.dtype} '{print_ir(override)}' but the "

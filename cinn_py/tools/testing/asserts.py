@@ -8,7 +8,7 @@ from typing import Any
 
 def ir_diff(a: Any, b: Any, decls: bool = True) -> str:
     """Unified diff of the printed forms of `a` (expected) and `b` (actual)."""
-    from cinn_py.ir.printer import print_ir
+    from cinn_py.ir.text.printer import print_ir
 
     lines_a = print_ir(a, decls=decls).splitlines()
     lines_b = print_ir(b, decls=decls).splitlines()

@@ -129,7 +129,7 @@ def _namespace(**extra: Any) -> dict[str, Any]:
 
 def _build(case: GoldenCase) -> Any:
     from cinn_py.ir.func import LoweredFunc, Module
-    from cinn_py.ir.parser import parse_ir
+    from cinn_py.ir.text.parser import parse_ir
 
     if case.build:
         scope = _namespace()
@@ -169,13 +169,13 @@ def _run_numpy(case: GoldenCase, func: Any) -> None:
 def assert_roundtrip(node: Any, where: str = "") -> None:
     """`node` must survive print_ir(decls=True) -> parse_ir structurally and print the same."""
     from cinn_py.ir.equality import structural_equal
-    from cinn_py.ir.parser import parse_ir
-    from cinn_py.ir.printer import print_ir
+    from cinn_py.ir.text.parser import parse_ir
+    from cinn_py.ir.text.printer import print_ir
 
     text = print_ir(node, decls=True)
     back = parse_ir(text)
     if not structural_equal(back, node) or print_ir(back, decls=True) != text:
-        from cinn_py.testing.asserts import ir_diff
+        from cinn_py.tools.testing.asserts import ir_diff
 
         raise AssertionError(f"{where}IR does not round-trip through print(decls=True)/parse:\n"
                              + ir_diff(node, back))
@@ -184,7 +184,7 @@ def assert_roundtrip(node: Any, where: str = "") -> None:
 def run_case(case: GoldenCase) -> CaseResult:
     """Build (or parse) the input, schedule it, and print the result (or `error: ...`)."""
     from cinn_py.ir.names import compile_context
-    from cinn_py.ir.printer import print_ir
+    from cinn_py.ir.text.printer import print_ir
 
     nodes: list[Any] = []
     # A fresh name context per case (CINN's ResetNameId), so generated names do not depend on
@@ -210,7 +210,7 @@ def _check_x86(case: GoldenCase, node: Any) -> None:
     match the interpreter on random inputs; functions with GPU-only constructs (bound loops,
     `__syncthreads`) are CUDA-only and skipped."""
     from cinn_py.ir import CallType, Call, For, LoweredFunc, walk
-    from cinn_py.runner import run_and_compare
+    from cinn_py.tools.runner import run_and_compare
 
     if not isinstance(node, LoweredFunc):
         return

@@ -16,11 +16,11 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.lexer import Token
+from cinn_py.ir.text.lexer import Token
 from cinn_py.ir.visitor import Mutator
 
 if TYPE_CHECKING:
-    from cinn_py.ir.parser import Parser
+    from cinn_py.ir.text.parser import Parser
 
 _REDUCE_INIT = "__reduce_init"
 Interval = tuple[int, int]

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import Buffer, MemoryType, Tensor
-from cinn_py.ir.decls import ARG_IOS, CALL_TYPES, MEMORY_TYPES, REDUCE_METHODS, FuncDecl, Section
+from cinn_py.ir.text.decls import ARG_IOS, CALL_TYPES, MEMORY_TYPES, REDUCE_METHODS, FuncDecl, Section
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc
-from cinn_py.ir.lexer import Token
+from cinn_py.ir.text.lexer import Token
 
 if TYPE_CHECKING:
-    from cinn_py.ir.parser import Parser
+    from cinn_py.ir.text.parser import Parser
 
     _Base = Parser
 else:

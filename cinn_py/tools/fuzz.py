@@ -1,13 +1,13 @@
 """The fuzzer: random programs x random schedules, checked end to end against numpy.
 
-    python -m cinn_py.fuzz --examples 1000 --seed 1 [--cuda] [--steps 6] [--timeout 30]
-    python -m cinn_py.fuzz --seed 1 --case 17          # re-run one case in-process, verbosely
+    python -m cinn_py.tools.fuzz --examples 1000 --seed 1 [--cuda] [--steps 6] [--timeout 30]
+    python -m cinn_py.tools.fuzz --seed 1 --case 17          # re-run one case in-process, verbosely
 
 Each case (derived deterministically from `(seed, index)`):
 
-1. generates a compute-DSL program (`cinn_py.fuzzing.programs`) and lowers it;
+1. generates a compute-DSL program (`cinn_py.tools.fuzzing.programs`) and lowers it;
 2. runs the interpreter (`run_ir`) and compares with the independent numpy reference;
-3. applies a random schedule (`cinn_py.fuzzing.schedgen`) and compares `run_ir` of the
+3. applies a random schedule (`cinn_py.tools.fuzzing.schedgen`) and compares `run_ir` of the
    scheduled function with the unscheduled one;
 4. builds the scheduled function for x86 and compares the kernel's outputs with the reference;
 5. with `--cuda`, binds the loops to GPU threads and compiles CUDA C with NVRTC (compile only).
@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 
 from cinn_py.diagnostics import CompileError, LoweringError, ScheduleError
-from cinn_py.fuzzing import programs as P
-from cinn_py.fuzzing.reference import build_tensors, evaluate, to_python
-from cinn_py.fuzzing.schedgen import apply_random_schedule, bind_for_gpu
-from cinn_py.fuzzing.shrink import shrink
+from cinn_py.tools.fuzzing import programs as P
+from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
+from cinn_py.tools.fuzzing.schedgen import apply_random_schedule, bind_for_gpu
+from cinn_py.tools.fuzzing.shrink import shrink
 
 DOCUMENTED_ERRORS: tuple[type[BaseException], ...] = (ScheduleError, CompileError, LoweringError, ValueError,
                                                       TypeError)
@@ -249,7 +249,7 @@ def shrink_case(case: Case, opts: Options, result: Result, sch: Any) -> tuple[P.
 
 def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any], result: Result) -> str:
     """Everything needed to reproduce a failure, as text."""
-    from cinn_py.ir.printer import print_ir  # noqa: PLC0415
+    from cinn_py.ir.text.printer import print_ir  # noqa: PLC0415
     from schedules import Trace  # noqa: PLC0415
 
     try:
@@ -260,7 +260,7 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
     return "\n".join([
         f"=== FAIL case {case.index} (seed {case.seed}) at {result.stage}",
         f"what differed: {result.error or ''} {result.detail}".rstrip(),
-        f"--- reproduce: python -m cinn_py.fuzz --seed {case.seed} --case {case.index}{flags}",
+        f"--- reproduce: python -m cinn_py.tools.fuzz --seed {case.seed} --case {case.index}{flags}",
         "--- program (compute DSL):", to_python(spec, FUNC_NAME),
         "--- IR before scheduling:", ir_text,
         "--- schedule (trace.as_python()):", Trace(steps=list(steps)).as_python(),
@@ -297,7 +297,7 @@ def describe_case(seed: int, index: int, opts: Options) -> str:
 # CLI
 # ---------------------------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m cinn_py.fuzz", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cinn_py.tools.fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--examples", type=int, default=200, help="number of cases (default 200)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     p.add_argument("--start", type=int, default=0, help="first case index (default 0)")
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parse(argv)
     opts = _options(ns)
     if ns.worker:
-        from cinn_py.fuzzing.worker import worker_loop  # noqa: PLC0415
+        from cinn_py.tools.fuzzing.worker import worker_loop  # noqa: PLC0415
 
         return worker_loop(ns.seed, ns.start, ns.start + ns.examples, opts, check_case)
     if ns.case is not None and ns.describe:
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.reproducer:
             print(result.reproducer)
         return 1 if result.status == "fail" else 0
-    from cinn_py.fuzzing.worker import Summary, run_in_process, run_with_workers  # noqa: PLC0415
+    from cinn_py.tools.fuzzing.worker import Summary, run_in_process, run_with_workers  # noqa: PLC0415
 
     start = time.monotonic()
     summary = Summary()

@@ -1,6 +1,6 @@
 """Running fuzz cases: in-process, or in a worker subprocess that may crash or hang.
 
-The parent starts `python -m cinn_py.fuzz --worker --start i ...`; the worker prints
+The parent starts `python -m cinn_py.tools.fuzz --worker --start i ...`; the worker prints
 `@@BEGIN <index>` before and `@@RESULT <json>` after each case. When the worker exits without
 a result for the case it began (a segfault in generated code, an abort), the case is a `crash`
 failure carrying the tail of the worker's stderr (where `faulthandler` wrote the Python stack);
@@ -117,7 +117,7 @@ def run_with_workers(seed: int, indices: range, opts: Any, timeout: float, worke
 
 
 def _worker_command(start: int, stop: int, worker_args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "cinn_py.fuzz", *worker_args, "--worker", "--start", str(start),
+    return [sys.executable, "-m", "cinn_py.tools.fuzz", *worker_args, "--worker", "--start", str(start),
             "--examples", str(stop - start)]
 
 
@@ -166,14 +166,14 @@ def _one_worker(seed: int, start: int, stop: int, timeout: float, worker_args: l
 
 def _special(index: int, kind: str, detail: str, seed: int, worker_args: list[str]) -> dict[str, Any]:
     """A crash/hang result with a reproducer described by a separate, non-executing process."""
-    describe = [sys.executable, "-m", "cinn_py.fuzz", "--seed", str(seed), "--case", str(index), "--describe"]
+    describe = [sys.executable, "-m", "cinn_py.tools.fuzz", "--seed", str(seed), "--case", str(index), "--describe"]
     try:
         text = subprocess.run(describe, capture_output=True, text=True, timeout=120).stdout
     except subprocess.TimeoutExpired:
         text = "(describing the case timed out too)"
     flags = " --cuda" if "--cuda" in worker_args else ""
     reproducer = "\n".join([f"=== FAIL case {index} (seed {seed}) at {kind}", detail.rstrip(),
-                            f"--- reproduce: python -m cinn_py.fuzz --seed {seed} --case {index}{flags} --in-process",
+                            f"--- reproduce: python -m cinn_py.tools.fuzz --seed {seed} --case {index}{flags} --in-process",
                             text])
     return {"index": index, "status": "fail", "stage": kind, "error": kind, "detail": detail, "steps": [],
             "reproducer": reproducer}

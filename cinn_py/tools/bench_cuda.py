@@ -1,6 +1,6 @@
 """GPU benchmark of hand-scheduled cinn-py CUDA kernels against PyTorch (eager and torch.compile).
 
-    python -m cinn_py.bench_cuda [--repeat 50]
+    python -m cinn_py.tools.bench_cuda [--repeat 50]
 
 Reports median time, effective GB/s (bytes read + written once) and % of the measured
 device-to-device copy bandwidth; every cinn-py result is first checked against PyTorch. Needs
