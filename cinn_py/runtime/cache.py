@@ -8,13 +8,25 @@ features, toolchain versions, options, and `source_digest` of the backend's own 
 Disk entries live in `$CINN_PY_CACHE_DIR` (default `$XDG_CACHE_HOME/cinn-py`, i.e.
 `~/.cache/cinn-py`), one file per key and namespace:
 
-    b"CINNPY-CACHE-1\\n" | sha256(payload) (32 bytes) | payload
+    b"CINNPY-CACHE-2\n" | HMAC-SHA256(secret, namespace NUL key NUL payload) (32 bytes) | payload
     payload = u32 little-endian length of a JSON header | JSON header | binary blob
 
+The disk cache holds object code that is loaded and executed, so it is trusted only as far as
+its directory is:
+- the root and the namespace folder must be directories owned by this user and writable by
+  nobody else (no group/world write bit); otherwise the disk cache is bypassed (memory only)
+  with one `RuntimeWarning` naming the directory and the rule;
+- `<root>/.hmac-secret` holds 32 random bytes, created mode 0600 on first use (atomically: a
+  temporary file hard-linked into place) and refused when it is not a regular file owned by
+  this user with no group/other permissions;
+- every entry carries an HMAC over its namespace, its full key and its payload, and its header
+  records the key and namespace again; an entry whose HMAC does not verify (planted by someone
+  without the secret, corrupted) or that records another key (copied from another kernel's
+  file) is deleted and reported as a miss, so the caller recompiles.
+
 Writes are atomic (temporary file in the same directory + `os.replace`), so concurrent writers
-from several processes never leave a torn file. An entry whose checksum or header does not
-verify is deleted and reported as a miss, so the caller recompiles. A directory that cannot be
-written makes the cache fall back to memory only, with one `RuntimeWarning`.
+from several processes never leave a torn file. A directory that cannot be written makes the
+cache fall back to memory only, with one `RuntimeWarning`.
 `CINN_PY_DISABLE_DISK_CACHE=1` turns the disk cache off.
 """
 
@@ -22,8 +34,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 import struct
 import tempfile
 import threading
@@ -34,8 +49,10 @@ from typing import Any
 
 from cinn_py.ir import LoweredFunc
 
-MAGIC = b"CINNPY-CACHE-1\n"
+MAGIC = b"CINNPY-CACHE-2\n"
+SECRET_NAME = ".hmac-secret"
 _DIGEST = 32
+_SECRET_BYTES = 32
 _MEMORY_ENTRIES = 512
 
 _cache_dir_override: Path | None = None
@@ -110,6 +127,7 @@ class CompileCache:
         self._memory: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._unwritable: set[Path] = set()
+        self._warned: set[tuple[str, str]] = set()
 
     # -- memory ------------------------------------------------------------------------------------
     def get_memory(self, key: str) -> Any | None:
@@ -139,29 +157,57 @@ class CompileCache:
         directory = self._dir()
         return None if directory is None else directory / f"{key}.bin"
 
-    def load(self, key: str) -> tuple[dict[str, Any], bytes] | None:
-        """(header, blob) of a verified disk entry, or None (missing, disabled or corrupt)."""
-        path = self.entry_path(key)
-        if path is None:
+    def _trusted(self, create: bool) -> tuple[Path, bytes] | None:
+        """(namespace folder, HMAC secret) when the cache directory may be trusted, else None
+        (after one warning per directory and reason). `create`: make missing folders (0700)."""
+        root = cache_dir()
+        if root is None:
             return None
+        directory = root / self.namespace
+        try:
+            if create:
+                _make_private_dir(root)
+                _make_private_dir(directory)
+            elif not directory.is_dir():
+                return None
+            for path in (root, directory):
+                _check_private_dir(path)
+            return directory, _secret(root)
+        except UntrustedCacheError as exc:
+            self._warn_once(("untrusted", str(root)), f"cinn-py {self.namespace} cache: not using {root}: {exc}; "
+                            f"compiled kernels are cached in memory only")
+            return None
+
+    def load(self, key: str) -> tuple[dict[str, Any], bytes] | None:
+        """(header, blob) of a verified disk entry, or None (missing, disabled, untrusted
+        directory, corrupt, or written for another key)."""
+        trusted = self._trusted(create=False)
+        if trusted is None:
+            return None
+        directory, secret = trusted
+        path = directory / f"{key}.bin"
         try:
             data = path.read_bytes()
         except OSError:
             return None
-        entry = _decode(data)
+        entry = _decode(data, secret, self.namespace, key)
         if entry is None:
             self._discard(path)
         return entry
 
     def store(self, key: str, header: dict[str, Any], blob: bytes) -> bool:
-        """Write an entry atomically; False (and one warning per directory) when not writable."""
-        directory = self._dir()
-        if directory is None or directory in self._unwritable:
+        """Write an entry atomically; False (and one warning per directory) when the directory
+        is not writable or not trusted."""
+        root = cache_dir()
+        if root is None or root / self.namespace in self._unwritable:
             return False
-        data = _encode(header, blob)
         tmp_name = None
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            trusted = self._trusted(create=True)
+            if trusted is None:
+                return False
+            directory, secret = trusted
+            data = _encode(header, blob, secret, self.namespace, key)
             fd, tmp_name = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=directory)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -170,9 +216,10 @@ class CompileCache:
         except OSError as exc:
             if tmp_name is not None:
                 _silent_unlink(Path(tmp_name))
-            self._unwritable.add(directory)
-            warnings.warn(f"cinn-py {self.namespace} cache: cannot write to {directory} ({exc.strerror or exc}); "
-                          f"compiled kernels are cached in memory only", RuntimeWarning, stacklevel=3)
+            self._unwritable.add(root / self.namespace)
+            warnings.warn(f"cinn-py {self.namespace} cache: cannot write to {root / self.namespace} "
+                          f"({exc.strerror or exc}); compiled kernels are cached in memory only",
+                          RuntimeWarning, stacklevel=3)
             return False
 
     def discard(self, key: str) -> None:
@@ -182,30 +229,109 @@ class CompileCache:
             self._discard(path)
 
     def _discard(self, path: Path) -> None:
-        warnings.warn(f"cinn-py {self.namespace} cache: discarding corrupt entry {path.name}; recompiling",
-                      RuntimeWarning, stacklevel=4)
+        warnings.warn(f"cinn-py {self.namespace} cache: discarding corrupt or foreign entry {path.name} "
+                      f"(checksum, HMAC or recorded key does not match); recompiling", RuntimeWarning, stacklevel=4)
         _silent_unlink(path)
 
+    def _warn_once(self, token: tuple[str, str], message: str) -> None:
+        with self._lock:
+            if token in self._warned:
+                return
+            self._warned.add(token)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
 
-def _encode(header: dict[str, Any], blob: bytes) -> bytes:
-    head = json.dumps(header, sort_keys=True).encode()
+
+class UntrustedCacheError(Exception):
+    """The cache directory or its secret may be written by someone else (internal: the cache
+    turns it into a warning and runs from memory)."""
+
+
+def _make_private_dir(path: Path) -> None:
+    """Create `path` (and parents) if missing; the folder itself gets mode 0700."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # a concurrent process made it (or a file is there: the checks below report it)
+
+
+def _check_private_dir(path: Path) -> None:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UntrustedCacheError(f"{path} cannot be inspected ({exc.strerror or exc})") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise UntrustedCacheError(f"{path} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise UntrustedCacheError(f"{path} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):04o}, "
+                                  f"expected no write bit for group and others)")
+
+
+def _secret(root: Path) -> bytes:
+    """The per-user HMAC secret of `root` (created on first use)."""
+    path = root / SECRET_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return _create_secret(root)
+    except OSError as exc:
+        raise UntrustedCacheError(f"{path} cannot be read ({exc.strerror or exc})") from exc
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise UntrustedCacheError(f"{path} must be a regular file owned by this user with mode 0600 "
+                                      f"(found uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})")
+        data = fh.read(_SECRET_BYTES + 1)
+    if len(data) != _SECRET_BYTES:
+        raise UntrustedCacheError(f"{path} holds {len(data)} bytes, expected {_SECRET_BYTES}")
+    return data
+
+
+def _create_secret(root: Path) -> bytes:
+    """Write a new secret atomically: a complete 0600 temporary file is hard-linked into place,
+    so a concurrent reader never sees a partial secret and the first writer wins."""
+    fd, tmp_name = tempfile.mkstemp(prefix=".secret.", suffix=".tmp", dir=root)   # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(_SECRET_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp_name, root / SECRET_NAME)
+        except FileExistsError:
+            pass  # another process created it first: use theirs
+    finally:
+        _silent_unlink(Path(tmp_name))
+    return _secret(root)
+
+
+def _mac(secret: bytes, namespace: str, key: str, payload: bytes) -> bytes:
+    return hmac.new(secret, namespace.encode() + b"\0" + key.encode() + b"\0" + payload, hashlib.sha256).digest()
+
+
+def _encode(header: dict[str, Any], blob: bytes, secret: bytes, namespace: str, key: str) -> bytes:
+    head = json.dumps({**header, "key": key, "namespace": namespace}, sort_keys=True).encode()
     payload = struct.pack("<I", len(head)) + head + blob
-    return MAGIC + hashlib.sha256(payload).digest() + payload
+    return MAGIC + _mac(secret, namespace, key, payload) + payload
 
 
-def _decode(data: bytes) -> tuple[dict[str, Any], bytes] | None:
+def _decode(data: bytes, secret: bytes, namespace: str, key: str) -> tuple[dict[str, Any], bytes] | None:
+    """(header, blob) when `data` is an entry this user's cache wrote for `key`, else None."""
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _DIGEST + 4:
         return None
     digest = data[len(MAGIC):len(MAGIC) + _DIGEST]
     payload = data[len(MAGIC) + _DIGEST:]
-    if hashlib.sha256(payload).digest() != digest:
+    if not hmac.compare_digest(_mac(secret, namespace, key, payload), digest):
         return None
     (head_len,) = struct.unpack("<I", payload[:4])
     try:
         header = json.loads(payload[4:4 + head_len].decode())
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
-    if not isinstance(header, dict):
+    if not isinstance(header, dict) or header.get("key") != key or header.get("namespace") != namespace:
         return None
     return header, payload[4 + head_len:]
 

@@ -22,7 +22,7 @@ import cinn_py as cp
 import codegen.llvm as x86
 from cinn_py.ir import reset_name_ids
 from cinn_py.runtime import cache
-from cinn_py.runtime.cache import MAGIC, CompileCache, _encode, make_key
+from cinn_py.runtime.cache import MAGIC, CompileCache, make_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,11 +88,12 @@ def test_flipped_bytes_are_detected(cache_dir: Path, offset: int) -> None:
     (None, b""),
 ])
 def test_entries_that_verify_but_are_wrong_recompile(cache_dir: Path, header: dict | None, blob: bytes | None) -> None:
-    """The checksum is fine, the content is not: a stale symbol, a non-object blob."""
+    """The HMAC is fine (written by this user's cache), the content is not: a stale symbol, a
+    non-object blob."""
     kernel = _build_and_check()
     entry = _one_entry(cache_dir)
     real_header = {"symbol": kernel.symbol, "llvm_ir": kernel.llvm_ir, "asm": kernel.asm}
-    entry.write_bytes(_encode(header if header is not None else real_header, blob if blob is not None else b"x"))
+    assert x86.CACHE.store(entry.stem, header if header is not None else real_header, blob if blob is not None else b"x")
     x86.CACHE.clear_memory()
     code = textwrap.dedent(f"""
         import numpy as np, warnings, cinn_py as cp
@@ -170,7 +171,7 @@ _WRITER = textwrap.dedent("""
 """)
 
 
-def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
+def test_concurrent_writers_and_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Four processes build (and re-load from disk) the same kernel into one cache dir at once."""
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "4"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(4)]
@@ -179,7 +180,8 @@ def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
         assert p.returncode == 0 and "ok" in out, err[-2000:]
     entries = list((tmp_path / "x86").iterdir())
     assert [e.suffix for e in entries] == [".bin"], entries   # one entry, no stray temporary files
-    assert cache._decode(entries[0].read_bytes()) is not None
+    monkeypatch.setattr(cache, "_cache_dir_override", tmp_path)
+    assert CompileCache("x86").load(entries[0].stem) is not None
 
 
 def test_keys_separate_everything_that_changes_code() -> None:
