@@ -8,7 +8,9 @@ cache stores) and loaded into an MCJIT engine with `add_object_file`; external s
 `aligned_alloc`/`free`) resolve against the running process, the parallel launcher against the
 native runtime (`codegen.llvm.native_pool`), registered before the first kernel is loaded.
 
-llvmlite is not thread-safe, so compilation holds one process-wide lock.
+llvmlite is not thread-safe, so compilation holds one process-wide lock. The pass manager
+leaks native memory on every run, so past a threshold the optimisation runs in a recycled worker
+process (`codegen.llvm.compile_worker`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from cinn_py.diagnostics import CompileError
+from codegen.llvm.compile_worker import WorkerPool
 from codegen.llvm.native_pool import NativePool, compile_native_pool
 
 LOCK = threading.RLock()
+_WORKERS = WorkerPool()
 
 
 @lru_cache(maxsize=None)
@@ -117,7 +121,21 @@ class Compiled:
 
 
 def optimize_and_compile(ir_text: str, want_asm: bool = True) -> Compiled:
-    """Parse + verify + O3-optimise + emit object code (and assembly) for the host."""
+    """Parse + verify + O3-optimise + emit object code (and assembly) for the host.
+
+    After the first `in_process_limit()` compiles of a process, in a recycled worker process
+    (llvmlite's pass manager leaks ~75 KiB per run; see `codegen.llvm.compile_worker`)."""
+    with LOCK:
+        if _WORKERS.wants_worker():
+            compiled = _WORKERS.compile(ir_text, want_asm)
+            if compiled is not None:
+                return compiled
+        _WORKERS.in_process += 1
+        return compile_here(ir_text, want_asm)
+
+
+def compile_here(ir_text: str, want_asm: bool = True) -> Compiled:
+    """`optimize_and_compile` in this process."""
     parallel_runtime()
     with LOCK:
         tm = target_machine()
