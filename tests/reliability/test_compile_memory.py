@@ -31,9 +31,6 @@ _SESSION = textwrap.dedent("""
     import numpy as np
     import cinn_py as cp
     import codegen.llvm as x86
-from cinn_py.ir import dtype as dt
-from codegen.llvm import compile_worker, jit
-from tests.codegen.llvm.llvm_helpers import elementwise_1d
     from codegen.llvm import jit
     from cinn_py.diagnostics import CompileError
     from cinn_py.ir import reset_name_ids
