@@ -20,7 +20,7 @@ from cinn_py.ir.text.lexer import Token
 from cinn_py.ir.visitor import Mutator
 
 if TYPE_CHECKING:
-    from cinn_py.ir.text.parser import Parser
+    from cinn_py.ir.text.scope import Scope
 
 _REDUCE_INIT = "__reduce_init"
 Interval = tuple[int, int]
@@ -36,8 +36,8 @@ def buffer_name_of(tensor_name: str) -> str:
 class TensorInference:
     """Provisional tensors of one function (or one bare statement) and what accesses need."""
 
-    def __init__(self, parser: Parser) -> None:
-        self.parser = parser
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
         self.provisionals: dict[str, Tensor] = {}
         self.arity: dict[str, int] = {}
         self.const_sizes: dict[str, list[int | None]] = {}
@@ -85,7 +85,7 @@ class TensorInference:
         name = tensor.name
         known = self.arity.setdefault(name, len(indices))
         if known != len(indices):
-            self.parser.error(f"tensor '{name}' is indexed with {len(indices)} indices here but "
+            self.scope.error(f"tensor '{name}' is indexed with {len(indices)} indices here but "
                               f"{known} elsewhere", tok)
         consts = self.const_sizes.setdefault(name, [None] * known)
         syms = self.sym_sizes.setdefault(name, [None] * known)
@@ -201,8 +201,8 @@ class TensorInference:
         finals = self.compute_finals()
         out = []
         for name in self.stored_names:
-            tensor = finals.get(name) or self.parser.section.tensors.get(name) \
-                or self.parser.decls.global_section.tensors.get(name)
+            tensor = finals.get(name) or self.scope.section.tensors.get(name) \
+                or self.scope.decls.global_section.tensors.get(name)
             if tensor is not None:
                 out.append(tensor.buffer)
         return out

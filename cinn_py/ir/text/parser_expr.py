@@ -1,13 +1,14 @@
 """The parser's expression half: precedence climbing, literals, calls, casts, Reduce, vectors.
 
-A mixin of `parser.Parser` (it uses the token cursor and scopes there). Binary operators parse
-with C precedence, so CINN's fully parenthesised output and hand-written text both read back;
-tensor and buffer names resolve through the decls or, without a header, `TensorInference`.
+It reads from the `Cursor` and resolves names in the `Scope` it shares with the statement and
+decl parsers. Binary operators parse with C precedence, so CINN's fully parenthesised output and
+hand-written text both read back; tensor and buffer names resolve through the decls or, without a
+header, `TensorInference`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
@@ -18,13 +19,9 @@ from cinn_py.ir.text.decls import (
 )
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.text.lexer import Token
+from cinn_py.ir.text.cursor import Cursor
+from cinn_py.ir.text.scope import Scope
 
-if TYPE_CHECKING:
-    from cinn_py.ir.text.parser import Parser
-
-    _Base = Parser
-else:
-    _Base = object
 
 _BINARY_LEVELS: tuple[dict[str, type[E.BinaryOp]], ...] = (
     {"or": E.Or, "||": E.Or},
@@ -39,19 +36,23 @@ DTYPE_NAMES = frozenset(d.scalar_name() for d in dt.ALL_SCALAR_DTYPES) | {"handl
 """Scalar dtype names (and `handle`) that start a cast, a Let or a vector type."""
 
 
-class ExprParser(_Base):
+class ExprParser:
     """Expressions (`parse_expr`), dtypes, and tensor/buffer name resolution."""
+
+    def __init__(self, cursor: Cursor, scope: Scope) -> None:
+        self.cur = cursor
+        self.scope = scope
 
     def parse_expr(self) -> E.Expr:
         return self.parse_binary(0)
 
     def parse_expr_list(self, close: str) -> list[E.Expr]:
         items: list[E.Expr] = []
-        while not self.at(close):
+        while not self.cur.at(close):
             if items:
-                self.expect(",", f"or '{close}'")
+                self.cur.expect(",", f"or '{close}'")
             items.append(self.parse_expr())
-        self.advance()
+        self.cur.advance()
         return items
 
     def parse_binary(self, level: int) -> E.Expr:
@@ -59,8 +60,8 @@ class ExprParser(_Base):
             return self.parse_unary()
         ops = _BINARY_LEVELS[level]
         lhs = self.parse_binary(level + 1)
-        while self.peek().kind in ("PUNCT", "IDENT") and self.peek().text in ops:
-            tok = self.advance()
+        while self.cur.peek().kind in ("PUNCT", "IDENT") and self.cur.peek().text in ops:
+            tok = self.cur.advance()
             rhs = self.parse_binary(level + 1)
             lhs = self.build(tok, ops[tok.text], lhs, rhs)
         return lhs
@@ -70,19 +71,19 @@ class ExprParser(_Base):
         try:
             return cls(*args)
         except (TypeError, ValueError) as exc:
-            self.error(f"invalid {cls.__name__}: {exc}", tok)
+            self.cur.error(f"invalid {cls.__name__}: {exc}", tok)
 
     def parse_unary(self) -> E.Expr:
-        tok = self.peek()
-        if self.at("-"):
-            self.advance()
-            nxt = self.peek()
+        tok = self.cur.peek()
+        if self.cur.at("-"):
+            self.cur.advance()
+            nxt = self.cur.peek()
             if nxt.kind in ("INT", "FLOAT") or nxt.kind == "IDENT" and nxt.text in ("inf", "nan"):
-                self.advance()
+                self.cur.advance()
                 return self.literal(tok, "-" + nxt.text)
             return E.Minus(self.parse_unary())
-        if self.at("!"):
-            self.advance()
+        if self.cur.at("!"):
+            self.cur.advance()
             return E.Not(self.parse_unary())
         return self.parse_primary()
 
@@ -90,91 +91,91 @@ class ExprParser(_Base):
         try:
             value = decode_literal(text, prefix)
         except (ValueError, TypeError, OverflowError) as exc:
-            self.error(f"invalid literal: {exc}", tok)
+            self.cur.error(f"invalid literal: {exc}", tok)
         return self.count_literal(value, tok)
 
     def count_literal(self, value: E.Expr, tok: Token) -> E.Expr:
         """Apply a `// decl literal #n` override, which must print as the text does."""
-        if not self.counting:
+        if not self.scope.counting:
             return value
-        index = self.n_literals
-        self.n_literals += 1
-        override = self.decls.literals.get(index)
+        index = self.scope.n_literals
+        self.scope.n_literals += 1
+        override = self.scope.decls.literals.get(index)
         if override is None:
             return value
         from cinn_py.ir.text.printer import print_ir
 
         if print_ir(override) != print_ir(value):
-            self.error(f"'// decl literal #{index}' is {override.dtype} '{print_ir(override)}' but the "
+            self.cur.error(f"'// decl literal #{index}' is {override.dtype} '{print_ir(override)}' but the "
                        f"text has '{print_ir(value)}' (literal numbers count every literal in order)", tok)
         return override
 
     def parse_primary(self) -> E.Expr:
-        tok = self.peek()
+        tok = self.cur.peek()
         if tok.kind in ("INT", "FLOAT"):
-            self.advance()
+            self.cur.advance()
             return self.literal(tok, tok.text)
         if tok.kind == "STRING":
-            self.advance()
+            self.cur.advance()
             return E.StringImm(tok.text)
-        if self.at("("):
+        if self.cur.at("("):
             return self.parse_paren()
         if tok.kind != "IDENT":
-            self.fail("an expression")
+            self.cur.fail("an expression")
         return self.parse_name()
 
     def parse_paren(self) -> E.Expr:
-        open_tok = self.advance()
-        nxt = self.peek()
-        if nxt.kind == "IDENT" and nxt.text in LITERAL_PREFIXES and self.at(")", 1):
-            self.k += 2
-            negative = self.accept("-")
-            lit = self.peek()
+        open_tok = self.cur.advance()
+        nxt = self.cur.peek()
+        if nxt.kind == "IDENT" and nxt.text in LITERAL_PREFIXES and self.cur.at(")", 1):
+            self.cur.k += 2
+            negative = self.cur.accept("-")
+            lit = self.cur.peek()
             if lit.kind not in ("INT", "FLOAT") and lit.text not in ("inf", "nan"):
-                self.fail(f"a literal after '({nxt.text})'")
-            self.advance()
+                self.cur.fail(f"a literal after '({nxt.text})'")
+            self.cur.advance()
             return self.literal(open_tok, ("-" if negative else "") + lit.text, nxt.text)
         inner = self.parse_expr()
-        self.expect(")", "to close '('")
+        self.cur.expect(")", "to close '('")
         return inner
 
     def parse_name(self) -> E.Expr:
-        tok = self.advance()
+        tok = self.cur.advance()
         name = tok.text
         if name in ("true", "false", "inf", "nan"):
             return self.literal(tok, name)
-        if self.at("["):
-            self.advance()
-            tensor = self.lookup_tensor(tok)
+        if self.cur.at("["):
+            self.cur.advance()
+            tensor = self.scope.lookup_tensor(tok)
             indices = tuple(self.parse_expr_list("]"))
-            self.infer.note_access(tensor, indices, tok)
+            self.scope.infer.note_access(tensor, indices, tok)
             return E.Load(tensor, indices)
-        if name in DTYPE_NAMES and self.at("<") and self.peek(1).kind == "INT" and self.at(">", 2) \
-                and self.at("(", 3):
-            self.k -= 1
+        if name in DTYPE_NAMES and self.cur.at("<") and self.cur.peek(1).kind == "INT" and self.cur.at(">", 2) \
+                and self.cur.at("(", 3):
+            self.cur.k -= 1
             dtype = self.parse_dtype()
-            self.expect("(")
+            self.cur.expect("(")
             return self.parse_cast(dtype, tok)
-        if self.at("("):
-            self.advance()
+        if self.cur.at("("):
+            self.cur.advance()
             return self.parse_call_like(tok)
-        return self.lookup_var(name, tok)
+        return self.scope.lookup_var(name, tok)
 
     def parse_dtype(self) -> DType:
-        tok = self.expect_ident("a dtype")
+        tok = self.cur.expect_ident("a dtype")
         if tok.text not in DTYPE_NAMES:
-            self.fail("a dtype such as 'float32'", tok)
+            self.cur.fail("a dtype such as 'float32'", tok)
         dtype = dt.dtype_of(tok.text)
-        if self.at("<") and self.peek(1).kind == "INT":
-            self.advance()
-            dtype = dtype.with_lanes(self.expect_int("a lane count"))
-            self.expect(">", "to close the vector type")
+        if self.cur.at("<") and self.cur.peek(1).kind == "INT":
+            self.cur.advance()
+            dtype = dtype.with_lanes(self.cur.expect_int("a lane count"))
+            self.cur.expect(">", "to close the vector type")
         return dtype
 
     def parse_cast(self, dtype: DType, tok: Token) -> E.Expr:
         args = self.parse_expr_list(")")
         if len(args) != 1:
-            self.error(f"cast to {dtype} takes 1 argument, got {len(args)}", tok)
+            self.cur.error(f"cast to {dtype} takes 1 argument, got {len(args)}", tok)
         return E.Cast(dtype, args[0])
 
     def parse_call_like(self, tok: Token) -> E.Expr:
@@ -192,77 +193,54 @@ class ExprParser(_Base):
         if name in fixed:
             arity, cls = fixed[name]
             if len(args) != arity:
-                self.error(f"{name} takes {arity} arguments, got {len(args)}", tok)
+                self.cur.error(f"{name} takes {arity} arguments, got {len(args)}", tok)
             return self.build(tok, cls, *args)
         dtype, call_type = default_call_signature(name, args)
-        if self.counting:
-            dtype, call_type = self.decls.calls.get(self.n_calls, (dtype, call_type))
-            self.n_calls += 1
+        if self.scope.counting:
+            dtype, call_type = self.scope.decls.calls.get(self.scope.n_calls, (dtype, call_type))
+            self.scope.n_calls += 1
         return E.Call(name, args, dtype, call_type)
 
     def parse_raw_half(self, tok: Token) -> E.Expr:
         dtype = RAW_HALF_FUNCS[tok.text]
-        bits_tok = self.peek()
+        bits_tok = self.cur.peek()
         if bits_tok.kind != "INT":
-            self.fail("a 16-bit pattern such as 0x7c00")
-        self.advance()
-        self.expect(")", f"to close {tok.text}(...)")
+            self.cur.fail("a 16-bit pattern such as 0x7c00")
+        self.cur.advance()
+        self.cur.expect(")", f"to close {tok.text}(...)")
         try:
             bits = int(bits_tok.text, 16) if bits_tok.text.lower().startswith("0x") else int(bits_tok.text)
             value = half_from_bits(bits, dtype)
         except ValueError as exc:
-            self.error(f"invalid literal: {exc}", bits_tok)
+            self.cur.error(f"invalid literal: {exc}", bits_tok)
         return self.count_literal(E.FloatImm(dtype, value), tok)
 
     def parse_vector(self, tok: Token) -> E.Expr:
         parts: list[E.Expr] = [self.parse_expr()]
-        self.expect(",", f"in {tok.text}(...)")
+        self.cur.expect(",", f"in {tok.text}(...)")
         if tok.text == "Ramp":
             parts.append(self.parse_expr())
-            self.expect(",", "in Ramp(base,stride,lanes)")
-        lanes = self.expect_int("a lane count")
-        self.expect(")", f"to close {tok.text}(...)")
+            self.cur.expect(",", "in Ramp(base,stride,lanes)")
+        lanes = self.cur.expect_int("a lane count")
+        self.cur.expect(")", f"to close {tok.text}(...)")
         if lanes <= 0:
-            self.error(f"{tok.text} needs a positive lane count", tok)
+            self.cur.error(f"{tok.text} needs a positive lane count", tok)
         return E.Ramp(parts[0], parts[1], lanes) if tok.text == "Ramp" else E.Broadcast(parts[0], lanes)
 
     def parse_reduce(self, tok: Token) -> E.Expr:
-        tag_tok = self.advance()
+        tag_tok = self.cur.advance()
         tag = _REDUCE_TAGS.get(tag_tok.text)
         if tag is None:
-            self.fail(f"a reduce kind ({', '.join(_REDUCE_TAGS)})", tag_tok)
-        self.expect(",", "after the reduce kind")
+            self.cur.fail(f"a reduce kind ({', '.join(_REDUCE_TAGS)})", tag_tok)
+        self.cur.expect(",", "after the reduce kind")
         body = self.parse_expr()
-        self.expect(",", "between the reduce body and init")
+        self.cur.expect(",", "between the reduce body and init")
         init = self.parse_expr()
-        self.expect(")", "to close Reduce(...)")
+        self.cur.expect(")", "to close Reduce(...)")
         axes = default_reduce_axes(body)
-        if self.counting:
-            names = self.decls.reduce_axes.get(self.n_reduces)
-            self.n_reduces += 1
+        if self.scope.counting:
+            names = self.scope.decls.reduce_axes.get(self.scope.n_reduces)
+            self.scope.n_reduces += 1
             if names is not None:
-                axes = tuple(self.lookup_var(n, tok) for n in names)
+                axes = tuple(self.scope.lookup_var(n, tok) for n in names)
         return E.Reduce(tag, body, init, axes)
-
-    # -- tensors and buffers ----------------------------------------------------------------------
-    def lookup_tensor(self, tok: Token) -> Tensor:
-        name = tok.text
-        tensor = self.section.tensors.get(name) or self.decls.global_section.tensors.get(name)
-        if tensor is not None:
-            return tensor
-        if self.decls.present:
-            self.error(f"undefined tensor '{name}': with a '// decl' header every tensor needs a "
-                       f"'// decl tensor {name} : ...' line", tok)
-        return self.infer.provisional(name)
-
-    def lookup_buffer(self, tok: Token) -> Buffer:
-        name = tok.text
-        for section in (self.section, self.decls.global_section):
-            if name in section.buffers:
-                return section.buffers[name]
-            for tensor in section.tensors.values():
-                if tensor.buffer.name == name:
-                    return tensor.buffer
-        if not self.decls.present and name.startswith("_") and len(name) > 1:
-            return self.infer.provisional(name[1:]).buffer
-        self.error(f"undefined buffer '{name}'", tok)
