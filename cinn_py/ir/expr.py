@@ -25,13 +25,25 @@ if TYPE_CHECKING:
 ExprLike = Union["Expr", int, float, bool]
 
 
+def _derived_dtype() -> DType:
+    """The dtype field of a node whose dtype follows from its operands (set in `__post_init__`)."""
+    return field(init=False, repr=False, compare=False)  # type: ignore[return-value]
+
+
+def _set_dtype(node: Expr, dtype: DType) -> None:
+    object.__setattr__(node, "dtype", dtype)  # frozen dataclass: set once, at construction
+
+
 class Expr:
-    """Base of every expression node. Subclasses define `dtype`."""
+    """Base of every expression node; every node has a `dtype`.
+
+    Immediates, `Var`, `Cast` and `Call` take their dtype as a constructor field; the other nodes
+    derive it from their operands once, at construction (`_derived_dtype`), into a field that is
+    left out of `__init__`, equality, hashing and repr. Either way `dtype` is a plain attribute.
+    """
 
     __slots__ = ()
-    # Every subclass provides `dtype: DType` (a field or a property). It is not declared here
-    # because a base-class property would become the dataclass default of the subclass fields.
-    dtype: ClassVar[DType]
+    dtype: DType
 
     def __str__(self) -> str:
         from cinn_py.ir.text.printer import print_ir
@@ -171,10 +183,7 @@ class StringImm(Expr):
     """String constant, printed quoted: `"text"`."""
 
     value: str
-
-    @property
-    def dtype(self) -> DType:
-        return dt.string
+    dtype: DType = field(default=dt.string, init=False, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,15 +221,16 @@ class BinaryOp(Expr):
 
     a: Expr
     b: Expr
+    dtype: DType = _derived_dtype()
     op_symbol: ClassVar[str] = "?"
 
     def __post_init__(self) -> None:
-        # Declared here so the dataclass __init__ calls it; subclasses add their checks.
-        return None
+        # Subclasses that add checks call this too (it sets the derived dtype).
+        _set_dtype(self, self.result_dtype(self.a))
 
-    @property
-    def dtype(self) -> DType:
-        return self.a.dtype
+    @staticmethod
+    def result_dtype(a: Expr) -> DType:
+        return a.dtype
 
 
 class Add(BinaryOp):
@@ -258,9 +268,9 @@ class Max(BinaryOp):
 class CmpOp(BinaryOp):
     """Comparison; result is bool."""
 
-    @property
-    def dtype(self) -> DType:
-        return dt.bool_.with_lanes(self.a.dtype.lanes)
+    @staticmethod
+    def result_dtype(a: Expr) -> DType:
+        return dt.bool_.with_lanes(a.dtype.lanes)
 
 
 class EQ(CmpOp):
@@ -293,6 +303,7 @@ class LogicalOp(CmpOp):
     def __post_init__(self) -> None:
         if not (self.a.dtype.is_bool and self.b.dtype.is_bool):
             raise TypeError(f"{type(self).__name__} needs bool operands, got {self.a.dtype}, {self.b.dtype}")
+        super().__post_init__()
 
 
 class And(LogicalOp):
@@ -308,10 +319,10 @@ class Minus(Expr):
     """Arithmetic negation, printed `-(x)`."""
 
     v: Expr
+    dtype: DType = _derived_dtype()
 
-    @property
-    def dtype(self) -> DType:
-        return self.v.dtype
+    def __post_init__(self) -> None:
+        _set_dtype(self, self.v.dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,10 +330,7 @@ class Not(Expr):
     """Logical not, printed `!x`."""
 
     v: Expr
-
-    @property
-    def dtype(self) -> DType:
-        return dt.bool_
+    dtype: DType = field(default=dt.bool_, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,16 +348,14 @@ class Select(Expr):
     condition: Expr
     true_value: Expr
     false_value: Expr
+    dtype: DType = _derived_dtype()
 
     def __post_init__(self) -> None:
         if self.true_value.dtype != self.false_value.dtype:
             raise TypeError(
                 f"Select branches must share a dtype, got {self.true_value.dtype} and {self.false_value.dtype}"
             )
-
-    @property
-    def dtype(self) -> DType:
-        return self.true_value.dtype
+        _set_dtype(self, self.true_value.dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,11 +367,11 @@ class Load(Expr):
 
     tensor: Tensor
     indices: tuple[Expr, ...]
+    dtype: DType = _derived_dtype()
 
-    @property
-    def dtype(self) -> DType:
+    def __post_init__(self) -> None:
         lanes = max((i.dtype.lanes for i in self.indices), default=1)
-        return self.tensor.dtype.with_lanes(lanes)
+        _set_dtype(self, self.tensor.dtype.with_lanes(lanes))
 
 
 class CallType(enum.Enum):
@@ -408,10 +414,10 @@ class Reduce(Expr):
     body: Expr
     init: Expr
     reduce_axis: tuple[Var, ...]
+    dtype: DType = _derived_dtype()
 
-    @property
-    def dtype(self) -> DType:
-        return self.body.dtype
+    def __post_init__(self) -> None:
+        _set_dtype(self, self.body.dtype)
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,10 +427,10 @@ class Ramp(Expr):
     base: Expr
     stride: Expr
     lanes: int
+    dtype: DType = _derived_dtype()
 
-    @property
-    def dtype(self) -> DType:
-        return self.base.dtype.with_lanes(self.lanes)
+    def __post_init__(self) -> None:
+        _set_dtype(self, self.base.dtype.with_lanes(self.lanes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,10 +439,10 @@ class Broadcast(Expr):
 
     value: Expr
     lanes: int
+    dtype: DType = _derived_dtype()
 
-    @property
-    def dtype(self) -> DType:
-        return self.value.dtype.with_lanes(self.lanes)
+    def __post_init__(self) -> None:
+        _set_dtype(self, self.value.dtype.with_lanes(self.lanes))
 
 
 # --------------------------------------------------------------------------------------------
