@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cinn_py.diagnostics import CinnError
-from cinn_py.ir import LoweredFunc, Module
-from cinn_py.ir.text.printer import print_ir
+from cinn_py.ir import LoweredFunc, Module, print_ir
 
 
 class CliError(CinnError):

@@ -23,13 +23,12 @@ import re
 from collections.abc import Iterable
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.sanitize import IdentifierMap
-from cinn_py.ir.visitor import Mutator, substitute
+from cinn_py.ir import (
+    Add, And, BinaryOp, Block, Buffer, Call, Cast, DType, Div, EQ, Evaluate, Expr, FloatImm, For, ForType, GE,
+    GT, IdentifierMap, IfThenElse, IntImm, LE, LT, Let, Load, Max, Min, Minus, Mod, Mul, Mutator, NE, Not, Or,
+    Reduce, ScheduleBlockRealize, Select, Stmt, Store, StringImm, Sub, Tensor, UIntImm, Var, int32,
+    is_const_int, print_ir, substitute,
+)
 
 # Element types as C spells them (the CUDA printer maps float16/bfloat16 to its own names).
 C_TYPES: dict[str, str] = {
@@ -39,9 +38,9 @@ C_TYPES: dict[str, str] = {
 }
 # Binary operators that print infix; Min/Max print as calls (dialect-specific names).
 INFIX_OPS: dict[type, str] = {
-    E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.Mod: "%",
-    E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
-    E.And: "&&", E.Or: "||",
+    Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%",
+    EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">=",
+    And: "&&", Or: "||",
 }
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Calls a C-family printer may emit by name besides the math intrinsics: device barriers/fences
@@ -56,7 +55,7 @@ RUNTIME_HELPER_PREFIX = "cinn_"
 MAX_UNROLL_STEPS = 512
 
 
-def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.Expr:
+def flatten_index(indices: tuple[Expr, ...], shape: tuple[Expr, ...]) -> Expr:
     """Row-major offset of `indices` in a buffer of `shape`: `((i0 * d1) + i1)`.
 
     Multiplications by 1 and additions of 0 are folded so that one-element and unit dims do not
@@ -65,60 +64,60 @@ def flatten_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.E
     if len(indices) != len(shape):
         raise CompileError(f"codegen: {len(indices)} indices for a buffer of rank {len(shape)}")
     if not indices:
-        return E.IntImm(E.dt.int32, 0)
+        return IntImm(int32, 0)
     acc = indices[0]
     for index, dim in zip(indices[1:], shape[1:]):
         if _is_div_mod_pair(acc, index, dim):
             acc = acc.a  # type: ignore[attr-defined]  # ((x / d) * d) + (x % d) == x (also in C)
             continue
-        if E.is_const_int(dim, 1) or E.is_const_int(acc, 0):
+        if is_const_int(dim, 1) or is_const_int(acc, 0):
             scaled = acc
         else:
-            scaled = E.Mul(acc, _as_dtype(dim, acc.dtype))
-        if E.is_const_int(scaled, 0):
+            scaled = Mul(acc, _as_dtype(dim, acc.dtype))
+        if is_const_int(scaled, 0):
             acc = index
-        elif E.is_const_int(index, 0):
+        elif is_const_int(index, 0):
             acc = scaled
         else:
-            acc = E.Add(scaled, _as_dtype(index, scaled.dtype))
+            acc = Add(scaled, _as_dtype(index, scaled.dtype))
     return acc
 
 
-def _same_int(a: E.Expr, b: E.Expr) -> bool:
-    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+def _same_int(a: Expr, b: Expr) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
         return a.value == b.value
     return a == b
 
 
-def _is_div_mod_pair(outer: E.Expr, inner: E.Expr, dim: E.Expr) -> bool:
+def _is_div_mod_pair(outer: Expr, inner: Expr, dim: Expr) -> bool:
     """`outer = x / d`, `inner = x % d` over a dim of extent `d`: the pair is just `x` flattened
     (the index a fused-then-split loop gives a `[.., d]` buffer, as in the seed's `sp / S2, sp % S2`)."""
-    return (isinstance(outer, E.Div) and isinstance(inner, E.Mod) and outer.a == inner.a
+    return (isinstance(outer, Div) and isinstance(inner, Mod) and outer.a == inner.a
             and _same_int(outer.b, inner.b) and _same_int(outer.b, dim))
 
 
-def flatten_numel(shape: tuple[E.Expr, ...]) -> E.Expr:
+def flatten_numel(shape: tuple[Expr, ...]) -> Expr:
     """Number of elements of a buffer of `shape` (a constant when every dim is)."""
-    if all(isinstance(d, E.IntImm) for d in shape):
+    if all(isinstance(d, IntImm) for d in shape):
         total = 1
         for d in shape:
             total *= d.value  # type: ignore[attr-defined]
-        dtype = shape[0].dtype if shape else E.dt.int32
-        return E.IntImm(dtype, total)
-    acc: E.Expr = shape[0]
+        dtype = shape[0].dtype if shape else int32
+        return IntImm(dtype, total)
+    acc: Expr = shape[0]
     for d in shape[1:]:
-        acc = E.Mul(acc, _as_dtype(d, acc.dtype))
+        acc = Mul(acc, _as_dtype(d, acc.dtype))
     return acc
 
 
-def _as_dtype(e: E.Expr, dtype: DType) -> E.Expr:
+def _as_dtype(e: Expr, dtype: DType) -> Expr:
     """Re-type an integer immediate (the IR mixes int32 shape immediates with int64 indices)."""
-    if isinstance(e, E.IntImm) and e.dtype != dtype and dtype.is_int:
-        return E.IntImm(dtype, e.value)
+    if isinstance(e, IntImm) and e.dtype != dtype and dtype.is_int:
+        return IntImm(dtype, e.value)
     return e
 
 
-def unroll_pragma_fits(loop: S.For) -> bool:
+def unroll_pragma_fits(loop: For) -> bool:
     """Whether `#pragma unroll` on `loop` can fully unroll it within `MAX_UNROLL_STEPS` statements.
 
     Not when an inner loop has a non-constant extent: full unrolling cannot remove it, and NVRTC
@@ -128,22 +127,22 @@ def unroll_pragma_fits(loop: S.For) -> bool:
     return _unrolled_steps(loop, MAX_UNROLL_STEPS) is not None
 
 
-def _unrolled_steps(node: S.Stmt, budget: int) -> int | None:
+def _unrolled_steps(node: Stmt, budget: int) -> int | None:
     """Statements `node` unrolls to, or None when over `budget` or not unrollable."""
-    if isinstance(node, S.For):
-        if not isinstance(node.extent, E.IntImm):
+    if isinstance(node, For):
+        if not isinstance(node.extent, IntImm):
             return None
         extent = max(node.extent.value, 0)
         if extent == 0:
             return 1
         inner = _unrolled_steps(node.body, budget // extent)
         return None if inner is None or inner * extent > budget else inner * extent
-    children: tuple[S.Stmt, ...]
-    if isinstance(node, S.Block):
+    children: tuple[Stmt, ...]
+    if isinstance(node, Block):
         children = node.stmts
-    elif isinstance(node, S.IfThenElse):
+    elif isinstance(node, IfThenElse):
         children = (node.true_case,) if node.false_case is None else (node.true_case, node.false_case)
-    elif isinstance(node, S.ScheduleBlockRealize):
+    elif isinstance(node, ScheduleBlockRealize):
         children = (node.schedule_block.body,)
     else:
         return 1 if budget >= 1 else None
@@ -157,14 +156,14 @@ def _unrolled_steps(node: S.Stmt, budget: int) -> int | None:
 
 
 class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: S.ScheduleBlockRealize) -> S.Stmt:
+    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         block = node.schedule_block
         mapping = dict(zip(block.iter_vars, (self.visit(v) for v in node.iter_values)))
         body = substitute(self.visit(block.body), mapping)
         return body
 
 
-def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
+def inline_schedule_blocks(stmt: Stmt) -> Stmt:
     """Replace every ScheduleBlockRealize by its body with iter vars substituted."""
     return _BlockInliner().visit(stmt)
 
@@ -223,7 +222,7 @@ class CFamilyPrinter:
             self.buffer_names[buffer.name] = self.identifier("buffer", buffer.name, buffer_hint(buffer.name))
         return self.buffer_names[buffer.name]
 
-    def name_var(self, var: E.Var) -> str:
+    def name_var(self, var: Var) -> str:
         """The C identifier of a scalar variable (loop var, let symbol, symbolic dim)."""
         return self.identifier("var", var.name)
 
@@ -244,16 +243,16 @@ class CFamilyPrinter:
         return "\n".join(self.lines) + "\n"
 
     # -- expressions -----------------------------------------------------------------------------
-    def expr(self, node: E.Expr) -> str:
+    def expr(self, node: Expr) -> str:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is not None:
             return method(node)
-        if isinstance(node, E.BinaryOp):
+        if isinstance(node, BinaryOp):
             return self.binary(node)
         raise CompileError(f"codegen: {type(self).__name__} cannot print {type(node).__name__}",
                            _excerpt(node))
 
-    def expr_IntImm(self, node: E.IntImm) -> str:
+    def expr_IntImm(self, node: IntImm) -> str:
         bits = node.dtype.bits
         if bits in (32, 64) and node.value == -(1 << (bits - 1)):
             # C has no negative literals: `-2147483648` negates `2147483648`, which does not fit
@@ -267,7 +266,7 @@ class CFamilyPrinter:
             return str(node.value)
         return f"(({self.ctype(node.dtype)}){node.value})"
 
-    def expr_UIntImm(self, node: E.UIntImm) -> str:
+    def expr_UIntImm(self, node: UIntImm) -> str:
         if node.dtype.is_bool:
             return "true" if node.value else "false"
         if node.dtype.bits == 64:
@@ -276,7 +275,7 @@ class CFamilyPrinter:
             return f"{node.value}u"
         return f"(({self.ctype(node.dtype)}){node.value})"
 
-    def expr_FloatImm(self, node: E.FloatImm) -> str:
+    def expr_FloatImm(self, node: FloatImm) -> str:
         return self.float_literal(node.dtype, node.value)
 
     def float_literal(self, dtype: DType, value: float) -> str:
@@ -294,38 +293,38 @@ class CFamilyPrinter:
             return "NAN"
         return "INFINITY" if value > 0 else "(-INFINITY)"
 
-    def expr_StringImm(self, node: E.StringImm) -> str:
+    def expr_StringImm(self, node: StringImm) -> str:
         escaped = node.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
 
-    def expr_Var(self, node: E.Var) -> str:
+    def expr_Var(self, node: Var) -> str:
         scratch = self.handle_buffers.get(node.name)
         if scratch is not None and node.dtype.kind == "handle":
             return self.name_buffer(scratch)
         return self.name_var(node)
 
-    def binary(self, node: E.BinaryOp) -> str:
-        if isinstance(node, (E.Min, E.Max)):
+    def binary(self, node: BinaryOp) -> str:
+        if isinstance(node, (Min, Max)):
             return self.min_max(node)
-        if isinstance(node, E.Mod) and node.dtype.is_float:
+        if isinstance(node, Mod) and node.dtype.is_float:
             return self.float_mod(node)
         op = INFIX_OPS.get(type(node))
         if op is None:
             raise CompileError(f"codegen: unknown binary operator {type(node).__name__}")
         return f"({self.expr(node.a)} {op} {self.expr(node.b)})"
 
-    def float_mod(self, node: E.Mod) -> str:
+    def float_mod(self, node: Mod) -> str:
         """C's `%` takes integers only: a float remainder is `fmod` (the sign of the dividend, as
         the IR's `%` is defined in docs/semantics.md); dialects pick the per-type name."""
         return f"fmod({self.expr(node.a)}, {self.expr(node.b)})"
 
-    def min_max(self, node: E.Min | E.Max) -> str:
+    def min_max(self, node: Min | Max) -> str:
         """C has no min/max: a parenthesised conditional (dialects use their builtins)."""
         a, b = self.expr(node.a), self.expr(node.b)
-        cmp = "<" if isinstance(node, E.Min) else ">"
+        cmp = "<" if isinstance(node, Min) else ">"
         return f"(({a} {cmp} {b}) ? {a} : {b})"
 
-    def expr_Minus(self, node: E.Minus) -> str:
+    def expr_Minus(self, node: Minus) -> str:
         operand = self.expr(node.v)
         if operand.startswith("-"):
             # A negative literal operand (`-1.5`, `-3ll`) would fuse with the minus into the
@@ -333,33 +332,33 @@ class CFamilyPrinter:
             operand = f"({operand})"
         return f"(-{operand})"
 
-    def expr_Not(self, node: E.Not) -> str:
+    def expr_Not(self, node: Not) -> str:
         return f"(!{self.expr(node.v)})"
 
-    def expr_Cast(self, node: E.Cast) -> str:
+    def expr_Cast(self, node: Cast) -> str:
         return self.cast(node.dtype, node.v)
 
-    def cast(self, dtype: DType, value: E.Expr) -> str:
+    def cast(self, dtype: DType, value: Expr) -> str:
         return f"(({self.ctype(dtype)}){self.expr(value)})"
 
-    def expr_Select(self, node: E.Select) -> str:
+    def expr_Select(self, node: Select) -> str:
         c, t, f = (self.expr(x) for x in (node.condition, node.true_value, node.false_value))
         return f"({c} ? {t} : {f})"
 
-    def expr_Load(self, node: E.Load) -> str:
+    def expr_Load(self, node: Load) -> str:
         return f"{self.name_buffer(node.tensor.buffer)}[{self.index(node.tensor, node.indices)}]"
 
-    def index(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> str:
+    def index(self, tensor: Tensor, indices: tuple[Expr, ...]) -> str:
         return self.expr(flatten_index(indices, tensor.buffer.shape))
 
-    def expr_Call(self, node: E.Call) -> str:
+    def expr_Call(self, node: Call) -> str:
         return self.call(node)
 
-    def call(self, node: E.Call) -> str:
+    def call(self, node: Call) -> str:
         args = ", ".join(self.expr(a) for a in node.args)
         return f"{self.call_name(node)}({args})"
 
-    def call_name(self, node: E.Call) -> str:
+    def call_name(self, node: Call) -> str:
         """A call prints verbatim only when it names a known function (never a user string)."""
         if not is_runtime_call(node.name):
             raise CompileError(f"codegen: unknown function '{node.name}' in a call: {type(self).__name__} prints "
@@ -367,38 +366,38 @@ class CFamilyPrinter:
                                f"'{RUNTIME_HELPER_PREFIX}*' runtime helpers only", _excerpt(node))
         return node.name
 
-    def expr_Reduce(self, node: E.Reduce) -> str:
+    def expr_Reduce(self, node: Reduce) -> str:
         raise CompileError("codegen: a Reduce expression reached the C printer; lower the function first",
                            _excerpt(node))
 
     # -- statements ------------------------------------------------------------------------------
-    def stmt(self, node: S.Stmt) -> None:
+    def stmt(self, node: Stmt) -> None:
         method = getattr(self, "print_" + type(node).__name__, None)
         if method is None:
             raise CompileError(f"codegen: {type(self).__name__} cannot print {type(node).__name__}",
                                _excerpt(node))
         method(node)
 
-    def stmts(self, nodes: Iterable[S.Stmt]) -> None:
+    def stmts(self, nodes: Iterable[Stmt]) -> None:
         for node in nodes:
             self.stmt(node)
 
-    def print_Block(self, node: S.Block) -> None:
+    def print_Block(self, node: Block) -> None:
         # Nested blocks open no C scope: every declared name is unique in a function.
         self.stmts(node.stmts)
 
-    def print_Store(self, node: S.Store) -> None:
+    def print_Store(self, node: Store) -> None:
         target = f"{self.name_buffer(node.tensor.buffer)}[{self.index(node.tensor, node.indices)}]"
         self.line(f"{target} = {self.expr(node.value)};")
 
-    def print_Let(self, node: S.Let) -> None:
+    def print_Let(self, node: Let) -> None:
         decl = f"{self.ctype(node.symbol.dtype)} {self.name_var(node.symbol)}"
         self.line(decl + (f" = {self.expr(node.body)};" if node.body is not None else ";"))
 
-    def print_Evaluate(self, node: S.Evaluate) -> None:
+    def print_Evaluate(self, node: Evaluate) -> None:
         self.line(self.expr(node.value) + ";")
 
-    def print_IfThenElse(self, node: S.IfThenElse) -> None:
+    def print_IfThenElse(self, node: IfThenElse) -> None:
         self.line(f"if ({self.expr(node.condition)}) {{")
         self.nested(node.true_case)
         if node.false_case is not None:
@@ -406,26 +405,26 @@ class CFamilyPrinter:
             self.nested(node.false_case)
         self.line("}")
 
-    def print_For(self, node: S.For) -> None:
-        if node.for_type is S.ForType.UNROLLED and unroll_pragma_fits(node):
+    def print_For(self, node: For) -> None:
+        if node.for_type is ForType.UNROLLED and unroll_pragma_fits(node):
             self.line("#pragma unroll")
         self.serial_loop(node)
 
-    def serial_loop(self, node: S.For) -> None:
+    def serial_loop(self, node: For) -> None:
         var = node.loop_var
         lo = self.expr(node.min)
-        hi = self.expr(node.extent) if E.is_const_int(node.min, 0) else self.expr(E.Add(node.min, node.extent))
+        hi = self.expr(node.extent) if is_const_int(node.min, 0) else self.expr(Add(node.min, node.extent))
         name = self.name_var(var)
         self.line(f"for ({self.ctype(var.dtype)} {name} = {lo}; {name} < {hi}; {name} += 1) {{")
         self.nested(node.body)
         self.line("}")
 
-    def nested(self, body: S.Stmt) -> None:
+    def nested(self, body: Stmt) -> None:
         self.level += 1
         self.stmt(body)
         self.level -= 1
 
-    def print_ScheduleBlockRealize(self, node: S.ScheduleBlockRealize) -> None:
+    def print_ScheduleBlockRealize(self, node: ScheduleBlockRealize) -> None:
         raise CompileError("codegen: schedule blocks must be inlined before printing C "
                            "(inline_schedule_blocks)", _excerpt(node))
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py import ir
-from cinn_py.ir import LoweredFunc, print_ir
-from cinn_py.ir import names as _names
+from cinn_py.ir import (
+    CompileContext, LoweredFunc, compile_context, current_context, print_ir, structural_equal,
+)
 from schedules.errors import ScheduleError
 from schedules.schedule import IRSchedule
 from schedules.trace import Step, Trace, replay
@@ -96,7 +96,7 @@ def bisect_trace(trace: Trace, fresh_func: LoweredFunc, inputs: Mapping[str, np.
     run = runner or _default_runner()
     arrays = dict(inputs) if inputs is not None else _random_inputs(fresh_func, symbols, seed)
     expected = run(fresh_func, _copy(arrays))
-    names = copy.deepcopy(ir.current_context().names)
+    names = copy.deepcopy(current_context().names)
     result = BisectResult(len(trace.steps))
     previous = fresh_func
     for k, step in enumerate(trace.steps):
@@ -108,7 +108,7 @@ def bisect_trace(trace: Trace, fresh_func: LoweredFunc, inputs: Mapping[str, np.
         except Exception as exc:  # noqa: BLE001 - a primitive that crashes is the culprit
             return _culprit(result, k, step, source, previous, previous,
                             f"the step raised {type(exc).__name__}: {exc}")
-        if current is not previous and not ir.structural_equal(current, previous):
+        if current is not previous and not structural_equal(current, previous):
             difference = _compare(expected, _run_safely(run, current, arrays), rtol, atol)
             if difference:
                 return _culprit(result, k, step, source, previous, current, difference)
@@ -134,12 +134,8 @@ def _copy(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _replay_prefix(steps: list[Step], func: LoweredFunc, names: Any) -> LoweredFunc:
-    saved = _names._current
-    _names._current = ir.CompileContext(names=copy.deepcopy(names))
-    try:
+    with compile_context(CompileContext(names=copy.deepcopy(names))):
         sch: IRSchedule = replay(Trace(steps=list(steps)), func)
-    finally:
-        _names._current = saved
     return sch.func
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.diagnostics import ScheduleError
-from cinn_py.ir.text.printer import print_ir_marked
+from cinn_py.ir import print_ir_marked
 
 __all__ = [
     "ScheduleError", "schedule_error", "StaleHandleError", "BlockNotFoundError", "LoopNotFoundError",

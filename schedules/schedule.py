@@ -19,9 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from cinn_py.ir import (
-    Expr, For, LoweredFunc, Module, ScheduleBlockRealize, Stmt, Tensor, current_context, print_ir,
+    AttrValue, Expr, For, LoweredFunc, Module, ScheduleBlockRealize, Stmt, Tensor, current_context, print_ir,
 )
-from cinn_py.ir.stmt import AttrValue
 from schedules import primitives as P
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (

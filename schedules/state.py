@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cinn_py.ir.text.printer import for_header
+from cinn_py.ir import for_header
 
 if TYPE_CHECKING:
     from schedules.schedule import IRSchedule

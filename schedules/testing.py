@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py import ir
-from cinn_py.ir import LoweredFunc, Module, assert_structural_equal
-from cinn_py.ir import names as _names
+from cinn_py.ir import (
+    Call, CallType, CompileContext, Expr, For, LoweredFunc, Module, Var, assert_structural_equal,
+    compile_context, const, is_const_int, substitute, walk,
+)
 from schedules.analysis.arith import simplify_index
 from schedules.schedule import IRSchedule
 from schedules.trace import Trace, replay
@@ -38,12 +39,8 @@ Runner = Callable[[LoweredFunc, dict[str, np.ndarray]], dict[str, np.ndarray]]
 @contextlib.contextmanager
 def restored_names(sch: IRSchedule) -> Iterator[None]:
     """Run a block with the name generator as it was when `sch` was created."""
-    saved = _names._current
-    _names._current = ir.CompileContext(names=copy.deepcopy(sch.initial_names))
-    try:
+    with compile_context(CompileContext(names=copy.deepcopy(sch.initial_names))):
         yield
-    finally:
-        _names._current = saved
 
 
 def check_replay(before: LoweredFunc | Module, sch: IRSchedule) -> None:
@@ -76,15 +73,15 @@ def random_inputs(func: LoweredFunc, sym_values: Mapping[str, int], rng: np.rand
     return out
 
 
-def _dim(d: ir.Expr, sym_values: Mapping[str, int]) -> int:
-    if ir.is_const_int(d):
+def _dim(d: Expr, sym_values: Mapping[str, int]) -> int:
+    if is_const_int(d):
         return int(d.value)  # type: ignore[attr-defined]
-    missing = sorted({v.name for v in ir.walk(d) if isinstance(v, ir.Var)} - set(sym_values))
+    missing = sorted({v.name for v in walk(d) if isinstance(v, Var)} - set(sym_values))
     if missing:
         raise ValueError(f"no value for symbolic dim(s) {', '.join(missing)} (give sym_bindings)")
-    value = simplify_index(ir.substitute(d, {v: ir.const(sym_values[v.name], v.dtype)
-                                              for v in ir.walk(d) if isinstance(v, ir.Var)}))
-    if not ir.is_const_int(value):
+    value = simplify_index(substitute(d, {v: const(sym_values[v.name], v.dtype)
+                                              for v in walk(d) if isinstance(v, Var)}))
+    if not is_const_int(value):
         raise ValueError(f"random_inputs: cannot evaluate input dim {d}")
     return int(value.value)  # type: ignore[attr-defined]
 
@@ -118,7 +115,7 @@ def check_results(before: LoweredFunc, after: LoweredFunc, runner: Runner | None
 def _x86_kernel(func: LoweredFunc) -> Any:
     """The x86 kernel of `func`, or None when it uses GPU-only constructs (bound loops,
     `__syncthreads`), which only the CUDA backend accepts."""
-    if any(_gpu_only(n) for n in ir.walk(func.body)):
+    if any(_gpu_only(n) for n in walk(func.body)):
         return None
     from cinn_py.driver import build  # noqa: PLC0415 - the driver reaches codegen lazily
 
@@ -126,9 +123,9 @@ def _x86_kernel(func: LoweredFunc) -> Any:
 
 
 def _gpu_only(node: Any) -> bool:
-    if isinstance(node, ir.For):
+    if isinstance(node, For):
         return node.bind_axis is not None
-    return isinstance(node, ir.Call) and node.call_type is ir.CallType.INTRINSIC
+    return isinstance(node, Call) and node.call_type is CallType.INTRINSIC
 
 
 def _check_x86(kernel: Any, func: LoweredFunc, inputs: Mapping[str, np.ndarray],
@@ -151,7 +148,7 @@ def _default_bindings(func: LoweredFunc) -> list[dict[str, int]]:
     for value in (1, 3, 8, 13):
         binding = {}
         for s in syms:
-            lower = int(s.lower_bound.value) if s.lower_bound is not None and ir.is_const_int(s.lower_bound) else 1
+            lower = int(s.lower_bound.value) if s.lower_bound is not None and is_const_int(s.lower_bound) else 1
             binding[s.name] = max(value, lower)
         out.append(binding)
     return out

@@ -16,8 +16,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cinn_py import ir
-from cinn_py.ir import dtype as dt
+from cinn_py.ir import (
+    BINARY_OPS, Cast, DType, Expr, FloatImm, IntImm, Minus, Not, Select, StringImm, UIntImm, Var, dtype_of,
+)
 from schedules.errors import InvalidArgumentError
 from schedules.registry import step_kind
 
@@ -28,8 +29,8 @@ __all__ = ["Step", "Trace", "replay", "encode_value", "decode_value", "python_li
 
 # Expression nodes a trace may carry (index arithmetic over symbolic dims).
 _EXPR_NODES: dict[str, type] = {cls.__name__: cls for cls in (
-    ir.IntImm, ir.UIntImm, ir.FloatImm, ir.StringImm, ir.Var, ir.Cast, ir.Minus, ir.Not, ir.Select,
-    *ir.BINARY_OPS)}
+    IntImm, UIntImm, FloatImm, StringImm, Var, Cast, Minus, Not, Select,
+    *BINARY_OPS)}
 
 
 @dataclass
@@ -54,13 +55,13 @@ def encode_value(value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple)):
         return [encode_value(v) for v in value]
-    if isinstance(value, ir.Expr):
+    if isinstance(value, Expr):
         return {"expr": _encode_expr(value)}
     raise TypeError(f"a schedule trace cannot record a value of type {type(value).__name__}: {value!r}")
 
 
 def _encode_expr(e: Any) -> Any:
-    if isinstance(e, ir.DType):
+    if isinstance(e, DType):
         return {"dtype": str(e)}
     if isinstance(e, enum.Enum):
         return e.value
@@ -90,7 +91,7 @@ def _decode_expr(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     if "dtype" in data and len(data) == 1:
-        return dt.dtype_of(data["dtype"])
+        return dtype_of(data["dtype"])
     cls = _EXPR_NODES.get(data.get("node", ""))
     if cls is None:
         raise ValueError(f"malformed expression in trace: {data!r}")
@@ -101,17 +102,17 @@ def python_literal(value: Any) -> str:
     """Python source that rebuilds an (unencoded) attribute value."""
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(python_literal(v) for v in value) + "]"
-    if isinstance(value, ir.Expr):
+    if isinstance(value, Expr):
         return _expr_source(value)
     return repr(value)
 
 
 def _expr_source(e: Any) -> str:
-    if isinstance(e, ir.DType):
+    if isinstance(e, DType):
         return f"dt.{'bool_' if e.is_bool else str(e)}"
     if isinstance(e, enum.Enum):
         return f"{type(e).__name__}.{e.name}"
-    if not isinstance(e, ir.Expr):
+    if not isinstance(e, Expr):
         return repr(e)
     fields = dataclasses.fields(e)
     required = [f for f in fields if f.default is dataclasses.MISSING]

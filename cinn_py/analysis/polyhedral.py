@@ -21,11 +21,7 @@ import islpy as isl
 from cinn_py.analysis.isl_convert import IslNames, affine_text, condition_text
 from cinn_py.analysis.sites import Access, BlockSite, collect_sites
 from cinn_py.diagnostics import CinnError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.text.printer import print_ir_marked
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import Add, Expr, For, IntImm, LoweredFunc, ScheduleBlockRealize, Var, print_ir_marked, walk
 from cinn_py.symbolic.analyzer import Analyzer
 
 
@@ -33,7 +29,7 @@ class AnalysisError(CinnError):
     """An analysis was asked about a block or loop that is not in the function."""
 
 
-BlockRef = str | S.ScheduleBlockRealize
+BlockRef = str | ScheduleBlockRealize
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ class PolyContext:
         raise AnalysisError(f"analysis: block '{name}' is not in function '{self.func.name}' "
                             f"(blocks: {known})")
 
-    def sites_under(self, loop: S.For) -> list[BlockSite]:
+    def sites_under(self, loop: For) -> list[BlockSite]:
         under = [s for s in self.sites if any(lp is loop for lp in s.loops)]
         if not under and not any(n is loop for n in walk(self.func.body)):
             raise AnalysisError(f"analysis: loop '{loop.loop_var.name}' is not in function '{self.func.name}'",
@@ -116,7 +112,7 @@ class PolyContext:
         return under
 
     def _stmt_name(self, site: BlockSite) -> str:
-        base = self.names.name(E.Var(f"S_{site.name}"))
+        base = self.names.name(Var(f"S_{site.name}"))
         return base
 
     # -- text building -----------------------------------------------------------------------------
@@ -124,35 +120,35 @@ class PolyContext:
         loops = site.loops if upto is None else site.loops[:upto]
         return Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in loops})
 
-    def params(self, extra: Sequence[E.Var] = ()) -> list[E.Var]:
+    def params(self, extra: Sequence[Var] = ()) -> list[Var]:
         """Symbolic dims of the function, then `extra` (outer loop vars used as parameters)."""
         out = list(self.func.scalar_args)
         out.extend(v for v in extra if v not in out)
         return out
 
-    def free_params(self, exprs: Iterable[E.Expr], bound: set[E.Var]) -> list[E.Var]:
+    def free_params(self, exprs: Iterable[Expr], bound: set[Var]) -> list[Var]:
         """Vars used in `exprs` that no loop binds (symbolic dims, `threadIdx.x`, ...)."""
-        found: list[E.Var] = []
+        found: list[Var] = []
         for e in exprs:
             for node in walk(e):
-                if isinstance(node, E.Var) and node not in bound and node not in found:
+                if isinstance(node, Var) and node not in bound and node not in found:
                     found.append(node)
         return found
 
-    def param_constraints(self, params: Sequence[E.Var]) -> list[str]:
+    def param_constraints(self, params: Sequence[Var]) -> list[str]:
         out = []
         for p in params:
             if p.is_symbolic_constant:
-                lb = p.lower_bound.value if isinstance(p.lower_bound, E.IntImm) else 1
+                lb = p.lower_bound.value if isinstance(p.lower_bound, IntImm) else 1
                 out.append(f"{self.names.name(p)} >= {lb}")
         return out
 
     def domain_parts(self, site: BlockSite, as_params: int = 0
-                     ) -> tuple[list[E.Var], list[str], list[str], bool]:
+                     ) -> tuple[list[Var], list[str], list[str], bool]:
         """(params, dim names, constraints, exact) of a site's domain; the first `as_params`
         loops become parameters."""
         loop_vars = [lp.loop_var for lp in site.loops]
-        exprs: list[E.Expr] = [e for lp in site.loops for e in (lp.min, lp.extent)]
+        exprs: list[Expr] = [e for lp in site.loops for e in (lp.min, lp.extent)]
         exprs += [g for g, _ in site.guards]
         for acc in site.accesses():
             exprs.extend(acc.indices)
@@ -165,7 +161,7 @@ class PolyContext:
         for k, lp in enumerate(site.loops):
             an = self.analyzer(site, k)
             lo = affine_text(lp.min, self.names, known, an)
-            hi = affine_text(E.Add(lp.min, lp.extent), self.names, known, an)
+            hi = affine_text(Add(lp.min, lp.extent), self.names, known, an)
             v = self.names.name(lp.loop_var)
             if lo is not None:
                 constraints.append(f"{v} >= {lo}")
@@ -176,7 +172,7 @@ class PolyContext:
         dims = [self.names.name(v) for v in loop_vars[as_params:]]
         return params, dims, constraints, exact
 
-    def _add_guards(self, guards: Sequence[tuple[E.Expr, bool]], known: set[E.Var], an: Analyzer,
+    def _add_guards(self, guards: Sequence[tuple[Expr, bool]], known: set[Var], an: Analyzer,
                     constraints: list[str]) -> bool:
         """Append each guard (negated on its false branch) to `constraints`; False when one is
         not quasi-affine and is left out (the set over-approximates)."""
@@ -189,7 +185,7 @@ class PolyContext:
             constraints.append(text if polarity else f"not ({text})")
         return exact
 
-    def _space_prefix(self, params: Sequence[E.Var]) -> str:
+    def _space_prefix(self, params: Sequence[Var]) -> str:
         return "[" + ", ".join(self.names.name(p) for p in params) + "] -> "
 
     # -- sets and maps -----------------------------------------------------------------------------
@@ -216,7 +212,7 @@ class PolyContext:
             if bound is not None:
                 constraints.append(f"o{k} < {bound}")
         exact &= self._add_guards(acc.guards, known, an, constraints)
-        buffer = self.names.name(E.Var(f"B_{acc.tensor.buffer.name}"))
+        buffer = self.names.name(Var(f"B_{acc.tensor.buffer.name}"))
         text = (f"{self._space_prefix(params)}{{ {self.stmt_names[id(site)]}[{', '.join(dims)}] -> "
                 f"{buffer}[{', '.join(outs)}]")
         text += _constraints_suffix(constraints)
@@ -230,7 +226,7 @@ class PolyContext:
     def schedule(self, site: BlockSite) -> isl.Map:
         """`Block[loops] -> T[p0, i, p1, j, ...]` padded with zeros to a common length."""
         params, dims, constraints, _ = self.domain_parts(site)
-        items = [self.names.name(x.loop_var) if isinstance(x, S.For) else str(x) for x in site.schedule]
+        items = [self.names.name(x.loop_var) if isinstance(x, For) else str(x) for x in site.schedule]
         items += ["0"] * (self.max_sched - len(items))
         text = (f"{self._space_prefix(params)}{{ {self.stmt_names[id(site)]}[{', '.join(dims)}] -> "
                 f"T[{', '.join(items)}]")

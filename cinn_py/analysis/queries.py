@@ -18,15 +18,12 @@ from cinn_py.analysis.polyhedral import (
     AnalysisError, BlockAccesses, BlockRef, Dependences, PolyContext,
 )
 from cinn_py.analysis.sites import BlockSite
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Tensor
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.text.printer import print_ir_marked
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Add, Expr, For, IntImm, LoweredFunc, Max, Min, Sub, Tensor, UIntImm, Var, as_expr, print_ir_marked, walk,
+)
 from cinn_py.symbolic.analyzer import Analyzer, VarRanges
 
-Region = tuple[tuple[E.Expr, E.Expr], ...]
+Region = tuple[tuple[Expr, Expr], ...]
 
 
 def iteration_domain(func: LoweredFunc, block: BlockRef) -> isl.Set:
@@ -55,7 +52,7 @@ def dependences(func: LoweredFunc, src_block: BlockRef, dst_block: BlockRef) -> 
                        waw=pairs(a.write_map(), b.write_map()), exact=a.exact and b.exact)
 
 
-def loop_carries_dependence(func: LoweredFunc, loop: S.For) -> bool:
+def loop_carries_dependence(func: LoweredFunc, loop: For) -> bool:
     """True when two different iterations of `loop` (same outer iteration) touch one buffer
     element and at least one writes it: then the loop may not be parallel, vectorized or bound.
     Over-approximated accesses count as conflicts (the answer errs towards True)."""
@@ -69,7 +66,7 @@ def loop_carries_dependence(func: LoweredFunc, loop: S.For) -> bool:
     return False
 
 
-def _carried(ctx: PolyContext, loop: S.For, first: BlockSite, second: BlockSite,
+def _carried(ctx: PolyContext, loop: For, first: BlockSite, second: BlockSite,
              a: BlockAccesses, b: BlockAccesses) -> bool:
     conflict = (a.write_map().apply_range(b.read_map().reverse())
                 .union(a.write_map().apply_range(b.write_map().reverse()))
@@ -89,7 +86,7 @@ def _carried(ctx: PolyContext, loop: S.For, first: BlockSite, second: BlockSite,
 
 
 def required_region(func: LoweredFunc, consumer_blocks: Sequence[BlockRef], tensor: Tensor | str,
-                    under_loop: S.For) -> Region | None:
+                    under_loop: For) -> Region | None:
     """Per dimension `(min, extent)` of the part of `tensor`'s buffer that the consumer instances
     under one iteration of `under_loop` read; the Exprs use the vars of `under_loop` and the
     loops outside it (and symbolic dims). None when the consumers read nothing of it there.
@@ -119,7 +116,7 @@ def required_region(func: LoweredFunc, consumer_blocks: Sequence[BlockRef], tens
 
 def _isl_region(ctx: PolyContext, reads: list, rank: int) -> Region | None:
     region_set: isl.Set | None = None
-    outer_loops: list[S.For] = []
+    outer_loops: list[For] = []
     for site, depth, acc in reads:
         rel = ctx.access_relation(site, acc, as_params=depth + 1)
         elems = rel.relation.range()
@@ -129,17 +126,17 @@ def _isl_region(ctx: PolyContext, reads: list, rank: int) -> Region | None:
     an = Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in outer_loops})
     context = _param_context(ctx, outer_loops)
     dtype = outer_loops[-1].loop_var.dtype
-    out: list[tuple[E.Expr, E.Expr]] = []
+    out: list[tuple[Expr, Expr]] = []
     for k in range(rank):
         lo = pw_aff_to_expr(region_set.dim_min(k), ctx.names, dtype, an, context)
         hi = pw_aff_to_expr(region_set.dim_max(k), ctx.names, dtype, an, context)
         if lo is None or hi is None:
             return None
-        out.append((lo, an.simplify(E.Add(E.Sub(hi, lo), E.IntImm(dtype, 1)))))
+        out.append((lo, an.simplify(Add(Sub(hi, lo), IntImm(dtype, 1)))))
     return tuple(out)
 
 
-def _param_context(ctx: PolyContext, loops: list[S.For]) -> isl.Set:
+def _param_context(ctx: PolyContext, loops: list[For]) -> isl.Set:
     """Parameter constraints: symbolic dims' lower bounds and the outer loops' ranges."""
     from cinn_py.analysis.isl_convert import affine_text  # noqa: PLC0415
 
@@ -149,7 +146,7 @@ def _param_context(ctx: PolyContext, loops: list[S.For]) -> isl.Set:
     for k, lp in enumerate(loops):
         an = Analyzer({q.loop_var: (q.min, q.extent) for q in loops[:k]})
         lo = affine_text(lp.min, ctx.names, known, an)
-        hi = affine_text(E.Add(lp.min, lp.extent), ctx.names, known, an)
+        hi = affine_text(Add(lp.min, lp.extent), ctx.names, known, an)
         v = ctx.names.name(lp.loop_var)
         constraints += [f"{v} >= {lo}"] if lo is not None else []
         constraints += [f"{v} < {hi}"] if hi is not None else []
@@ -159,10 +156,10 @@ def _param_context(ctx: PolyContext, loops: list[S.For]) -> isl.Set:
 
 def _interval_region(reads: list, rank: int) -> Region | None:
     """Fallback: union of per-access symbolic intervals over the inner loops."""
-    out: list[tuple[E.Expr, E.Expr]] = []
+    out: list[tuple[Expr, Expr]] = []
     for k in range(rank):
-        lo_all: E.Expr | None = None
-        hi_all: E.Expr | None = None
+        lo_all: Expr | None = None
+        hi_all: Expr | None = None
         an = Analyzer()
         for site, depth, acc in reads:
             inner = Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in site.loops[depth + 1:]})
@@ -171,11 +168,11 @@ def _interval_region(reads: list, rank: int) -> Region | None:
                 return None
             dtype = acc.indices[k].dtype
             lo_e, hi_e = lo.to_expr(dtype), hi.to_expr(dtype)
-            lo_all = lo_e if lo_all is None else E.Min(lo_all, lo_e)
-            hi_all = hi_e if hi_all is None else E.Max(hi_all, hi_e)
+            lo_all = lo_e if lo_all is None else Min(lo_all, lo_e)
+            hi_all = hi_e if hi_all is None else Max(hi_all, hi_e)
         assert lo_all is not None and hi_all is not None
         lo_s = an.simplify(lo_all)
-        out.append((lo_s, an.simplify(E.Add(E.Sub(hi_all, lo_s), E.IntImm(lo_s.dtype, 1)))))
+        out.append((lo_s, an.simplify(Add(Sub(hi_all, lo_s), IntImm(lo_s.dtype, 1)))))
     return tuple(out)
 
 
@@ -187,18 +184,18 @@ def _buffer_of(func: LoweredFunc, name: str) -> str:
     raise AnalysisError(f"required_region: no tensor named '{name}' in function '{func.name}'")
 
 
-def is_always_true(cond: E.Expr, var_ranges: VarRanges | None = None,
-                   loops: Sequence[S.For] = ()) -> bool:
+def is_always_true(cond: Expr, var_ranges: VarRanges | None = None,
+                   loops: Sequence[For] = ()) -> bool:
     """True when `cond` holds for every value of the vars in their ranges (`{v: (min, extent)}`
     and/or the given enclosing loops); False means "not proven". Exact for affine guards."""
-    ranges: dict[E.Var, tuple[E.Expr | int, E.Expr | int]] = dict(var_ranges or {})
+    ranges: dict[Var, tuple[Expr | int, Expr | int]] = dict(var_ranges or {})
     ranges.update({lp.loop_var: (lp.min, lp.extent) for lp in loops})
     an = Analyzer(ranges)
     simplified = an.simplify(cond)
-    if isinstance(simplified, E.UIntImm) and simplified.dtype.is_bool:
+    if isinstance(simplified, UIntImm) and simplified.dtype.is_bool:
         return bool(simplified.value)
     names = IslNames()
-    free = [n for n in walk(cond) if isinstance(n, E.Var) and n not in ranges]
+    free = [n for n in walk(cond) if isinstance(n, Var) and n not in ranges]
     ranged = list(ranges)
     known = set(free) | set(ranged)
     text = condition_text(cond, names, known, an)
@@ -213,21 +210,21 @@ def is_always_true(cond: E.Expr, var_ranges: VarRanges | None = None,
     return domain.is_subset(holds)
 
 
-def _ranges_domain(names: IslNames, ranged: list[E.Var], free: list[E.Var],
-                   ranges: Mapping[E.Var, tuple[E.Expr | int, E.Expr | int]], known: set[E.Var],
+def _ranges_domain(names: IslNames, ranged: list[Var], free: list[Var],
+                   ranges: Mapping[Var, tuple[Expr | int, Expr | int]], known: set[Var],
                    an: Analyzer) -> isl.Set | None:
     from cinn_py.analysis.isl_convert import affine_text  # noqa: PLC0415
 
     constraints = []
     for v in dict.fromkeys(free):
         if v.is_symbolic_constant:
-            lb = v.lower_bound.value if isinstance(v.lower_bound, E.IntImm) else 1
+            lb = v.lower_bound.value if isinstance(v.lower_bound, IntImm) else 1
             constraints.append(f"{names.name(v)} >= {lb}")
     for v in ranged:
-        lo_e = E.as_expr(ranges[v][0], v.dtype)
-        ext_e = E.as_expr(ranges[v][1], v.dtype)
+        lo_e = as_expr(ranges[v][0], v.dtype)
+        ext_e = as_expr(ranges[v][1], v.dtype)
         lo = affine_text(lo_e, names, known, an)
-        hi = affine_text(E.Add(lo_e, ext_e), names, known, an)
+        hi = affine_text(Add(lo_e, ext_e), names, known, an)
         if lo is None or hi is None:
             return None
         constraints += [f"{names.name(v)} >= {lo}", f"{names.name(v)} < {hi}"]

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Tensor
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.visitor import substitute, walk
+from cinn_py.ir import (
+    Block, Expr, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Tensor, Var,
+    substitute, walk,
+)
 
-SchedItem = int | S.For
+SchedItem = int | For
 
 
 @dataclass(frozen=True)
@@ -25,18 +24,18 @@ class Access:
     """One load or store of a block, indices in loop vars; `guards` restrict it further."""
 
     tensor: Tensor
-    indices: tuple[E.Expr, ...]
+    indices: tuple[Expr, ...]
     is_write: bool
-    guards: tuple[tuple[E.Expr, bool], ...] = ()
+    guards: tuple[tuple[Expr, bool], ...] = ()
 
 
 @dataclass(frozen=True)
 class BlockSite:
-    realize: S.ScheduleBlockRealize
-    loops: tuple[S.For, ...]
-    guards: tuple[tuple[E.Expr, bool], ...]
+    realize: ScheduleBlockRealize
+    loops: tuple[For, ...]
+    guards: tuple[tuple[Expr, bool], ...]
     schedule: tuple[SchedItem, ...]
-    iter_map: dict[E.Var, E.Expr] = field(default_factory=dict)
+    iter_map: dict[Var, Expr] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -56,19 +55,19 @@ def collect_sites(func: LoweredFunc) -> list[BlockSite]:
     return sites
 
 
-def _walk(stmt: S.Stmt, loops: tuple[S.For, ...], guards: tuple[tuple[E.Expr, bool], ...],
-          sched: tuple[SchedItem, ...], iter_map: dict[E.Var, E.Expr], out: list[BlockSite]) -> None:
-    if isinstance(stmt, S.Block):
+def _walk(stmt: Stmt, loops: tuple[For, ...], guards: tuple[tuple[Expr, bool], ...],
+          sched: tuple[SchedItem, ...], iter_map: dict[Var, Expr], out: list[BlockSite]) -> None:
+    if isinstance(stmt, Block):
         for k, child in enumerate(stmt.stmts):
             _walk(child, loops, guards, sched + (k,), iter_map, out)
-    elif isinstance(stmt, S.For):
+    elif isinstance(stmt, For):
         _walk(stmt.body, loops + (stmt,), guards, sched + (stmt,), iter_map, out)
-    elif isinstance(stmt, S.IfThenElse):
+    elif isinstance(stmt, IfThenElse):
         cond = substitute(stmt.condition, iter_map)
         _walk(stmt.true_case, loops, guards + ((cond, True),), sched + (0,), iter_map, out)
         if stmt.false_case is not None:
             _walk(stmt.false_case, loops, guards + ((cond, False),), sched + (1,), iter_map, out)
-    elif isinstance(stmt, S.ScheduleBlockRealize):
+    elif isinstance(stmt, ScheduleBlockRealize):
         block = stmt.schedule_block
         inner_map = dict(iter_map)
         for var, value in zip(block.iter_vars, stmt.iter_values):
@@ -78,29 +77,29 @@ def _walk(stmt: S.Stmt, loops: tuple[S.For, ...], guards: tuple[tuple[E.Expr, bo
         _walk(block.body, loops, guards, sched + (0,), inner_map, out)
 
 
-def _collect_accesses(stmt: S.Stmt, iter_map: dict[E.Var, E.Expr],
-                      guards: tuple[tuple[E.Expr, bool], ...], out: list[Access]) -> None:
-    if isinstance(stmt, S.ScheduleBlockRealize):
+def _collect_accesses(stmt: Stmt, iter_map: dict[Var, Expr],
+                      guards: tuple[tuple[Expr, bool], ...], out: list[Access]) -> None:
+    if isinstance(stmt, ScheduleBlockRealize):
         return
-    if isinstance(stmt, S.Block):
+    if isinstance(stmt, Block):
         for child in stmt.stmts:
             _collect_accesses(child, iter_map, guards, out)
         return
-    if isinstance(stmt, S.IfThenElse):
+    if isinstance(stmt, IfThenElse):
         cond = substitute(stmt.condition, iter_map)
         _add_loads(stmt.condition, iter_map, guards, out)
         _collect_accesses(stmt.true_case, iter_map, guards + ((cond, True),), out)
         if stmt.false_case is not None:
             _collect_accesses(stmt.false_case, iter_map, guards + ((cond, False),), out)
         return
-    if isinstance(stmt, S.Store):
+    if isinstance(stmt, Store):
         _add_loads(stmt.value, iter_map, guards, out)
         for index in stmt.indices:
             _add_loads(index, iter_map, guards, out)
         indices = tuple(substitute(i, iter_map) for i in stmt.indices)
         out.append(Access(stmt.tensor, indices, True, guards))
         return
-    if isinstance(stmt, S.For):
+    if isinstance(stmt, For):
         # A loop inside a block body: its var is unbound here, so accesses using it are
         # over-approximated by the caller (the var is not affine-known).
         _collect_accesses(stmt.body, iter_map, guards, out)
@@ -108,9 +107,9 @@ def _collect_accesses(stmt: S.Stmt, iter_map: dict[E.Var, E.Expr],
     _add_loads(stmt, iter_map, guards, out)  # Let, Evaluate, Alloc: their loads
 
 
-def _add_loads(expr: E.Expr | S.Stmt, iter_map: dict[E.Var, E.Expr], guards: tuple[tuple[E.Expr, bool], ...],
+def _add_loads(expr: Expr | Stmt, iter_map: dict[Var, Expr], guards: tuple[tuple[Expr, bool], ...],
                out: list[Access]) -> None:
     for node in walk(expr):
-        if isinstance(node, E.Load):
+        if isinstance(node, Load):
             indices = tuple(substitute(i, iter_map) for i in node.indices)
             out.append(Access(node.tensor, indices, False, guards))

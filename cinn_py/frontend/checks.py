@@ -10,13 +10,10 @@ import re
 from collections.abc import Sequence
 
 from cinn_py.diagnostics import LoweringError
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.expr import (
-    BinaryOp, Expr, IntImm, Load, LogicalOp, Not, Reduce, Select, Var, const,
+from cinn_py.ir import (
+    BinaryOp, DType, Expr, IntImm, Load, LogicalOp, Not, Reduce, Select, Var, const, int32, int64, print_ir,
+    walk,
 )
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import walk
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 REDUCE_INIT_SUFFIX = "__reduce_init"
@@ -51,7 +48,7 @@ def has_load(e: Expr) -> bool:
 
 
 def is_index_int(d: DType) -> bool:
-    return d in (dt.int32, dt.int64)
+    return d in (int32, int64)
 
 
 def symbolic_vars(e: Expr) -> list[Var]:
@@ -74,7 +71,7 @@ def normalize_shape(shape: object, what: str) -> tuple[tuple[Expr, ...], DType]:
     for k, dim in enumerate(shape):
         _check_dim(dim, k, what)
     symbolic = any(isinstance(d, Expr) and symbolic_vars(d) for d in shape)
-    index = dt.int64 if symbolic else dt.int32
+    index = int64 if symbolic else int32
     dims: list[Expr] = []
     for dim in shape:
         if isinstance(dim, int):
@@ -107,7 +104,7 @@ def _check_dim(dim: object, k: int, what: str) -> None:
                             f"but uses {', '.join(sorted(set(bad)))}", excerpt(dim))
     if has_load(dim):
         raise LoweringError(f"{what}: shape[{k}] may not read a tensor", excerpt(dim))
-    if dim.dtype != dt.int64 and symbolic_vars(dim):
+    if dim.dtype != int64 and symbolic_vars(dim):
         raise LoweringError(f"{what}: shape[{k}] must be int64 like the symbolic dims, got {dim.dtype}",
                             excerpt(dim))
 

@@ -30,12 +30,10 @@ from cinn_py.frontend.math_ops import (  # noqa: F401 - re-exported DSL function
     expm1, floor, fmod, isfinite, isinf, isnan, log, log1p, log2, log10, maximum, minimum, pow, round,
     rsqrt, select, sigmoid, sin, sinh, sqrt, tan, tanh, trunc,
 )
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.buffer import Tensor, make_tensor
-from cinn_py.ir.dtype import DType, dtype_of
-from cinn_py.ir.expr import Expr, IntImm, Load, Reduce, ReduceType, Var, as_expr, const
-from cinn_py.ir.names import default_axis_name, unique_name
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    ALL_SCALAR_DTYPES, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var, as_expr, bool_, const,
+    default_axis_name, dtype_of, int32, int64, make_tensor, unique_name, walk,
+)
 
 Index = Union[Expr, int]
 
@@ -92,7 +90,7 @@ class ComputeTensor:
         if len(idx) != self.ndim:
             raise LoweringError(f"tensor '{self.name}' has rank {self.ndim} but was indexed with "
                                 f"{len(idx)} index(es)")
-        index_dtype = dt.int64 if any(d.dtype == dt.int64 for d in self.shape) else dt.int32
+        index_dtype = int64 if any(d.dtype == int64 for d in self.shape) else int32
         return Load(self.tensor, tuple(self._index(k, i, index_dtype) for k, i in enumerate(idx)))
 
     def _index(self, k: int, value: object, index_dtype: DType) -> Expr:
@@ -146,8 +144,8 @@ def sym(name: str, lower: int = 1, upper: int | None = None) -> Var:
         raise ValueError(f"sym '{name}': lower bound must be >= 0, got {lower}")
     if upper is not None and upper <= lower:
         raise ValueError(f"sym '{name}': upper bound {upper} (exclusive) must exceed lower bound {lower}")
-    return Var(name, dt.int64, lower_bound=const(lower, dt.int64),
-               upper_bound=None if upper is None else const(upper, dt.int64), is_symbolic_constant=True)
+    return Var(name, int64, lower_bound=const(lower, int64),
+               upper_bound=None if upper is None else const(upper, int64), is_symbolic_constant=True)
 
 
 def placeholder(shape: Sequence[int | Expr], dtype: str | DType, name: str) -> ComputeTensor:
@@ -160,7 +158,7 @@ def placeholder(shape: Sequence[int | Expr], dtype: str | DType, name: str) -> C
 
 def _element_dtype(dtype: str | DType, what: str) -> DType:
     resolved = dtype_of(dtype)
-    if resolved not in dt.ALL_SCALAR_DTYPES:
+    if resolved not in ALL_SCALAR_DTYPES:
         raise TypeError(f"{what}: dtype must be a scalar bool/int/uint/float dtype, got {resolved}")
     return resolved
 
@@ -313,7 +311,7 @@ def identity(kind: ReduceType, dtype: DType, fn: str = "reduce") -> Expr:
     if kind in (ReduceType.ALL, ReduceType.ANY):
         if not elem.is_bool:
             raise LoweringError(f"{fn}: needs a bool expression, got {dtype}; compare it first (x != 0)")
-        return const(kind is ReduceType.ALL, dt.bool_)
+        return const(kind is ReduceType.ALL, bool_)
     if elem.is_bool:
         other = "reduce_any" if kind in (ReduceType.SUM, ReduceType.MAX) else "reduce_all"
         raise LoweringError(f"{fn}: cannot reduce a bool expression; use {other}, or cast to an integer "

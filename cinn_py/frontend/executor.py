@@ -22,8 +22,7 @@ from cinn_py.frontend.fusion import FusionPlan, Group, fuse
 from cinn_py.frontend.graph_passes import optimize
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.program import Program, Variable, bind_inputs, pack
-from cinn_py.ir.expr import const
-from cinn_py.ir.func import LoweredFunc
+from cinn_py.ir import LoweredFunc, const
 
 
 def plan(program: Program) -> FusionPlan:

@@ -45,7 +45,7 @@ from cinn_py.frontend.ops.shapes import dims_equal, numel, shapes_equal, symbols
 from cinn_py.frontend.program import Operator, Program, Variable
 
 if TYPE_CHECKING:
-    from cinn_py.ir.func import LoweredFunc
+    from cinn_py.ir import LoweredFunc
 
 _PRODUCER_TO_CONSUMER: dict[K, frozenset[K]] = {
     K.kElementWise: frozenset({K.kElementWise, K.kBroadcast, K.kInjective, K.kReduction, K.kOutFusible}),

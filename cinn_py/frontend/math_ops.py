@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Union
 
 from cinn_py.diagnostics import LoweringError
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.dtype import DType, dtype_of
-from cinn_py.ir.expr import Call, CallType, Cast, Expr, FloatImm, Max, Min, Minus, Select, as_expr, const
-from cinn_py.ir.intrinsics import INTRINSICS, Intrinsic
+from cinn_py.ir import (
+    Call, CallType, Cast, DType, Expr, FloatImm, INTRINSICS, Intrinsic, Max, Min, Minus, Select, as_expr,
+    bool_, const, dtype_of,
+)
 
 Operand = Union[Expr, int, float, bool]
 
@@ -77,7 +77,7 @@ def _integer_case(info: Intrinsic, x: Expr) -> Expr:
     (TVM te folds these the same way)."""
     if info.int_identity:
         return x
-    return const(info.name == "isfinite", dt.bool_)
+    return const(info.name == "isfinite", bool_)
 
 
 def _unary(name: str):  # type: ignore[no-untyped-def]
@@ -172,7 +172,7 @@ def select(condition: Operand, true_value: Operand, false_value: Operand) -> Exp
         # node; a constant condition here is almost always that mistake.
         raise TypeError("select: the condition is a Python bool, not an IR expression; for an "
                         "elementwise comparison use ir.eq(a, b) / ir.ne(a, b) instead of == / !=")
-    cond = _operand(condition, "select", dt.bool_)
+    cond = _operand(condition, "select", bool_)
     if not cond.dtype.element_of().is_bool:
         raise LoweringError(f"select: condition must be bool, got {cond.dtype} "
                             "(compare it, e.g. x > 0)", f"  in: select({cond}, ...)")

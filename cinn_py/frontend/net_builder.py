@@ -28,8 +28,7 @@ from cinn_py.frontend.ops.shapes import (
     broadcast_shapes, fmt_shape, normalize_axes, normalize_axis, shapes_equal, symbols_of, to_dim,
 )
 from cinn_py.frontend.program import Operator, Program, Variable
-from cinn_py.ir.expr import Var
-from cinn_py.ir.names import default_axis_name
+from cinn_py.ir import Var, default_axis_name
 
 Operand = Any  # Variable | bool | int | float
 

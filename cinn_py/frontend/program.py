@@ -24,8 +24,7 @@ import numpy as np
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import FrontendError, OpPatternKind, TensorType
 from cinn_py.frontend.ops.shapes import fmt_dim, fmt_shape, symbols_of
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.expr import Expr, Var
+from cinn_py.ir import DType, Expr, Var
 
 
 @dataclass(frozen=True, eq=False)

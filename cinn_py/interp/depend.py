@@ -23,24 +23,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.visitor import substitute, walk
+from cinn_py.ir import (
+    Add, Alloc, And, BinaryOp, Block, Broadcast, Cast, Evaluate, Expr, For, Free, IfThenElse, Let, Load, Max,
+    Min, Minus, Mul, Or, Ramp, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Sub, Var, substitute, walk,
+)
 
 CoefFn = Callable[[dict[str, Any]], int]
 Coefs = dict[str, CoefFn]
 LANE = "__lane__"
 
-_REDUCE_OPS: dict[type, str] = {E.Add: "sum", E.Mul: "prod", E.Max: "max", E.Min: "min", E.And: "all", E.Or: "any"}
+_REDUCE_OPS: dict[type, str] = {Add: "sum", Mul: "prod", Max: "max", Min: "min", And: "all", Or: "any"}
 
 
 @dataclass
 class ReducePattern:
     """`store` is `T[idx] = load OP operand` with `load` reading `T[idx]`."""
 
-    store: S.Store
+    store: Store
     kind: str
-    operand: E.Expr
+    operand: Expr
     index_vars: frozenset[str]
 
 
@@ -48,54 +49,54 @@ class ReducePattern:
 class BodyAccesses:
     """Accesses of a straight-line body, with indices in terms of loop and outer variables."""
 
-    stores: list[tuple[S.Store, tuple[E.Expr, ...]]] = field(default_factory=list)
-    loads: list[tuple[E.Load, tuple[E.Expr, ...]]] = field(default_factory=list)
-    mapping: dict[E.Var, E.Expr] = field(default_factory=dict)
+    stores: list[tuple[Store, tuple[Expr, ...]]] = field(default_factory=list)
+    loads: list[tuple[Load, tuple[Expr, ...]]] = field(default_factory=list)
+    mapping: dict[Var, Expr] = field(default_factory=dict)
 
 
-def is_straight_line(stmt: S.Stmt) -> bool:
+def is_straight_line(stmt: Stmt) -> bool:
     """No loops, allocations or frees below `stmt`."""
-    return not any(isinstance(n, (S.For, S.Alloc, S.Free)) for n in walk(stmt))
+    return not any(isinstance(n, (For, Alloc, Free)) for n in walk(stmt))
 
 
-def collect_accesses(body: S.Stmt) -> BodyAccesses:
+def collect_accesses(body: Stmt) -> BodyAccesses:
     acc = BodyAccesses()
     _collect(body, acc)
     return acc
 
 
-def _collect_expr(e: E.Expr, acc: BodyAccesses) -> None:
+def _collect_expr(e: Expr, acc: BodyAccesses) -> None:
     for node in walk(e):
-        if isinstance(node, E.Load):
+        if isinstance(node, Load):
             acc.loads.append((node, tuple(substitute(i, acc.mapping) for i in node.indices)))
 
 
-def _collect(node: S.Stmt, acc: BodyAccesses) -> None:
-    if isinstance(node, S.Block):
+def _collect(node: Stmt, acc: BodyAccesses) -> None:
+    if isinstance(node, Block):
         for s in node.stmts:
             _collect(s, acc)
-    elif isinstance(node, S.Store):
+    elif isinstance(node, Store):
         _collect_expr(node.value, acc)
         for i in node.indices:
             _collect_expr(i, acc)
         acc.stores.append((node, tuple(substitute(i, acc.mapping) for i in node.indices)))
-    elif isinstance(node, S.IfThenElse):
+    elif isinstance(node, IfThenElse):
         _collect_expr(node.condition, acc)
         _collect(node.true_case, acc)
         if node.false_case is not None:
             _collect(node.false_case, acc)
-    elif isinstance(node, S.ScheduleBlockRealize):
+    elif isinstance(node, ScheduleBlockRealize):
         for var, value in zip(node.schedule_block.iter_vars, node.iter_values):
             _collect_expr(value, acc)
             acc.mapping[var] = substitute(value, acc.mapping)
         _collect(node.schedule_block.body, acc)
-    elif isinstance(node, S.ScheduleBlock):
+    elif isinstance(node, ScheduleBlock):
         _collect(node.body, acc)
-    elif isinstance(node, S.Let):
+    elif isinstance(node, Let):
         if node.body is not None:
             _collect_expr(node.body, acc)
             acc.mapping[node.symbol] = substitute(node.body, acc.mapping)
-    elif isinstance(node, S.Evaluate):
+    elif isinstance(node, Evaluate):
         _collect_expr(node.value, acc)
 
 
@@ -113,8 +114,8 @@ def same_index_everywhere(acc: BodyAccesses) -> bool:
     return True
 
 
-def free_vars(e: E.Expr) -> set[str]:
-    return {n.name for n in walk(e) if isinstance(n, E.Var)}
+def free_vars(e: Expr) -> set[str]:
+    return {n.name for n in walk(e) if isinstance(n, Var)}
 
 
 class AffineAnalyzer:
@@ -124,32 +125,32 @@ class AffineAnalyzer:
     returns None if it cannot (it reads memory or a variable bound inside the body).
     """
 
-    def __init__(self, loop_vars: frozenset[str], compile_int: Callable[[E.Expr], CoefFn | None]) -> None:
+    def __init__(self, loop_vars: frozenset[str], compile_int: Callable[[Expr], CoefFn | None]) -> None:
         self.loop_vars = loop_vars
         self.compile_int = compile_int
         self.lanes = 1
 
-    def coefs(self, e: E.Expr) -> Coefs | None:
+    def coefs(self, e: Expr) -> Coefs | None:
         """{var: coefficient} with e == sum(coef * var) + (invariant), or None if not affine."""
-        if not (free_vars(e) & self.loop_vars) and not isinstance(e, E.Ramp):
+        if not (free_vars(e) & self.loop_vars) and not isinstance(e, Ramp):
             return {}
-        if isinstance(e, E.Var):
+        if isinstance(e, Var):
             return {e.name: _const(1)}
-        if isinstance(e, (E.Add, E.Sub)):
-            return _merge(self.coefs(e.a), self.coefs(e.b), -1 if isinstance(e, E.Sub) else 1)
-        if isinstance(e, E.Minus):
+        if isinstance(e, (Add, Sub)):
+            return _merge(self.coefs(e.a), self.coefs(e.b), -1 if isinstance(e, Sub) else 1)
+        if isinstance(e, Minus):
             return _scale(self.coefs(e.v), _const(-1))
-        if isinstance(e, E.Mul):
+        if isinstance(e, Mul):
             return self._mul(e)
-        if isinstance(e, E.Cast) and e.dtype.is_integral and e.v.dtype.is_integral:
+        if isinstance(e, Cast) and e.dtype.is_integral and e.v.dtype.is_integral:
             return self.coefs(e.v)
-        if isinstance(e, E.Broadcast):
+        if isinstance(e, Broadcast):
             return self.coefs(e.value)
-        if isinstance(e, E.Ramp):
+        if isinstance(e, Ramp):
             return self._ramp(e)
         return None
 
-    def _mul(self, e: E.Mul) -> Coefs | None:
+    def _mul(self, e: Mul) -> Coefs | None:
         for const_side, var_side in ((e.a, e.b), (e.b, e.a)):
             if free_vars(const_side) & self.loop_vars:
                 continue
@@ -157,7 +158,7 @@ class AffineAnalyzer:
             return None if factor is None else _scale(self.coefs(var_side), factor)
         return None
 
-    def _ramp(self, e: E.Ramp) -> Coefs | None:
+    def _ramp(self, e: Ramp) -> Coefs | None:
         if free_vars(e.stride) & self.loop_vars:
             return None
         stride = self.compile_int(e.stride)
@@ -228,7 +229,7 @@ def match_reduction(acc: BodyAccesses, loop_vars: frozenset[str]) -> ReducePatte
     kind = _REDUCE_OPS.get(type(value))
     if kind is None:
         return None
-    assert isinstance(value, E.BinaryOp)
+    assert isinstance(value, BinaryOp)
     buffer = store.tensor.buffer.name
     candidates = [(value.a, value.b)]
     # float cinn_max/cinn_min are not commutative (NaN, signed zero): only `T OP e` is a fold of T.

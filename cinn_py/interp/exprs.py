@@ -22,24 +22,24 @@ from cinn_py.interp import math_fns
 from cinn_py.interp import numerics as nm
 from cinn_py.interp.errors import InterpError, OutOfBoundsError, UnsupportedConstructError
 from cinn_py.interp.memory import Memory
-from cinn_py.ir import expr as E
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Add, And, BinaryOp, Broadcast, Call, Cast, DType, Div, EQ, Expr, FloatImm, GE, GT, IntImm, LE, LT, Load,
+    Max, Min, Minus, Mod, Mul, NE, Not, Or, Ramp, Reduce, Select, StringImm, Sub, Var, print_ir, walk,
+)
 
 Env = dict[str, Any]
 ExprFn = Callable[[Env], Any]
 
 _ARITH: dict[type, Callable[[Any, Any], Any]] = {
-    E.Add: lambda a, b: a + b,
-    E.Sub: lambda a, b: a - b,
-    E.Mul: lambda a, b: a * b,
+    Add: lambda a, b: a + b,
+    Sub: lambda a, b: a - b,
+    Mul: lambda a, b: a * b,
 }
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    E.EQ: lambda a, b: a == b, E.NE: lambda a, b: a != b,
-    E.LT: lambda a, b: a < b, E.LE: lambda a, b: a <= b,
-    E.GT: lambda a, b: a > b, E.GE: lambda a, b: a >= b,
-    E.And: lambda a, b: a & b, E.Or: lambda a, b: a | b,
+    EQ: lambda a, b: a == b, NE: lambda a, b: a != b,
+    LT: lambda a, b: a < b, LE: lambda a, b: a <= b,
+    GT: lambda a, b: a > b, GE: lambda a, b: a >= b,
+    And: lambda a, b: a & b, Or: lambda a, b: a | b,
 }
 
 
@@ -84,12 +84,12 @@ def check_bounds(idx: tuple[Any, ...], shape: tuple[int, ...], node: Any, tensor
                 print_ir(node))
 
 
-def is_lazy_safe(e: E.Expr) -> bool:
+def is_lazy_safe(e: Expr) -> bool:
     """True if evaluating `e` where it is not needed cannot fault (no loads, no integer division)."""
     for node in walk(e):
-        if isinstance(node, E.Load):
+        if isinstance(node, Load):
             return False
-        if isinstance(node, (E.Div, E.Mod)) and not node.dtype.is_float:
+        if isinstance(node, (Div, Mod)) and not node.dtype.is_float:
             return False
     return True
 
@@ -100,15 +100,15 @@ class ExprCompiler:
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
 
-    def compile(self, e: E.Expr, scope: frozenset[str]) -> ExprFn:
+    def compile(self, e: Expr, scope: frozenset[str]) -> ExprFn:
         method = getattr(self, "c_" + type(e).__name__, None)
         if method is not None:
             return method(e, scope)
-        if isinstance(e, E.BinaryOp):
+        if isinstance(e, BinaryOp):
             return self.c_binary(e, scope)
         raise UnsupportedConstructError(f"interp: cannot evaluate a {type(e).__name__} node", print_ir(e))
 
-    def compile_as(self, e: E.Expr, dtype: DType, scope: frozenset[str]) -> ExprFn:
+    def compile_as(self, e: Expr, dtype: DType, scope: frozenset[str]) -> ExprFn:
         """`e` converted to `dtype` (C conversion) if it has another element type."""
         fn = self.compile(e, scope)
         src, dst = e.dtype.element_of(), dtype.element_of()
@@ -117,20 +117,20 @@ class ExprCompiler:
         return lambda env: nm.c_cast(fn(env), src, dst)
 
     # -- leaves ---------------------------------------------------------------------------
-    def c_IntImm(self, e: E.IntImm, scope: frozenset[str]) -> ExprFn:
+    def c_IntImm(self, e: IntImm, scope: frozenset[str]) -> ExprFn:
         value = nm.make_const(e.value, e.dtype)
         return lambda env: value
 
     c_UIntImm = c_IntImm
 
-    def c_FloatImm(self, e: E.FloatImm, scope: frozenset[str]) -> ExprFn:
+    def c_FloatImm(self, e: FloatImm, scope: frozenset[str]) -> ExprFn:
         value = nm.make_const(e.value, e.dtype)
         return lambda env: value
 
-    def c_StringImm(self, e: E.StringImm, scope: frozenset[str]) -> ExprFn:
+    def c_StringImm(self, e: StringImm, scope: frozenset[str]) -> ExprFn:
         raise UnsupportedConstructError(f"interp: string immediate {e.value!r} has no numeric value")
 
-    def c_Var(self, e: E.Var, scope: frozenset[str]) -> ExprFn:
+    def c_Var(self, e: Var, scope: frozenset[str]) -> ExprFn:
         name = e.name
         if name not in scope:
             hint = " (the IR is already lowered to GPU thread indices)" if "Idx." in name else ""
@@ -138,7 +138,7 @@ class ExprCompiler:
         return lambda env: env[name]
 
     # -- arithmetic -----------------------------------------------------------------------
-    def c_binary(self, e: E.BinaryOp, scope: frozenset[str]) -> ExprFn:
+    def c_binary(self, e: BinaryOp, scope: frozenset[str]) -> ExprFn:
         fa = self.compile(e.a, scope)
         fb = self.compile_as(e.b, e.a.dtype, scope)
         kind = type(e)
@@ -151,32 +151,32 @@ class ExprCompiler:
             if dtype.kind == "bfloat":
                 return lambda env: nm.round_bf16(op(fa(env), fb(env)))
             return lambda env: op(fa(env), fb(env))
-        if kind is E.Div or kind is E.Mod:
-            fn = nm.c_div if kind is E.Div else nm.c_mod
+        if kind is Div or kind is Mod:
+            fn = nm.c_div if kind is Div else nm.c_mod
             if dtype.kind == "bfloat":
                 return lambda env: nm.round_bf16(fn(fa(env), fb(env), dtype))
             return lambda env: fn(fa(env), fb(env), dtype)
-        if kind is E.Min:
+        if kind is Min:
             return lambda env: nm.cinn_min(fa(env), fb(env))
-        if kind is E.Max:
+        if kind is Max:
             return lambda env: nm.cinn_max(fa(env), fb(env))
         raise UnsupportedConstructError(f"interp: unknown binary operator {kind.__name__}", print_ir(e))
 
-    def c_Minus(self, e: E.Minus, scope: frozenset[str]) -> ExprFn:
+    def c_Minus(self, e: Minus, scope: frozenset[str]) -> ExprFn:
         fv = self.compile(e.v, scope)
         if e.dtype.is_bool:
             raise UnsupportedConstructError("interp: arithmetic negation of a bool", print_ir(e))
         return lambda env: -fv(env)
 
-    def c_Not(self, e: E.Not, scope: frozenset[str]) -> ExprFn:
+    def c_Not(self, e: Not, scope: frozenset[str]) -> ExprFn:
         fv = self.compile_as(e.v, e.dtype, scope)
         return lambda env: np.logical_not(fv(env))[()]
 
-    def c_Cast(self, e: E.Cast, scope: frozenset[str]) -> ExprFn:
+    def c_Cast(self, e: Cast, scope: frozenset[str]) -> ExprFn:
         return self.compile_as(e.v, e.dtype, scope)
 
     # -- control --------------------------------------------------------------------------
-    def c_Select(self, e: E.Select, scope: frozenset[str]) -> ExprFn:
+    def c_Select(self, e: Select, scope: frozenset[str]) -> ExprFn:
         fc = self.compile(e.condition, scope)
         ft = self.compile(e.true_value, scope)
         ff = self.compile(e.false_value, scope)
@@ -195,7 +195,7 @@ class ExprCompiler:
         return select
 
     # -- memory ---------------------------------------------------------------------------
-    def c_Load(self, e: E.Load, scope: frozenset[str]) -> ExprFn:
+    def c_Load(self, e: Load, scope: frozenset[str]) -> ExprFn:
         views = self.mem.views
         name = e.tensor.name
         index_fns = tuple(self.compile(i, scope) for i in e.indices)
@@ -212,13 +212,13 @@ class ExprCompiler:
 
         return load
 
-    def c_Ramp(self, e: E.Ramp, scope: frozenset[str]) -> ExprFn:
+    def c_Ramp(self, e: Ramp, scope: frozenset[str]) -> ExprFn:
         fb = self.compile(e.base, scope)
         fs = self.compile_as(e.stride, e.base.dtype, scope)
         lanes = np.arange(e.lanes, dtype=nm.compute_dtype(e.base.dtype))
         return lambda env: fb(env) + fs(env) * lanes
 
-    def c_Broadcast(self, e: E.Broadcast, scope: frozenset[str]) -> ExprFn:
+    def c_Broadcast(self, e: Broadcast, scope: frozenset[str]) -> ExprFn:
         fv = self.compile(e.value, scope)
         lanes = e.lanes
 
@@ -230,7 +230,7 @@ class ExprCompiler:
 
         return broadcast
 
-    def c_Call(self, e: E.Call, scope: frozenset[str]) -> ExprFn:
+    def c_Call(self, e: Call, scope: frozenset[str]) -> ExprFn:
         if math_fns.needs_threads(e.name):
             raise UnsupportedConstructError(
                 f"interp: '{e.name}' is a cross-thread helper that needs real GPU threads; run the IR "
@@ -256,7 +256,7 @@ class ExprCompiler:
 
         return call
 
-    def c_Reduce(self, e: E.Reduce, scope: frozenset[str]) -> ExprFn:
+    def c_Reduce(self, e: Reduce, scope: frozenset[str]) -> ExprFn:
         raise UnsupportedConstructError(
             "interp: a Reduce node is compute-DSL level; lower the program first", print_ir(e))
 

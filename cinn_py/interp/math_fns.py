@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from cinn_py.interp.numerics import Value
-from cinn_py.ir.intrinsics import INTRINSICS
+from cinn_py.ir import INTRINSICS
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _INV_SQRT_PI = 1.0 / math.sqrt(math.pi)

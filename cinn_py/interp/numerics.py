@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.interp.errors import DivisionByZeroError
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import DType
 
 Value = Any
 """A numpy scalar or ndarray of a compute dtype."""

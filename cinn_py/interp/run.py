@@ -26,11 +26,7 @@ from cinn_py.interp import numerics as nm
 from cinn_py.interp.exprs import ExprCompiler
 from cinn_py.interp.memory import Memory
 from cinn_py.interp.stmts import StmtCompiler, StmtFn
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import Alloc, Buffer, Expr, Load, LoweredFunc, Store, Tensor, Var, walk
 
 _CACHE: OrderedDict[tuple[int, bool], tuple[LoweredFunc, StmtFn, Memory]] = OrderedDict()
 _CACHE_SIZE = 64
@@ -110,23 +106,23 @@ def _convert_input(tensor: Tensor, value: Any) -> np.ndarray:
 
 
 # -- symbols ------------------------------------------------------------------------------------
-def _symbol_vars(func: LoweredFunc) -> dict[str, E.Var]:
+def _symbol_vars(func: LoweredFunc) -> dict[str, Var]:
     """Every variable a shape or the signature mentions: the function's symbolic dims."""
-    found: dict[str, E.Var] = {v.name: v for v in func.scalar_args}
+    found: dict[str, Var] = {v.name: v for v in func.scalar_args}
     shapes = [t.shape for t in (*func.inputs, *func.outputs)] + [b.shape for b in func.temp_bufs]
     for node in walk(func.body):
-        if isinstance(node, (E.Load, S.Store)):
+        if isinstance(node, (Load, Store)):
             shapes.append(node.tensor.shape)
             shapes.append(node.tensor.buffer.shape)
     for shape in shapes:
         for dim in shape:
             for n in walk(dim):
-                if isinstance(n, E.Var):
+                if isinstance(n, Var):
                     found.setdefault(n.name, n)
     return found
 
 
-def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: dict[str, E.Var],
+def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: dict[str, Var],
                   given: dict[str, int]) -> dict[str, int]:
     unknown = sorted(set(given) - set(sym_vars))
     if unknown:
@@ -136,7 +132,7 @@ def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: di
     origin: dict[str, str] = {name: "symbols=" for name in values}
     for tensor in func.inputs:
         for dim, (expr, size) in enumerate(zip(tensor.shape, arrays[tensor.name].shape)):
-            if isinstance(expr, E.Var):
+            if isinstance(expr, Var):
                 where = f"dim {dim} of input '{tensor.name}'"
                 if expr.name in values and values[expr.name] != size:
                     raise ValueError(f"run_ir: {where} is {size} but symbol '{expr.name}' is "
@@ -158,7 +154,7 @@ def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: di
     return values
 
 
-def _check_bound(name: str, value: int, lower: E.Expr | None, upper: E.Expr | None,
+def _check_bound(name: str, value: int, lower: Expr | None, upper: Expr | None,
                  values: dict[str, int]) -> None:
     if lower is not None and value < _eval_int(lower, values):
         raise ValueError(f"run_ir: symbol '{name}' = {value} is below its lower bound {lower}")
@@ -166,7 +162,7 @@ def _check_bound(name: str, value: int, lower: E.Expr | None, upper: E.Expr | No
         raise ValueError(f"run_ir: symbol '{name}' = {value} is not below its upper bound {upper}")
 
 
-def _eval_int(expr: E.Expr, values: dict[str, int]) -> int:
+def _eval_int(expr: Expr, values: dict[str, int]) -> int:
     """Value of a shape expression of symbols (exact C semantics)."""
     mem = Memory(poison=False)
     fn = ExprCompiler(mem).compile(expr, frozenset(values))
@@ -200,9 +196,9 @@ def _allocate(func: LoweredFunc, mem: Memory, arrays: dict[str, np.ndarray], env
     tensors: dict[str, Tensor] = {t.name: t for t in (*func.inputs, *func.outputs)}
     buffers: dict[str, Buffer] = {b.name: b for b in func.temp_bufs}
     for node in walk(func.body):
-        if isinstance(node, (E.Load, S.Store)):
+        if isinstance(node, (Load, Store)):
             tensors.setdefault(node.tensor.name, node.tensor)
-        elif isinstance(node, S.Alloc):
+        elif isinstance(node, Alloc):
             buffers.setdefault(node.buffer.name, node.buffer)
     for tensor in tensors.values():
         mem.register(tensor, tuple(_eval_int(d, values) for d in tensor.shape))

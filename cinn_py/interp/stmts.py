@@ -25,10 +25,10 @@ from cinn_py.interp import numerics as nm
 from cinn_py.interp.errors import InterpError, UnsupportedConstructError
 from cinn_py.interp.exprs import Env, ExprCompiler, ExprFn, check_bounds, compress, varying_mask
 from cinn_py.interp.memory import Memory
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Alloc, Block, Call, Evaluate, Expr, For, Free, IfThenElse, Let, Load, ScheduleBlock, ScheduleBlockRealize,
+    Stmt, Store, print_ir, walk,
+)
 
 StmtFn = Callable[[Env], None]
 Red = depend.ReducePattern | None
@@ -68,21 +68,21 @@ class StmtCompiler:
         self.vectorize = vectorize
         self.exprs = ExprCompiler(mem)
 
-    def compile(self, s: S.Stmt, scope: frozenset[str], red: depend.ReducePattern | None = None) -> StmtFn:
+    def compile(self, s: Stmt, scope: frozenset[str], red: depend.ReducePattern | None = None) -> StmtFn:
         """Closure of `s`; `red` names the store that becomes a vectorised fold."""
         method = getattr(self, "c_" + type(s).__name__, None)
         if method is None:
             raise UnsupportedConstructError(f"interp: cannot execute a {type(s).__name__} statement", print_ir(s))
-        if isinstance(s, (S.Block, S.IfThenElse, S.ScheduleBlockRealize, S.ScheduleBlock, S.Store)):
+        if isinstance(s, (Block, IfThenElse, ScheduleBlockRealize, ScheduleBlock, Store)):
             return method(s, scope, red)
         return method(s, scope)
 
     # -- sequencing and scoping -------------------------------------------------------------
-    def c_Block(self, s: S.Block, scope: frozenset[str], red: Red) -> StmtFn:
+    def c_Block(self, s: Block, scope: frozenset[str], red: Red) -> StmtFn:
         fns: list[StmtFn] = []
         for child in s.stmts:
             fns.append(self.compile(child, scope, red))
-            if isinstance(child, S.Let):
+            if isinstance(child, Let):
                 scope = scope | {child.symbol.name}  # a Let is visible to the statements after it
         if len(fns) == 1:
             return fns[0]
@@ -93,7 +93,7 @@ class StmtCompiler:
 
         return block
 
-    def c_Let(self, s: S.Let, scope: frozenset[str]) -> StmtFn:
+    def c_Let(self, s: Let, scope: frozenset[str]) -> StmtFn:
         name = s.symbol.name
         if s.body is None:
             zero = nm.make_const(0, s.symbol.dtype)
@@ -106,7 +106,7 @@ class StmtCompiler:
 
         return let
 
-    def c_ScheduleBlockRealize(self, s: S.ScheduleBlockRealize, scope: frozenset[str], red: Red) -> StmtFn:
+    def c_ScheduleBlockRealize(self, s: ScheduleBlockRealize, scope: frozenset[str], red: Red) -> StmtFn:
         block = s.schedule_block
         if len(block.iter_vars) != len(s.iter_values):
             raise InterpError(f"interp: block '{block.name}' binds {len(block.iter_vars)} iter vars to "
@@ -122,10 +122,10 @@ class StmtCompiler:
 
         return realize
 
-    def c_ScheduleBlock(self, s: S.ScheduleBlock, scope: frozenset[str], red: Red) -> StmtFn:
+    def c_ScheduleBlock(self, s: ScheduleBlock, scope: frozenset[str], red: Red) -> StmtFn:
         return self.compile(s.body, scope | {v.name for v in s.iter_vars}, red)
 
-    def c_IfThenElse(self, s: S.IfThenElse, scope: frozenset[str], red: Red) -> StmtFn:
+    def c_IfThenElse(self, s: IfThenElse, scope: frozenset[str], red: Red) -> StmtFn:
         cond = self.exprs.compile(s.condition, scope)
         then = self.compile(s.true_case, scope, red)
         other = self.compile(s.false_case, scope, red) if s.false_case is not None else None
@@ -148,9 +148,9 @@ class StmtCompiler:
 
         return if_then_else
 
-    def c_Evaluate(self, s: S.Evaluate, scope: frozenset[str]) -> StmtFn:
+    def c_Evaluate(self, s: Evaluate, scope: frozenset[str]) -> StmtFn:
         v = s.value
-        if isinstance(v, E.Call) and v.name == "__syncthreads":
+        if isinstance(v, Call) and v.name == "__syncthreads":
             return _noop  # every thread's loop iteration already ran to completion
         fn = self.exprs.compile(v, scope)
 
@@ -160,7 +160,7 @@ class StmtCompiler:
         return evaluate
 
     # -- memory -----------------------------------------------------------------------------
-    def c_Store(self, s: S.Store, scope: frozenset[str], red: Red) -> StmtFn:
+    def c_Store(self, s: Store, scope: frozenset[str], red: Red) -> StmtFn:
         views = self.mem.views
         name = s.tensor.name
         index_fns = tuple(self.exprs.compile(i, scope) for i in s.indices)
@@ -199,7 +199,7 @@ class StmtCompiler:
 
         return reduce_store
 
-    def c_Alloc(self, s: S.Alloc, scope: frozenset[str]) -> StmtFn:
+    def c_Alloc(self, s: Alloc, scope: frozenset[str]) -> StmtFn:
         extents = tuple(self.exprs.compile(e, scope) for e in (s.extents or s.buffer.shape))
         mem = self.mem
 
@@ -208,16 +208,16 @@ class StmtCompiler:
 
         return alloc
 
-    def c_Free(self, s: S.Free, scope: frozenset[str]) -> StmtFn:
+    def c_Free(self, s: Free, scope: frozenset[str]) -> StmtFn:
         mem = self.mem
         return lambda env: mem.free(s.buffer)
 
     # -- loops ------------------------------------------------------------------------------
-    def c_For(self, s: S.For, scope: frozenset[str]) -> StmtFn:
-        levels: list[S.For] = [s]
+    def c_For(self, s: For, scope: frozenset[str]) -> StmtFn:
+        levels: list[For] = [s]
         while True:
             stmts = levels[-1].body.stmts
-            if len(stmts) == 1 and isinstance(stmts[0], S.For):
+            if len(stmts) == 1 and isinstance(stmts[0], For):
                 levels.append(stmts[0])
             else:
                 break
@@ -226,17 +226,17 @@ class StmtCompiler:
             return self._serial_for(s, scope)
         return self._nest(levels, body, scope)
 
-    def _level(self, f: S.For, scope: frozenset[str]) -> _Level:
+    def _level(self, f: For, scope: frozenset[str]) -> _Level:
         dtype = f.loop_var.dtype
         return _Level(f.loop_var.name, nm.compute_dtype(dtype), self.exprs.compile_as(f.min, dtype, scope),
                       self.exprs.compile_as(f.extent, dtype, scope))
 
-    def _serial_for(self, s: S.For, scope: frozenset[str]) -> StmtFn:
+    def _serial_for(self, s: For, scope: frozenset[str]) -> StmtFn:
         level = self._level(s, scope)
         body = self.compile(s.body, scope | {level.var})
         return lambda env: _run_serial(level, body, env)
 
-    def _nest(self, fors: list[S.For], body: S.Block, scope: frozenset[str]) -> StmtFn:
+    def _nest(self, fors: list[For], body: Block, scope: frozenset[str]) -> StmtFn:
         names = [f.loop_var.name for f in fors]
         levels = [self._level(f, scope | set(names[:k])) for k, f in enumerate(fors)]
         full_scope = scope | set(names)
@@ -265,7 +265,7 @@ class StmtCompiler:
 
         return nest
 
-    def _suffix(self, k: int, fors: list[S.For], acc: depend.BodyAccesses, parallel: bool,
+    def _suffix(self, k: int, fors: list[For], acc: depend.BodyAccesses, parallel: bool,
                 pattern: depend.ReducePattern | None, scope: frozenset[str]) -> _Suffix:
         loop_vars = frozenset(f.loop_var.name for f in fors[k:])
         dims: list[list[depend.Coefs | None]] | None = None
@@ -282,8 +282,8 @@ class StmtCompiler:
         reduce_ok = pattern is not None and (not (pattern.index_vars & loop_vars) or _scatter_exact(pattern))
         return _Suffix(k, loop_vars, dims, reduce_ok, lanes)
 
-    def _coef_fn(self, e: E.Expr, scope: frozenset[str]) -> depend.CoefFn | None:
-        if any(isinstance(n, E.Load) for n in walk(e)):
+    def _coef_fn(self, e: Expr, scope: frozenset[str]) -> depend.CoefFn | None:
+        if any(isinstance(n, Load) for n in walk(e)):
             return None
         try:
             fn = self.exprs.compile(e, scope)
@@ -292,7 +292,7 @@ class StmtCompiler:
         return lambda env: int(fn(env))
 
 
-def _extents_independent(fors: list[S.For], k: int) -> bool:
+def _extents_independent(fors: list[For], k: int) -> bool:
     """Bounds of levels k+1.. do not use the loop vars of levels k.. (rectangular sub-nest)."""
     inner = set()
     for f in fors[k:]:
@@ -363,7 +363,7 @@ def _run_serial(level: _Level, body: StmtFn, env: Env) -> None:
         body(env)
 
 
-def _view(views: dict[str, np.ndarray], name: str, node: S.Store) -> np.ndarray:
+def _view(views: dict[str, np.ndarray], name: str, node: Store) -> np.ndarray:
     try:
         return views[name]
     except KeyError:
@@ -371,7 +371,7 @@ def _view(views: dict[str, np.ndarray], name: str, node: S.Store) -> np.ndarray:
                           print_ir(node)) from None
 
 
-def _per_iteration(value: Any, n: int, lane_shape: tuple[int, ...], node: S.Store) -> np.ndarray:
+def _per_iteration(value: Any, n: int, lane_shape: tuple[int, ...], node: Store) -> np.ndarray:
     """The reduction operand as an array (n, *lane_shape): one row per active iteration."""
     arr = np.asarray(value)
     if arr.ndim == 2 and not lane_shape:

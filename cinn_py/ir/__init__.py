@@ -1,40 +1,60 @@
-"""The CINN AST IR: nodes, printer, parser, names, traversal, equality.
+"""The CINN AST IR: nodes, dtypes, printer, parser, names, traversal, equality, verifier.
 
-Outside code imports IR names from here (`from cinn_py.ir import For, Var`), never from the
-submodules.
+Outside `cinn_py/ir/` the IR is imported one way only, by name from this facade
+(`from cinn_py.ir import For, Var, int64, print_ir`): never from its submodules, never as a
+module alias (`expr as E`, `from cinn_py import ir`). `tests/test_ir_imports.py` enforces it.
 """
 
 from cinn_py.ir import dtype
 from cinn_py.ir.buffer import Buffer, BufferRange, MemoryType, Tensor, make_tensor
-from cinn_py.ir.dtype import DType, dtype_of
+from cinn_py.ir.dtype import (
+    ALL_SCALAR_DTYPES, DType, bfloat16, bool_, dtype_of, float16, float32, float64, handle, int8,
+    int16, int32, int64, string, uint8, uint16, uint32, uint64,
+)
 from cinn_py.ir.equality import assert_structural_equal, structural_equal
 from cinn_py.ir.expr import (
     BINARY_OPS, EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, CallType, Cast, CmpOp,
-    Div, Expr, FloatImm, IntImm, Load, LogicalOp, Max, Min, Minus, Mod, Mul, Not, Or, Ramp, Reduce,
-    ReduceType, Select, StringImm, Sub, UIntImm, Var, as_expr, const, eq, is_const_int, ne,
+    Div, Expr, ExprLike, FloatImm, IntImm, Load, LogicalOp, Max, Min, Minus, Mod, Mul, Not, Or, Ramp,
+    Reduce, ReduceType, Select, StringImm, Sub, UIntImm, Var, as_expr, const, eq, is_const_int, ne,
 )
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc, Module
+from cinn_py.ir.intrinsics import INTRINSICS, ArgKind, Intrinsic
+from cinn_py.ir.intrinsics import lookup as lookup_intrinsic
 from cinn_py.ir.names import (
     CompileContext, NameGenerator, compile_context, current_context, default_axis_name,
     reset_name_ids, unique_name,
 )
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.stmt import (
-    Alloc, Block, Evaluate, For, ForType, Free, IfThenElse, Let, ReduceMethod, ScheduleBlock,
-    ScheduleBlockRealize, Stmt, Store,
+from cinn_py.ir.sanitize import (
+    C_KEYWORDS, CUDA_RESERVED, MAX_IDENTIFIER_LENGTH, IdentifierMap, is_safe_identifier,
+    sanitize_identifier,
 )
-from cinn_py.ir.visitor import Mutator, Visitor, replace_stmt, substitute, walk
+from cinn_py.ir.stmt import (
+    BIND_AXES, Alloc, AttrValue, Block, Evaluate, For, ForType, Free, IfThenElse, Let, ReduceMethod,
+    ScheduleBlock, ScheduleBlockRealize, Stmt, Store,
+)
+from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
+from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked
+from cinn_py.ir.verifier import verify
+from cinn_py.ir.visitor import (
+    BINDER_FIELDS, Mutator, Visitor, child_fields, replace_stmt, snake_name, substitute, walk,
+)
 
 __all__ = [
-    "BINARY_OPS", "EQ", "GE", "GT", "LE", "LT", "NE", "Add", "Alloc", "And", "ArgIO", "Argument",
-    "BinaryOp", "Block", "Broadcast", "Buffer", "BufferRange", "Call", "CallType", "Cast", "CmpOp",
-    "CompileContext", "CudaAxisInfo", "DType", "Div", "Evaluate", "Expr", "FloatImm", "For",
-    "ForType", "Free", "IfThenElse", "IntImm", "Let", "Load", "LogicalOp", "LoweredFunc", "Max",
+    "ALL_SCALAR_DTYPES", "BINARY_OPS", "BINDER_FIELDS", "BIND_AXES", "C_KEYWORDS", "CUDA_RESERVED",
+    "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "Add", "Alloc", "And",
+    "ArgIO", "ArgKind", "Argument", "AttrValue", "BinaryOp", "Block", "Broadcast", "Buffer",
+    "BufferRange", "Call", "CallType", "Cast", "CmpOp", "CompileContext", "CudaAxisInfo", "DType",
+    "Div", "Evaluate", "Expr", "ExprLike", "FloatImm", "For", "ForType", "Free", "IdentifierMap",
+    "IfThenElse", "IntImm", "Intrinsic", "Let", "Load", "LogicalOp", "LoweredFunc", "Max",
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
-    "as_expr", "assert_structural_equal", "compile_context", "const", "current_context",
-    "default_axis_name", "dtype", "dtype_of", "eq", "is_const_int", "make_tensor", "ne",
-    "print_ir", "replace_stmt", "reset_name_ids", "structural_equal", "substitute", "unique_name",
+    "as_expr", "assert_structural_equal", "bfloat16", "bool_", "child_fields", "compile_context",
+    "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
+    "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
+    "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "ne", "parse_expr",
+    "parse_func", "parse_ir", "parse_stmt", "print_ir", "print_ir_marked", "replace_stmt",
+    "reset_name_ids", "sanitize_identifier", "snake_name", "string", "structural_equal",
+    "substitute", "uint16", "uint32", "uint64", "uint8", "unique_name", "verify",
     "walk",
 ]

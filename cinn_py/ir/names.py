@@ -74,10 +74,10 @@ def reset_name_ids() -> None:
 
 
 @contextlib.contextmanager
-def compile_context() -> Iterator[CompileContext]:
-    """Run a block with a fresh context, restoring the previous one afterwards."""
+def compile_context(context: CompileContext | None = None) -> Iterator[CompileContext]:
+    """Run a block with `context` (default: a fresh one), restoring the previous one afterwards."""
     global _current
-    saved, _current = _current, CompileContext()
+    saved, _current = _current, context if context is not None else CompileContext()
     try:
         yield _current
     finally:

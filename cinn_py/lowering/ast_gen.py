@@ -31,16 +31,11 @@ from collections.abc import Sequence
 from cinn_py.diagnostics import LoweringError
 from cinn_py.frontend import checks
 from cinn_py.frontend.compute import ComputeTensor
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.expr import (
-    Add, And, Cast, Expr, IntImm, Load, Max, Min, Mul, Or, Reduce, ReduceType, Var, const,
+from cinn_py.ir import (
+    Add, And, ArgIO, Argument, Block, Buffer, Cast, DType, Expr, For, IntImm, Load, LoweredFunc, Max, Min,
+    Mul, Or, Reduce, ReduceType, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var, const,
+    current_context, int32, int64, substitute, unique_name, walk,
 )
-from cinn_py.ir.func import ArgIO, Argument, LoweredFunc
-from cinn_py.ir.names import current_context, unique_name
-from cinn_py.ir.stmt import Block, For, ScheduleBlock, ScheduleBlockRealize, Stmt, Store
-from cinn_py.ir.visitor import substitute, walk
 from cinn_py.lowering.index_dtype import Int64Indices
 from cinn_py.lowering.program import Program, analyse
 
@@ -88,7 +83,7 @@ class _Lowering:
     def __init__(self, program: Program) -> None:
         self.program = program
         wide = bool(program.symbols) or needs_int64_indices(program)
-        self.index: DType = dt.int64 if wide else dt.int32
+        self.index: DType = int64 if wide else int32
         self.widen = Int64Indices() if wide else None
         names = current_context().names
         # Keep generated iter-var names clear of user names (a sym or tensor called `i0`).

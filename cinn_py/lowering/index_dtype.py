@@ -12,28 +12,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.buffer import Tensor, make_tensor
-from cinn_py.ir.expr import BinaryOp, Cast, Expr, IntImm, Load, LogicalOp, Reduce, Var
-from cinn_py.ir.visitor import Mutator
+from cinn_py.ir import (
+    BinaryOp, Cast, Expr, IntImm, Load, LogicalOp, Mutator, Reduce, Tensor, Var, int32, int64, make_tensor,
+)
 
 
 def to_int64(e: Expr) -> Expr:
     """`e` as an int64 expression: immediates are retyped, other int expressions cast."""
-    if e.dtype == dt.int64:
+    if e.dtype == int64:
         return e
     if isinstance(e, IntImm):
-        return IntImm(dt.int64, e.value)
-    return Cast(dt.int64, e)
+        return IntImm(int64, e.value)
+    return Cast(int64, e)
 
 
 def _unify(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     """Widen the int32 side of an int32/int64 pair."""
     if a.dtype == b.dtype or not (a.dtype.is_int and b.dtype.is_int):
         return a, b
-    if a.dtype == dt.int64 and b.dtype == dt.int32:
+    if a.dtype == int64 and b.dtype == int32:
         return a, to_int64(b)
-    if b.dtype == dt.int64 and a.dtype == dt.int32:
+    if b.dtype == int64 and a.dtype == int32:
         return to_int64(a), b
     return a, b
 
@@ -65,11 +64,11 @@ class Int64Indices(Mutator):
     # -- expressions -----------------------------------------------------------------------------
     def var(self, v: Var) -> Var:
         """The int64 version of an int32 axis / reduce Var (symbolic dims are int64 already)."""
-        if v.dtype != dt.int32 or v.is_symbolic_constant:
+        if v.dtype != int32 or v.is_symbolic_constant:
             return v
         lower = None if v.lower_bound is None else to_int64(self.visit(v.lower_bound))
         upper = None if v.upper_bound is None else to_int64(self.visit(v.upper_bound))
-        return Var(v.name, dt.int64, lower_bound=lower, upper_bound=upper,
+        return Var(v.name, int64, lower_bound=lower, upper_bound=upper,
                    is_reduce_axis=v.is_reduce_axis, is_symbolic_constant=False)
 
     def visit_var(self, v: Var) -> Var:

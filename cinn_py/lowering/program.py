@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from cinn_py.diagnostics import LoweringError
 from cinn_py.frontend import checks
 from cinn_py.frontend.compute import ComputeTensor
-from cinn_py.ir.expr import Expr, Reduce, Var
-from cinn_py.ir.names import default_axis_name
+from cinn_py.ir import Expr, Reduce, Var, default_axis_name
 
 
 @dataclass(frozen=True)

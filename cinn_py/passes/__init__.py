@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 
-from cinn_py.ir.func import LoweredFunc
+from cinn_py.ir import LoweredFunc
 from cinn_py.passes.simplify import simplify_func
 
 Pass = Callable[[LoweredFunc], LoweredFunc]

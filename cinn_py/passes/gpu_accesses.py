@@ -9,10 +9,10 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Tensor
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Add, Cast, Div, Expr, For, IfThenElse, IntImm, Load, Max, Min, Mod, Mul, Select, Stmt, Store, Sub, Tensor,
+    UIntImm, Var, walk,
+)
 
 Interval = tuple[int, int]
 
@@ -27,7 +27,7 @@ Context = tuple[object, ...]
 class Access:
     """One Load or Store of a buffer."""
 
-    indices: tuple[E.Expr, ...]
+    indices: tuple[Expr, ...]
     is_store: bool
     context: Context
 
@@ -41,39 +41,39 @@ class ProgramOrderWalker:
     def __init__(self) -> None:
         self.context: list[object] = []
 
-    def stmt(self, node: S.Stmt) -> None:
-        if isinstance(node, S.For):
+    def stmt(self, node: Stmt) -> None:
+        if isinstance(node, For):
             self.exprs(node.min, node.extent)
             self._nested(node, node.body)
-        elif isinstance(node, S.IfThenElse):
+        elif isinstance(node, IfThenElse):
             self.exprs(node.condition)
             self._nested((node, True), node.true_case)
             if node.false_case is not None:
                 self._nested((node, False), node.false_case)
-        elif isinstance(node, S.Store):
+        elif isinstance(node, Store):
             self.exprs(node.value, *node.indices)
             self.on_store(node)
         else:
             self.other_stmt(node)
 
-    def _nested(self, entry: object, body: S.Stmt) -> None:
+    def _nested(self, entry: object, body: Stmt) -> None:
         self.context.append(entry)
         self.stmt(body)
         self.context.pop()
 
-    def exprs(self, *nodes: E.Expr) -> None:
+    def exprs(self, *nodes: Expr) -> None:
         for node in nodes:
             for sub in walk(node):
-                if isinstance(sub, E.Load):
+                if isinstance(sub, Load):
                     self.on_load(sub)
 
-    def on_load(self, load: E.Load) -> None:
+    def on_load(self, load: Load) -> None:
         """A Load, after everything evaluated before it."""
 
-    def on_store(self, store: S.Store) -> None:
+    def on_store(self, store: Store) -> None:
         """A Store, after the loads of its value and indices."""
 
-    def other_stmt(self, node: S.Stmt) -> None:
+    def other_stmt(self, node: Stmt) -> None:
         """A statement other than For, IfThenElse and Store."""
 
 
@@ -85,74 +85,74 @@ class _AccessCollector(ProgramOrderWalker):
         super().__init__()
         self.accesses: dict[str, list[Access]] = {n: [] for n in names}
 
-    def on_load(self, load: E.Load) -> None:
+    def on_load(self, load: Load) -> None:
         self._record(load.tensor, load.indices, False)
 
-    def on_store(self, store: S.Store) -> None:
+    def on_store(self, store: Store) -> None:
         self._record(store.tensor, store.indices, True)
 
-    def other_stmt(self, node: S.Stmt) -> None:
+    def other_stmt(self, node: Stmt) -> None:
         for child in children(node):
-            if isinstance(child, S.Stmt):
+            if isinstance(child, Stmt):
                 self.stmt(child)
             else:
                 self.exprs(child)
 
-    def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...], is_store: bool) -> None:
+    def _record(self, tensor: Tensor, indices: tuple[Expr, ...], is_store: bool) -> None:
         found = self.accesses.get(tensor.buffer.name)
         if found is not None:
             found.append(Access(indices, is_store, tuple(self.context)))
 
 
-def collect_accesses(root: S.Stmt, names: Iterable[str]) -> dict[str, list[Access]]:
+def collect_accesses(root: Stmt, names: Iterable[str]) -> dict[str, list[Access]]:
     """Every access of the named buffers under `root`, in program order."""
     collector = _AccessCollector(names)
     collector.stmt(root)
     return collector.accesses
 
 
-def interval(e: E.Expr, env: dict[str, Interval]) -> Interval | None:
+def interval(e: Expr, env: dict[str, Interval]) -> Interval | None:
     """Constant [lo, hi] of an integer index expression given variable ranges, or None."""
-    if isinstance(e, (E.IntImm, E.UIntImm)):
+    if isinstance(e, (IntImm, UIntImm)):
         return (e.value, e.value)
-    if isinstance(e, E.Var):
+    if isinstance(e, Var):
         return env.get(e.name)
-    if isinstance(e, E.Cast):
+    if isinstance(e, Cast):
         return interval(e.v, env)
-    if isinstance(e, (E.Add, E.Sub, E.Mul, E.Min, E.Max)):
+    if isinstance(e, (Add, Sub, Mul, Min, Max)):
         a, b = interval(e.a, env), interval(e.b, env)
         if a is None or b is None:
             return None
-        if isinstance(e, E.Add):
+        if isinstance(e, Add):
             return (a[0] + b[0], a[1] + b[1])
-        if isinstance(e, E.Sub):
+        if isinstance(e, Sub):
             return (a[0] - b[1], a[1] - b[0])
-        if isinstance(e, E.Min):
+        if isinstance(e, Min):
             return (min(a[0], b[0]), min(a[1], b[1]))
-        if isinstance(e, E.Max):
+        if isinstance(e, Max):
             return (max(a[0], b[0]), max(a[1], b[1]))
         corners = [x * y for x in a for y in b]
         return (min(corners), max(corners))
-    if isinstance(e, (E.Div, E.Mod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
+    if isinstance(e, (Div, Mod)) and isinstance(e.b, IntImm) and e.b.value > 0:
         a = interval(e.a, env)
         if a is None or a[0] < 0:
             return None
         c = e.b.value
-        if isinstance(e, E.Div):
+        if isinstance(e, Div):
             return (a[0] // c, a[1] // c)
         return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, min(a[1], c - 1))
-    if isinstance(e, E.Select):
+    if isinstance(e, Select):
         t, f = interval(e.true_value, env), interval(e.false_value, env)
         return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
     return None
 
 
-def children(node: object) -> list[S.Stmt | E.Expr]:
-    out: list[S.Stmt | E.Expr] = []
+def children(node: object) -> list[Stmt | Expr]:
+    out: list[Stmt | Expr] = []
     for f in dataclasses.fields(node):  # type: ignore[arg-type]
         if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype"):
             continue
         value = getattr(node, f.name)
         items = value if isinstance(value, tuple) else (value,)
-        out.extend(v for v in items if isinstance(v, (S.Stmt, E.Expr)))
+        out.extend(v for v in items if isinstance(v, (Stmt, Expr)))
     return out

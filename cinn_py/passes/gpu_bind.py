@@ -25,12 +25,10 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.dtype import int32
-from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
-from cinn_py.ir.text.printer import print_ir_marked
-from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.ir import (
+    Cast, CudaAxisInfo, Expr, For, ForType, IfThenElse, IntImm, LT, LoweredFunc, Max, Mutator,
+    ScheduleBlockRealize, Stmt, Var, int32, int64, is_const_int, print_ir_marked, substitute, walk,
+)
 from cinn_py.passes.gpu_buffers import AXES, BOUND_VAR_PREFIXES, interval, is_bound_var, scope_buffers
 from cinn_py.passes.gpu_sync import check_races
 
@@ -42,13 +40,13 @@ __all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gp
 # Schedule block inlining
 # ---------------------------------------------------------------------------------------------
 class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: S.ScheduleBlockRealize) -> S.Stmt:
+    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         block = node.schedule_block
         mapping = dict(zip(block.iter_vars, (self.visit(v) for v in node.iter_values)))
         return substitute(self.visit(block.body), mapping)
 
 
-def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
+def inline_schedule_blocks(stmt: Stmt) -> Stmt:
     """Replace every ScheduleBlockRealize by its body with the iter vars substituted."""
     return _BlockInliner().visit(stmt)
 
@@ -56,45 +54,45 @@ def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
 # ---------------------------------------------------------------------------------------------
 # Launch dims
 # ---------------------------------------------------------------------------------------------
-def bound_loops(root: object) -> list[S.For]:
+def bound_loops(root: object) -> list[For]:
     """Every loop bound to a GPU axis, in pre-order."""
-    return [n for n in walk(root) if isinstance(n, S.For) and n.bind_axis is not None]
+    return [n for n in walk(root) if isinstance(n, For) and n.bind_axis is not None]
 
 
-def _combine_extents(extents: list[E.Expr]) -> E.Expr:
+def _combine_extents(extents: list[Expr]) -> Expr:
     """The maximum of the extents; constant if all are constant, else a `cinn_max` chain."""
     if not extents:
-        return E.IntImm(int32, 1)
-    if all(isinstance(e, E.IntImm) for e in extents):
-        return E.IntImm(int32, max(e.value for e in extents))  # type: ignore[attr-defined]
-    distinct: list[E.Expr] = []
+        return IntImm(int32, 1)
+    if all(isinstance(e, IntImm) for e in extents):
+        return IntImm(int32, max(e.value for e in extents))  # type: ignore[attr-defined]
+    distinct: list[Expr] = []
     for e in extents:
         if e not in distinct:
             distinct.append(e)
     dims = [_as_int64(e) for e in distinct]
     result = dims[0]
     for e in dims[1:]:
-        result = E.Max(result, e)
+        result = Max(result, e)
     return result
 
 
-def _as_int64(e: E.Expr) -> E.Expr:
-    if isinstance(e, E.IntImm):
-        return E.IntImm(E.dt.int64, e.value)
-    return e if e.dtype == E.dt.int64 else E.Cast(E.dt.int64, e)
+def _as_int64(e: Expr) -> Expr:
+    if isinstance(e, IntImm):
+        return IntImm(int64, e.value)
+    return e if e.dtype == int64 else Cast(int64, e)
 
 
 def compute_axis_info(func: LoweredFunc, root: object | None = None) -> CudaAxisInfo:
     """Grid and block dims of `func` (max extent of the loops bound to each axis)."""
     root = func.body if root is None else root
-    grid: list[list[E.Expr]] = [[], [], []]
-    block: list[list[E.Expr]] = [[], [], []]
+    grid: list[list[Expr]] = [[], [], []]
+    block: list[list[Expr]] = [[], [], []]
     for loop in bound_loops(root):
-        if not E.is_const_int(loop.min, 0):
+        if not is_const_int(loop.min, 0):
             raise CompileError(
                 f"gpu_bind: loop '{loop.loop_var.name}' bound to {loop.bind_axis} must start at 0, "
                 f"got min {loop.min}", print_ir_marked(func, loop))
-        target = grid if loop.for_type is S.ForType.GPU_BLOCK else block
+        target = grid if loop.for_type is ForType.GPU_BLOCK else block
         target[loop.bind_offset].append(loop.extent)
     return CudaAxisInfo(tuple(_combine_extents(g) for g in grid),  # type: ignore[arg-type]
                         tuple(_combine_extents(b) for b in block))  # type: ignore[arg-type]
@@ -107,9 +105,9 @@ class _Binder(Mutator):
     def __init__(self, func: LoweredFunc, info: CudaAxisInfo) -> None:
         self.func = func
         self.info = info
-        self.active: dict[str, S.For] = {}
+        self.active: dict[str, For] = {}
 
-    def visit_for(self, node: S.For) -> S.Stmt:
+    def visit_for(self, node: For) -> Stmt:
         axis = node.bind_axis
         if axis is None:
             return self.generic_visit(node)
@@ -118,26 +116,26 @@ class _Binder(Mutator):
                 f"gpu_bind: loop '{node.loop_var.name}' is bound to {axis} inside loop "
                 f"'{self.active[axis].loop_var.name}' bound to the same axis; nested loops need distinct axes",
                 print_ir_marked(self.func, node))
-        dims = self.info.grid_dims if node.for_type is S.ForType.GPU_BLOCK else self.info.block_dims
+        dims = self.info.grid_dims if node.for_type is ForType.GPU_BLOCK else self.info.block_dims
         launch_dim = dims[node.bind_offset]
-        var = E.Var(axis, node.loop_var.dtype)
+        var = Var(axis, node.loop_var.dtype)
         self.active[axis] = node
         body = self.visit(substitute(node.body, {node.loop_var: var}))
         del self.active[axis]
         if _same_value(node.extent, launch_dim):
             return body
-        return S.IfThenElse(E.LT(var, _like(node.extent, var)), body)
+        return IfThenElse(LT(var, _like(node.extent, var)), body)
 
 
-def _same_value(extent: E.Expr, dim: E.Expr) -> bool:
-    if isinstance(extent, E.IntImm) and isinstance(dim, E.IntImm):
+def _same_value(extent: Expr, dim: Expr) -> bool:
+    if isinstance(extent, IntImm) and isinstance(dim, IntImm):
         return extent.value == dim.value
     return extent == dim or _as_int64(extent) == dim
 
 
-def _like(e: E.Expr, var: E.Var) -> E.Expr:
-    if isinstance(e, E.IntImm) and e.dtype != var.dtype:
-        return E.IntImm(var.dtype, e.value)
+def _like(e: Expr, var: Var) -> Expr:
+    if isinstance(e, IntImm) and e.dtype != var.dtype:
+        return IntImm(var.dtype, e.value)
     return e
 
 

@@ -37,12 +37,10 @@ import dataclasses
 from collections.abc import Callable, Iterable
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, MemoryType, Tensor
-from cinn_py.ir.dtype import int32
-from cinn_py.ir.func import CudaAxisInfo
-from cinn_py.ir.visitor import Mutator, walk
+from cinn_py.ir import (
+    Buffer, Call, CudaAxisInfo, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator, Stmt, Store,
+    Tensor, Var, int32, int64, is_const_int, walk,
+)
 from cinn_py.passes.gpu_accesses import Access, Context, Interval, children, collect_accesses, interval
 from cinn_py.passes.gpu_index import (
     BLOCK, CONST, THREAD, drop_kinds, flat_index, owned_by_one_thread, split_kinds,
@@ -54,7 +52,7 @@ BOUND_VAR_PREFIXES = ("threadIdx.", "blockIdx.")
 _SCOPED = (MemoryType.GPU_SHARED, MemoryType.GPU_LOCAL)
 
 
-def is_bound_var(var: E.Var) -> bool:
+def is_bound_var(var: Var) -> bool:
     """True for the `threadIdx.*` / `blockIdx.*` variables bind lowering introduces."""
     return var.name.startswith(BOUND_VAR_PREFIXES)
 
@@ -78,24 +76,24 @@ def _common_prefix(contexts: list[Context]) -> Context:
     return prefix
 
 
-def _free_vars(nodes: Iterable[E.Expr]) -> set[str]:
-    return {n.name for e in nodes for n in walk(e) if isinstance(n, E.Var)}
+def _free_vars(nodes: Iterable[Expr]) -> set[str]:
+    return {n.name for e in nodes for n in walk(e) if isinstance(n, Var)}
 
 
-def _runs_at_least_once(loop: S.For) -> bool:
-    return isinstance(loop.extent, E.IntImm) and loop.extent.value >= 1
+def _runs_at_least_once(loop: For) -> bool:
+    return isinstance(loop.extent, IntImm) and loop.extent.value >= 1
 
 
-def _guarded_alike(entry: tuple[S.IfThenElse, bool], context: Context) -> bool:
+def _guarded_alike(entry: tuple[IfThenElse, bool], context: Context) -> bool:
     """Whether `context` sits in a branch of an `if` with the same condition and branch."""
     node, branch = entry
     return any(isinstance(o, tuple) and o[1] == branch and o[0].condition == node.condition for o in context)
 
 
-def _is_invariant(cond: E.Expr, allowed: set[str]) -> bool:
+def _is_invariant(cond: Expr, allowed: set[str]) -> bool:
     """A condition that has one value per iteration: only allowed variables, no memory reads
     (a load could see a store made between the two `if`s)."""
-    return _free_vars((cond,)) <= allowed and not any(isinstance(n, (E.Load, E.Call)) for n in walk(cond))
+    return _free_vars((cond,)) <= allowed and not any(isinstance(n, (Load, Call)) for n in walk(cond))
 
 
 def _dominates(store: Context, access: Context, allowed: set[str]) -> bool:
@@ -104,7 +102,7 @@ def _dominates(store: Context, access: Context, allowed: set[str]) -> bool:
     for entry in store:
         if any(_same_entry(entry, o) for o in access):
             continue
-        if isinstance(entry, S.For):
+        if isinstance(entry, For):
             if not _runs_at_least_once(entry):
                 return False
         elif not (_is_invariant(entry[0].condition, allowed) and _guarded_alike(entry, access)):  # type: ignore[index]
@@ -123,10 +121,10 @@ def privatizable(accesses: list[Access], symbols: set[str]) -> bool:
     first = accesses[0]
     if any(a.indices != first.indices for a in accesses):
         return False
-    if all(E.is_const_int(i, 0) for i in first.indices):
+    if all(is_const_int(i, 0) for i in first.indices):
         return False  # already a single element
     prefix = _common_prefix([a.context for a in accesses])
-    common_loops = {c.loop_var.name for c in prefix if isinstance(c, S.For)}
+    common_loops = {c.loop_var.name for c in prefix if isinstance(c, For)}
     index_vars = _free_vars(first.indices)
     if not all(name in common_loops or name in symbols or name.startswith(BOUND_VAR_PREFIXES)
                for name in index_vars):
@@ -138,20 +136,20 @@ def privatizable(accesses: list[Access], symbols: set[str]) -> bool:
     return all(_dominates(first.context[start:], a.context[start:], allowed) for a in accesses[1:])
 
 
-def _zero_indices(tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+def _zero_indices(tensor: Tensor, indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
     """Index 0 in every dimension: a privatised buffer has one element."""
-    return tuple(E.IntImm(i.dtype if i.dtype.is_int else int32, 0) for i in indices)
+    return tuple(IntImm(i.dtype if i.dtype.is_int else int32, 0) for i in indices)
 
 
 def _one_element(buffer: Buffer) -> Buffer:
-    shape = tuple(E.IntImm(d.dtype if isinstance(d, E.IntImm) else int32, 1) for d in buffer.shape)
+    shape = tuple(IntImm(d.dtype if isinstance(d, IntImm) else int32, 1) for d in buffer.shape)
     return dataclasses.replace(buffer, shape=shape)
 
 
-def privatize_local_buffers(body: S.Stmt, symbols: set[str]) -> tuple[S.Stmt, dict[str, Buffer]]:
+def privatize_local_buffers(body: Stmt, symbols: set[str]) -> tuple[Stmt, dict[str, Buffer]]:
     """Shrink each privatisable local buffer to one element per thread (module doc, step 1)."""
     local = {n.tensor.buffer.name: n.tensor.buffer for n in walk(body)
-             if isinstance(n, (E.Load, S.Store)) and n.tensor.buffer.memory_type is MemoryType.GPU_LOCAL}
+             if isinstance(n, (Load, Store)) and n.tensor.buffer.memory_type is MemoryType.GPU_LOCAL}
     if not local:
         return body, {}
     accesses = collect_accesses(body, local)
@@ -164,7 +162,7 @@ def privatize_local_buffers(body: S.Stmt, symbols: set[str]) -> tuple[S.Stmt, di
 # ---------------------------------------------------------------------------------------------
 # Per-iteration privatisation of shared buffers; thread/block variables in scoped indices
 # ---------------------------------------------------------------------------------------------
-Reindex = Callable[[Tensor, tuple[E.Expr, ...]], tuple[E.Expr, ...]]
+Reindex = Callable[[Tensor, tuple[Expr, ...]], tuple[Expr, ...]]
 
 
 class _Reindexer(Mutator):
@@ -173,41 +171,41 @@ class _Reindexer(Mutator):
     def __init__(self, plans: dict[str, tuple[Buffer, Reindex]]) -> None:
         self.plans = plans
 
-    def _apply(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[Tensor, tuple[E.Expr, ...]] | None:
+    def _apply(self, tensor: Tensor, indices: tuple[Expr, ...]) -> tuple[Tensor, tuple[Expr, ...]] | None:
         plan = self.plans.get(tensor.buffer.name)
         if plan is None:
             return None
         buffer, reindex = plan
         return tensor.with_buffer(buffer), reindex(tensor, indices)
 
-    def visit_load(self, node: E.Load) -> E.Expr:
+    def visit_load(self, node: Load) -> Expr:
         node = self.generic_visit(node)
         done = self._apply(node.tensor, node.indices)
-        return node if done is None else E.Load(*done)
+        return node if done is None else Load(*done)
 
-    def visit_store(self, node: S.Store) -> S.Stmt:
+    def visit_store(self, node: Store) -> Stmt:
         node = self.generic_visit(node)
         done = self._apply(node.tensor, node.indices)
         return node if done is None else dataclasses.replace(node, tensor=done[0], indices=done[1])
 
 
 def _flat_buffer(buffer: Buffer) -> Buffer:
-    numel: E.Expr | None = None
+    numel: Expr | None = None
     for dim in buffer.shape:
-        numel = dim if numel is None else E.Mul(numel, _like(dim, numel))
-    return dataclasses.replace(buffer, shape=(numel if numel is not None else E.IntImm(int32, 1),))
+        numel = dim if numel is None else Mul(numel, _like(dim, numel))
+    return dataclasses.replace(buffer, shape=(numel if numel is not None else IntImm(int32, 1),))
 
 
-def _like(e: E.Expr, ref: E.Expr) -> E.Expr:
-    return E.IntImm(ref.dtype, e.value) if isinstance(e, E.IntImm) and ref.dtype.is_int else e
+def _like(e: Expr, ref: Expr) -> Expr:
+    return IntImm(ref.dtype, e.value) if isinstance(e, IntImm) and ref.dtype.is_int else e
 
 
-def _const_dims(dims: tuple[E.Expr, ...]) -> tuple[int | None, ...]:
-    return tuple(d.value if isinstance(d, E.IntImm) else None for d in dims)
+def _const_dims(dims: tuple[Expr, ...]) -> tuple[int | None, ...]:
+    return tuple(d.value if isinstance(d, IntImm) else None for d in dims)
 
 
-def privatize_shared_buffers(body: S.Stmt, symbols: set[str], info: CudaAxisInfo
-                             ) -> tuple[S.Stmt, dict[str, Buffer]]:
+def privatize_shared_buffers(body: Stmt, symbols: set[str], info: CudaAxisInfo
+                             ) -> tuple[Stmt, dict[str, Buffer]]:
     """Shrink shared buffers to what one block needs in one iteration (module doc, step 1)."""
     shared = _buffers_of(body, MemoryType.GPU_SHARED)
     if not shared:
@@ -230,15 +228,15 @@ def privatize_shared_buffers(body: S.Stmt, symbols: set[str], info: CudaAxisInfo
     return _Reindexer(plans).visit(body), {n: p[0] for n, p in plans.items()}
 
 
-def _buffers_of(body: S.Stmt, memory: MemoryType) -> dict[str, Buffer]:
+def _buffers_of(body: Stmt, memory: MemoryType) -> dict[str, Buffer]:
     return {n.tensor.buffer.name: n.tensor.buffer for n in walk(body)
-            if isinstance(n, (E.Load, S.Store)) and n.tensor.buffer.memory_type is memory}
+            if isinstance(n, (Load, Store)) and n.tensor.buffer.memory_type is memory}
 
 
 _DROPPED = {MemoryType.GPU_SHARED: frozenset({BLOCK}), MemoryType.GPU_LOCAL: frozenset({BLOCK, THREAD})}
 
 
-def drop_scope_variables(body: S.Stmt, symbols: set[str], skip: set[str]) -> tuple[S.Stmt, dict[str, Buffer]]:
+def drop_scope_variables(body: Stmt, symbols: set[str], skip: set[str]) -> tuple[Stmt, dict[str, Buffer]]:
     """Remove block variables from shared and all bound variables from local indices (step 2),
     for buffers whose every access is separable in them; others keep their full index.
 
@@ -256,7 +254,7 @@ def drop_scope_variables(body: S.Stmt, symbols: set[str], skip: set[str]) -> tup
                 continue  # not provably f(others) + g(removed): the full buffer stays correct
             dropped = {s[1] for s in split}  # type: ignore[index]
             if len(dropped) > 1:
-                raise _cross_scope_error(buf, sorted(str(d.to_expr(E.dt.int64)) for d in dropped))
+                raise _cross_scope_error(buf, sorted(str(d.to_expr(int64)) for d in dropped))
             if not any(s[1].terms for s in split):  # type: ignore[index]
                 continue
             kept = {a.indices: (s[0],) for a, s in zip(found, split)}  # type: ignore[index]
@@ -282,12 +280,12 @@ class _RangeCollector:
         self.env: dict[str, Interval] = {}
         for prefix, dims in (("blockIdx", info.grid_dims), ("threadIdx", info.block_dims)):
             for axis, dim in zip(AXES, dims):
-                if isinstance(dim, E.IntImm):
+                if isinstance(dim, IntImm):
                     self.env[f"{prefix}.{axis}"] = (0, dim.value - 1)
         self.ranges: dict[str, list[Interval | None]] = {}
 
-    def visit(self, node: S.Stmt | E.Expr) -> None:
-        if isinstance(node, S.For):
+    def visit(self, node: Stmt | Expr) -> None:
+        if isinstance(node, For):
             saved = self.env.get(node.loop_var.name)
             lo, ext = interval(node.min, self.env), interval(node.extent, self.env)
             if lo is not None and ext is not None:
@@ -300,12 +298,12 @@ class _RangeCollector:
             else:
                 self.env[node.loop_var.name] = saved
             return
-        if isinstance(node, (E.Load, S.Store)):
+        if isinstance(node, (Load, Store)):
             self._record(node.tensor, node.indices)
         for child in children(node):
             self.visit(child)
 
-    def _record(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> None:
+    def _record(self, tensor: Tensor, indices: tuple[Expr, ...]) -> None:
         if tensor.buffer.memory_type not in (MemoryType.GPU_SHARED, MemoryType.GPU_LOCAL):
             return
         found = [interval(i, self.env) for i in indices]
@@ -318,15 +316,15 @@ class _RangeCollector:
 
 
 def _resized(buffer: Buffer, ranges: list[Interval | None]) -> Buffer:
-    shape: list[E.Expr] = []
+    shape: list[Expr] = []
     for dim, rng in zip(buffer.shape, ranges):
         if rng is None or rng[0] < 0:
             shape.append(dim)
             continue
         size = rng[1] + 1
-        if isinstance(dim, E.IntImm):
+        if isinstance(dim, IntImm):
             size = min(size, dim.value)
-        shape.append(E.IntImm(dim.dtype if isinstance(dim, E.IntImm) else int32, size))
+        shape.append(IntImm(dim.dtype if isinstance(dim, IntImm) else int32, size))
     new_shape = tuple(shape)
     return buffer if new_shape == buffer.shape else dataclasses.replace(buffer, shape=new_shape)
 
@@ -344,7 +342,7 @@ class _BufferRebinder(Mutator):
 # ---------------------------------------------------------------------------------------------
 # The entry point
 # ---------------------------------------------------------------------------------------------
-def scope_buffers(body: S.Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[S.Stmt, dict[str, Buffer]]:
+def scope_buffers(body: Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[Stmt, dict[str, Buffer]]:
     """Privatise, re-index and resize the shared/local buffers of a bind-lowered body.
 
     Returns the new body and the new Buffer of every scoped buffer whose shape changed.
@@ -356,7 +354,7 @@ def scope_buffers(body: S.Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[
     resized.update(flat)
     collector = _RangeCollector(info)
     collector.visit(body)
-    scoped = {n.tensor.buffer.name: n.tensor.buffer for n in walk(body) if isinstance(n, (E.Load, S.Store))}
+    scoped = {n.tensor.buffer.name: n.tensor.buffer for n in walk(body) if isinstance(n, (Load, Store))}
     for name, ranges in collector.ranges.items():
         new = _resized(scoped[name], ranges)
         if new is not scoped[name]:

@@ -27,40 +27,39 @@ to `x`), the form the CUDA printer emits, so a fused-then-split index such as th
 
 from __future__ import annotations
 
-from cinn_py.ir import expr as E
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import Add, Call, Div, Expr, IntImm, Load, Mod, Mul, Var, int32, walk
 from cinn_py.symbolic.poly import Poly, to_poly
 
 THREAD, BLOCK, LOOP, CONST = "thread", "block", "loop", "const"
 
 
-def flat_index(indices: tuple[E.Expr, ...], shape: tuple[E.Expr, ...]) -> E.Expr:
+def flat_index(indices: tuple[Expr, ...], shape: tuple[Expr, ...]) -> Expr:
     """Row-major offset of `indices` in `shape`; `(x / d, x % d)` over a dim `d` folds to `x`."""
     if not indices:
-        return E.IntImm(E.dt.int32, 0)
+        return IntImm(int32, 0)
     acc = indices[0]
     for index, dim in zip(indices[1:], shape[1:]):
-        if (isinstance(acc, E.Div) and isinstance(index, E.Mod) and acc.a == index.a
+        if (isinstance(acc, Div) and isinstance(index, Mod) and acc.a == index.a
                 and _same(acc.b, index.b) and _same(acc.b, dim)):
             acc = acc.a
             continue
-        acc = E.Add(E.Mul(acc, _like(dim, acc)), _like(index, acc))
+        acc = Add(Mul(acc, _like(dim, acc)), _like(index, acc))
     return acc
 
 
-def _same(a: E.Expr, b: E.Expr) -> bool:
-    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
+def _same(a: Expr, b: Expr) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
         return a.value == b.value
     return a == b
 
 
-def _like(e: E.Expr, ref: E.Expr) -> E.Expr:
-    if isinstance(e, E.IntImm) and e.dtype != ref.dtype and ref.dtype.is_int:
-        return E.IntImm(ref.dtype, e.value)
+def _like(e: Expr, ref: Expr) -> Expr:
+    if isinstance(e, IntImm) and e.dtype != ref.dtype and ref.dtype.is_int:
+        return IntImm(ref.dtype, e.value)
     return e
 
 
-def var_kind(var: E.Var, symbols: set[str]) -> str:
+def var_kind(var: Var, symbols: set[str]) -> str:
     """`thread` / `block` for bound variables, `const` for symbolic dims, else `loop`."""
     if var.name.startswith("threadIdx."):
         return THREAD
@@ -71,18 +70,18 @@ def var_kind(var: E.Var, symbols: set[str]) -> str:
     return LOOP
 
 
-def split_kinds(flat: E.Expr, symbols: set[str]) -> dict[str, Poly] | None:
+def split_kinds(flat: Expr, symbols: set[str]) -> dict[str, Poly] | None:
     """The monomials of `flat` grouped by variable kind; None if one mixes kinds or reads memory."""
     if not flat.dtype.is_int:
         return None
-    groups: dict[str, dict[tuple[E.Expr, ...], int]] = {}
+    groups: dict[str, dict[tuple[Expr, ...], int]] = {}
     for mono, coef in to_poly(flat).terms.items():
         kinds: set[str] = set()
         for atom in mono:
             for node in walk(atom):
-                if isinstance(node, (E.Load, E.Call)):
+                if isinstance(node, (Load, Call)):
                     return None
-                if isinstance(node, E.Var):
+                if isinstance(node, Var):
                     kinds.add(var_kind(node, symbols))
         kinds.discard(CONST)
         if len(kinds) > 1:
@@ -91,7 +90,7 @@ def split_kinds(flat: E.Expr, symbols: set[str]) -> dict[str, Poly] | None:
     return {kind: Poly(terms) for kind, terms in groups.items()}
 
 
-def drop_kinds(flat: E.Expr, kinds: frozenset[str], symbols: set[str]) -> tuple[E.Expr, Poly] | None:
+def drop_kinds(flat: Expr, kinds: frozenset[str], symbols: set[str]) -> tuple[Expr, Poly] | None:
     """`flat` without its monomials of `kinds` (and the dropped part), or None if not separable."""
     groups = split_kinds(flat, symbols)
     if groups is None:
@@ -110,7 +109,7 @@ def owned_by_one_thread(thread_part: Poly, block_dims: tuple[int | None, ...]) -
     thread appears once, linearly, with a constant stride larger than the span of the smaller ones."""
     strides: dict[int, int] = {}
     for mono, coef in thread_part.terms.items():
-        if len(mono) != 1 or not isinstance(mono[0], E.Var) or not mono[0].name.startswith("threadIdx."):
+        if len(mono) != 1 or not isinstance(mono[0], Var) or not mono[0].name.startswith("threadIdx."):
             return False
         axis = "xyz".index(mono[0].name[-1])
         if axis in strides:

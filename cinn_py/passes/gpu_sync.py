@@ -35,12 +35,10 @@ import islpy as isl
 
 from cinn_py.analysis.isl_convert import IslNames, affine_text, condition_text
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, MemoryType
-from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.ir import (
+    Add, Block, Buffer, Call, CudaAxisInfo, Evaluate, Expr, For, IntImm, Let, Load, LoweredFunc, MemoryType,
+    Mul, Mutator, Stmt, Store, Var, int32, int64, print_ir, substitute, walk,
+)
 from cinn_py.passes.gpu_accesses import ProgramOrderWalker
 from cinn_py.passes.gpu_buffers import dominates
 from cinn_py.passes.gpu_index import flat_index
@@ -58,7 +56,7 @@ class _Event:
     pos: int
     context: tuple[object, ...]
     buffer: Buffer | None = None
-    index: E.Expr | None = None
+    index: Expr | None = None
     is_store: bool = False
 
 
@@ -72,32 +70,32 @@ class _Events(ProgramOrderWalker):
     def add(self, **kw: object) -> None:
         self.events.append(_Event(len(self.events), tuple(self.context), **kw))  # type: ignore[arg-type]
 
-    def on_load(self, load: E.Load) -> None:
+    def on_load(self, load: Load) -> None:
         self.add(buffer=load.tensor.buffer, index=flat_index(load.indices, load.tensor.buffer.shape))
 
-    def on_store(self, store: S.Store) -> None:
+    def on_store(self, store: Store) -> None:
         if _has_barrier(store.value):
             self.add()
         self.add(buffer=store.tensor.buffer, index=flat_index(store.indices, store.tensor.buffer.shape),
                  is_store=True)
 
-    def other_stmt(self, node: S.Stmt) -> None:
-        if isinstance(node, S.Block):
+    def other_stmt(self, node: Stmt) -> None:
+        if isinstance(node, Block):
             for child in node.stmts:
                 self.stmt(child)
-        elif isinstance(node, S.Evaluate):
+        elif isinstance(node, Evaluate):
             self.exprs(node.value)
             if _has_barrier(node.value):
                 self.add()
-        elif isinstance(node, S.Let):
+        elif isinstance(node, Let):
             if node.body is not None:
                 self.exprs(node.body)
                 if _has_barrier(node.body):
                     self.add()
 
 
-def _has_barrier(e: E.Expr) -> bool:
-    return any(isinstance(n, E.Call) and (n.name in BARRIER_CALLS or n.name.startswith(BARRIER_HELPERS))
+def _has_barrier(e: Expr) -> bool:
+    return any(isinstance(n, Call) and (n.name in BARRIER_CALLS or n.name.startswith(BARRIER_HELPERS))
                for n in walk(e))
 
 
@@ -105,47 +103,47 @@ def _has_barrier(e: E.Expr) -> bool:
 # isl: do two instances touch one element with the required bound-variable relation?
 # ---------------------------------------------------------------------------------------------
 class _Conflicts:
-    def __init__(self, info: CudaAxisInfo, symbols: list[E.Var]) -> None:
+    def __init__(self, info: CudaAxisInfo, symbols: list[Var]) -> None:
         self.info = info
         self.symbols = list(symbols)
         self.analyzer = Analyzer({})
-        self._products: dict[E.Expr, E.Var] = {}
+        self._products: dict[Expr, Var] = {}
 
-    def _affine(self, e: E.Expr) -> E.Expr:
+    def _affine(self, e: Expr) -> Expr:
         """`e` with products of symbolic dims (`S1 * S2`, non-affine for isl) as fresh parameters."""
         names = {s.name for s in self.symbols}
 
         class _Params(Mutator):
-            def visit_mul(inner, node: E.Mul) -> E.Expr:  # noqa: N805
+            def visit_mul(inner, node: Mul) -> Expr:  # noqa: N805
                 node = inner.generic_visit(node)
-                if isinstance(node, E.Mul) and not isinstance(node.a, E.IntImm) and not isinstance(node.b, E.IntImm):
-                    free = [v for v in walk(node) if isinstance(v, E.Var)]
+                if isinstance(node, Mul) and not isinstance(node.a, IntImm) and not isinstance(node.b, IntImm):
+                    free = [v for v in walk(node) if isinstance(v, Var)]
                     if free and all(v.name in names for v in free):
                         return self._product(node)
                 return node
 
         return _Params().visit(e)
 
-    def _product(self, node: E.Mul) -> E.Var:
+    def _product(self, node: Mul) -> Var:
         var = self._products.get(node)
         if var is None:
-            var = E.Var(f"cinn_prod_{len(self._products)}", E.dt.int64, is_symbolic_constant=True, lower_bound=1)
+            var = Var(f"cinn_prod_{len(self._products)}", int64, is_symbolic_constant=True, lower_bound=1)
             self._products[node] = var
             self.symbols.append(var)
         return var
 
-    def _side(self, ev: _Event, tag: str, names: IslNames) -> tuple[list[str], dict[str, E.Var]] | None:
+    def _side(self, ev: _Event, tag: str, names: IslNames) -> tuple[list[str], dict[str, Var]] | None:
         """Constraints of one instance of `ev` (vars renamed with `tag`); None if not affine."""
-        renamed: dict[E.Var, E.Var] = {}
-        bound: dict[str, E.Var] = {}
+        renamed: dict[Var, Var] = {}
+        bound: dict[str, Var] = {}
         constraints: list[str] = []
         known = set(self.symbols) | set(self._products.values())
         for prefix, dims in (("blockIdx", self.info.grid_dims), ("threadIdx", self.info.block_dims)):
             for axis, dim in zip(_AXES, dims):
-                for dtype in (E.dt.int32, E.dt.int64):
-                    var = E.Var(f"{prefix}.{axis}", dtype)
-                    renamed[var] = E.Var(f"{prefix}_{axis}_{tag}", E.dt.int64)
-                new = renamed[E.Var(f"{prefix}.{axis}", E.dt.int64)]
+                for dtype in (int32, int64):
+                    var = Var(f"{prefix}.{axis}", dtype)
+                    renamed[var] = Var(f"{prefix}_{axis}_{tag}", int64)
+                new = renamed[Var(f"{prefix}.{axis}", int64)]
                 known.add(new)
                 bound[f"{prefix}.{axis}"] = new
                 extent = self._text(_int64(dim), {}, names, known)
@@ -153,10 +151,10 @@ class _Conflicts:
                     return None
                 constraints.append(f"0 <= {names.name(new)} < {extent}")
         for entry in ev.context:
-            if isinstance(entry, S.For):
-                var = E.Var(f"{entry.loop_var.name}_{tag}", E.dt.int64)
+            if isinstance(entry, For):
+                var = Var(f"{entry.loop_var.name}_{tag}", int64)
                 lo = self._text(entry.min, renamed, names, known)
-                hi = self._text(E.Add(entry.min, entry.extent), renamed, names, known)
+                hi = self._text(Add(entry.min, entry.extent), renamed, names, known)
                 renamed[entry.loop_var] = var
                 known.add(var)
                 if lo is None or hi is None:
@@ -174,10 +172,10 @@ class _Conflicts:
         if index is None:
             return None
         constraints.append(f"{index} = ELEM_{tag}")
-        loops = {e.loop_var.name: renamed[e.loop_var] for e in ev.context if isinstance(e, S.For)}
+        loops = {e.loop_var.name: renamed[e.loop_var] for e in ev.context if isinstance(e, For)}
         return constraints, {**bound, **loops}
 
-    def _text(self, e: E.Expr, renamed: dict[E.Var, E.Var], names: IslNames, known: set[E.Var]) -> str | None:
+    def _text(self, e: Expr, renamed: dict[Var, Var], names: IslNames, known: set[Var]) -> str | None:
         e = self._affine(substitute(e, renamed))
         known.update(self._products.values())
         return affine_text(e, names, known, self.analyzer)
@@ -212,16 +210,16 @@ class _Conflicts:
         return not found.is_empty()
 
 
-def _lower_bound(sym: E.Var) -> int:
+def _lower_bound(sym: Var) -> int:
     """Symbolic dims are at least their lower bound (1 when unset), as in `cinn_py.symbolic`."""
     lb = sym.lower_bound
-    if isinstance(lb, E.IntImm):
+    if isinstance(lb, IntImm):
         return lb.value
     return lb if isinstance(lb, int) else 1
 
 
-def _int64(e: E.Expr) -> E.Expr:
-    return E.IntImm(E.dt.int64, e.value) if isinstance(e, E.IntImm) else e
+def _int64(e: Expr) -> Expr:
+    return IntImm(int64, e.value) if isinstance(e, IntImm) else e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,10 +245,10 @@ def _barrier_between(barriers: list[_Event], lo: int, hi: int, level: tuple[obje
 def _same_level(context: tuple[object, ...], level: tuple[object, ...]) -> bool:
     """A barrier at `level` or in loops below it (no guards: every thread reaches it)."""
     return len(context) >= len(level) and all(_same(x, y) for x, y in zip(context, level)) and all(
-        isinstance(e, S.For) for e in context[len(level):])
+        isinstance(e, For) for e in context[len(level):])
 
 
-def check_races(func: LoweredFunc, body: S.Stmt, info: CudaAxisInfo) -> None:
+def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
     """Raise CompileError for a provable cross-block or unsynchronised shared-memory race."""
     collector = _Events()
     collector.stmt(body)
@@ -298,7 +296,7 @@ def _check_shared(func: LoweredFunc, name: str, accesses: list[_Event], barriers
             if not (p.is_store or q.is_store) or (p.is_store and q.is_store) or _own_write_first(p, q, func):
                 continue
             level = _common(p.context, q.context)
-            loops = tuple(e.loop_var.name for e in level if isinstance(e, S.For))  # type: ignore[union-attr]
+            loops = tuple(e.loop_var.name for e in level if isinstance(e, For))  # type: ignore[union-attr]
             same_iter = conflicts.exists(p, q, "threads differ", loops, loops_differ=False)
             if same_iter and not _barrier_between(barriers, p.pos, q.pos, level):
                 raise _sync_error(func, name, p, q, "between them")
@@ -317,8 +315,8 @@ def _own_write_first(p: _Event, q: _Event, func: LoweredFunc) -> bool:
     if not p.is_store or q.is_store or p.index != q.index:
         return False
     level = _common(p.context, q.context)
-    loops = {e.loop_var.name for e in level if isinstance(e, S.For)}  # type: ignore[union-attr]
-    names = {v.name for v in walk(p.index) if isinstance(v, E.Var)}  # type: ignore[arg-type]
+    loops = {e.loop_var.name for e in level if isinstance(e, For)}  # type: ignore[union-attr]
+    names = {v.name for v in walk(p.index) if isinstance(v, Var)}  # type: ignore[arg-type]
     symbols = {v.name for v in func.scalar_args}
     allowed = loops | symbols | {n for n in names if n.startswith(("threadIdx.", "blockIdx."))}
     allowed |= {f"{p_}.{a}" for p_ in ("threadIdx", "blockIdx") for a in _AXES}

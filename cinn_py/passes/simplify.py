@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import BufferRange
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.visitor import Mutator
+from cinn_py.ir import (
+    Block, BufferRange, Expr, For, IfThenElse, IntImm, LoweredFunc, Mutator, ScheduleBlock,
+    ScheduleBlockRealize, Stmt, UIntImm, Var,
+)
 from cinn_py.symbolic.analyzer import Analyzer
 from cinn_py.symbolic.poly import is_index_dtype
 
@@ -29,11 +28,11 @@ class _SimplifyMutator(Mutator):
         self.an = analyzer
 
     def visit(self, node: Any) -> Any:
-        if isinstance(node, E.Expr):
+        if isinstance(node, Expr):
             return self.an.simplify(node)
         return super().visit(node)
 
-    def visit_for(self, node: S.For) -> S.Stmt:
+    def visit_for(self, node: For) -> Stmt:
         lo = self.an.simplify(node.min)
         extent = self.an.simplify(node.extent)
         with self.an.scope(node.loop_var, lo, extent):
@@ -42,7 +41,7 @@ class _SimplifyMutator(Mutator):
             return node
         return dataclasses.replace(node, min=lo, extent=extent, body=body)
 
-    def visit_schedule_block_realize(self, node: S.ScheduleBlockRealize) -> S.Stmt:
+    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         values = tuple(self.an.simplify(v) for v in node.iter_values)
         block = node.schedule_block
         bound = [(var, value) for var, value in zip(block.iter_vars, values) if is_index_dtype(value.dtype)]
@@ -51,7 +50,7 @@ class _SimplifyMutator(Mutator):
             return node
         return dataclasses.replace(node, iter_values=values, schedule_block=new_block)
 
-    def _visit_block_under(self, block: S.ScheduleBlock, bound: list[tuple[E.Var, E.Expr]]) -> S.ScheduleBlock:
+    def _visit_block_under(self, block: ScheduleBlock, bound: list[tuple[Var, Expr]]) -> ScheduleBlock:
         if not bound:
             return self.visit(block)
         var, value = bound[0]
@@ -59,7 +58,7 @@ class _SimplifyMutator(Mutator):
         if lo is None or hi is None:
             return self._visit_block_under(block, bound[1:])
         lo_e = self.an.simplify(lo.to_expr(var.dtype))
-        extent = self.an.simplify((hi - lo).to_expr(var.dtype) + E.IntImm(var.dtype, 1))
+        extent = self.an.simplify((hi - lo).to_expr(var.dtype) + IntImm(var.dtype, 1))
         with self.an.scope(var, lo_e, extent):
             return self._visit_block_under(block, bound[1:])
 
@@ -67,24 +66,24 @@ class _SimplifyMutator(Mutator):
         ranges = tuple((self.an.simplify(lo), self.an.simplify(ext)) for lo, ext in node.ranges)
         return node if ranges == node.ranges else dataclasses.replace(node, ranges=ranges)
 
-    def visit_block(self, node: S.Block) -> S.Block:
-        stmts: list[S.Stmt] = []
+    def visit_block(self, node: Block) -> Block:
+        stmts: list[Stmt] = []
         changed = False
         for stmt in node.stmts:
             new = self.visit(stmt)
             changed |= new is not stmt
-            if isinstance(new, S.Block) and isinstance(stmt, S.IfThenElse):
+            if isinstance(new, Block) and isinstance(stmt, IfThenElse):
                 stmts.extend(new.stmts)  # a decided guard: splice its branch in place
             else:
                 stmts.append(new)
         return dataclasses.replace(node, stmts=tuple(stmts)) if changed else node
 
-    def visit_if_then_else(self, node: S.IfThenElse) -> S.Stmt:
+    def visit_if_then_else(self, node: IfThenElse) -> Stmt:
         cond = self.an.simplify(node.condition)
-        if isinstance(cond, E.UIntImm) and cond.dtype.is_bool:
+        if isinstance(cond, UIntImm) and cond.dtype.is_bool:
             if cond.value:
                 return self.visit(node.true_case)
-            return self.visit(node.false_case) if node.false_case is not None else S.Block(())
+            return self.visit(node.false_case) if node.false_case is not None else Block(())
         true_case = self.visit(node.true_case)
         false_case = self.visit(node.false_case) if node.false_case is not None else None
         if cond is node.condition and true_case is node.true_case and false_case is node.false_case:
@@ -92,7 +91,7 @@ class _SimplifyMutator(Mutator):
         return dataclasses.replace(node, condition=cond, true_case=true_case, false_case=false_case)
 
 
-def simplify_stmt(stmt: S.Stmt, analyzer: Analyzer | None = None) -> S.Stmt:
+def simplify_stmt(stmt: Stmt, analyzer: Analyzer | None = None) -> Stmt:
     """Simplify every expression under `stmt` (ranges of loops outside `stmt` via `analyzer`)."""
     return _SimplifyMutator(analyzer or Analyzer()).visit(stmt)
 

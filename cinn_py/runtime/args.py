@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.ir import LoweredFunc, Tensor
-from cinn_py.ir import expr as E
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import (
+    Add, And, Cast, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, LoweredFunc, Max, Min, Minus, Mod, Mul, NE,
+    Or, Select, Sub, Tensor, UIntImm, Var,
+)
 
 _DLPACK_CPU = 1
 _DLPACK_CUDA = (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
@@ -113,25 +114,25 @@ def _c_div(a: int, b: int) -> int:
 
 
 _INT_OPS = {
-    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
-    E.Div: _c_div, E.Mod: lambda a, b: a - _c_div(a, b) * b, E.Min: min, E.Max: max,
-    E.EQ: lambda a, b: int(a == b), E.NE: lambda a, b: int(a != b), E.LT: lambda a, b: int(a < b),
-    E.LE: lambda a, b: int(a <= b), E.GT: lambda a, b: int(a > b), E.GE: lambda a, b: int(a >= b),
-    E.And: lambda a, b: int(bool(a) and bool(b)), E.Or: lambda a, b: int(bool(a) or bool(b)),
+    Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b,
+    Div: _c_div, Mod: lambda a, b: a - _c_div(a, b) * b, Min: min, Max: max,
+    EQ: lambda a, b: int(a == b), NE: lambda a, b: int(a != b), LT: lambda a, b: int(a < b),
+    LE: lambda a, b: int(a <= b), GT: lambda a, b: int(a > b), GE: lambda a, b: int(a >= b),
+    And: lambda a, b: int(bool(a) and bool(b)), Or: lambda a, b: int(bool(a) or bool(b)),
 }
 
 
-def eval_int_expr(expr: E.Expr, env: dict[str, int]) -> int:
+def eval_int_expr(expr: Expr, env: dict[str, int]) -> int:
     """Evaluate an integer expression of symbolic dims; KeyError for an unbound symbol."""
-    if isinstance(expr, (E.IntImm, E.UIntImm)):
+    if isinstance(expr, (IntImm, UIntImm)):
         return int(expr.value)
-    if isinstance(expr, E.Var):
+    if isinstance(expr, Var):
         return env[expr.name]
-    if isinstance(expr, E.Cast):
+    if isinstance(expr, Cast):
         return eval_int_expr(expr.v, env)
-    if isinstance(expr, E.Minus):
+    if isinstance(expr, Minus):
         return -eval_int_expr(expr.v, env)
-    if isinstance(expr, E.Select):
+    if isinstance(expr, Select):
         branch = expr.true_value if eval_int_expr(expr.condition, env) else expr.false_value
         return eval_int_expr(branch, env)
     op = _INT_OPS.get(type(expr))
@@ -140,11 +141,11 @@ def eval_int_expr(expr: E.Expr, env: dict[str, int]) -> int:
     raise ValueError(f"shape expression {expr} is not an integer expression of symbolic dims")
 
 
-def free_symbols(expr: E.Expr) -> set[str]:
+def free_symbols(expr: Expr) -> set[str]:
     """Names of the Vars used by a shape expression."""
-    from cinn_py.ir.visitor import walk
+    from cinn_py.ir import walk
 
-    return {node.name for node in walk(expr) if isinstance(node, E.Var)}
+    return {node.name for node in walk(expr) if isinstance(node, Var)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +319,7 @@ class ArgValidator:
             raise ValueError(f"{label}: expected rank {tensor.ndim} (shape {_fmt_shape(tensor)}), "
                              f"got rank {len(meta.shape)} (shape {meta.shape})")
         for axis, (dim, actual) in enumerate(zip(tensor.shape, meta.shape)):
-            if isinstance(dim, (E.IntImm, E.UIntImm)) and int(dim.value) != actual:
+            if isinstance(dim, (IntImm, UIntImm)) and int(dim.value) != actual:
                 raise ValueError(f"{label}: dim {axis} must be {dim.value} (shape {_fmt_shape(tensor)}), "
                                  f"got {actual} (shape {meta.shape})")
         if not meta.c_contiguous:
@@ -345,13 +346,13 @@ class ArgValidator:
     def _bind_symbols(self, metas: tuple[ArgMeta, ...]) -> dict[str, int]:
         env: dict[str, int] = {}
         where: dict[str, str] = {}
-        pending: list[tuple[E.Expr, int, str]] = []
+        pending: list[tuple[Expr, int, str]] = []
         for k, (meta, tensor) in enumerate(zip(metas, self.inputs)):
             for axis, (dim, actual) in enumerate(zip(tensor.shape, meta.shape)):
                 label = f"{self._label('input', k, tensor)} dim {axis}"
-                if isinstance(dim, E.Var):
+                if isinstance(dim, Var):
                     self._bind_one(env, where, dim.name, actual, label)
-                elif not isinstance(dim, (E.IntImm, E.UIntImm)):
+                elif not isinstance(dim, (IntImm, UIntImm)):
                     pending.append((dim, actual, label))
         self._solve_affine(env, where, pending)
         for var in self.symbols:
@@ -375,7 +376,7 @@ class ArgValidator:
             env[name], where[name] = value, label
 
     def _solve_affine(self, env: dict[str, int], where: dict[str, str],
-                      pending: list[tuple[E.Expr, int, str]]) -> None:
+                      pending: list[tuple[Expr, int, str]]) -> None:
         """Bind a symbol that only occurs inside `a*S + b` dims (a, b constant after binding)."""
         for dim, actual, label in pending:
             unknown = free_symbols(dim) - set(env)
@@ -390,12 +391,12 @@ class ArgValidator:
             if eval_int_expr(dim, {**env, name: value}) == actual:
                 self._bind_one(env, where, name, value, label)
 
-    def _check_bounds(self, var: E.Var, value: int, label: str) -> None:
+    def _check_bounds(self, var: Var, value: int, label: str) -> None:
         lower = var.lower_bound
         upper = var.upper_bound
-        if isinstance(lower, (E.IntImm, E.UIntImm)) and value < lower.value:
+        if isinstance(lower, (IntImm, UIntImm)) and value < lower.value:
             raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is below its lower bound {lower.value}")
-        if isinstance(upper, (E.IntImm, E.UIntImm)) and value >= upper.value:
+        if isinstance(upper, (IntImm, UIntImm)) and value >= upper.value:
             raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is not below its upper bound "
                              f"{upper.value}")
         if value < 0:
@@ -445,7 +446,7 @@ def storage_dtype(dtype: DType) -> np.dtype:
 
 
 def _fmt_shape(tensor: Tensor) -> str:
-    from cinn_py.ir.text.printer import print_ir
+    from cinn_py.ir import print_ir
 
     return "[" + ", ".join(print_ir(d) for d in tensor.shape) + "]"
 

@@ -79,7 +79,7 @@ def cache_dir() -> Path | None:
 
 def ir_text(func: LoweredFunc) -> str:
     """The text that identifies `func`: printed IR with declarations when the printer has them."""
-    from cinn_py.ir.text.printer import print_ir
+    from cinn_py.ir import print_ir
 
     try:
         return print_ir(func, decls=True)

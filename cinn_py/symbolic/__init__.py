@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cinn_py.ir import expr as E
+from cinn_py.ir import Expr, dtype_of, int64
 from cinn_py.symbolic.analyzer import Analyzer, VarRanges
 from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
 
@@ -36,12 +36,12 @@ __all__ = [
 ]
 
 
-def simplify(expr: E.Expr, var_ranges: VarRanges | None = None) -> E.Expr:
+def simplify(expr: Expr, var_ranges: VarRanges | None = None) -> Expr:
     """Simplify an expression (index arithmetic, comparisons, logic, select) given var ranges."""
     return Analyzer(var_ranges).simplify(expr)
 
 
-def prove_eq(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
+def prove_eq(a: Expr, b: Expr, var_ranges: VarRanges | None = None) -> bool:
     """True when `a == b` is proven for all values in range; sympy is the slow fallback."""
     an = Analyzer(var_ranges)
     if an.prove_eq(a, b):
@@ -53,27 +53,27 @@ def prove_eq(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
     return sympy_prove_eq(an.simplify(a), an.simplify(b), an)
 
 
-def prove_le(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
+def prove_le(a: Expr, b: Expr, var_ranges: VarRanges | None = None) -> bool:
     """True when `a <= b` is proven."""
     return Analyzer(var_ranges).prove_le(a, b)
 
 
-def prove_lt(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
+def prove_lt(a: Expr, b: Expr, var_ranges: VarRanges | None = None) -> bool:
     """True when `a < b` is proven."""
     return Analyzer(var_ranges).prove_lt(a, b)
 
 
-def prove_ge(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
+def prove_ge(a: Expr, b: Expr, var_ranges: VarRanges | None = None) -> bool:
     """True when `a >= b` is proven."""
     return Analyzer(var_ranges).prove_le(b, a)
 
 
-def prove_gt(a: E.Expr, b: E.Expr, var_ranges: VarRanges | None = None) -> bool:
+def prove_gt(a: Expr, b: Expr, var_ranges: VarRanges | None = None) -> bool:
     """True when `a > b` is proven."""
     return Analyzer(var_ranges).prove_lt(b, a)
 
 
-def const_bounds(expr: E.Expr, var_ranges: VarRanges | None = None) -> tuple[int, int] | None:
+def const_bounds(expr: Expr, var_ranges: VarRanges | None = None) -> tuple[int, int] | None:
     """Inclusive constant bounds `(lo, hi)` of an index expression, or None when either side is
     unbounded or unknown (e.g. anything growing with a symbolic dim)."""
     lo, hi = Analyzer(var_ranges).const_bounds(expr)
@@ -82,8 +82,8 @@ def const_bounds(expr: E.Expr, var_ranges: VarRanges | None = None) -> tuple[int
     return lo, hi
 
 
-def symbolic_bounds(expr: E.Expr, var_ranges: VarRanges | None = None
-                    ) -> tuple[E.Expr | None, E.Expr | None]:
+def symbolic_bounds(expr: Expr, var_ranges: VarRanges | None = None
+                    ) -> tuple[Expr | None, Expr | None]:
     """Inclusive bounds of `expr` with every ranged var eliminated (expressions of the free vars,
     e.g. symbolic dims): `i * 4 + j` with `i: (0, S0)`, `j: (0, 4)` gives `(0, (S0 * 4) - 1)`."""
     if not is_index_dtype(expr.dtype):
@@ -94,19 +94,18 @@ def symbolic_bounds(expr: E.Expr, var_ranges: VarRanges | None = None
             None if hi is None else an.simplify(hi.to_expr(expr.dtype)))
 
 
-def to_sympy(expr: E.Expr, var_ranges: VarRanges | None = None) -> Any:
+def to_sympy(expr: Expr, var_ranges: VarRanges | None = None) -> Any:
     """The sympy form of an index expression (see `sympy_bridge`)."""
     from cinn_py.symbolic.sympy_bridge import SympyBridge  # noqa: PLC0415
 
     return SympyBridge(Analyzer(var_ranges)).to_sympy(expr)
 
 
-def from_sympy(value: Any, dtype: Any = None, variables: Mapping[str, E.Expr] | None = None) -> E.Expr:
+def from_sympy(value: Any, dtype: Any = None, variables: Mapping[str, Expr] | None = None) -> Expr:
     """The index expression of a sympy expression (int64 unless `dtype`); `variables` maps symbol
     names to the Vars to use (symbolic dims keep their bounds that way)."""
-    from cinn_py.ir import dtype as dt  # noqa: PLC0415
     from cinn_py.symbolic.sympy_bridge import SympyBridge  # noqa: PLC0415
 
     bridge = SympyBridge()
     bridge.vars.update(variables or {})
-    return bridge.from_sympy(value, dt.dtype_of(dtype) if dtype is not None else dt.int64)
+    return bridge.from_sympy(value, dtype_of(dtype) if dtype is not None else int64)

@@ -18,12 +18,11 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cinn_py.ir import expr as E
-from cinn_py.ir.visitor import child_fields
+from cinn_py.ir import Expr, FloatImm, IntImm, StringImm, UIntImm, Var, as_expr, child_fields
 from cinn_py.symbolic.bounds import BoundsEngine
 from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
 
-VarRanges = Mapping[E.Var, tuple[E.Expr | int, E.Expr | int]]
+VarRanges = Mapping[Var, tuple[Expr | int, Expr | int]]
 MAX_REWRITE_DEPTH = 64
 """Nested rewrites per node before the driver stops (a safety net: rules are terminating)."""
 
@@ -32,26 +31,26 @@ class Analyzer:
     """Ranges, simplifier and prover for index expressions under one set of loops."""
 
     def __init__(self, var_ranges: VarRanges | None = None) -> None:
-        self.ranges: dict[E.Var, tuple[E.Expr, E.Expr]] = {}
-        self._intervals: dict[E.Var, tuple[Poly | None, Poly | None] | None] = {}
-        self._memo: dict[E.Expr, E.Expr] = {}
+        self.ranges: dict[Var, tuple[Expr, Expr]] = {}
+        self._intervals: dict[Var, tuple[Poly | None, Poly | None] | None] = {}
+        self._memo: dict[Expr, Expr] = {}
         self._depth = 0
         self.bounds = BoundsEngine(self)
         for var, rng in (var_ranges or {}).items():
             self.bind(var, rng[0], rng[1])
 
     # -- ranges ------------------------------------------------------------------------------------
-    def bind(self, var: E.Var, min_value: E.Expr | int, extent: E.Expr | int) -> None:
+    def bind(self, var: Var, min_value: Expr | int, extent: Expr | int) -> None:
         """Record `min_value <= var < min_value + extent` (clears memoised results)."""
-        if not isinstance(var, E.Var):
+        if not isinstance(var, Var):
             raise TypeError(f"Analyzer.bind: expected a Var, got {type(var).__name__}")
-        lo = E.as_expr(min_value, var.dtype)
-        ext = E.as_expr(extent, var.dtype)
+        lo = as_expr(min_value, var.dtype)
+        ext = as_expr(extent, var.dtype)
         self.ranges[var] = (lo, ext)
         self._reset_caches()
 
     @contextlib.contextmanager
-    def scope(self, var: E.Var, min_value: E.Expr | int, extent: E.Expr | int) -> Iterator[None]:
+    def scope(self, var: Var, min_value: Expr | int, extent: Expr | int) -> Iterator[None]:
         """Bind `var` for the duration of a `with` block (nested loops), then restore."""
         previous = self.ranges.get(var)
         self.bind(var, min_value, extent)
@@ -69,7 +68,7 @@ class Analyzer:
         self._memo.clear()
         self.bounds = BoundsEngine(self)
 
-    def var_interval(self, var: E.Var) -> tuple[Poly | None, Poly | None] | None:
+    def var_interval(self, var: Var) -> tuple[Poly | None, Poly | None] | None:
         """Inclusive (lo, hi) polynomials of a ranged var, or None for a free var."""
         if var in self._intervals:
             return self._intervals[var]
@@ -78,7 +77,7 @@ class Analyzer:
         self._intervals[var] = result
         return result
 
-    def _compute_interval(self, var: E.Var) -> tuple[Poly | None, Poly | None] | None:
+    def _compute_interval(self, var: Var) -> tuple[Poly | None, Poly | None] | None:
         if var in self.ranges:
             lo, extent = self.ranges[var]
             if not (is_index_dtype(lo.dtype) and is_index_dtype(extent.dtype)):
@@ -97,9 +96,9 @@ class Analyzer:
         return lo_p, hi_p
 
     # -- simplification ---------------------------------------------------------------------------
-    def simplify(self, expr: E.Expr) -> E.Expr:
+    def simplify(self, expr: Expr) -> Expr:
         """Apply every rule of `cinn_py.symbolic.rules` bottom-up, to a fixpoint."""
-        if not isinstance(expr, E.Expr):
+        if not isinstance(expr, Expr):
             raise TypeError(f"simplify: expected an ir.Expr, got {type(expr).__name__}")
         hit = self._memo.get(expr)
         if hit is not None:
@@ -115,8 +114,8 @@ class Analyzer:
         self._memo[result] = result
         return result
 
-    def _map_children(self, expr: E.Expr) -> E.Expr:
-        if isinstance(expr, (E.Var, E.IntImm, E.UIntImm, E.FloatImm, E.StringImm)):
+    def _map_children(self, expr: Expr) -> Expr:
+        if isinstance(expr, (Var, IntImm, UIntImm, FloatImm, StringImm)):
             return expr
         changes: dict[str, Any] = {}
         for name, value in child_fields(expr):
@@ -126,14 +125,14 @@ class Analyzer:
         return dataclasses.replace(expr, **changes) if changes else expr
 
     def _simplify_value(self, value: Any) -> Any:
-        if isinstance(value, E.Expr):
+        if isinstance(value, Expr):
             return self.simplify(value)
         if isinstance(value, tuple):
             items = tuple(self._simplify_value(v) for v in value)
             return value if all(a is b for a, b in zip(items, value)) else items
         return value
 
-    def _rewrite(self, expr: E.Expr) -> E.Expr:
+    def _rewrite(self, expr: Expr) -> Expr:
         from cinn_py.symbolic.rules import rules_for  # noqa: PLC0415  (rules import this module)
 
         for rule in rules_for(type(expr)):
@@ -143,7 +142,7 @@ class Analyzer:
         return expr
 
     # -- bounds and proofs ------------------------------------------------------------------------
-    def const_bounds(self, expr: E.Expr) -> tuple[int | None, int | None]:
+    def const_bounds(self, expr: Expr) -> tuple[int | None, int | None]:
         """Inclusive constant (lo, hi) of an index expression; either side None if unknown."""
         if not is_index_dtype(expr.dtype):
             return None, None
@@ -153,21 +152,21 @@ class Analyzer:
     def prove_nonneg_poly(self, p: Poly) -> bool:
         return self.bounds.prove_nonneg(p)
 
-    def prove_nonneg(self, expr: E.Expr) -> bool:
+    def prove_nonneg(self, expr: Expr) -> bool:
         """True when `expr >= 0` is proven (index dtypes only)."""
         if not is_index_dtype(expr.dtype):
             return False
         return self.bounds.prove_nonneg(to_poly(self.simplify(expr)))
 
-    def prove_le(self, a: E.Expr, b: E.Expr) -> bool:
+    def prove_le(self, a: Expr, b: Expr) -> bool:
         """True when `a <= b` is proven."""
         return self._prove_diff_nonneg(b, a, 0)
 
-    def prove_lt(self, a: E.Expr, b: E.Expr) -> bool:
+    def prove_lt(self, a: Expr, b: Expr) -> bool:
         """True when `a < b` is proven."""
         return self._prove_diff_nonneg(b, a, 1)
 
-    def prove_eq(self, a: E.Expr, b: E.Expr) -> bool:
+    def prove_eq(self, a: Expr, b: Expr) -> bool:
         """True when `a == b` is proven by canonical forms or two-sided bounds."""
         if a == b:
             return True
@@ -178,12 +177,12 @@ class Analyzer:
             return diff.constant == 0
         return self.bounds.prove_nonneg(diff) and self.bounds.prove_nonneg(-diff)
 
-    def _prove_diff_nonneg(self, big: E.Expr, small: E.Expr, margin: int) -> bool:
+    def _prove_diff_nonneg(self, big: Expr, small: Expr, margin: int) -> bool:
         if not (is_index_dtype(big.dtype) and is_index_dtype(small.dtype)):
             return False
         diff = to_poly(self.simplify(big)) - to_poly(self.simplify(small)) - Poly.const(margin)
         return self.bounds.prove_nonneg(diff)
 
-    def poly(self, expr: E.Expr) -> Poly:
+    def poly(self, expr: Expr) -> Poly:
         """The polynomial of the simplified expression."""
         return to_poly(self.simplify(expr))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from cinn_py.ir import expr as E
+from cinn_py.ir import Cast, DType, Div, Expr, IntImm, Max, Min, Mod, Select, Var
 from cinn_py.symbolic.poly import Poly, to_poly
 
 if TYPE_CHECKING:
@@ -32,10 +32,10 @@ MAX_DEPTH = 8
 Interval = tuple[Poly, Poly]
 
 
-def symbolic_lower_default(var: E.Var) -> int | None:
+def symbolic_lower_default(var: Var) -> int | None:
     """Constant lower bound a free var carries: symbolic dims are positive unless told otherwise."""
     lb = var.lower_bound
-    if isinstance(lb, E.IntImm):
+    if isinstance(lb, IntImm):
         return lb.value
     if var.is_symbolic_constant:
         return 1
@@ -61,7 +61,7 @@ class BoundsEngine:
             out = out + b.scale(coef)
         return out
 
-    def _bound_mono(self, mono: tuple[E.Expr, ...], upper: bool, depth: int) -> Poly | None:
+    def _bound_mono(self, mono: tuple[Expr, ...], upper: bool, depth: int) -> Poly | None:
         if len(mono) == 1:
             return self._bound_atom(mono[0], upper, depth)
         # A product is monotone in each factor only when every factor is nonnegative.
@@ -75,9 +75,9 @@ class BoundsEngine:
             result = result * b
         return result
 
-    def _bound_atom(self, atom: E.Expr, upper: bool, depth: int) -> Poly | None:
+    def _bound_atom(self, atom: Expr, upper: bool, depth: int) -> Poly | None:
         if depth <= 0:
-            return Poly.atom(atom) if isinstance(atom, E.Var) else None
+            return Poly.atom(atom) if isinstance(atom, Var) else None
         handler = _ATOM_BOUNDS.get(type(atom))
         if handler is not None:
             return handler(self, atom, upper, depth - 1)
@@ -115,7 +115,7 @@ class BoundsEngine:
         """Min (max) of a polynomial over free atoms, writing each atom as `L + t`, `t >= 0`."""
         if p.is_const():
             return p.constant
-        shift: dict[E.Expr, Poly] = {}
+        shift: dict[Expr, Poly] = {}
         for atom in p.atoms():
             low = self._free_atom_lower(atom, depth)
             if low is None:
@@ -129,8 +129,8 @@ class BoundsEngine:
             return shifted.constant
         return None
 
-    def _free_atom_lower(self, atom: E.Expr, depth: int) -> int | None:
-        if isinstance(atom, E.Var):
+    def _free_atom_lower(self, atom: Expr, depth: int) -> int | None:
+        if isinstance(atom, Var):
             rng = self.an.var_interval(atom)
             if rng is not None and rng[0] is not None and rng[0].is_const():
                 return rng[0].constant
@@ -163,7 +163,7 @@ class BoundsEngine:
         `((S0 + 1023) / 1024) * 1024 >= S0` is proven. Needs `x >= 0`. `x % c` is first written
         `x - c * (x / c)` (exact in C semantics).
         """
-        expanded = p.substitute({a: to_poly(a.a) - Poly.atom(E.Div(a.a, a.b)).scale(a.b.value)
+        expanded = p.substitute({a: to_poly(a.a) - Poly.atom(Div(a.a, a.b)).scale(a.b.value)
                                  for a in p.atoms() if _is_mod_by_pos_const(a)})
         out = Poly.const(expanded.constant)
         for mono, coef in expanded.non_const_terms():
@@ -186,15 +186,15 @@ def _at_least(value: int | None, bound: int) -> bool:
     return value is not None and value >= bound
 
 
-def _is_div_by_pos_const(e: E.Expr) -> bool:
-    return isinstance(e, E.Div) and isinstance(e.b, E.IntImm) and e.b.value > 0
+def _is_div_by_pos_const(e: Expr) -> bool:
+    return isinstance(e, Div) and isinstance(e.b, IntImm) and e.b.value > 0
 
 
-def _is_mod_by_pos_const(e: E.Expr) -> bool:
-    return isinstance(e, E.Mod) and isinstance(e.b, E.IntImm) and e.b.value > 0
+def _is_mod_by_pos_const(e: Expr) -> bool:
+    return isinstance(e, Mod) and isinstance(e.b, IntImm) and e.b.value > 0
 
 
-def _dtype_bound(atom: E.Expr, upper: bool) -> Poly | None:
+def _dtype_bound(atom: Expr, upper: bool) -> Poly | None:
     """Any value of a narrow signed integer type lies in its type range."""
     dtype = atom.dtype
     if dtype.is_int and dtype.bits < 64:
@@ -205,7 +205,7 @@ def _dtype_bound(atom: E.Expr, upper: bool) -> Poly | None:
     return None
 
 
-def _bound_var(eng: BoundsEngine, var: E.Var, upper: bool, depth: int) -> Poly | None:
+def _bound_var(eng: BoundsEngine, var: Var, upper: bool, depth: int) -> Poly | None:
     rng = eng.an.var_interval(var)
     if rng is None:
         # A free var (symbolic dim, unranged var) bounds itself; const_* finishes the job.
@@ -216,21 +216,21 @@ def _bound_var(eng: BoundsEngine, var: E.Var, upper: bool, depth: int) -> Poly |
     return eng.bound(end, upper, depth)
 
 
-def _bound_div(eng: BoundsEngine, node: E.Div, upper: bool, depth: int) -> Poly | None:
+def _bound_div(eng: BoundsEngine, node: Div, upper: bool, depth: int) -> Poly | None:
     divisor = to_poly(node.b)
     if divisor.is_const() and divisor.constant > 0:
         # Truncating division by a positive constant is monotone nondecreasing.
         b = eng.bound(to_poly(node.a), upper, depth)
         if b is None:
             return None
-        return to_poly(eng.an.simplify(E.Div(b.to_expr(node.dtype), node.b)))
+        return to_poly(eng.an.simplify(Div(b.to_expr(node.dtype), node.b)))
     if _at_least(eng.const_lower(divisor, depth), 1) and _at_least(eng.const_lower(to_poly(node.a), depth), 0):
         # 0 <= x / d <= x for d >= 1.
         return eng.bound(to_poly(node.a), True, depth) if upper else Poly.const(0)
     return _dtype_bound(node, upper)
 
 
-def _bound_mod(eng: BoundsEngine, node: E.Mod, upper: bool, depth: int) -> Poly | None:
+def _bound_mod(eng: BoundsEngine, node: Mod, upper: bool, depth: int) -> Poly | None:
     x = to_poly(node.a)
     divisor = to_poly(node.b)
     x_lo = eng.const_lower(x, depth)
@@ -253,7 +253,7 @@ def _bound_mod(eng: BoundsEngine, node: E.Mod, upper: bool, depth: int) -> Poly 
     return _dtype_bound(node, upper)
 
 
-def _pick(eng: BoundsEngine, a: Poly | None, b: Poly | None, take_min: bool, dtype: E.DType,
+def _pick(eng: BoundsEngine, a: Poly | None, b: Poly | None, take_min: bool, dtype: DType,
           exact: bool) -> Poly | None:
     """min/max of two bounds; `exact=False` allows returning either one (both are valid)."""
     if a is None or b is None:
@@ -263,30 +263,30 @@ def _pick(eng: BoundsEngine, a: Poly | None, b: Poly | None, take_min: bool, dty
         return a if (diff.constant <= 0) == take_min else b
     if not exact:
         return a if a.is_const() or not b.is_const() else b
-    cls = E.Min if take_min else E.Max
+    cls = Min if take_min else Max
     return to_poly(eng.an.simplify(cls(a.to_expr(dtype), b.to_expr(dtype))))
 
 
-def _bound_min(eng: BoundsEngine, node: E.Min, upper: bool, depth: int) -> Poly | None:
+def _bound_min(eng: BoundsEngine, node: Min, upper: bool, depth: int) -> Poly | None:
     a = eng.bound(to_poly(node.a), upper, depth)
     b = eng.bound(to_poly(node.b), upper, depth)
     # An upper bound of min(a, b) is an upper bound of either; a lower bound needs both.
     return _pick(eng, a, b, True, node.dtype, exact=not upper)
 
 
-def _bound_max(eng: BoundsEngine, node: E.Max, upper: bool, depth: int) -> Poly | None:
+def _bound_max(eng: BoundsEngine, node: Max, upper: bool, depth: int) -> Poly | None:
     a = eng.bound(to_poly(node.a), upper, depth)
     b = eng.bound(to_poly(node.b), upper, depth)
     return _pick(eng, a, b, False, node.dtype, exact=upper)
 
 
-def _bound_select(eng: BoundsEngine, node: E.Select, upper: bool, depth: int) -> Poly | None:
+def _bound_select(eng: BoundsEngine, node: Select, upper: bool, depth: int) -> Poly | None:
     a = eng.bound(to_poly(node.true_value), upper, depth)
     b = eng.bound(to_poly(node.false_value), upper, depth)
     return _pick(eng, a, b, not upper, node.dtype, exact=True)
 
 
-def _bound_cast(eng: BoundsEngine, node: E.Cast, upper: bool, depth: int) -> Poly | None:
+def _bound_cast(eng: BoundsEngine, node: Cast, upper: bool, depth: int) -> Poly | None:
     inner = node.v
     if inner.dtype.is_int and node.dtype.is_int and node.dtype.bits >= inner.dtype.bits:
         # Widening keeps the value; the bound is re-typed by keeping only its constant.
@@ -297,6 +297,6 @@ def _bound_cast(eng: BoundsEngine, node: E.Cast, upper: bool, depth: int) -> Pol
 
 
 _ATOM_BOUNDS: Mapping[type, Callable[..., Poly | None]] = {
-    E.Var: _bound_var, E.Div: _bound_div, E.Mod: _bound_mod, E.Min: _bound_min,
-    E.Max: _bound_max, E.Select: _bound_select, E.Cast: _bound_cast,
+    Var: _bound_var, Div: _bound_div, Mod: _bound_mod, Min: _bound_min,
+    Max: _bound_max, Select: _bound_select, Cast: _bound_cast,
 }

@@ -19,19 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
-from cinn_py.ir import expr as E
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import Add, DType, Expr, IntImm, Minus, Mul, Sub, Var
 
-Monomial = tuple[E.Expr, ...]
+Monomial = tuple[Expr, ...]
 MAX_EXPANDED_TERMS = 16
 """Products of sums with more terms than this stay atoms (keeps simplification near-linear)."""
 
 
 @lru_cache(maxsize=65536)
-def atom_key(atom: E.Expr) -> tuple[bool, str]:
+def atom_key(atom: Expr) -> tuple[bool, str]:
     """Sort key of an atom: symbolic dims after everything else (`(i * S1)`), then the printed
     text (deterministic across runs)."""
-    return isinstance(atom, E.Var) and atom.is_symbolic_constant, str(atom)
+    return isinstance(atom, Var) and atom.is_symbolic_constant, str(atom)
 
 
 def _monomial_key(mono: Monomial) -> tuple[tuple[bool, str], ...]:
@@ -53,7 +52,7 @@ class Poly:
         return Poly({(): value})
 
     @staticmethod
-    def atom(atom: E.Expr) -> Poly:
+    def atom(atom: Expr) -> Poly:
         return Poly({(atom,): 1})
 
     # -- queries --------------------------------------------------------------------------------
@@ -67,7 +66,7 @@ class Poly:
     def non_const_terms(self) -> Iterator[tuple[Monomial, int]]:
         return ((m, c) for m, c in self.terms.items() if m)
 
-    def atoms(self) -> set[E.Expr]:
+    def atoms(self) -> set[Expr]:
         return {a for m in self.terms for a in m}
 
     def __eq__(self, other: object) -> bool:
@@ -105,7 +104,7 @@ class Poly:
                 out[mono] = out.get(mono, 0) + c1 * c2
         return Poly(out)
 
-    def substitute(self, mapping: Mapping[E.Expr, Poly]) -> Poly:
+    def substitute(self, mapping: Mapping[Expr, Poly]) -> Poly:
         """Replace atoms by polynomials and expand."""
         out = Poly()
         for mono, coef in self.terms.items():
@@ -116,28 +115,28 @@ class Poly:
         return out
 
     # -- back to an expression ------------------------------------------------------------------
-    def to_expr(self, dtype: DType) -> E.Expr:
+    def to_expr(self, dtype: DType) -> Expr:
         """The canonical expression of this polynomial (see the module docstring for the order)."""
         terms = sorted(self.non_const_terms(), key=lambda t: _term_order(t[0], t[1]))
         const = self.constant
-        result: E.Expr | None = None
+        result: Expr | None = None
         positives = [t for t in terms if t[1] > 0]
         if not positives and const > 0 and terms:
-            result = E.IntImm(dtype, const)
+            result = IntImm(dtype, const)
             const = 0
         for mono, coef in terms:
             if result is None:
                 result = _monomial_expr(mono, coef, dtype)
             elif coef > 0:
-                result = E.Add(result, _monomial_expr(mono, coef, dtype))
+                result = Add(result, _monomial_expr(mono, coef, dtype))
             else:
-                result = E.Sub(result, _monomial_expr(mono, -coef, dtype))
+                result = Sub(result, _monomial_expr(mono, -coef, dtype))
         if result is None:
-            return E.IntImm(dtype, const)
+            return IntImm(dtype, const)
         if const > 0:
-            return E.Add(result, E.IntImm(dtype, const))
+            return Add(result, IntImm(dtype, const))
         if const < 0:
-            return E.Sub(result, E.IntImm(dtype, -const))
+            return Sub(result, IntImm(dtype, -const))
         return result
 
 
@@ -145,14 +144,14 @@ def _term_order(mono: Monomial, coef: int) -> tuple[bool, int, int, tuple[tuple[
     return (coef < 0, -len(mono), -abs(coef), _monomial_key(mono))
 
 
-def _monomial_expr(mono: Monomial, coef: int, dtype: DType) -> E.Expr:
+def _monomial_expr(mono: Monomial, coef: int, dtype: DType) -> Expr:
     """`((a * b) * 8)`; a lone negative first term prints `(a * -8)` or `-(a)`."""
     result = mono[0]
     for atom in mono[1:]:
-        result = E.Mul(result, atom)
+        result = Mul(result, atom)
     if coef == -1:
-        return E.Minus(result)
-    return result if coef == 1 else E.Mul(result, E.IntImm(dtype, coef))
+        return Minus(result)
+    return result if coef == 1 else Mul(result, IntImm(dtype, coef))
 
 
 def is_index_dtype(dtype: DType) -> bool:
@@ -160,22 +159,22 @@ def is_index_dtype(dtype: DType) -> bool:
     return dtype.is_int and dtype.lanes == 1
 
 
-def to_poly(expr: E.Expr) -> Poly:
+def to_poly(expr: Expr) -> Poly:
     """The polynomial of a signed-integer expression; non-polynomial nodes become atoms."""
-    if isinstance(expr, E.IntImm):
+    if isinstance(expr, IntImm):
         return Poly.const(expr.value)
-    if isinstance(expr, E.Add):
+    if isinstance(expr, Add):
         return to_poly(expr.a) + to_poly(expr.b)
-    if isinstance(expr, E.Sub):
+    if isinstance(expr, Sub):
         return to_poly(expr.a) - to_poly(expr.b)
-    if isinstance(expr, E.Minus):
+    if isinstance(expr, Minus):
         return -to_poly(expr.v)
-    if isinstance(expr, E.Mul):
+    if isinstance(expr, Mul):
         return _mul_poly(expr)
     return Poly.atom(expr)
 
 
-def _mul_poly(expr: E.Mul) -> Poly:
+def _mul_poly(expr: Mul) -> Poly:
     a, b = to_poly(expr.a), to_poly(expr.b)
     if a.is_const():
         return b.scale(a.constant)
@@ -186,6 +185,6 @@ def _mul_poly(expr: E.Mul) -> Poly:
     return a * b
 
 
-def poly_expr(terms: Iterable[tuple[Monomial, int]], dtype: DType) -> E.Expr:
+def poly_expr(terms: Iterable[tuple[Monomial, int]], dtype: DType) -> Expr:
     """Shortcut: the canonical expression of a term list."""
     return Poly(dict(terms)).to_expr(dtype)

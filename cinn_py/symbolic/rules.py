@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
+from cinn_py.ir import (
+    Add, And, BinaryOp, Cast, CmpOp, Div, EQ, Expr, GE, GT, IntImm, LE, LT, LogicalOp, Max, Min, Minus, Mod,
+    Mul, NE, Not, Or, Select, Sub, UIntImm, bool_,
+)
 from cinn_py.symbolic.analyzer import Analyzer
 from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
 
@@ -29,7 +31,7 @@ class Rule:
 
     name: str
     kinds: tuple[type, ...]
-    apply: Callable[[E.Expr, Analyzer], E.Expr | None]
+    apply: Callable[[Expr, Analyzer], Expr | None]
 
 
 def c_div(a: int, b: int) -> int:
@@ -43,30 +45,30 @@ def c_mod(a: int, b: int) -> int:
     return a - b * c_div(a, b)
 
 
-def _int(e: E.Expr) -> int | None:
-    return e.value if isinstance(e, E.IntImm) else None
+def _int(e: Expr) -> int | None:
+    return e.value if isinstance(e, IntImm) else None
 
 
-def _pos_const(e: E.Expr) -> int | None:
+def _pos_const(e: Expr) -> int | None:
     v = _int(e)
     return v if v is not None and v > 0 else None
 
 
-def _bool(e: E.Expr) -> bool | None:
-    if isinstance(e, E.UIntImm) and e.dtype.is_bool and e.dtype.lanes == 1:
+def _bool(e: Expr) -> bool | None:
+    if isinstance(e, UIntImm) and e.dtype.is_bool and e.dtype.lanes == 1:
         return bool(e.value)
     return None
 
 
-def _true() -> E.Expr:
-    return E.UIntImm(dt.bool_, 1)
+def _true() -> Expr:
+    return UIntImm(bool_, 1)
 
 
-def _false() -> E.Expr:
-    return E.UIntImm(dt.bool_, 0)
+def _false() -> Expr:
+    return UIntImm(bool_, 0)
 
 
-def _index(node: E.BinaryOp) -> bool:
+def _index(node: BinaryOp) -> bool:
     return is_index_dtype(node.a.dtype) and node.a.dtype == node.b.dtype
 
 
@@ -74,19 +76,19 @@ def _index(node: E.BinaryOp) -> bool:
 # Constant folding and sums
 # ------------------------------------------------------------------------------------------------
 _FOLD: dict[type, Callable[[int, int], int]] = {
-    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
-    E.Div: c_div, E.Mod: c_mod, E.Min: min, E.Max: max,
+    Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b,
+    Div: c_div, Mod: c_mod, Min: min, Max: max,
 }
 
 
-def fold_int_binary(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+def fold_int_binary(node: BinaryOp, an: Analyzer) -> Expr | None:
     # c1 OP c2 -> c3  (C semantics; x / 0 and x % 0 are left alone)
     a, b = _int(node.a), _int(node.b)
     if a is None or b is None or node.a.dtype != node.b.dtype:
         return None
-    if isinstance(node, (E.Div, E.Mod)) and b == 0:
+    if isinstance(node, (Div, Mod)) and b == 0:
         return None
-    return E.IntImm(node.dtype, _FOLD[type(node)](a, b))
+    return IntImm(node.dtype, _FOLD[type(node)](a, b))
 
 
 def merge_div_mod_pairs(p: Poly) -> Poly:
@@ -95,7 +97,7 @@ def merge_div_mod_pairs(p: Poly) -> Poly:
     while changed:
         changed = False
         for mono, k in list(p.terms.items()):
-            if len(mono) != 1 or not isinstance(mono[0], E.Mod):
+            if len(mono) != 1 or not isinstance(mono[0], Mod):
                 continue
             mod = mono[0]
             c = _int(mod.b)
@@ -112,22 +114,22 @@ def merge_div_mod_pairs(p: Poly) -> Poly:
     return p
 
 
-def _div_partner(p: Poly, mod: E.Mod) -> tuple[E.Expr, ...] | None:
+def _div_partner(p: Poly, mod: Mod) -> tuple[Expr, ...] | None:
     """The monomial `y / c` matching `y % c` in `p`; `x / (a * c)` stands for `(x / a) / c`."""
-    candidates = [(E.Div(mod.a, mod.b),)]
+    candidates = [(Div(mod.a, mod.b),)]
     a, c = mod.a, _int(mod.b)
-    if isinstance(a, E.Div) and (inner := _pos_const(a.b)) is not None and c is not None and c > 0:
-        candidates.append((E.Div(a.a, E.IntImm(mod.dtype, inner * c)),))
+    if isinstance(a, Div) and (inner := _pos_const(a.b)) is not None and c is not None and c > 0:
+        candidates.append((Div(a.a, IntImm(mod.dtype, inner * c)),))
     return next((m for m in candidates if m in p.terms), None)
 
 
 def merge_min_max_pairs(p: Poly) -> Poly:
     """`min(x, y) * k + max(x, y) * k -> (x + y) * k`: the pair is always {x, y}."""
     for mono, k in list(p.terms.items()):
-        if len(mono) != 1 or not isinstance(mono[0], E.Min):
+        if len(mono) != 1 or not isinstance(mono[0], Min):
             continue
         x, y = mono[0].a, mono[0].b
-        partner = next((m for m in ((E.Max(x, y),), (E.Max(y, x),)) if m in p.terms), None)
+        partner = next((m for m in ((Max(x, y),), (Max(y, x),)) if m in p.terms), None)
         if partner is None or p.terms[partner] * k <= 0:
             continue
         shared = min(abs(k), abs(p.terms[partner])) * (1 if k > 0 else -1)
@@ -135,7 +137,7 @@ def merge_min_max_pairs(p: Poly) -> Poly:
     return p
 
 
-def canonical_sum(node: E.Expr, an: Analyzer) -> E.Expr | None:
+def canonical_sum(node: Expr, an: Analyzer) -> Expr | None:
     # x + 0 -> x, x * 1 -> x, x * 0 -> 0, x - x -> 0, (i*8 + j) + 0 -> ((i * 8) + j): polynomial form
     if not is_index_dtype(node.dtype):
         return None
@@ -148,8 +150,8 @@ def canonical_sum(node: E.Expr, an: Analyzer) -> E.Expr | None:
 def _split_by(p: Poly, divisor: Poly) -> tuple[Poly, Poly]:
     """(quotient q, rest r) with `p == q * divisor + r`, taking every term divisor divides."""
     (dmono, dcoef), = divisor.terms.items()
-    q: dict[tuple[E.Expr, ...], int] = {}
-    r: dict[tuple[E.Expr, ...], int] = {}
+    q: dict[tuple[Expr, ...], int] = {}
+    r: dict[tuple[Expr, ...], int] = {}
     for mono, coef in p.terms.items():
         rest = _mono_quotient(mono, dmono)
         if rest is not None and coef % dcoef == 0:
@@ -159,7 +161,7 @@ def _split_by(p: Poly, divisor: Poly) -> tuple[Poly, Poly]:
     return Poly(q), Poly(r)
 
 
-def _mono_quotient(mono: tuple[E.Expr, ...], dmono: tuple[E.Expr, ...]) -> tuple[E.Expr, ...] | None:
+def _mono_quotient(mono: tuple[Expr, ...], dmono: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
     rest = list(mono)
     for atom in dmono:
         if atom not in rest:
@@ -168,7 +170,7 @@ def _mono_quotient(mono: tuple[E.Expr, ...], dmono: tuple[E.Expr, ...]) -> tuple
     return tuple(rest)
 
 
-def _divisor_poly(node: E.BinaryOp, an: Analyzer) -> Poly | None:
+def _divisor_poly(node: BinaryOp, an: Analyzer) -> Poly | None:
     """The divisor as a single positive term (`8`, `S0`, `4 * S0`), else None."""
     d = to_poly(node.b)
     if len(d.terms) != 1:
@@ -181,14 +183,14 @@ def _divisor_poly(node: E.BinaryOp, an: Analyzer) -> Poly | None:
     return d
 
 
-def _split_dividend(node: E.Div | E.Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
+def _split_dividend(node: Div | Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
     """`(q, r)` with `x == q * d + r` for `x / d` or `x % d` with a single-term divisor `d`."""
     if not _index(node) or (d := _divisor_poly(node, an)) is None:
         return None
     return _split_by(to_poly(node.a), d)
 
 
-def _split_nonneg_terms(node: E.Div | E.Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
+def _split_nonneg_terms(node: Div | Mod, an: Analyzer) -> tuple[Poly, Poly] | None:
     """`(q, r)`, both non-empty, when `x == q * d + r` with `x >= 0` and `r >= 0`, where C's
     truncating division is floor division and `q * d` can be split off."""
     split = _split_dividend(node, an)
@@ -202,12 +204,12 @@ def _split_nonneg_terms(node: E.Div | E.Mod, an: Analyzer) -> tuple[Poly, Poly] 
     return q, r
 
 
-def div_by_one(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_by_one(node: Div, an: Analyzer) -> Expr | None:
     # x / 1 -> x
     return node.a if _int(node.b) == 1 else None
 
 
-def div_exact(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_exact(node: Div, an: Analyzer) -> Expr | None:
     # (x * d) / d -> x  (exact division: valid for any sign)
     split = _split_dividend(node, an)
     if split is None:
@@ -216,76 +218,76 @@ def div_exact(node: E.Div, an: Analyzer) -> E.Expr | None:
     return q.to_expr(node.dtype) if not r.terms else None
 
 
-def div_split_terms(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_split_terms(node: Div, an: Analyzer) -> Expr | None:
     # (x * d + r) / d -> x + r / d   when x*d + r >= 0 and r >= 0 (floor == trunc there)
     split = _split_nonneg_terms(node, an)
     if split is None:
         return None
     q, r = split
-    return E.Add(q.to_expr(node.dtype), E.Div(r.to_expr(node.dtype), node.b))
+    return Add(q.to_expr(node.dtype), Div(r.to_expr(node.dtype), node.b))
 
 
-def div_small(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_small(node: Div, an: Analyzer) -> Expr | None:
     # x / d -> 0   when -d < x < d
     if not _index(node) or (d := _divisor_poly(node, an)) is None:
         return None
     x = to_poly(node.a)
     if an.bounds.prove_nonneg(d - x - Poly.const(1)) and an.bounds.prove_nonneg(d + x - Poly.const(1)):
-        return E.IntImm(node.dtype, 0)
+        return IntImm(node.dtype, 0)
     return None
 
 
-def div_of_div(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_of_div(node: Div, an: Analyzer) -> Expr | None:
     # (x / a) / b -> x / (a * b)   (truncation nests for positive a, b)
     inner = node.a
     b = _pos_const(node.b)
-    if not isinstance(inner, E.Div) or b is None or (a := _pos_const(inner.b)) is None:
+    if not isinstance(inner, Div) or b is None or (a := _pos_const(inner.b)) is None:
         return None
-    return E.Div(inner.a, E.IntImm(node.dtype, a * b))
+    return Div(inner.a, IntImm(node.dtype, a * b))
 
 
-def div_gcd(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_gcd(node: Div, an: Analyzer) -> Expr | None:
     # (x * g + r) / (g * m) -> x / m   when x >= 0 and 0 <= r < g
     found = _gcd_split(node, an)
     if found is None:
         return None
     x, _, g, m = found
-    return E.Div(x.to_expr(node.dtype), E.IntImm(node.dtype, m)) if m != 1 else x.to_expr(node.dtype)
+    return Div(x.to_expr(node.dtype), IntImm(node.dtype, m)) if m != 1 else x.to_expr(node.dtype)
 
 
-def div_of_mod(node: E.Div, an: Analyzer) -> E.Expr | None:
+def div_of_mod(node: Div, an: Analyzer) -> Expr | None:
     # (x % (a * b)) / a -> (x / a) % b   when x >= 0
     inner = node.a
     a = _pos_const(node.b)
-    if not isinstance(inner, E.Mod) or a is None or (ab := _pos_const(inner.b)) is None:
+    if not isinstance(inner, Mod) or a is None or (ab := _pos_const(inner.b)) is None:
         return None
     if ab % a or not an.prove_nonneg(inner.a):
         return None
-    return E.Mod(E.Div(inner.a, node.b), E.IntImm(node.dtype, ab // a))
+    return Mod(Div(inner.a, node.b), IntImm(node.dtype, ab // a))
 
 
-def mod_by_one(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_by_one(node: Mod, an: Analyzer) -> Expr | None:
     # x % 1 -> 0
-    return E.IntImm(node.dtype, 0) if _int(node.b) in (1, -1) else None
+    return IntImm(node.dtype, 0) if _int(node.b) in (1, -1) else None
 
 
-def mod_exact(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_exact(node: Mod, an: Analyzer) -> Expr | None:
     # (x * d) % d -> 0
     split = _split_dividend(node, an)
     if split is None:
         return None
-    return E.IntImm(node.dtype, 0) if not split[1].terms else None
+    return IntImm(node.dtype, 0) if not split[1].terms else None
 
 
-def mod_split_terms(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_split_terms(node: Mod, an: Analyzer) -> Expr | None:
     # (x * d + r) % d -> r % d   when x*d + r >= 0 and r >= 0
     split = _split_nonneg_terms(node, an)
     if split is None:
         return None
-    return E.Mod(split[1].to_expr(node.dtype), node.b)
+    return Mod(split[1].to_expr(node.dtype), node.b)
 
 
-def mod_small(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_small(node: Mod, an: Analyzer) -> Expr | None:
     # x % d -> x   when 0 <= x < d  (or -d < x <= 0)
     if not _index(node) or (d := _divisor_poly(node, an)) is None:
         return None
@@ -297,26 +299,26 @@ def mod_small(node: E.Mod, an: Analyzer) -> E.Expr | None:
     return None
 
 
-def mod_of_mod(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_of_mod(node: Mod, an: Analyzer) -> Expr | None:
     # (x % (k * b)) % b -> x % b   (the inner remainder keeps x's sign)
     inner = node.a
     b = _pos_const(node.b)
-    if not isinstance(inner, E.Mod) or b is None or (kb := _pos_const(inner.b)) is None or kb % b:
+    if not isinstance(inner, Mod) or b is None or (kb := _pos_const(inner.b)) is None or kb % b:
         return None
-    return E.Mod(inner.a, node.b)
+    return Mod(inner.a, node.b)
 
 
-def mod_gcd(node: E.Mod, an: Analyzer) -> E.Expr | None:
+def mod_gcd(node: Mod, an: Analyzer) -> Expr | None:
     # (x * g + r) % (g * m) -> (x % m) * g + r   when x >= 0 and 0 <= r < g
     found = _gcd_split(node, an)
     if found is None:
         return None
     x, r, g, m = found
-    xm = E.Mod(x.to_expr(node.dtype), E.IntImm(node.dtype, m)) if m != 1 else E.IntImm(node.dtype, 0)
-    return E.Add(E.Mul(xm, E.IntImm(node.dtype, g)), r.to_expr(node.dtype))
+    xm = Mod(x.to_expr(node.dtype), IntImm(node.dtype, m)) if m != 1 else IntImm(node.dtype, 0)
+    return Add(Mul(xm, IntImm(node.dtype, g)), r.to_expr(node.dtype))
 
 
-def _gcd_split(node: E.BinaryOp, an: Analyzer) -> tuple[Poly, Poly, int, int] | None:
+def _gcd_split(node: BinaryOp, an: Analyzer) -> tuple[Poly, Poly, int, int] | None:
     """Find `g | c`, 1 < g < c, with `x = y * g + r`, `y >= 0`, `0 <= r < g`: (y, r, g, c / g)."""
     c = _pos_const(node.b)
     if not _index(node) or c is None or c == 1:
@@ -343,45 +345,45 @@ def _divisors_desc(c: int) -> tuple[int, ...]:
 # ------------------------------------------------------------------------------------------------
 # Min / max, comparisons, logic, select, cast
 # ------------------------------------------------------------------------------------------------
-def min_max_same(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+def min_max_same(node: BinaryOp, an: Analyzer) -> Expr | None:
     # min(x, x) -> x, max(x, x) -> x
     return node.a if node.a == node.b else None
 
 
-def min_max_provable(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+def min_max_provable(node: BinaryOp, an: Analyzer) -> Expr | None:
     # min(x, y) -> x when x <= y;  max(x, y) -> y when x <= y
     if not _index(node):
         return None
     if an.prove_le(node.a, node.b):
-        return node.a if isinstance(node, E.Min) else node.b
+        return node.a if isinstance(node, Min) else node.b
     if an.prove_le(node.b, node.a):
-        return node.b if isinstance(node, E.Min) else node.a
+        return node.b if isinstance(node, Min) else node.a
     return None
 
 
-def _decide_cmp(node: E.CmpOp, an: Analyzer) -> bool | None:
+def _decide_cmp(node: CmpOp, an: Analyzer) -> bool | None:
     """Truth of an integer comparison when provable from `d = a - b`."""
     d = to_poly(node.a) - to_poly(node.b)
     nonneg = an.bounds.prove_nonneg
     one = Poly.const(1)
-    if isinstance(node, E.LT):
+    if isinstance(node, LT):
         return True if nonneg(-d - one) else False if nonneg(d) else None
-    if isinstance(node, E.LE):
+    if isinstance(node, LE):
         return True if nonneg(-d) else False if nonneg(d - one) else None
-    if isinstance(node, E.GT):
+    if isinstance(node, GT):
         return True if nonneg(d - one) else False if nonneg(-d) else None
-    if isinstance(node, E.GE):
+    if isinstance(node, GE):
         return True if nonneg(d) else False if nonneg(-d - one) else None
     if d.is_const():
-        return (d.constant == 0) == isinstance(node, E.EQ)
+        return (d.constant == 0) == isinstance(node, EQ)
     if nonneg(d - one) or nonneg(-d - one):
-        return isinstance(node, E.NE)
+        return isinstance(node, NE)
     return None
 
 
-def compare_fold(node: E.CmpOp, an: Analyzer) -> E.Expr | None:
+def compare_fold(node: CmpOp, an: Analyzer) -> Expr | None:
     # i < 32 -> true when i in [0, 32);  x == x -> true;  c1 < c2 -> bool
-    if isinstance(node, E.LogicalOp) or not _index(node) or node.dtype.lanes != 1:
+    if isinstance(node, LogicalOp) or not _index(node) or node.dtype.lanes != 1:
         return None
     truth = _decide_cmp(node, an)
     if truth is None:
@@ -389,7 +391,7 @@ def compare_fold(node: E.CmpOp, an: Analyzer) -> E.Expr | None:
     return _true() if truth else _false()
 
 
-def _logic_fold(node: E.And | E.Or, absorbing: bool) -> E.Expr | None:
+def _logic_fold(node: And | Or, absorbing: bool) -> Expr | None:
     """`absorbing` decides the result (false for `&&`, true for `||`), the other constant is the
     identity, and `x op x` is `x`."""
     a, b = _bool(node.a), _bool(node.b)
@@ -402,17 +404,17 @@ def _logic_fold(node: E.And | E.Or, absorbing: bool) -> E.Expr | None:
     return None
 
 
-def and_fold(node: E.And, an: Analyzer) -> E.Expr | None:
+def and_fold(node: And, an: Analyzer) -> Expr | None:
     # true && x -> x, false && x -> false, x && x -> x
     return _logic_fold(node, absorbing=False)
 
 
-def or_fold(node: E.Or, an: Analyzer) -> E.Expr | None:
+def or_fold(node: Or, an: Analyzer) -> Expr | None:
     # false || x -> x, true || x -> true, x || x -> x
     return _logic_fold(node, absorbing=True)
 
 
-def min_max_common_terms(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+def min_max_common_terms(node: BinaryOp, an: Analyzer) -> Expr | None:
     # min(x + t, y + t) -> min(x, y) + t;  min(x * g, y * g) -> min(x, y) * g  (g > 0)
     if not _index(node):
         return None
@@ -420,31 +422,31 @@ def min_max_common_terms(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
     common = Poly({m: c for m, c in p.terms.items() if q.terms.get(m) == c})
     if common.terms and (p - common).terms and (q - common).terms:
         inner = type(node)((p - common).to_expr(node.dtype), (q - common).to_expr(node.dtype))
-        return E.Add(inner, common.to_expr(node.dtype))
+        return Add(inner, common.to_expr(node.dtype))
     g = math.gcd(*p.terms.values(), *q.terms.values())
     if g > 1 and not (p.is_const() and q.is_const()):
         inner = type(node)(Poly({m: c // g for m, c in p.terms.items()}).to_expr(node.dtype),
                            Poly({m: c // g for m, c in q.terms.items()}).to_expr(node.dtype))
-        return E.Mul(inner, E.IntImm(node.dtype, g))
+        return Mul(inner, IntImm(node.dtype, g))
     return None
 
 
-_NEGATED_CMP: dict[type, type] = {E.LT: E.GE, E.GE: E.LT, E.LE: E.GT, E.GT: E.LE, E.EQ: E.NE, E.NE: E.EQ}
+_NEGATED_CMP: dict[type, type] = {LT: GE, GE: LT, LE: GT, GT: LE, EQ: NE, NE: EQ}
 
 
-def not_fold(node: E.Not, an: Analyzer) -> E.Expr | None:
+def not_fold(node: Not, an: Analyzer) -> Expr | None:
     # !true -> false, !!x -> x, !(a < b) -> (a >= b) for integer a, b
     v = node.v
     if (b := _bool(v)) is not None:
         return _false() if b else _true()
-    if isinstance(v, E.Not):
+    if isinstance(v, Not):
         return v.v
     if type(v) in _NEGATED_CMP and v.a.dtype.is_integral:
         return _NEGATED_CMP[type(v)](v.a, v.b)
     return None
 
 
-def select_fold(node: E.Select, an: Analyzer) -> E.Expr | None:
+def select_fold(node: Select, an: Analyzer) -> Expr | None:
     # select(true, x, y) -> x, select(false, x, y) -> y, select(c, x, x) -> x
     c = _bool(node.condition)
     if c is not None:
@@ -454,7 +456,7 @@ def select_fold(node: E.Select, an: Analyzer) -> E.Expr | None:
     return None
 
 
-def cast_fold(node: E.Cast, an: Analyzer) -> E.Expr | None:
+def cast_fold(node: Cast, an: Analyzer) -> Expr | None:
     # T(x) -> x when x is already T;  int64(7) -> 7ll when the value fits
     v = node.v
     if v.dtype == node.dtype:
@@ -462,41 +464,41 @@ def cast_fold(node: E.Cast, an: Analyzer) -> E.Expr | None:
     value = _int(v)
     if value is not None and node.dtype.is_int and node.dtype.lanes == 1:
         half = 1 << (node.dtype.bits - 1)
-        return E.IntImm(node.dtype, value) if -half <= value < half else None
+        return IntImm(node.dtype, value) if -half <= value < half else None
     return None
 
 
-def min_max_fold(node: E.BinaryOp, an: Analyzer) -> E.Expr | None:
+def min_max_fold(node: BinaryOp, an: Analyzer) -> Expr | None:
     # min(c1, c2) -> c, max(c1, c2) -> c
     return fold_int_binary(node, an)
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("fold_int_binary", (E.Add, E.Sub, E.Mul, E.Div, E.Mod), fold_int_binary),
-    Rule("div_by_one", (E.Div,), div_by_one),
-    Rule("div_exact", (E.Div,), div_exact),
-    Rule("div_of_div", (E.Div,), div_of_div),
-    Rule("div_small", (E.Div,), div_small),
-    Rule("div_split_terms", (E.Div,), div_split_terms),
-    Rule("div_gcd", (E.Div,), div_gcd),
-    Rule("div_of_mod", (E.Div,), div_of_mod),
-    Rule("mod_by_one", (E.Mod,), mod_by_one),
-    Rule("mod_exact", (E.Mod,), mod_exact),
-    Rule("mod_of_mod", (E.Mod,), mod_of_mod),
-    Rule("mod_small", (E.Mod,), mod_small),
-    Rule("mod_split_terms", (E.Mod,), mod_split_terms),
-    Rule("mod_gcd", (E.Mod,), mod_gcd),
-    Rule("canonical_sum", (E.Add, E.Sub, E.Mul, E.Minus), canonical_sum),
-    Rule("min_max_fold", (E.Min, E.Max), min_max_fold),
-    Rule("min_max_same", (E.Min, E.Max), min_max_same),
-    Rule("min_max_provable", (E.Min, E.Max), min_max_provable),
-    Rule("min_max_common_terms", (E.Min, E.Max), min_max_common_terms),
-    Rule("compare_fold", (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE), compare_fold),
-    Rule("and_fold", (E.And,), and_fold),
-    Rule("or_fold", (E.Or,), or_fold),
-    Rule("not_fold", (E.Not,), not_fold),
-    Rule("select_fold", (E.Select,), select_fold),
-    Rule("cast_fold", (E.Cast,), cast_fold),
+    Rule("fold_int_binary", (Add, Sub, Mul, Div, Mod), fold_int_binary),
+    Rule("div_by_one", (Div,), div_by_one),
+    Rule("div_exact", (Div,), div_exact),
+    Rule("div_of_div", (Div,), div_of_div),
+    Rule("div_small", (Div,), div_small),
+    Rule("div_split_terms", (Div,), div_split_terms),
+    Rule("div_gcd", (Div,), div_gcd),
+    Rule("div_of_mod", (Div,), div_of_mod),
+    Rule("mod_by_one", (Mod,), mod_by_one),
+    Rule("mod_exact", (Mod,), mod_exact),
+    Rule("mod_of_mod", (Mod,), mod_of_mod),
+    Rule("mod_small", (Mod,), mod_small),
+    Rule("mod_split_terms", (Mod,), mod_split_terms),
+    Rule("mod_gcd", (Mod,), mod_gcd),
+    Rule("canonical_sum", (Add, Sub, Mul, Minus), canonical_sum),
+    Rule("min_max_fold", (Min, Max), min_max_fold),
+    Rule("min_max_same", (Min, Max), min_max_same),
+    Rule("min_max_provable", (Min, Max), min_max_provable),
+    Rule("min_max_common_terms", (Min, Max), min_max_common_terms),
+    Rule("compare_fold", (EQ, NE, LT, LE, GT, GE), compare_fold),
+    Rule("and_fold", (And,), and_fold),
+    Rule("or_fold", (Or,), or_fold),
+    Rule("not_fold", (Not,), not_fold),
+    Rule("select_fold", (Select,), select_fold),
+    Rule("cast_fold", (Cast,), cast_fold),
 )
 """Tried in order on each node; the first that rewrites wins, and the result is re-simplified."""
 

@@ -17,9 +17,7 @@ from typing import Any
 
 import sympy
 
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import Add, BinaryOp, DType, Div, Expr, IntImm, Max, Min, Minus, Mod, Mul, Sub, Var, int64
 from cinn_py.symbolic.analyzer import Analyzer
 
 CDIV = sympy.Function("cdiv")
@@ -31,17 +29,17 @@ class SympyBridge:
 
     def __init__(self, analyzer: Analyzer | None = None) -> None:
         self.analyzer = analyzer or Analyzer()
-        self.vars: dict[str, E.Expr] = {}
-        self._opaque: dict[E.Expr, sympy.Symbol] = {}
+        self.vars: dict[str, Expr] = {}
+        self._opaque: dict[Expr, sympy.Symbol] = {}
 
     # -- to sympy ----------------------------------------------------------------------------------
-    def to_sympy(self, expr: E.Expr) -> Any:
+    def to_sympy(self, expr: Expr) -> Any:
         method = getattr(self, "_to_" + type(expr).__name__, None)
         if method is not None:
             return method(expr)
         return self._opaque_symbol(expr)
 
-    def _opaque_symbol(self, expr: E.Expr) -> sympy.Symbol:
+    def _opaque_symbol(self, expr: Expr) -> sympy.Symbol:
         sym = self._opaque.get(expr)
         if sym is None:
             sym = sympy.Symbol(f"_opaque{len(self._opaque)}", integer=True)
@@ -49,56 +47,56 @@ class SympyBridge:
             self.vars[sym.name] = expr
         return sym
 
-    def _to_IntImm(self, e: E.IntImm) -> Any:
+    def _to_IntImm(self, e: IntImm) -> Any:
         return sympy.Integer(e.value)
 
-    def _to_Var(self, e: E.Var) -> Any:
+    def _to_Var(self, e: Var) -> Any:
         self.vars.setdefault(e.name, e)
         if e.is_symbolic_constant:
             return sympy.Symbol(e.name, integer=True, positive=True)
         return sympy.Symbol(e.name, integer=True)
 
-    def _to_Add(self, e: E.Add) -> Any:
+    def _to_Add(self, e: Add) -> Any:
         return self.to_sympy(e.a) + self.to_sympy(e.b)
 
-    def _to_Sub(self, e: E.Sub) -> Any:
+    def _to_Sub(self, e: Sub) -> Any:
         return self.to_sympy(e.a) - self.to_sympy(e.b)
 
-    def _to_Mul(self, e: E.Mul) -> Any:
+    def _to_Mul(self, e: Mul) -> Any:
         return self.to_sympy(e.a) * self.to_sympy(e.b)
 
-    def _to_Minus(self, e: E.Minus) -> Any:
+    def _to_Minus(self, e: Minus) -> Any:
         return -self.to_sympy(e.v)
 
-    def _to_Min(self, e: E.Min) -> Any:
+    def _to_Min(self, e: Min) -> Any:
         return sympy.Min(self.to_sympy(e.a), self.to_sympy(e.b))
 
-    def _to_Max(self, e: E.Max) -> Any:
+    def _to_Max(self, e: Max) -> Any:
         return sympy.Max(self.to_sympy(e.a), self.to_sympy(e.b))
 
-    def _floor_semantics(self, e: E.BinaryOp) -> bool:
-        return self.analyzer.prove_nonneg(e.a) and self.analyzer.prove_lt(E.IntImm(e.b.dtype, 0), e.b)
+    def _floor_semantics(self, e: BinaryOp) -> bool:
+        return self.analyzer.prove_nonneg(e.a) and self.analyzer.prove_lt(IntImm(e.b.dtype, 0), e.b)
 
-    def _to_Div(self, e: E.Div) -> Any:
+    def _to_Div(self, e: Div) -> Any:
         a, b = self.to_sympy(e.a), self.to_sympy(e.b)
         return sympy.floor(a / b) if self._floor_semantics(e) else CDIV(a, b)
 
-    def _to_Mod(self, e: E.Mod) -> Any:
+    def _to_Mod(self, e: Mod) -> Any:
         a, b = self.to_sympy(e.a), self.to_sympy(e.b)
         return sympy.Mod(a, b) if self._floor_semantics(e) else CMOD(a, b)
 
     # -- from sympy --------------------------------------------------------------------------------
-    def from_sympy(self, value: Any, dtype: DType = dt.int64) -> E.Expr:
+    def from_sympy(self, value: Any, dtype: DType = int64) -> Expr:
         value = sympy.sympify(value)
         if value.is_Integer:
-            return E.IntImm(dtype, int(value))
+            return IntImm(dtype, int(value))
         if value.is_Rational:
             raise ValueError(f"from_sympy: {value} is not an integer; index expressions are integral")
         if value.is_Symbol:
             known = self.vars.get(value.name)
-            return known if known is not None else E.Var(value.name, dtype)
+            return known if known is not None else Var(value.name, dtype)
         if value.is_Add:
-            return self._fold(E.Add, [self.from_sympy(arg, dtype) for arg in value.args])
+            return self._fold(Add, [self.from_sympy(arg, dtype) for arg in value.args])
         if value.is_Mul:
             return self._from_mul(value, dtype)
         if value.is_Pow:
@@ -106,58 +104,58 @@ class SympyBridge:
         return self._from_function(value, dtype)
 
     @staticmethod
-    def _fold(cls: type[E.BinaryOp], items: list[E.Expr]) -> E.Expr:
+    def _fold(cls: type[BinaryOp], items: list[Expr]) -> Expr:
         result = items[0]
         for item in items[1:]:
             result = cls(result, item)
         return result
 
-    def _from_mul(self, value: Any, dtype: DType) -> E.Expr:
+    def _from_mul(self, value: Any, dtype: DType) -> Expr:
         coef, rest = value.as_coeff_Mul()
         if not coef.is_Integer:
             raise ValueError(f"from_sympy: {value} has the non-integral coefficient {coef}")
         factors = [self.from_sympy(arg, dtype) for arg in sympy.Mul.make_args(rest)]
-        body = self._fold(E.Mul, factors)
-        return body if coef == 1 else E.Mul(body, E.IntImm(dtype, int(coef)))
+        body = self._fold(Mul, factors)
+        return body if coef == 1 else Mul(body, IntImm(dtype, int(coef)))
 
-    def _from_pow(self, value: Any, dtype: DType) -> E.Expr:
+    def _from_pow(self, value: Any, dtype: DType) -> Expr:
         base, exponent = value.args
         if not (exponent.is_Integer and int(exponent) > 0):
             raise ValueError(f"from_sympy: {value} is not a polynomial (exponent {exponent})")
         b = self.from_sympy(base, dtype)
-        return self._fold(E.Mul, [b] * int(exponent))
+        return self._fold(Mul, [b] * int(exponent))
 
-    def _from_function(self, value: Any, dtype: DType) -> E.Expr:
+    def _from_function(self, value: Any, dtype: DType) -> Expr:
         func = value.func
         if func in (sympy.Min, sympy.Max):
-            cls = E.Min if func is sympy.Min else E.Max
+            cls = Min if func is sympy.Min else Max
             return self._fold(cls, [self.from_sympy(arg, dtype) for arg in value.args])
         if func is sympy.floor:
             num, den = sympy.fraction(sympy.together(value.args[0]))
-            return E.Div(self.from_sympy(num, dtype), self.from_sympy(den, dtype))
+            return Div(self.from_sympy(num, dtype), self.from_sympy(den, dtype))
         if func is sympy.ceiling:
             num, den = sympy.fraction(sympy.together(value.args[0]))
             n, d = self.from_sympy(num, dtype), self.from_sympy(den, dtype)
-            return E.Div(E.Sub(E.Add(n, d), E.IntImm(dtype, 1)), d)
+            return Div(Sub(Add(n, d), IntImm(dtype, 1)), d)
         if func in (sympy.Mod, CMOD):
-            return E.Mod(self.from_sympy(value.args[0], dtype), self.from_sympy(value.args[1], dtype))
+            return Mod(self.from_sympy(value.args[0], dtype), self.from_sympy(value.args[1], dtype))
         if func is CDIV:
-            return E.Div(self.from_sympy(value.args[0], dtype), self.from_sympy(value.args[1], dtype))
+            return Div(self.from_sympy(value.args[0], dtype), self.from_sympy(value.args[1], dtype))
         raise ValueError(f"from_sympy: cannot express {value} ({func}) as an index expression")
 
 
-def to_sympy(expr: E.Expr, bridge: SympyBridge | None = None) -> Any:
+def to_sympy(expr: Expr, bridge: SympyBridge | None = None) -> Any:
     """The sympy expression of an index expression (see the module docstring)."""
     return (bridge or SympyBridge()).to_sympy(expr)
 
 
-def from_sympy(value: Any, dtype: DType = dt.int64, bridge: SympyBridge | None = None) -> E.Expr:
+def from_sympy(value: Any, dtype: DType = int64, bridge: SympyBridge | None = None) -> Expr:
     """The index expression of a sympy expression; Vars are rebuilt by name (`bridge` restores
     the exact Vars and opaque atoms of an earlier `to_sympy`)."""
     return (bridge or SympyBridge()).from_sympy(value, dtype)
 
 
-def sympy_prove_eq(a: E.Expr, b: E.Expr, analyzer: Analyzer) -> bool:
+def sympy_prove_eq(a: Expr, b: Expr, analyzer: Analyzer) -> bool:
     """True when sympy simplifies `a - b` to 0 (the slow path of `prove_eq`)."""
     bridge = SympyBridge(analyzer)
     diff = bridge.to_sympy(a) - bridge.to_sympy(b)

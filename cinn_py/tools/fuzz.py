@@ -249,7 +249,7 @@ def shrink_case(case: Case, opts: Options, result: Result, sch: Any) -> tuple[P.
 
 def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any], result: Result) -> str:
     """Everything needed to reproduce a failure, as text."""
-    from cinn_py.ir.text.printer import print_ir  # noqa: PLC0415
+    from cinn_py.ir import print_ir  # noqa: PLC0415
     from schedules import Trace  # noqa: PLC0415
 
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir.func import LoweredFunc
+from cinn_py.ir import LoweredFunc
 from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_predicate
 from codegen.cuda.dispatch import signature as _dispatch_signature
 from codegen.cuda.generate import GeneratedCode, generate_cuda

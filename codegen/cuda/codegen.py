@@ -28,13 +28,11 @@ from __future__ import annotations
 import itertools
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import MemoryType
-from cinn_py.ir.dtype import DType, float32, float64
-from cinn_py.ir.intrinsics import lookup
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import substitute, walk
+from cinn_py.ir import (
+    Add, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType, Min, Minus, Mod,
+    Mul, Select, Store, Sub, UIntImm, Var, float32, float64, is_const_int, lookup_intrinsic, print_ir,
+    substitute, walk,
+)
 from cinn_py.passes.gpu_bind import is_bound_var
 from codegen.c_family import CFamilyPrinter, flatten_index, unroll_pragma_fits
 from codegen.cuda.half import is_half
@@ -90,20 +88,20 @@ class CudaPrinter(CFamilyPrinter):
         return f"__int_as_float({bits})"
 
     # -- expressions -----------------------------------------------------------------------------
-    def expr_Var(self, node: E.Var) -> str:
+    def expr_Var(self, node: Var) -> str:
         if node.name in self.lane_values:
             return self.lane_values[node.name]
         if is_bound_var(node) and node.name in _BOUND_VARS:
             return f"(int){node.name}"
         return super().expr_Var(node)
 
-    def min_max(self, node: E.Min | E.Max) -> str:
-        fn = "min" if isinstance(node, E.Min) else "max"
+    def min_max(self, node: Min | Max) -> str:
+        fn = "min" if isinstance(node, Min) else "max"
         a, b = node.a, node.b
         if a.dtype != b.dtype:  # CUDA's min/max overloads are ambiguous on mixed types
             return f"{fn}({self.cast(node.dtype, a)}, {self.cast(node.dtype, b)})"
         if a.dtype.is_bool:
-            op = "&&" if isinstance(node, E.Min) else "||"
+            op = "&&" if isinstance(node, Min) else "||"
             return f"({self.expr(a)} {op} {self.expr(b)})"
         if _prints_as_int(a) != _prints_as_int(b):
             # Bound variables print as `(int)threadIdx.x` even in int64 indices: `max(int64_t, int)`
@@ -113,14 +111,14 @@ class CudaPrinter(CFamilyPrinter):
                    f"{widen(node.dtype, b) if _prints_as_int(b) else self.expr(b)})"
         return f"{fn}({self.expr(a)}, {self.expr(b)})"
 
-    def float_mod(self, node: E.Mod) -> str:
+    def float_mod(self, node: Mod) -> str:
         if node.dtype not in (float32, float64):
             raise CompileError(f"CUDA codegen: float remainder on {node.dtype} (half types compute in float; "
                                "run promote_half first)", print_ir(node))
         fn = _F32_MATH["fmod"] if node.dtype == float32 else _F64_MATH["fmod"]
         return f"{fn}({self.expr(node.a)}, {self.expr(node.b)})"
 
-    def cast(self, dtype: DType, value: E.Expr) -> str:
+    def cast(self, dtype: DType, value: Expr) -> str:
         inner = self.expr(value)
         src = value.dtype
         if is_half(dtype):
@@ -132,13 +130,13 @@ class CudaPrinter(CFamilyPrinter):
             return text if dtype == float32 else f"(({self.ctype(dtype)}){text})"
         return f"(({self.ctype(dtype)}){inner})"
 
-    def call(self, node: E.Call) -> str:
+    def call(self, node: Call) -> str:
         args = ", ".join(self.expr(a) for a in node.args)
-        if lookup(node.name) is None:
+        if lookup_intrinsic(node.name) is None:
             return f"{self.call_name(node)}({args})"  # runtime helper (cinn_block_reduce_...) or intrinsic
         return f"{self.math_function(node)}({args})"
 
-    def math_function(self, node: E.Call) -> str:
+    def math_function(self, node: Call) -> str:
         arg = node.args[0].dtype
         if node.name in _PREDICATES:
             return node.name
@@ -156,21 +154,21 @@ class CudaPrinter(CFamilyPrinter):
                            f"run promote_half first)")
 
     # -- statements ------------------------------------------------------------------------------
-    def print_For(self, node: S.For) -> None:
+    def print_For(self, node: For) -> None:
         if node.bind_axis is not None:
             raise CompileError(f"CUDA codegen: loop '{node.loop_var.name}' is still bound to {node.bind_axis}; "
                                "run gpu_bind first")
-        if node.for_type is S.ForType.VECTORIZED and self.vectorized(node):
+        if node.for_type is ForType.VECTORIZED and self.vectorized(node):
             return
-        if node.for_type in (S.ForType.UNROLLED, S.ForType.VECTORIZED) and unroll_pragma_fits(node):
+        if node.for_type in (ForType.UNROLLED, ForType.VECTORIZED) and unroll_pragma_fits(node):
             self.line("#pragma unroll")
         self.serial_loop(node)
 
-    def print_Evaluate(self, node: S.Evaluate) -> None:
+    def print_Evaluate(self, node: Evaluate) -> None:
         self.line(self.expr(node.value) + ";")
 
     # -- vectorised loops ------------------------------------------------------------------------
-    def vectorized(self, node: S.For) -> bool:
+    def vectorized(self, node: For) -> bool:
         """Print `node` with vector loads/stores if it is contiguous and aligned; else False."""
         plan = _vector_plan(node)
         if plan is None:
@@ -181,21 +179,21 @@ class CudaPrinter(CFamilyPrinter):
         self.line("{")
         self.level += 1
         names: dict[int, str] = {}
-        placeholders: dict[E.Load, E.Var] = {}
+        placeholders: dict[Load, Var] = {}
         for k, (load, base) in enumerate(loads):
             ltype = VECTOR_TYPES[(load.tensor.dtype.scalar_name(), width)]
             name = self.identifier("tmp", f"vec{uid}_{k}", f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}")
             self.line(f"const {ltype} {name} = *reinterpret_cast<const {ltype}*>(&"
                       f"{self.name_buffer(load.tensor.buffer)}[{self.expr(base)}]);")
             names[k] = name
-            placeholders[load] = E.Var(f"__cinn_lane_load_{uid}_{k}", load.dtype)
+            placeholders[load] = Var(f"__cinn_lane_load_{uid}_{k}", load.dtype)
         out = self.identifier("tmp", f"vec{uid}", f"{self.name_buffer(store.tensor.buffer)}_vec{uid}")
         self.line(f"{vtype} {out};")
         value = _replace_loads(store.value, placeholders)
         for lane in range(width):
             for k, ph in enumerate(placeholders.values()):
                 self.lane_values[ph.name] = f"{names[k]}.{_LANES[lane]}"
-            lane_value = _fold_indices(substitute(value, {var: E.IntImm(var.dtype, lane)}))
+            lane_value = _fold_indices(substitute(value, {var: IntImm(var.dtype, lane)}))
             self.line(f"{out}.{_LANES[lane]} = {self.expr(lane_value)};")
         for ph in placeholders.values():
             self.lane_values.pop(ph.name, None)
@@ -210,28 +208,28 @@ class CudaPrinter(CFamilyPrinter):
         return True
 
 
-def _prints_as_int(e: E.Expr) -> bool:
+def _prints_as_int(e: Expr) -> bool:
     """Whether an int64 expression's C type is `int`: it is built only from bound variables
     (printed `(int)blockIdx.x`); any int64 literal, variable or load promotes it to 64 bits."""
     if e.dtype.bits != 64 or not e.dtype.is_int:
         return False
-    if isinstance(e, E.Var):
+    if isinstance(e, Var):
         return is_bound_var(e) and e.name in _BOUND_VARS
-    if isinstance(e, (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.Min, E.Max)):
+    if isinstance(e, (Add, Sub, Mul, Div, Mod, Min, Max)):
         return _prints_as_int(e.a) and _prints_as_int(e.b)
-    if isinstance(e, E.Minus):
+    if isinstance(e, Minus):
         return _prints_as_int(e.v)
-    if isinstance(e, E.Select):
+    if isinstance(e, Select):
         return _prints_as_int(e.true_value) and _prints_as_int(e.false_value)
     return False
 
 
-def _vector_plan(node: S.For) -> tuple[S.Store, list[tuple[E.Load, E.Expr]], str, int] | None:
+def _vector_plan(node: For) -> tuple[Store, list[tuple[Load, Expr]], str, int] | None:
     width = node.vectorize_factor
-    if not (E.is_const_int(node.min, 0) and E.is_const_int(node.extent, width)):
+    if not (is_const_int(node.min, 0) and is_const_int(node.extent, width)):
         return None
     stmts = node.body.stmts
-    if len(stmts) != 1 or not isinstance(stmts[0], S.Store):
+    if len(stmts) != 1 or not isinstance(stmts[0], Store):
         return None
     store = stmts[0]
     vtype = VECTOR_TYPES.get((store.tensor.dtype.scalar_name(), width))
@@ -243,7 +241,7 @@ def _vector_plan(node: S.For) -> tuple[S.Store, list[tuple[E.Load, E.Expr]], str
         return None
     # Contiguous, aligned loads become vector loads; any other use of the loop var is printed
     # per lane with the var replaced by the lane number (still correct, just scalar).
-    loads: list[tuple[E.Load, E.Expr]] = []
+    loads: list[tuple[Load, Expr]] = []
     for load in _loads_using(store.value, var):
         key = (load.tensor.dtype.scalar_name(), width)
         lbase = _split_contiguous(flatten_index(load.indices, load.tensor.buffer.shape), var)
@@ -255,63 +253,63 @@ def _vector_plan(node: S.For) -> tuple[S.Store, list[tuple[E.Load, E.Expr]], str
     return store, loads, vtype, width
 
 
-def _loads_using(value: E.Expr, var: E.Var) -> list[E.Load]:
-    return [n for n in walk(value) if isinstance(n, E.Load) and any(m == var for m in walk(n.indices))]
+def _loads_using(value: Expr, var: Var) -> list[Load]:
+    return [n for n in walk(value) if isinstance(n, Load) and any(m == var for m in walk(n.indices))]
 
 
-def _split_contiguous(index: E.Expr, var: E.Var) -> E.Expr | None:
+def _split_contiguous(index: Expr, var: Var) -> Expr | None:
     """For `index = base + var` (var absent from base) return `base`; else None."""
     if index == var:
-        return E.IntImm(var.dtype, 0) if var.dtype.is_int else None
-    if isinstance(index, E.Add):
+        return IntImm(var.dtype, 0) if var.dtype.is_int else None
+    if isinstance(index, Add):
         if index.b == var and not _mentions(index.a, var):
             return index.a
         if index.a == var and not _mentions(index.b, var):
             return index.b
         inner = _split_contiguous(index.a, var)
         if inner is not None and not _mentions(index.b, var):
-            return E.Add(inner, index.b)
+            return Add(inner, index.b)
         inner = _split_contiguous(index.b, var)
         if inner is not None and not _mentions(index.a, var):
-            return E.Add(index.a, inner)
+            return Add(index.a, inner)
     return None
 
 
-def _mentions(e: E.Expr, var: E.Var) -> bool:
+def _mentions(e: Expr, var: Var) -> bool:
     return any(n == var for n in walk(e))
 
 
-def divisible(e: E.Expr, k: int) -> bool:
+def divisible(e: Expr, k: int) -> bool:
     """Whether `e` is provably a multiple of `k` (syntactic: constants, products, sums)."""
-    if isinstance(e, (E.IntImm, E.UIntImm)):
+    if isinstance(e, (IntImm, UIntImm)):
         return e.value % k == 0
-    if isinstance(e, E.Mul):
+    if isinstance(e, Mul):
         return divisible(e.a, k) or divisible(e.b, k)
-    if isinstance(e, (E.Add, E.Sub)):
+    if isinstance(e, (Add, Sub)):
         return divisible(e.a, k) and divisible(e.b, k)
-    if isinstance(e, E.Cast) and e.dtype.is_int:
+    if isinstance(e, Cast) and e.dtype.is_int:
         return divisible(e.v, k)
     return False
 
 
-def _fold_indices(value: E.Expr) -> E.Expr:
+def _fold_indices(value: Expr) -> Expr:
     """Fold the lane constant into load indices: `((base + 3) + 1)` -> `(base + 4)`."""
-    from cinn_py.ir.visitor import Mutator  # noqa: PLC0415
+    from cinn_py.ir import Mutator  # noqa: PLC0415
     from cinn_py.symbolic import simplify  # noqa: PLC0415
 
     class _Fold(Mutator):
-        def visit_load(self, node: E.Load) -> E.Expr:
+        def visit_load(self, node: Load) -> Expr:
             indices = tuple(simplify(i) for i in node.indices)
-            return E.Load(node.tensor, indices)
+            return Load(node.tensor, indices)
 
     return _Fold().visit(value)
 
 
-def _replace_loads(value: E.Expr, mapping: dict[E.Load, E.Var]) -> E.Expr:
-    from cinn_py.ir.visitor import Mutator  # noqa: PLC0415
+def _replace_loads(value: Expr, mapping: dict[Load, Var]) -> Expr:
+    from cinn_py.ir import Mutator  # noqa: PLC0415
 
     class _Swap(Mutator):
-        def visit_load(self, node: E.Load) -> E.Expr:
+        def visit_load(self, node: Load) -> Expr:
             return mapping.get(node, node)
 
     return _Swap().visit(value)

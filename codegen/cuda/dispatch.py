@@ -13,31 +13,32 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir.func import LoweredFunc
-from cinn_py.ir.sanitize import sanitize_identifier
+from cinn_py.ir import (
+    Add, And, Cast, Div, EQ, Expr, GE, GT, IntImm, LE, LT, LoweredFunc, Max, Min, Minus, Mod, Mul, NE, Not,
+    Or, Sub, UIntImm, Var, sanitize_identifier,
+)
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import eval_bool
 
 _OP_WORDS: dict[type, str] = {
-    E.Add: "ADD", E.Sub: "SUB", E.Mul: "MUL", E.Div: "DIV", E.Mod: "MOD", E.EQ: "EQ", E.NE: "NE",
-    E.LT: "LT", E.LE: "LE", E.GT: "GT", E.GE: "GE", E.And: "AND", E.Or: "OR", E.Max: "MAX", E.Min: "MIN",
+    Add: "ADD", Sub: "SUB", Mul: "MUL", Div: "DIV", Mod: "MOD", EQ: "EQ", NE: "NE",
+    LT: "LT", LE: "LE", GT: "GT", GE: "GE", And: "AND", Or: "OR", Max: "MAX", Min: "MIN",
 }
 
 
-def mangle_predicate(pred: E.Expr) -> str:
+def mangle_predicate(pred: Expr) -> str:
     """A C identifier fragment for a predicate: `(S0 <= 1024)` -> `_FPA_S0_LE_1024_BPA_`."""
-    if isinstance(pred, E.Var):
+    if isinstance(pred, Var):
         return sanitize_identifier(pred.name)
-    if isinstance(pred, (E.IntImm, E.UIntImm)):
+    if isinstance(pred, (IntImm, UIntImm)):
         if pred.dtype.is_bool:
             return "true" if pred.value else "false"
         return str(pred.value) if pred.value >= 0 else f"NEG{-pred.value}"
-    if isinstance(pred, E.Minus):
+    if isinstance(pred, Minus):
         return f"NEG_{mangle_predicate(pred.v)}"
-    if isinstance(pred, E.Not):
+    if isinstance(pred, Not):
         return f"NOT_{mangle_predicate(pred.v)}"
-    if isinstance(pred, E.Cast):
+    if isinstance(pred, Cast):
         return mangle_predicate(pred.v)
     word = _OP_WORDS.get(type(pred))
     if word is None:
@@ -45,7 +46,7 @@ def mangle_predicate(pred: E.Expr) -> str:
     return f"_FPA_{mangle_predicate(pred.a)}_{word}_{mangle_predicate(pred.b)}_BPA_"  # type: ignore[attr-defined]
 
 
-def bucket_kernel_name(fn_name: str, pred: E.Expr) -> str:
+def bucket_kernel_name(fn_name: str, pred: Expr) -> str:
     """`<fn>_COND_<mangled predicate>__kernel` (CINN's bucket kernel name).
 
     `fn_name` is sanitised first (`sanitize_identifier`), so a hostile function name keeps the
@@ -63,13 +64,13 @@ def signature(func: LoweredFunc) -> tuple[Any, ...]:
 class BucketDispatch:
     """Several bucket kernels of one function behind predicates on its symbolic dims."""
 
-    def __init__(self, buckets: Sequence[tuple[E.Expr, LoweredFunc]], fast_math: bool = False,
+    def __init__(self, buckets: Sequence[tuple[Expr, LoweredFunc]], fast_math: bool = False,
                  arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = ()) -> None:
         if not buckets:
             raise ValueError("BucketDispatch: needs at least one (predicate, LoweredFunc) bucket")
         first = buckets[0][1]
         for pred, func in buckets:
-            if not isinstance(func, LoweredFunc) or not isinstance(pred, E.Expr):
+            if not isinstance(func, LoweredFunc) or not isinstance(pred, Expr):
                 raise TypeError("BucketDispatch: buckets are (predicate Expr, LoweredFunc) pairs")
             if not pred.dtype.is_bool:
                 raise TypeError(f"BucketDispatch: predicate {pred} has dtype {pred.dtype}, expected bool")
@@ -119,7 +120,7 @@ class BucketDispatch:
         return self.kernel(self.select(symbols))(*args, out=out)
 
 
-def _vars(e: E.Expr) -> list[E.Var]:
-    from cinn_py.ir.visitor import walk  # noqa: PLC0415
+def _vars(e: Expr) -> list[Var]:
+    from cinn_py.ir import walk  # noqa: PLC0415
 
-    return [n for n in walk(e) if isinstance(n, E.Var)]
+    return [n for n in walk(e) if isinstance(n, Var)]

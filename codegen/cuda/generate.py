@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir.func import LoweredFunc
+from cinn_py.ir import LoweredFunc
 from codegen.cuda.kernel_source import print_kernel
 from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.lowering import lower_for_cuda

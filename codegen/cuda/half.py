@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.dtype import DType, float32
-from cinn_py.ir.intrinsics import lookup
-from cinn_py.ir.visitor import Mutator
+from cinn_py.ir import (
+    BinaryOp, Call, Cast, CmpOp, DType, Expr, FloatImm, Load, LogicalOp, Minus, Mutator, Select, Stmt, Store,
+    float32, lookup_intrinsic,
+)
 
 
 def is_half(dtype: DType) -> bool:
@@ -23,59 +22,59 @@ def is_half(dtype: DType) -> bool:
     return dtype.bits == 16 and dtype.kind in ("float", "bfloat")
 
 
-def _narrow(dtype: DType, wide: E.Expr) -> E.Expr:
+def _narrow(dtype: DType, wide: Expr) -> Expr:
     """`wide` (float) back to the half type; `float(h)` narrows to `h` without a round trip."""
-    if isinstance(wide, E.Cast) and wide.dtype == float32 and wide.v.dtype == dtype:
+    if isinstance(wide, Cast) and wide.dtype == float32 and wide.v.dtype == dtype:
         return wide.v
-    return E.Cast(dtype, wide)
+    return Cast(dtype, wide)
 
 
 class HalfPromoter(Mutator):
     """Rewrites expressions so that half values are only loaded, stored and converted."""
 
     # -- same-typed rewrite ----------------------------------------------------------------------
-    def fix(self, e: E.Expr) -> E.Expr:
+    def fix(self, e: Expr) -> Expr:
         if is_half(e.dtype):
             return _narrow(e.dtype, self.wide(e))
-        if isinstance(e, E.CmpOp) and not isinstance(e, E.LogicalOp) and is_half(e.a.dtype):
+        if isinstance(e, CmpOp) and not isinstance(e, LogicalOp) and is_half(e.a.dtype):
             return type(e)(self.wide(e.a), self.wide(e.b))
-        if isinstance(e, E.Cast) and is_half(e.v.dtype):
-            return E.Cast(e.dtype, self.wide(e.v))
-        if isinstance(e, E.Call) and lookup(e.name) is not None and any(is_half(a.dtype) for a in e.args):
+        if isinstance(e, Cast) and is_half(e.v.dtype):
+            return Cast(e.dtype, self.wide(e.v))
+        if isinstance(e, Call) and lookup_intrinsic(e.name) is not None and any(is_half(a.dtype) for a in e.args):
             return dataclasses.replace(e, args=tuple(self.wide(a) if is_half(a.dtype) else self.fix(a)
                                                      for a in e.args))
         return self.generic_visit(e)
 
     def visit(self, node: object) -> object:  # type: ignore[override]
-        if isinstance(node, E.Expr):
+        if isinstance(node, Expr):
             return self.fix(node)
         return super().visit(node)
 
     # -- float version of a half-typed expression --------------------------------------------------
-    def wide(self, e: E.Expr) -> E.Expr:
-        if isinstance(e, E.FloatImm):
-            return E.FloatImm(float32, e.value)
-        if isinstance(e, E.Load):
-            return E.Cast(float32, self.generic_visit(e))
-        if isinstance(e, E.Cast):
+    def wide(self, e: Expr) -> Expr:
+        if isinstance(e, FloatImm):
+            return FloatImm(float32, e.value)
+        if isinstance(e, Load):
+            return Cast(float32, self.generic_visit(e))
+        if isinstance(e, Cast):
             inner = self.fix(e.v)
             if is_half(e.v.dtype) and e.v.dtype == e.dtype:
                 return self.wide(e.v)
-            return E.Cast(float32, E.Cast(e.dtype, inner))
-        if isinstance(e, E.BinaryOp) and not isinstance(e, E.CmpOp):
+            return Cast(float32, Cast(e.dtype, inner))
+        if isinstance(e, BinaryOp) and not isinstance(e, CmpOp):
             return type(e)(self.wide(e.a), self.wide(e.b))
-        if isinstance(e, E.Minus):
-            return E.Minus(self.wide(e.v))
-        if isinstance(e, E.Select):
-            return E.Select(self.fix(e.condition), self.wide(e.true_value), self.wide(e.false_value))
-        if isinstance(e, E.Call) and lookup(e.name) is not None:
+        if isinstance(e, Minus):
+            return Minus(self.wide(e.v))
+        if isinstance(e, Select):
+            return Select(self.fix(e.condition), self.wide(e.true_value), self.wide(e.false_value))
+        if isinstance(e, Call) and lookup_intrinsic(e.name) is not None:
             args = tuple(self.wide(a) if is_half(a.dtype) else self.fix(a) for a in e.args)
-            return E.Call(e.name, args, float32, e.call_type)
+            return Call(e.name, args, float32, e.call_type)
         # Vars, runtime helper calls and anything else keep their half type and are widened whole.
-        return E.Cast(float32, self.generic_visit(e))
+        return Cast(float32, self.generic_visit(e))
 
     # -- statements --------------------------------------------------------------------------------
-    def visit_store(self, node: S.Store) -> S.Stmt:
+    def visit_store(self, node: Store) -> Stmt:
         indices = tuple(self.fix(i) for i in node.indices)
         value = node.value
         if is_half(value.dtype) and not is_half(node.tensor.dtype):
@@ -85,6 +84,6 @@ class HalfPromoter(Mutator):
         return dataclasses.replace(node, indices=indices, value=new_value)
 
 
-def promote_half(stmt: S.Stmt) -> S.Stmt:
+def promote_half(stmt: Stmt) -> Stmt:
     """Compute every float16/bfloat16 expression of `stmt` in float."""
     return HalfPromoter().visit(stmt)  # type: ignore[return-value]

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.diagnostics import CinnError, CompileError
-from cinn_py.ir.func import ArgIO, LoweredFunc
+from cinn_py.ir import ArgIO, LoweredFunc
 from codegen.cuda.generate import GeneratedCode
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024

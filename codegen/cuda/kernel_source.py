@@ -21,12 +21,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, MemoryType
-from cinn_py.ir.dtype import handle
-from cinn_py.ir.func import ArgIO, LoweredFunc
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Add, ArgIO, Buffer, Cast, Div, Expr, IntImm, Load, LoweredFunc, MemoryType, Mul, Store, Var, handle,
+    int32, int64, walk,
+)
 from cinn_py.passes.gpu_buffers import collect_accesses, interval
 from codegen.cuda.codegen import CudaPrinter
 from codegen.cuda.half import promote_half
@@ -44,7 +42,7 @@ class KernelSource:
     source: str
     name: str
     """The kernel's symbol: the function name, sanitised when it is not a safe identifier."""
-    dynamic_shared_bytes: E.Expr
+    dynamic_shared_bytes: Expr
     """Bytes of dynamic shared memory to pass at launch (an expression of the symbolic dims)."""
     vector_alignment: int
     """Byte alignment that vectorised global accesses need from every tensor pointer (1: none)."""
@@ -63,9 +61,9 @@ def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
     seen: dict[str, Buffer] = {}
     for node in walk(func.body):
         buf: Buffer | None = None
-        if isinstance(node, (E.Load, S.Store)):
+        if isinstance(node, (Load, Store)):
             buf = node.tensor.buffer
-        elif isinstance(node, E.Var) and node.dtype == handle and node.name in temps:
+        elif isinstance(node, Var) and node.dtype == handle and node.name in temps:
             buf = temps[node.name]
         if buf is not None and buf.name not in arg_buffers and buf.name not in seen:
             seen[buf.name] = buf
@@ -76,14 +74,14 @@ def _is_global(buffer: Buffer) -> bool:
     return buffer.memory_type in (MemoryType.HEAP, MemoryType.AUTO)
 
 
-def _num_elements(buffer: Buffer) -> E.Expr:
-    total: E.Expr | None = None
+def _num_elements(buffer: Buffer) -> Expr:
+    total: Expr | None = None
     for dim in buffer.shape:
-        total = dim if total is None else E.Mul(total, dim)
-    return total if total is not None else E.IntImm(E.dt.int32, 1)
+        total = dim if total is None else Mul(total, dim)
+    return total if total is not None else IntImm(int32, 1)
 
 
-def _const_value(e: E.Expr) -> int | None:
+def _const_value(e: Expr) -> int | None:
     rng = interval(e, {})
     return rng[0] if rng is not None and rng[0] == rng[1] else None
 
@@ -110,7 +108,7 @@ class _KernelPrinter(CudaPrinter):
     def __init__(self, func: LoweredFunc, fast_math: bool) -> None:
         super().__init__(fast_math)
         self.func = func
-        self.dynamic_bytes: E.Expr = E.IntImm(E.dt.int64, 0)
+        self.dynamic_bytes: Expr = IntImm(int64, 0)
         self.buffers = scoped_buffers(func)
         self.ids.reserve(DYNAMIC_SHARED)
         # The kernel symbol first, then the signature's names: each keeps its own spelling when
@@ -144,7 +142,7 @@ class _KernelPrinter(CudaPrinter):
         return f"__global__ void {bounds}{self.kernel_name}({', '.join(params)})"
 
     def declare_buffers(self) -> None:
-        offset: E.Expr = E.IntImm(E.dt.int64, 0)
+        offset: Expr = IntImm(int64, 0)
         dynamic = False
         for buf in self.buffers:
             if _is_global(buf):
@@ -169,8 +167,8 @@ class _KernelPrinter(CudaPrinter):
                 self.line(f"extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];")
                 dynamic = True
             self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&{DYNAMIC_SHARED}[{self.expr(offset)}]);")
-            size = _to_int64(E.Mul(elems, E.IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
-            offset = _align_up(E.Add(offset, size), SHARED_ALIGN)
+            size = _to_int64(Mul(elems, IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
+            offset = _align_up(Add(offset, size), SHARED_ALIGN)
         self.dynamic_bytes = offset
 
     def kernel(self) -> str:
@@ -184,18 +182,18 @@ class _KernelPrinter(CudaPrinter):
         return self.text()
 
 
-def _to_int64(e: E.Expr) -> E.Expr:
-    if isinstance(e, E.IntImm):
-        return E.IntImm(E.dt.int64, e.value)
-    return e if e.dtype == E.dt.int64 else E.Cast(E.dt.int64, e)
+def _to_int64(e: Expr) -> Expr:
+    if isinstance(e, IntImm):
+        return IntImm(int64, e.value)
+    return e if e.dtype == int64 else Cast(int64, e)
 
 
-def _align_up(e: E.Expr, k: int) -> E.Expr:
+def _align_up(e: Expr, k: int) -> Expr:
     c = _const_value(e)
     if c is not None:
-        return E.IntImm(E.dt.int64, (c + k - 1) // k * k)
-    kk = E.IntImm(E.dt.int64, k)
-    return E.Mul(E.Div(E.Add(e, E.IntImm(E.dt.int64, k - 1)), kk), kk)
+        return IntImm(int64, (c + k - 1) // k * k)
+    kk = IntImm(int64, k)
+    return Mul(Div(Add(e, IntImm(int64, k - 1)), kk), kk)
 
 
 def print_kernel(func: LoweredFunc, fast_math: bool = False) -> KernelSource:

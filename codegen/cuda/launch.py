@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cinn_py.ir import expr as E
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import (
+    Add, And, BinaryOp, Cast, CmpOp, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Mod, Mul, NE,
+    Not, Or, Select, Sub, UIntImm, Var,
+)
 
 # CUDA limits (compute capability >= 3.0).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -24,51 +26,51 @@ def _c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def eval_int(e: E.Expr, env: Mapping[str, int]) -> int:
+def eval_int(e: Expr, env: Mapping[str, int]) -> int:
     """Evaluate an integer expression of symbolic dims with C semantics (truncating `/`, `%`)."""
-    if isinstance(e, (E.IntImm, E.UIntImm)):
+    if isinstance(e, (IntImm, UIntImm)):
         return int(e.value)
-    if isinstance(e, E.Var):
+    if isinstance(e, Var):
         if e.name not in env:
             raise ValueError(f"launch: no value for symbolic dim '{e.name}' (have {sorted(env)})")
         return int(env[e.name])
-    if isinstance(e, E.Cast):
+    if isinstance(e, Cast):
         return eval_int(e.v, env)
-    if isinstance(e, E.BinaryOp):
+    if isinstance(e, BinaryOp):
         a, b = eval_int(e.a, env), eval_int(e.b, env)
-        if isinstance(e, E.Add):
+        if isinstance(e, Add):
             return a + b
-        if isinstance(e, E.Sub):
+        if isinstance(e, Sub):
             return a - b
-        if isinstance(e, E.Mul):
+        if isinstance(e, Mul):
             return a * b
-        if isinstance(e, (E.Div, E.Mod)):
+        if isinstance(e, (Div, Mod)):
             if b == 0:
                 raise ValueError(f"launch: division by zero evaluating {e}")
             q = _c_div(a, b)
-            return q if isinstance(e, E.Div) else a - q * b
-        if isinstance(e, E.Min):
+            return q if isinstance(e, Div) else a - q * b
+        if isinstance(e, Min):
             return min(a, b)
-        if isinstance(e, E.Max):
+        if isinstance(e, Max):
             return max(a, b)
-    if isinstance(e, E.Select):
+    if isinstance(e, Select):
         return eval_int(e.true_value if eval_bool(e.condition, env) else e.false_value, env)
     raise ValueError(f"launch: cannot evaluate {type(e).__name__} ({e}) on the host")
 
 
-def eval_bool(e: E.Expr, env: Mapping[str, int]) -> bool:
+def eval_bool(e: Expr, env: Mapping[str, int]) -> bool:
     """Evaluate a predicate over symbolic dims (bucket predicates, selects)."""
-    if isinstance(e, E.UIntImm) and e.dtype.is_bool:
+    if isinstance(e, UIntImm) and e.dtype.is_bool:
         return bool(e.value)
-    if isinstance(e, E.And):
+    if isinstance(e, And):
         return eval_bool(e.a, env) and eval_bool(e.b, env)
-    if isinstance(e, E.Or):
+    if isinstance(e, Or):
         return eval_bool(e.a, env) or eval_bool(e.b, env)
-    if isinstance(e, E.Not):
+    if isinstance(e, Not):
         return not eval_bool(e.v, env)
-    if isinstance(e, E.CmpOp):
+    if isinstance(e, CmpOp):
         a, b = eval_int(e.a, env), eval_int(e.b, env)
-        return {E.EQ: a == b, E.NE: a != b, E.LT: a < b, E.LE: a <= b, E.GT: a > b, E.GE: a >= b}[type(e)]
+        return {EQ: a == b, NE: a != b, LT: a < b, LE: a <= b, GT: a > b, GE: a >= b}[type(e)]
     raise ValueError(f"launch: cannot evaluate predicate {type(e).__name__} ({e}) on the host")
 
 
@@ -76,22 +78,22 @@ def eval_bool(e: E.Expr, env: Mapping[str, int]) -> bool:
 class LaunchInfo:
     """Grid/block dims and dynamic shared bytes as expressions of `symbols`."""
 
-    grid: tuple[E.Expr, E.Expr, E.Expr]
-    block: tuple[E.Expr, E.Expr, E.Expr]
-    shared_bytes: E.Expr
-    symbols: tuple[E.Var, ...]
+    grid: tuple[Expr, Expr, Expr]
+    block: tuple[Expr, Expr, Expr]
+    shared_bytes: Expr
+    symbols: tuple[Var, ...]
 
     @property
     def is_static(self) -> bool:
         return not self.symbols
 
-    def launch_dims(self, symbol_values: Mapping[str | E.Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
+    def launch_dims(self, symbol_values: Mapping[str | Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
         """((gx, gy, gz), (bx, by, bz), shared_bytes) for concrete symbol values.
 
         Raises:
             ValueError: a symbol is missing, or the dims exceed CUDA's limits.
         """
-        env = {(k.name if isinstance(k, E.Var) else k): int(v) for k, v in (symbol_values or {}).items()}
+        env = {(k.name if isinstance(k, Var) else k): int(v) for k, v in (symbol_values or {}).items()}
         grid = tuple(eval_int(d, env) for d in self.grid)
         block = tuple(eval_int(d, env) for d in self.block)
         shared = eval_int(self.shared_bytes, env)
@@ -99,7 +101,7 @@ class LaunchInfo:
         return grid, block, shared  # type: ignore[return-value]
 
     def __str__(self) -> str:
-        def fmt(dims: tuple[E.Expr, ...]) -> str:
+        def fmt(dims: tuple[Expr, ...]) -> str:
             return "(" + ", ".join(str(d) for d in dims) + ")"
 
         return f"grid={fmt(self.grid)} block={fmt(self.block)} shared_bytes={self.shared_bytes}"
@@ -116,14 +118,14 @@ class TempSpace:
     name: str
     """The kernel parameter name."""
     dtype: DType
-    num_elements: E.Expr
+    num_elements: Expr
     """An int64 expression of the symbolic dims."""
     zero_init: bool
     """Fill with zeros before the launch (the kernel may read an element before writing it)."""
 
-    def nbytes(self, symbol_values: Mapping[str | E.Var, int] | None = None) -> int:
+    def nbytes(self, symbol_values: Mapping[str | Var, int] | None = None) -> int:
         """Bytes to allocate for concrete symbol values (at least 1, so the pointer is valid)."""
-        env = {(k.name if isinstance(k, E.Var) else k): int(v) for k, v in (symbol_values or {}).items()}
+        env = {(k.name if isinstance(k, Var) else k): int(v) for k, v in (symbol_values or {}).items()}
         count = eval_int(self.num_elements, env)
         if count < 0:
             raise ValueError(f"launch: temp space '{self.name}' has a negative size {count} ({self.num_elements})")

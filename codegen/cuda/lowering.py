@@ -13,37 +13,36 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py.ir import expr as E
-from cinn_py.ir.buffer import Tensor
-from cinn_py.ir import stmt as S
-from cinn_py.ir.func import CudaAxisInfo, LoweredFunc
-from cinn_py.ir.visitor import Mutator, walk
+from cinn_py.ir import (
+    Block, Call, Cast, CudaAxisInfo, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, Mutator,
+    Stmt, Store, Tensor, UIntImm, Var, int32, int64, walk,
+)
 from cinn_py.passes.cross_thread_reduce import cross_thread_reduce
 from cinn_py.passes.gpu_bind import AXES, gpu_bind
 from cinn_py.symbolic import Analyzer
 from codegen.c_family import flatten_index, flatten_numel
 
 
-def _launch_ranges(info: CudaAxisInfo) -> dict[E.Var, tuple[E.Expr, E.Expr]]:
-    ranges: dict[E.Var, tuple[E.Expr, E.Expr]] = {}
+def _launch_ranges(info: CudaAxisInfo) -> dict[Var, tuple[Expr, Expr]]:
+    ranges: dict[Var, tuple[Expr, Expr]] = {}
     for prefix, dims in (("blockIdx", info.grid_dims), ("threadIdx", info.block_dims)):
         for axis, dim in zip(AXES, dims):
-            for dtype in (E.dt.int32, E.dt.int64):
-                zero = E.IntImm(dtype, 0)
-                extent = E.IntImm(dtype, dim.value) if isinstance(dim, E.IntImm) else dim
-                ranges[E.Var(f"{prefix}.{axis}", dtype)] = (zero, extent)
+            for dtype in (int32, int64):
+                zero = IntImm(dtype, 0)
+                extent = IntImm(dtype, dim.value) if isinstance(dim, IntImm) else dim
+                ranges[Var(f"{prefix}.{axis}", dtype)] = (zero, extent)
     return ranges
 
 
-def _is_index(e: E.Expr) -> bool:
+def _is_index(e: Expr) -> bool:
     """Integer/bool expressions without loads or calls: what the simplifier may rewrite."""
     if not (e.dtype.is_int or e.dtype.is_bool or e.dtype.is_uint) or e.dtype.lanes != 1:
         return False
-    return not any(isinstance(n, (E.Load, E.Call, E.FloatImm, E.Cast)) for n in walk(e))
+    return not any(isinstance(n, (Load, Call, FloatImm, Cast)) for n in walk(e))
 
 
 class _IndexSimplifier(Mutator):
-    def __init__(self, ranges: dict[E.Var, tuple[E.Expr, E.Expr]]) -> None:
+    def __init__(self, ranges: dict[Var, tuple[Expr, Expr]]) -> None:
         self.ranges = dict(ranges)
         self._analyzer: Analyzer | None = None
 
@@ -53,8 +52,8 @@ class _IndexSimplifier(Mutator):
             self._analyzer = Analyzer(self.ranges)
         return self._analyzer
 
-    def simplify(self, e: E.Expr) -> E.Expr:
-        if isinstance(e, E.Load):
+    def simplify(self, e: Expr) -> Expr:
+        if isinstance(e, Load):
             return self.visit_load(e)
         if not _is_index(e):
             return self.generic_visit(e)
@@ -62,16 +61,16 @@ class _IndexSimplifier(Mutator):
         return e if result == e else result
 
     def visit(self, node: object) -> object:  # type: ignore[override]
-        if isinstance(node, E.Expr):
+        if isinstance(node, Expr):
             return self.simplify(node)
         return super().visit(node)
 
     def generic_visit(self, node: object) -> object:
-        if isinstance(node, E.Load):
+        if isinstance(node, Load):
             return self.visit_load(node)
         return super().generic_visit(node)
 
-    def _flat(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[Tensor, tuple[E.Expr, ...]]:
+    def _flat(self, tensor: Tensor, indices: tuple[Expr, ...]) -> tuple[Tensor, tuple[Expr, ...]]:
         """The 1-D view of `tensor` and the simplified row-major offset (CINN flattens in codegen)."""
         flat = flatten_index(tuple(self.visit(i) for i in indices), tensor.buffer.shape)
         buf = tensor.buffer
@@ -79,15 +78,15 @@ class _IndexSimplifier(Mutator):
         flat_buf = dataclasses.replace(buf, shape=(numel,))
         return Tensor(tensor.name, (numel,), tensor.dtype, flat_buf), (self.simplify(flat),)
 
-    def visit_load(self, node: E.Load) -> E.Expr:
+    def visit_load(self, node: Load) -> Expr:
         tensor, indices = self._flat(node.tensor, node.indices)
-        return E.Load(tensor, indices)
+        return Load(tensor, indices)
 
-    def visit_store(self, node: S.Store) -> S.Stmt:
+    def visit_store(self, node: Store) -> Stmt:
         tensor, indices = self._flat(node.tensor, node.indices)
         return dataclasses.replace(node, tensor=tensor, indices=indices, value=self.visit(node.value))
 
-    def visit_for(self, node: S.For) -> S.Stmt:
+    def visit_for(self, node: For) -> Stmt:
         lo, ext = self.simplify(node.min), self.simplify(node.extent)
         saved = self.ranges.get(node.loop_var)
         self.ranges[node.loop_var] = (lo, ext)
@@ -100,13 +99,13 @@ class _IndexSimplifier(Mutator):
         self._analyzer = None
         return dataclasses.replace(node, min=lo, extent=ext, body=body)
 
-    def visit_if_then_else(self, node: S.IfThenElse) -> S.Stmt:
+    def visit_if_then_else(self, node: IfThenElse) -> Stmt:
         cond = self.simplify(node.condition)
         true_case = self.visit(node.true_case)
         false_case = self.visit(node.false_case) if node.false_case is not None else None
-        if isinstance(cond, E.UIntImm) and cond.dtype.is_bool:
+        if isinstance(cond, UIntImm) and cond.dtype.is_bool:
             chosen = true_case if cond.value else false_case
-            return chosen if chosen is not None else S.Block(())
+            return chosen if chosen is not None else Block(())
         return dataclasses.replace(node, condition=cond, true_case=true_case, false_case=false_case)
 
 

@@ -16,41 +16,40 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import LoweredFunc
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer
-from cinn_py.ir.text.printer import print_ir_marked
-from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.ir import (
+    Add, Alloc, And, Block, Broadcast, Buffer, Cast, Expr, FloatImm, For, ForType, Free, IfThenElse, IntImm,
+    Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce, ScheduleBlockRealize, Select, Stmt, Store,
+    StringImm, Sub, UIntImm, Var, print_ir_marked, substitute, walk,
+)
 
 
 class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: S.ScheduleBlockRealize) -> S.Stmt:
+    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         block = node.schedule_block
         body = self.visit(block.body)
         mapping = dict(zip(block.iter_vars, node.iter_values))
         body = substitute(body, mapping)
-        return body if isinstance(body, S.Block) else S.Block((body,))
+        return body if isinstance(body, Block) else Block((body,))
 
 
-def inline_schedule_blocks(stmt: S.Stmt) -> S.Stmt:
+def inline_schedule_blocks(stmt: Stmt) -> Stmt:
     """`stmt` with every schedule block replaced by its (iter-value substituted) body."""
     return _BlockInliner().visit(stmt)
 
 
-def check_loops(func: LoweredFunc, body: S.Stmt) -> None:
+def check_loops(func: LoweredFunc, body: Stmt) -> None:
     """Reject what x86 cannot run: nested parallel loops (as CINN does) and GPU-bound loops."""
     _check(func, body, inside_parallel=None)
 
 
-def _check(func: LoweredFunc, node: Any, inside_parallel: S.For | None) -> None:
-    if isinstance(node, S.For):
-        if node.for_type in (S.ForType.GPU_BLOCK, S.ForType.GPU_THREAD):
+def _check(func: LoweredFunc, node: Any, inside_parallel: For | None) -> None:
+    if isinstance(node, For):
+        if node.for_type in (ForType.GPU_BLOCK, ForType.GPU_THREAD):
             raise CompileError(
                 f"x86 codegen: loop '{node.loop_var.name}' is bound to {node.bind_axis}; GPU-bound loops cannot "
                 f"be compiled for x86 (use parallel/vectorize, or target='cuda')",
                 print_ir_marked(func, node))
-        if node.for_type is S.ForType.PARALLEL:
+        if node.for_type is ForType.PARALLEL:
             if inside_parallel is not None:
                 raise CompileError(
                     f"x86 codegen: Nested parallel loop is not supported, try to fuse them instead "
@@ -59,14 +58,14 @@ def _check(func: LoweredFunc, node: Any, inside_parallel: S.For | None) -> None:
             inside_parallel = node
         _check(func, node.body, inside_parallel)
         return
-    if isinstance(node, S.Block):
+    if isinstance(node, Block):
         for child in node.stmts:
             _check(func, child, inside_parallel)
-    elif isinstance(node, S.IfThenElse):
+    elif isinstance(node, IfThenElse):
         _check(func, node.true_case, inside_parallel)
         if node.false_case is not None:
             _check(func, node.false_case, inside_parallel)
-    elif isinstance(node, S.ScheduleBlockRealize):
+    elif isinstance(node, ScheduleBlockRealize):
         _check(func, node.schedule_block.body, inside_parallel)
 
 
@@ -76,61 +75,61 @@ def _check(func: LoweredFunc, node: Any, inside_parallel: S.For | None) -> None:
 class LaneInfo:
     """The vector loop variable and the strides of Let-bound vars inside the loop body."""
 
-    def __init__(self, var: E.Var) -> None:
+    def __init__(self, var: Var) -> None:
         self.var = var
-        self.lets: dict[E.Var, int | None] = {}
+        self.lets: dict[Var, int | None] = {}
 
 
-def lane_stride(e: E.Expr, info: LaneInfo) -> int | None:
+def lane_stride(e: Expr, info: LaneInfo) -> int | None:
     """Per-lane step of `e` (0 = same value in every lane) or None when not affine."""
-    if isinstance(e, E.Var):
+    if isinstance(e, Var):
         if e == info.var:
             return 1
         return info.lets.get(e, 0)
-    if isinstance(e, (E.IntImm, E.UIntImm, E.FloatImm, E.StringImm)):
+    if isinstance(e, (IntImm, UIntImm, FloatImm, StringImm)):
         return 0
-    if isinstance(e, E.Ramp):
+    if isinstance(e, Ramp):
         base = lane_stride(e.base, info)
-        return int(e.stride.value) if base == 0 and isinstance(e.stride, (E.IntImm, E.UIntImm)) else None
-    if isinstance(e, E.Broadcast):
+        return int(e.stride.value) if base == 0 and isinstance(e.stride, (IntImm, UIntImm)) else None
+    if isinstance(e, Broadcast):
         return 0 if lane_stride(e.value, info) == 0 else None
-    if isinstance(e, (E.Add, E.Sub)):
+    if isinstance(e, (Add, Sub)):
         a, b = lane_stride(e.a, info), lane_stride(e.b, info)
         if a is None or b is None:
             return None
-        return a + b if isinstance(e, E.Add) else a - b
-    if isinstance(e, E.Mul):
+        return a + b if isinstance(e, Add) else a - b
+    if isinstance(e, Mul):
         return _mul_stride(e, info)
-    if isinstance(e, E.Minus):
+    if isinstance(e, Minus):
         s = lane_stride(e.v, info)
         return None if s is None else -s
-    if isinstance(e, E.Cast) and e.dtype.is_int and e.v.dtype.is_int and e.dtype.bits >= e.v.dtype.bits:
+    if isinstance(e, Cast) and e.dtype.is_int and e.v.dtype.is_int and e.dtype.bits >= e.v.dtype.bits:
         return lane_stride(e.v, info)
     return 0 if not varies(e, info) else None
 
 
-def _mul_stride(e: E.Mul, info: LaneInfo) -> int | None:
+def _mul_stride(e: Mul, info: LaneInfo) -> int | None:
     a, b = lane_stride(e.a, info), lane_stride(e.b, info)
     if a == 0 and b == 0:
         return 0
-    if a is not None and b == 0 and isinstance(e.b, (E.IntImm, E.UIntImm)):
+    if a is not None and b == 0 and isinstance(e.b, (IntImm, UIntImm)):
         return a * int(e.b.value)
-    if b is not None and a == 0 and isinstance(e.a, (E.IntImm, E.UIntImm)):
+    if b is not None and a == 0 and isinstance(e.a, (IntImm, UIntImm)):
         return b * int(e.a.value)
     return None
 
 
-def varies(e: E.Expr, info: LaneInfo) -> bool:
+def varies(e: Expr, info: LaneInfo) -> bool:
     """Whether `e` may differ between lanes."""
     for node in walk(e):
-        if isinstance(node, (E.Ramp, E.Broadcast)):
+        if isinstance(node, (Ramp, Broadcast)):
             return True
-        if isinstance(node, E.Var) and (node == info.var or info.lets.get(node, 0) != 0):
+        if isinstance(node, Var) and (node == info.var or info.lets.get(node, 0) != 0):
             return True
     return False
 
 
-def vectorizable(body: S.Stmt, info: LaneInfo) -> bool:
+def vectorizable(body: Stmt, info: LaneInfo) -> bool:
     """Whether `body` can be emitted in vector form over `info.var` (see module docstring).
 
     Rejected: lane-dependent `if` conditions and loop bounds, stores of lane-varying values to a
@@ -138,59 +137,59 @@ def vectorizable(body: S.Stmt, info: LaneInfo) -> bool:
     branches load memory under a lane-dependent condition, parallel loops, allocations and
     side-effect calls. Let-bound vars get their stride recorded in `info.lets`.
     """
-    if isinstance(body, S.Block):
+    if isinstance(body, Block):
         return all(vectorizable(s, info) for s in body.stmts)
-    if isinstance(body, S.Store):
+    if isinstance(body, Store):
         if not _exprs_ok((body.value, *body.indices), info):
             return False
         strides = [lane_stride(i, info) for i in body.indices]
         invariant_address = all(s == 0 for s in strides)
         return not (invariant_address and varies(body.value, info))
-    if isinstance(body, S.Let):
+    if isinstance(body, Let):
         if body.body is not None:
             if not _exprs_ok((body.body,), info):
                 return False
             info.lets[body.symbol] = lane_stride(body.body, info)
         return True
-    if isinstance(body, S.IfThenElse):
+    if isinstance(body, IfThenElse):
         if varies(body.condition, info) or not _exprs_ok((body.condition,), info):
             return False
         return vectorizable(body.true_case, info) and (body.false_case is None or vectorizable(body.false_case, info))
-    if isinstance(body, S.For):
-        if body.for_type is S.ForType.PARALLEL or varies(body.min, info) or varies(body.extent, info):
+    if isinstance(body, For):
+        if body.for_type is ForType.PARALLEL or varies(body.min, info) or varies(body.extent, info):
             return False
         return vectorizable(body.body, info)
     return False
 
 
-def _exprs_ok(exprs: tuple[E.Expr, ...], info: LaneInfo) -> bool:
+def _exprs_ok(exprs: tuple[Expr, ...], info: LaneInfo) -> bool:
     for root in exprs:
         for node in walk(root):
-            if isinstance(node, E.Select) and varies(node.condition, info) and _has_load(node):
+            if isinstance(node, Select) and varies(node.condition, info) and _has_load(node):
                 return False
-            if isinstance(node, (E.And, E.Or)) and varies(node.a, info) and any(
-                    isinstance(n, E.Load) for n in walk(node.b)):
+            if isinstance(node, (And, Or)) and varies(node.a, info) and any(
+                    isinstance(n, Load) for n in walk(node.b)):
                 return False
-            if isinstance(node, E.Reduce):
+            if isinstance(node, Reduce):
                 return False
     return True
 
 
-def _has_load(select: E.Select) -> bool:
-    return any(isinstance(n, E.Load) for part in (select.true_value, select.false_value) for n in walk(part))
+def _has_load(select: Select) -> bool:
+    return any(isinstance(n, Load) for part in (select.true_value, select.false_value) for n in walk(part))
 
 
 def buffers_used(node: Any) -> dict[str, Buffer]:
     """Buffers loaded or stored under `node`, by name, in first-use order."""
     found: dict[str, Buffer] = {}
     for n in walk(node):
-        if isinstance(n, (E.Load, S.Store)):
+        if isinstance(n, (Load, Store)):
             found.setdefault(n.tensor.buffer.name, n.tensor.buffer)
-        elif isinstance(n, (S.Alloc, S.Free)):
+        elif isinstance(n, (Alloc, Free)):
             found.setdefault(n.buffer.name, n.buffer)
     return found
 
 
-def vars_used(node: Any) -> set[E.Var]:
+def vars_used(node: Any) -> set[Var]:
     """Vars read under `node` (binders excluded)."""
-    return {n for n in walk(node) if isinstance(n, E.Var)}
+    return {n for n in walk(node) if isinstance(n, Var)}

@@ -21,21 +21,20 @@ from typing import Any
 from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
-from cinn_py.ir.buffer import Tensor
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.text.printer import print_ir
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import (
+    Add, And, BinaryOp, Broadcast, Call, Cast, CmpOp, DType, Div, EQ, Expr, FloatImm, GE, GT, IntImm, LE, LT,
+    Load, LogicalOp, Max, Min, Minus, Mod, Mul, NE, Not, Ramp, Reduce, Select, StringImm, Sub, Tensor,
+    UIntImm, Var, bool_, int64, int8, print_ir, walk,
+)
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, lane_stride
 from codegen.llvm.intrinsics import MathEmitter
 
 FAST_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
-_INT_CMP = {E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
+_INT_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
 
 
-def flat_index(tensor: Tensor, indices: tuple[E.Expr, ...]) -> E.Expr:
+def flat_index(tensor: Tensor, indices: tuple[Expr, ...]) -> Expr:
     """Row-major element offset of `tensor[indices]` as an int64 IR expression.
 
     Strides come from the buffer's shape (the storage layout) when its rank matches, else from
@@ -45,29 +44,29 @@ def flat_index(tensor: Tensor, indices: tuple[E.Expr, ...]) -> E.Expr:
     if len(shape) != len(indices):
         raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
                            f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
-    flat: E.Expr | None = None
-    stride: E.Expr = E.IntImm(dt.int64, 1)
+    flat: Expr | None = None
+    stride: Expr = IntImm(int64, 1)
     for idx, dim in zip(reversed(indices), reversed(shape)):
         term = _mul64(_to_i64(idx), stride)
-        flat = term if flat is None else E.Add(term, flat)
+        flat = term if flat is None else Add(term, flat)
         stride = _mul64(stride, _to_i64(dim))
-    return flat if flat is not None else E.IntImm(dt.int64, 0)
+    return flat if flat is not None else IntImm(int64, 0)
 
 
-def _to_i64(e: E.Expr) -> E.Expr:
-    if isinstance(e, (E.IntImm, E.UIntImm)):
-        return E.IntImm(dt.int64, int(e.value))
-    return e if e.dtype.element_of() == dt.int64 else E.Cast(dt.int64, e)
+def _to_i64(e: Expr) -> Expr:
+    if isinstance(e, (IntImm, UIntImm)):
+        return IntImm(int64, int(e.value))
+    return e if e.dtype.element_of() == int64 else Cast(int64, e)
 
 
-def _mul64(a: E.Expr, b: E.Expr) -> E.Expr:
-    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm):
-        return E.IntImm(dt.int64, a.value * b.value)
-    if isinstance(b, E.IntImm) and b.value == 1:
+def _mul64(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(int64, a.value * b.value)
+    if isinstance(b, IntImm) and b.value == 1:
         return a
-    if isinstance(a, E.IntImm) and a.value == 1:
+    if isinstance(a, IntImm) and a.value == 1:
         return b
-    return E.Mul(a, b)
+    return Mul(a, b)
 
 
 class ExprEmitter:
@@ -78,72 +77,72 @@ class ExprEmitter:
         self.math = math
         self.b = builder
         self.fast_math = fast_math
-        self.env: dict[E.Var, ir.Value] = {}
+        self.env: dict[Var, ir.Value] = {}
         self.buffers: dict[str, ir.Value] = {}
         self.lane: LaneInfo | None = None
-        self._no_lane = LaneInfo(E.Var("__no_vector_var__"))
+        self._no_lane = LaneInfo(Var("__no_vector_var__"))
 
     @property
     def fflags(self) -> tuple[str, ...]:
         return FAST_FLAGS if self.fast_math else ()
 
     # -- dispatch ------------------------------------------------------------------------------
-    def expr(self, e: E.Expr) -> ir.Value:
+    def expr(self, e: Expr) -> ir.Value:
         method = getattr(self, "e_" + type(e).__name__, None)
         if method is not None:
             return method(e)
-        if isinstance(e, E.BinaryOp):
+        if isinstance(e, BinaryOp):
             return self.binary(e)
         raise CompileError(f"x86 codegen: cannot emit expression {type(e).__name__}: {print_ir(e)}")
 
-    def typed(self, e: E.Expr, dtype: DType) -> ir.Value:
+    def typed(self, e: Expr, dtype: DType) -> ir.Value:
         """Emit `e` converted to IR dtype `dtype` (lanes preserved)."""
         value = self.expr(e)
         return T.cast(self.b, value, e.dtype, dtype) if e.dtype.element_of() != dtype.element_of() else value
 
     # -- leaves --------------------------------------------------------------------------------
-    def e_IntImm(self, e: E.IntImm) -> ir.Value:
+    def e_IntImm(self, e: IntImm) -> ir.Value:
         return T.constant(e.dtype, e.value)
 
-    def e_UIntImm(self, e: E.UIntImm) -> ir.Value:
+    def e_UIntImm(self, e: UIntImm) -> ir.Value:
         return T.constant(e.dtype, e.value)
 
-    def e_FloatImm(self, e: E.FloatImm) -> ir.Value:
+    def e_FloatImm(self, e: FloatImm) -> ir.Value:
         return T.constant(e.dtype, e.value)
 
-    def e_StringImm(self, e: E.StringImm) -> ir.Value:
+    def e_StringImm(self, e: StringImm) -> ir.Value:
         raise CompileError(f"x86 codegen: string immediate {print_ir(e)} has no value on x86")
 
-    def e_Var(self, e: E.Var) -> ir.Value:
+    def e_Var(self, e: Var) -> ir.Value:
         value = self.env.get(e)
         if value is None:
             raise CompileError(f"x86 codegen: variable '{e.name}' ({e.dtype}) is used but not defined here")
         return value
 
     # -- arithmetic ----------------------------------------------------------------------------
-    def binary(self, e: E.BinaryOp) -> ir.Value:
+    def binary(self, e: BinaryOp) -> ir.Value:
         dtype = e.a.dtype.element_of()
-        if isinstance(e, E.LogicalOp):
+        if isinstance(e, LogicalOp):
             return self.logical(e)
         a = self.expr(e.a)
         b = self.typed(e.b, dtype)
         a, b = T.match_lanes(self.b, a, b)
-        if isinstance(e, E.CmpOp):
+        if isinstance(e, CmpOp):
             return self.compare(type(e), a, b, dtype)
-        if isinstance(e, (E.Min, E.Max)):
-            less = self.compare(E.LT if isinstance(e, E.Min) else E.GT, a, b, dtype)
+        if isinstance(e, (Min, Max)):
+            less = self.compare(LT if isinstance(e, Min) else GT, a, b, dtype)
             return self.b.select(less, a, b)
         if dtype.is_float:
-            op = {E.Add: self.b.fadd, E.Sub: self.b.fsub, E.Mul: self.b.fmul, E.Div: self.b.fdiv,
-                  E.Mod: self.b.frem}[type(e)]
+            op = {Add: self.b.fadd, Sub: self.b.fsub, Mul: self.b.fmul, Div: self.b.fdiv,
+                  Mod: self.b.frem}[type(e)]
             return op(a, b, flags=self.fflags)
-        if isinstance(e, (E.Div, E.Mod)):
-            return self.int_divmod(isinstance(e, E.Div), a, b, dtype, e.b)
+        if isinstance(e, (Div, Mod)):
+            return self.int_divmod(isinstance(e, Div), a, b, dtype, e.b)
         if dtype.is_bool:
-            a, b = (T.cast(self.b, v, dt.bool_, dt.int8) for v in (a, b))
-            out = {E.Add: self.b.add, E.Sub: self.b.sub, E.Mul: self.b.mul}[type(e)](a, b)
-            return T.cast(self.b, out, dt.int8, dt.bool_)
-        return {E.Add: self.b.add, E.Sub: self.b.sub, E.Mul: self.b.mul}[type(e)](a, b)
+            a, b = (T.cast(self.b, v, bool_, int8) for v in (a, b))
+            out = {Add: self.b.add, Sub: self.b.sub, Mul: self.b.mul}[type(e)](a, b)
+            return T.cast(self.b, out, int8, bool_)
+        return {Add: self.b.add, Sub: self.b.sub, Mul: self.b.mul}[type(e)](a, b)
 
     def compare(self, kind: type, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
         op = _INT_CMP[kind]
@@ -153,9 +152,9 @@ class ExprEmitter:
             return self.b.icmp_signed(op, a, b)
         return self.b.icmp_unsigned(op, a, b)
 
-    def int_divmod(self, is_div: bool, a: ir.Value, b: ir.Value, dtype: DType, b_expr: E.Expr) -> ir.Value:
+    def int_divmod(self, is_div: bool, a: ir.Value, b: ir.Value, dtype: DType, b_expr: Expr) -> ir.Value:
         signed = dtype.is_int
-        const = int(b_expr.value) if isinstance(b_expr, (E.IntImm, E.UIntImm)) else None
+        const = int(b_expr.value) if isinstance(b_expr, (IntImm, UIntImm)) else None
         zero = ir.Constant(a.type, None)
         if const is not None and const not in (0, -1):
             if is_div:
@@ -174,16 +173,16 @@ class ExprEmitter:
         r = self.b.srem(a, safe_b) if signed else self.b.urem(a, safe_b)
         return self.b.select(unsafe, zero, r)
 
-    def logical(self, e: E.BinaryOp) -> ir.Value:
+    def logical(self, e: BinaryOp) -> ir.Value:
         a = self.expr(e.a)
         if T.lanes_of(a) == 1 and _reads_memory(e.b):
             # short-circuit like C's && / ||: `i < n && A[i] > 0` must not load A[n]
-            is_and = isinstance(e, E.And)
+            is_and = isinstance(e, And)
             return self.lazy(a if is_and else self.b.not_(a), lambda: self.expr(e.b),
                              lambda: ir.Constant(T.I1, 0 if is_and else 1))
         b = self.expr(e.b)
         a, b = T.match_lanes(self.b, a, b)
-        return self.b.and_(a, b) if isinstance(e, E.And) else self.b.or_(a, b)
+        return self.b.and_(a, b) if isinstance(e, And) else self.b.or_(a, b)
 
     def lazy(self, cond: ir.Value, then: Any, otherwise: Any, typ: ir.Type | None = None) -> ir.Value:
         """`cond ? then() : otherwise()` with only the taken side evaluated (scalar `cond`)."""
@@ -208,20 +207,20 @@ class ExprEmitter:
         phi.add_incoming(fv, fb)
         return phi
 
-    def e_Minus(self, e: E.Minus) -> ir.Value:
+    def e_Minus(self, e: Minus) -> ir.Value:
         v = self.expr(e.v)
         if e.dtype.is_float:
             return self.b.fneg(v)
         return self.b.sub(ir.Constant(v.type, None), v)
 
-    def e_Not(self, e: E.Not) -> ir.Value:
-        return self.b.not_(self.typed(e.v, dt.bool_))
+    def e_Not(self, e: Not) -> ir.Value:
+        return self.b.not_(self.typed(e.v, bool_))
 
-    def e_Cast(self, e: E.Cast) -> ir.Value:
+    def e_Cast(self, e: Cast) -> ir.Value:
         return T.cast(self.b, self.expr(e.v), e.v.dtype, e.dtype)
 
-    def e_Select(self, e: E.Select) -> ir.Value:
-        cond = self.typed(e.condition, dt.bool_)
+    def e_Select(self, e: Select) -> ir.Value:
+        cond = self.typed(e.condition, bool_)
         if T.lanes_of(cond) == 1 and (_reads_memory(e.true_value) or _reads_memory(e.false_value)):
             return self.lazy(cond, lambda: self.expr(e.true_value), lambda: self.expr(e.false_value))
         tv, fv = self.expr(e.true_value), self.expr(e.false_value)
@@ -231,7 +230,7 @@ class ExprEmitter:
         return self.b.select(cond, tv, fv)
 
     # -- vectors -------------------------------------------------------------------------------
-    def e_Ramp(self, e: E.Ramp) -> ir.Value:
+    def e_Ramp(self, e: Ramp) -> ir.Value:
         base = self.expr(e.base)
         stride = self.typed(e.stride, e.base.dtype)
         if T.lanes_of(base) != 1:
@@ -240,7 +239,7 @@ class ExprEmitter:
         step_vec = self.b.mul(T.splat(self.b, stride, e.lanes), steps)
         return self.b.add(T.splat(self.b, base, e.lanes), step_vec)
 
-    def e_Broadcast(self, e: E.Broadcast) -> ir.Value:
+    def e_Broadcast(self, e: Broadcast) -> ir.Value:
         return T.splat(self.b, self.expr(e.value), e.lanes)
 
     # -- memory --------------------------------------------------------------------------------
@@ -251,7 +250,7 @@ class ExprEmitter:
                                f"an argument nor a temporary buffer of the function")
         return ptr
 
-    def address(self, tensor: Tensor, indices: tuple[E.Expr, ...]) -> tuple[ir.Value, int | None]:
+    def address(self, tensor: Tensor, indices: tuple[Expr, ...]) -> tuple[ir.Value, int | None]:
         """(flattened i64 index value, lane stride or None) of `tensor[indices]`."""
         flat = flat_index(tensor, indices)
         value = self.expr(flat)
@@ -266,7 +265,7 @@ class ExprEmitter:
     def _lane(self, v: ir.Value, k: int) -> ir.Value:
         return self.b.extract_element(v, ir.Constant(T.I32, k)) if T.lanes_of(v) > 1 else v
 
-    def e_Load(self, e: E.Load) -> ir.Value:
+    def e_Load(self, e: Load) -> ir.Value:
         tensor = e.tensor
         st = T.scalar_storage_type(tensor.dtype)
         align = T.storage_bytes(tensor.dtype)
@@ -295,7 +294,7 @@ class ExprEmitter:
         mask = ir.Constant(ir.VectorType(T.I1, lanes), [ir.Constant(T.I1, 1)] * lanes)
         return self.b.call(fn, [ptrs, ir.Constant(T.I32, align), mask, ir.Constant(vt, ir.Undefined)])
 
-    def store(self, tensor: Tensor, indices: tuple[E.Expr, ...], value_expr: E.Expr) -> None:
+    def store(self, tensor: Tensor, indices: tuple[Expr, ...], value_expr: Expr) -> None:
         align = T.storage_bytes(tensor.dtype)
         index, stride = self.address(tensor, indices)
         value = T.store_convert(self.b, self.typed(value_expr, tensor.dtype), tensor.dtype)
@@ -312,7 +311,7 @@ class ExprEmitter:
                 self.b.store(self._lane(value, k), self._gep(tensor, self._lane(index, k)), align=align)
 
     # -- calls -----------------------------------------------------------------------------------
-    def e_Call(self, e: E.Call) -> ir.Value:
+    def e_Call(self, e: Call) -> ir.Value:
         if not e.args:
             raise CompileError(f"x86 codegen: call '{e.name}' has no x86 implementation: {print_ir(e)}")
         arg_dtype = e.args[0].dtype.element_of()
@@ -327,7 +326,7 @@ class ExprEmitter:
             return out
         return T.cast(self.b, out, arg_dtype, result)
 
-    def e_Reduce(self, e: E.Reduce) -> ir.Value:
+    def e_Reduce(self, e: Reduce) -> ir.Value:
         raise CompileError(f"x86 codegen: Reduce nodes must be lowered before codegen: {print_ir(e)}")
 
 
@@ -338,5 +337,5 @@ def _type_suffix(t: ir.Type) -> str:
     return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
 
 
-def _reads_memory(e: E.Expr) -> bool:
-    return any(isinstance(n, E.Load) for n in walk(e))
+def _reads_memory(e: Expr) -> bool:
+    return any(isinstance(n, Load) for n in walk(e))

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.intrinsics import INTRINSICS
+from cinn_py.ir import DType, INTRINSICS
 from codegen.llvm.fastmath import FAST_F32
 from codegen.llvm.types import F32, I32, lanes_of, scalar_reg_type, splat
 

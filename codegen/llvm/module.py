@@ -28,9 +28,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from cinn_py.ir import LoweredFunc
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.buffer import Buffer
+from cinn_py.ir import Buffer, LoweredFunc, int64
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, check_loops, inline_schedule_blocks
 from codegen.llvm.intrinsics import MathEmitter
@@ -113,11 +111,11 @@ class CodegenUnit:
         b = em.b
         for j, var in enumerate(self.func.scalar_args):
             raw = b.load(b.gep(sym_values, [ir.Constant(T.I64, j)], source_etype=T.I64), typ=T.I64)
-            em.env[var] = T.cast(b, raw, dt.int64, var.dtype)
+            em.env[var] = T.cast(b, raw, int64, var.dtype)
         slot = 0
         for tensor in self.func.outputs:
             for dim in tensor.shape:
-                value = T.cast(b, em.expr(dim), dim.dtype, dt.int64)
+                value = T.cast(b, em.expr(dim), dim.dtype, int64)
                 b.store(value, b.gep(out_shapes, [ir.Constant(T.I64, slot)], source_etype=T.I64))
                 slot += 1
         em.finish(returns_status=False)

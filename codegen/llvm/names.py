@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from cinn_py.ir.sanitize import C_KEYWORDS, CUDA_RESERVED, MAX_IDENTIFIER_LENGTH, sanitize_identifier
+from cinn_py.ir import CUDA_RESERVED, C_KEYWORDS, MAX_IDENTIFIER_LENGTH, sanitize_identifier
 
 LAUNCH_SYMBOL = "cinn_py_parallel_launch"
 

@@ -22,10 +22,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import For, Load, Stmt, Store, Var, int64, walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
 from codegen.llvm.privatize import privatize_local_buffers
@@ -38,12 +35,12 @@ if TYPE_CHECKING:
 TASK_TYPE = ir.FunctionType(T.VOID, [T.I64, T.I64, T.PTR])
 
 
-def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
+def emit_parallel(parent: FunctionEmitter, loop: For) -> None:
     """Outline `loop` and launch it from `parent` (see module docstring)."""
     unit = parent.unit
     b = parent.b
-    lo = T.cast(b, parent._lane(parent.expr(loop.min), 0), loop.min.dtype, dt.int64)
-    extent = T.cast(b, parent._lane(parent.expr(loop.extent), 0), loop.extent.dtype, dt.int64)
+    lo = T.cast(b, parent._lane(parent.expr(loop.min), 0), loop.min.dtype, int64)
+    extent = T.cast(b, parent._lane(parent.expr(loop.extent), 0), loop.extent.dtype, int64)
     captured_vars = sorted((v for v in _free_vars(loop.body) if v in parent.env and v != loop.loop_var),
                            key=lambda v: (v.name, str(v.dtype)))
     captured_bufs = [name for name in buffers_used(loop.body) if name in parent.buffers]
@@ -67,13 +64,13 @@ def emit_parallel(parent: FunctionEmitter, loop: S.For) -> None:
         b.branch(parent.cleanup)
 
 
-def _free_vars(body: S.Stmt) -> set[E.Var]:
+def _free_vars(body: Stmt) -> set[Var]:
     """Vars the task body needs: those read in it, plus symbolic dims that occur only in the
     shapes of the tensors and buffers it accesses (row-major strides of `A[k, i]` with
     A: [2, S0] use S0, and so do the sizes of task-private buffers)."""
     found = vars_used(body)
     for node in walk(body):
-        if isinstance(node, (E.Load, S.Store)):
+        if isinstance(node, (Load, Store)):
             for dim in (*node.tensor.shape, *node.tensor.buffer.shape):
                 found |= vars_used(dim)
     for buf in buffers_used(body).values():
@@ -109,7 +106,7 @@ def _emit_trampoline(task: ir.Function, body_fn: ir.Function, struct_t: ir.Liter
     b.ret_void()
 
 
-def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: S.For, captured_vars: list[E.Var],
+def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: For, captured_vars: list[Var],
                captured_bufs: list[str]) -> None:
     em = FunctionEmitter(unit, fn)
     em.in_parallel = True
@@ -133,7 +130,7 @@ def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: S.For, captured_vars: l
     var = loop.loop_var
 
     def bind(counter: ir.Value) -> ir.Value:
-        return T.cast(b, b.add(lo, counter), dt.int64, var.dtype)
+        return T.cast(b, b.add(lo, counter), int64, var.dtype)
 
     em.counted_loop(var, begin, end, 1, lambda: em.stmt(body), bind=bind)
     em.finish(returns_status=False)

@@ -25,15 +25,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, Tensor
-from cinn_py.ir.visitor import Mutator, substitute, walk
+from cinn_py.ir import (
+    Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Tensor, UIntImm, Var, int32,
+    substitute, walk,
+)
 from cinn_py.symbolic import Analyzer, to_poly
 
 
-def privatize_local_buffers(loop: S.For, private: list[Buffer]) -> tuple[S.Stmt, list[Buffer]]:
+def privatize_local_buffers(loop: For, private: list[Buffer]) -> tuple[Stmt, list[Buffer]]:
     """`loop.body` with the private buffers collapsed over `loop.loop_var` and shrunk; returns
     the new body and the buffers to allocate per task (shrunk where that was possible)."""
     names = {b.name for b in private}
@@ -41,7 +40,7 @@ def privatize_local_buffers(loop: S.For, private: list[Buffer]) -> tuple[S.Stmt,
         return loop.body, private
     accesses = _accesses(loop.body, names)
     collapsible = {n for n in names if all(_additive(idx, loop.loop_var) for idx in accesses.get(n, []))}
-    zero = E.IntImm(loop.loop_var.dtype, 0)
+    zero = IntImm(loop.loop_var.dtype, 0)
     body = _Collapse(collapsible, loop.loop_var, zero).visit(loop.body) if collapsible else loop.body
     ranges = _loop_ranges(body)
     new_accesses = _accesses(body, collapsible)
@@ -54,41 +53,41 @@ def privatize_local_buffers(loop: S.For, private: list[Buffer]) -> tuple[S.Stmt,
     return body, [resized.get(b.name, b) for b in private]
 
 
-def _accesses(body: S.Stmt, names: set[str]) -> dict[str, list[tuple[E.Expr, ...]]]:
+def _accesses(body: Stmt, names: set[str]) -> dict[str, list[tuple[Expr, ...]]]:
     """Index tuples of every load/store of the named buffers under `body`."""
-    found: dict[str, list[tuple[E.Expr, ...]]] = {}
+    found: dict[str, list[tuple[Expr, ...]]] = {}
     for node in walk(body):
-        if isinstance(node, (E.Load, S.Store)) and node.tensor.buffer.name in names:
+        if isinstance(node, (Load, Store)) and node.tensor.buffer.name in names:
             found.setdefault(node.tensor.buffer.name, []).append(tuple(node.indices))
     return found
 
 
-def _additive(indices: tuple[E.Expr, ...], var: E.Var) -> bool:
+def _additive(indices: tuple[Expr, ...], var: Var) -> bool:
     """Whether `var` occurs in `indices` only as a term `c * var` (c constant)."""
     for idx in indices:
-        if not any(isinstance(n, E.Var) and n == var for n in walk(idx)):
+        if not any(isinstance(n, Var) and n == var for n in walk(idx)):
             continue
         try:
             poly = to_poly(idx)
         except (TypeError, ValueError):
             return False
         for mono, _ in poly.non_const_terms():
-            uses = [a for a in mono if any(isinstance(n, E.Var) and n == var for n in walk(a))]
+            uses = [a for a in mono if any(isinstance(n, Var) and n == var for n in walk(a))]
             if uses and mono != (var,):
                 return False
     return True
 
 
-def _loop_ranges(body: S.Stmt) -> dict[E.Var, tuple[E.Expr, E.Expr]]:
-    return {n.loop_var: (n.min, n.extent) for n in walk(body) if isinstance(n, S.For)}
+def _loop_ranges(body: Stmt) -> dict[Var, tuple[Expr, Expr]]:
+    return {n.loop_var: (n.min, n.extent) for n in walk(body) if isinstance(n, For)}
 
 
-def _shrink(buf: Buffer, accesses: list[tuple[E.Expr, ...]], ranges: dict[E.Var, tuple[E.Expr, E.Expr]]) -> Buffer:
+def _shrink(buf: Buffer, accesses: list[tuple[Expr, ...]], ranges: dict[Var, tuple[Expr, Expr]]) -> Buffer:
     """`buf` with each dim cut to the constant index range the accesses reach (when known)."""
     if not accesses or any(len(a) != len(buf.shape) for a in accesses):
         return buf
     analyzer = Analyzer(ranges)  # type: ignore[arg-type]
-    shape: list[E.Expr] = []
+    shape: list[Expr] = []
     for axis, dim in enumerate(buf.shape):
         hi = -1
         for idx in accesses:
@@ -97,10 +96,10 @@ def _shrink(buf: Buffer, accesses: list[tuple[E.Expr, ...]], ranges: dict[E.Var,
                 hi = None  # type: ignore[assignment]
                 break
             hi = max(hi, int(lo_hi[1]))
-        if hi is None or (isinstance(dim, (E.IntImm, E.UIntImm)) and hi + 1 >= int(dim.value)):
+        if hi is None or (isinstance(dim, (IntImm, UIntImm)) and hi + 1 >= int(dim.value)):
             shape.append(dim)
         else:
-            shape.append(E.IntImm(dim.dtype if dim.dtype.is_integral else dt.int32, hi + 1))
+            shape.append(IntImm(dim.dtype if dim.dtype.is_integral else int32, hi + 1))
     new_shape = tuple(shape)
     return buf if new_shape == buf.shape else dataclasses.replace(buf, shape=new_shape)
 
@@ -108,19 +107,19 @@ def _shrink(buf: Buffer, accesses: list[tuple[E.Expr, ...]], ranges: dict[E.Var,
 class _Collapse(Mutator):
     """Replace `var` by 0 in the indices of loads/stores of the named buffers."""
 
-    def __init__(self, names: set[str], var: E.Var, zero: E.Expr) -> None:
+    def __init__(self, names: set[str], var: Var, zero: Expr) -> None:
         self.names, self.var, self.zero = names, var, zero
 
-    def _indices(self, indices: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+    def _indices(self, indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
         return tuple(substitute(i, {self.var: self.zero}) for i in indices)
 
-    def visit_load(self, node: E.Load) -> Any:
+    def visit_load(self, node: Load) -> Any:
         node = self.generic_visit(node)
         if node.tensor.buffer.name in self.names:
             return dataclasses.replace(node, indices=self._indices(node.indices))
         return node
 
-    def visit_store(self, node: S.Store) -> Any:
+    def visit_store(self, node: Store) -> Any:
         node = self.generic_visit(node)
         if node.tensor.buffer.name in self.names:
             return dataclasses.replace(node, indices=self._indices(node.indices))
@@ -136,7 +135,7 @@ class _Rebind(Mutator):
         return tensor if new is None or new is tensor.buffer else tensor.with_buffer(new)
 
 
-def task_only_buffers(body: S.Stmt, private: list[Buffer]) -> set[str]:
+def task_only_buffers(body: Stmt, private: list[Buffer]) -> set[str]:
     """Names of the `private` buffers used only inside parallel loops: each task allocates its
     own copy, so the enclosing function need not allocate them at all."""
     outside: set[str] = set()
@@ -145,13 +144,13 @@ def task_only_buffers(body: S.Stmt, private: list[Buffer]) -> set[str]:
 
 
 def _uses_outside_parallel(node: Any, out: set[str]) -> None:
-    if isinstance(node, S.For) and node.for_type is S.ForType.PARALLEL:
+    if isinstance(node, For) and node.for_type is ForType.PARALLEL:
         return
-    if isinstance(node, (E.Load, S.Store)):
+    if isinstance(node, (Load, Store)):
         out.add(node.tensor.buffer.name)
-    elif isinstance(node, (S.Alloc, S.Free)):
+    elif isinstance(node, (Alloc, Free)):
         out.add(node.buffer.name)
-    if isinstance(node, (E.Expr, S.Stmt)):
+    if isinstance(node, (Expr, Stmt)):
         for child in _children(node):
             _uses_outside_parallel(child, out)
 
@@ -163,6 +162,6 @@ def _children(node: Any) -> list[Any]:
             continue
         value = getattr(node, f.name)
         for item in value if isinstance(value, tuple) else (value,):
-            if isinstance(item, (E.Expr, S.Stmt)):
+            if isinstance(item, (Expr, Stmt)):
                 out.append(item)
     return out

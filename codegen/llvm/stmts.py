@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import dtype as dt
-from cinn_py.ir import expr as E
-from cinn_py.ir import stmt as S
-from cinn_py.ir.buffer import Buffer, MemoryType
-from cinn_py.ir.text.printer import print_ir
+from cinn_py.ir import (
+    Alloc, Block, Buffer, Call, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, MemoryType,
+    ScheduleBlockRealize, Stmt, Store, UIntImm, Var, bool_, int64, print_ir,
+)
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
 from codegen.llvm.emitter import ExprEmitter
@@ -102,7 +101,7 @@ class FunctionEmitter(ExprEmitter):
             if unknown:
                 raise CompileError(f"x86 codegen: size of temp buffer '{buf.name}' uses {unknown}, which are not "
                                    f"known at function entry (only symbolic dims may size a buffer)")
-            count = self.b.mul(count, T.cast(self.b, self.expr(dim), dim.dtype, dt.int64))
+            count = self.b.mul(count, T.cast(self.b, self.expr(dim), dim.dtype, int64))
         nbytes = self.b.mul(count, ir.Constant(T.I64, T.storage_bytes(buf.dtype)))
         # aligned_alloc needs a multiple of the alignment; never ask for 0 bytes
         rounded = self.b.and_(self.b.add(nbytes, ir.Constant(T.I64, 63)), ir.Constant(T.I64, -64))
@@ -110,7 +109,7 @@ class FunctionEmitter(ExprEmitter):
                              ir.Constant(T.I64, 64), rounded)
 
     # -- statements ------------------------------------------------------------------------------------
-    def stmt(self, s: S.Stmt) -> None:
+    def stmt(self, s: Stmt) -> None:
         if self.b.block.terminator is not None:  # after a failure exit: continue in a fresh block
             self.b.position_at_end(self.fn.append_basic_block("cont"))
         method = getattr(self, "s_" + type(s).__name__, None)
@@ -118,23 +117,23 @@ class FunctionEmitter(ExprEmitter):
             raise CompileError(f"x86 codegen: cannot emit statement {type(s).__name__}:\n{print_ir(s)}")
         method(s)
 
-    def s_Block(self, s: S.Block) -> None:
+    def s_Block(self, s: Block) -> None:
         saved = dict(self.env)
         for child in s.stmts:
             self.stmt(child)
         self.env = saved
 
-    def s_Store(self, s: S.Store) -> None:
+    def s_Store(self, s: Store) -> None:
         self.store(s.tensor, s.indices, s.value)
 
-    def s_Let(self, s: S.Let) -> None:
+    def s_Let(self, s: Let) -> None:
         if s.body is None:
             self.env[s.symbol] = T.constant(s.symbol.dtype, 0)
         else:
             self.env[s.symbol] = self.typed(s.body, s.symbol.dtype)
 
-    def s_IfThenElse(self, s: S.IfThenElse) -> None:
-        cond = self._lane(self.typed(s.condition, dt.bool_), 0)
+    def s_IfThenElse(self, s: IfThenElse) -> None:
+        cond = self._lane(self.typed(s.condition, bool_), 0)
         if s.false_case is None:
             with self.b.if_then(cond):
                 self.stmt(s.true_case)
@@ -145,42 +144,42 @@ class FunctionEmitter(ExprEmitter):
             with on_false:
                 self.stmt(s.false_case)
 
-    def s_ScheduleBlockRealize(self, s: S.ScheduleBlockRealize) -> None:
+    def s_ScheduleBlockRealize(self, s: ScheduleBlockRealize) -> None:
         self.stmt(inline_schedule_blocks(s))
 
-    def s_Evaluate(self, s: S.Evaluate) -> None:
-        if isinstance(s.value, E.Call) and s.value.name == "__syncthreads":
+    def s_Evaluate(self, s: Evaluate) -> None:
+        if isinstance(s.value, Call) and s.value.name == "__syncthreads":
             raise CompileError("x86 codegen: __syncthreads() has no meaning on x86 (GPU-only statement)")
         self.expr(s.value)
 
-    def s_Alloc(self, s: S.Alloc) -> None:
+    def s_Alloc(self, s: Alloc) -> None:
         """Allocated at function entry (sizes may only depend on symbolic dims)."""
 
-    def s_Free(self, s: S.Free) -> None:
+    def s_Free(self, s: Free) -> None:
         """Freed at function exit."""
 
     # -- loops -------------------------------------------------------------------------------------------
-    def s_For(self, s: S.For) -> None:
+    def s_For(self, s: For) -> None:
         kind = s.for_type
-        if kind is S.ForType.PARALLEL and self.lane is None and not self.in_parallel:
+        if kind is ForType.PARALLEL and self.lane is None and not self.in_parallel:
             from codegen.llvm.parallel import emit_parallel
 
             emit_parallel(self, s)
-        elif kind is S.ForType.VECTORIZED and self.lane is None:
+        elif kind is ForType.VECTORIZED and self.lane is None:
             self.vector_loop(s)
-        elif kind is S.ForType.UNROLLED and _small_const(s):
+        elif kind is ForType.UNROLLED and _small_const(s):
             self.unrolled_loop(s)
         else:
             lo, hi = self.bounds(s)
             self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(s.body))
 
-    def bounds(self, s: S.For) -> tuple[ir.Value, ir.Value]:
+    def bounds(self, s: For) -> tuple[ir.Value, ir.Value]:
         """(min, min + extent) in the loop var's dtype."""
         lo = self._lane(self.typed(s.min, s.loop_var.dtype), 0)
         extent = self._lane(self.typed(s.extent, s.loop_var.dtype), 0)
         return lo, self.b.add(lo, extent)
 
-    def counted_loop(self, var: E.Var, lo: ir.Value, hi: ir.Value, step: int, body: Callable[[], None],
+    def counted_loop(self, var: Var, lo: ir.Value, hi: ir.Value, step: int, body: Callable[[], None],
                      bind: Callable[[ir.Value], ir.Value] | None = None) -> None:
         """for (var = lo; var < hi; var += step) body(); `bind` maps the counter to var's value."""
         pre = self.b.block
@@ -203,13 +202,13 @@ class FunctionEmitter(ExprEmitter):
         self._restore(var, saved)
         self.b.position_at_end(done)
 
-    def _restore(self, var: E.Var, saved: ir.Value | None) -> None:
+    def _restore(self, var: Var, saved: ir.Value | None) -> None:
         if saved is None:
             self.env.pop(var, None)
         else:
             self.env[var] = saved
 
-    def unrolled_loop(self, s: S.For) -> None:
+    def unrolled_loop(self, s: For) -> None:
         saved = self.env.get(s.loop_var)
         start = int(s.min.value)  # type: ignore[attr-defined]
         for k in range(int(s.extent.value)):  # type: ignore[attr-defined]
@@ -217,7 +216,7 @@ class FunctionEmitter(ExprEmitter):
             self.stmt(s.body)
         self._restore(s.loop_var, saved)
 
-    def vector_loop(self, s: S.For) -> None:
+    def vector_loop(self, s: For) -> None:
         lanes = s.vectorize_factor
         info = LaneInfo(s.loop_var)
         lo, hi = self.bounds(s)
@@ -257,21 +256,21 @@ class FunctionEmitter(ExprEmitter):
             self.fail(self.status, STATUS_NOMEM)
 
 
-def _const_product(shape: tuple[E.Expr, ...]) -> int | None:
+def _const_product(shape: tuple[Expr, ...]) -> int | None:
     count = 1
     for dim in shape:
-        if not isinstance(dim, (E.IntImm, E.UIntImm)):
+        if not isinstance(dim, (IntImm, UIntImm)):
             return None
         count *= int(dim.value)
     return count
 
 
-def _small_const(s: S.For) -> bool:
-    return (isinstance(s.min, (E.IntImm, E.UIntImm)) and isinstance(s.extent, (E.IntImm, E.UIntImm))
+def _small_const(s: For) -> bool:
+    return (isinstance(s.min, (IntImm, UIntImm)) and isinstance(s.extent, (IntImm, UIntImm))
             and 0 <= int(s.extent.value) <= UNROLL_LIMIT)
 
 
-def private_buffers(body: S.Stmt, temps: list[Buffer]) -> list[Buffer]:
+def private_buffers(body: Stmt, temps: list[Buffer]) -> list[Buffer]:
     """Temp buffers of local/shared memory type used in `body` (private per parallel task)."""
     used = buffers_used(body)
     return [b for b in temps if b.name in used and b.memory_type in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)]

@@ -16,7 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir.dtype import DType
+from cinn_py.ir import DType
 
 I1, I8, I16, I32, I64 = (ir.IntType(b) for b in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()

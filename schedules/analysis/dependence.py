@@ -17,8 +17,9 @@ sum `c1*v1 + c2*v2 + ...` (each coefficient above the span of the smaller terms)
 
 from __future__ import annotations
 
-from cinn_py import ir
-from cinn_py.ir import Expr, For, IntImm, LoweredFunc, ScheduleBlockRealize, Var
+from cinn_py.ir import (
+    Add, Div, Expr, For, IntImm, LoweredFunc, Mod, Mul, ScheduleBlockRealize, Sub, Var, substitute, walk,
+)
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks
 from schedules.analysis.regions import (
@@ -92,7 +93,7 @@ def is_injective(indices: tuple[Expr, ...], loops: list[For]) -> bool:
     components = _recover_div_mod([simplify_index(e) for e in indices])
     covered: set[Var] = set()
     for comp in components:
-        used = {n for n in ir.walk(comp) if isinstance(n, Var) and n in wanted}
+        used = {n for n in walk(comp) if isinstance(n, Var) and n in wanted}
         if not used:
             continue
         if used & covered or not _mixed_radix(comp, used, wanted):
@@ -108,10 +109,10 @@ def _recover_div_mod(components: list[Expr]) -> list[Expr]:
     while changed:
         changed = False
         for k, c in enumerate(out):
-            if not isinstance(c, ir.Div):
+            if not isinstance(c, Div):
                 continue
             for m, other in enumerate(out):
-                if isinstance(other, ir.Mod) and other.a == c.a and other.b == c.b:
+                if isinstance(other, Mod) and other.a == c.a and other.b == c.b:
                     rest = [x for j, x in enumerate(out) if j not in (k, m)]
                     out = rest + [simplify_index(c.a)]
                     changed = True
@@ -156,13 +157,13 @@ def _linear_terms(e: Expr, used: set[Var]) -> list[tuple[int, Var]] | None:
         if isinstance(node, Var) and node in used:
             coefs[node] = coefs.get(node, 0) + scale
             return True
-        if not any(isinstance(n, Var) and n in used for n in ir.walk(node)):
+        if not any(isinstance(n, Var) and n in used for n in walk(node)):
             return True
-        if isinstance(node, ir.Add):
+        if isinstance(node, Add):
             return visit(node.a, scale) and visit(node.b, scale)
-        if isinstance(node, ir.Sub):
+        if isinstance(node, Sub):
             return visit(node.a, scale) and visit(node.b, -scale)
-        if isinstance(node, ir.Mul):
+        if isinstance(node, Mul):
             for x, y in ((node.a, node.b), (node.b, node.a)):
                 if isinstance(y, IntImm):
                     return visit(x, scale * y.value)
@@ -183,14 +184,14 @@ def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], 
     function of the shared loop vars in both, and that function is injective (so an element
     determines the shared iteration). `y_to_x` renames y's vars into x's where they differ."""
     x_idx = tuple(simplify_index(e) for e in x.indices)
-    y_idx = tuple(simplify_index(ir.substitute(e, y_to_x)) for e in y.indices)
+    y_idx = tuple(simplify_index(substitute(e, y_to_x)) for e in y.indices)
     if len(x_idx) != len(y_idx):
         return False
     shared_vars = {loop.loop_var for loop in shared}
     private = {loop.loop_var for loop in x_loops + y_loops} - shared_vars
 
     def free(e: Expr) -> bool:
-        return not any(isinstance(n, Var) and n in private for n in ir.walk(e))
+        return not any(isinstance(n, Var) and n in private for n in walk(e))
 
     common = tuple(a for a, b in zip(x_idx, y_idx) if free(a) and free(b) and prove_equal(a, b))
     return is_injective(common, shared)

@@ -34,8 +34,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cinn_py import ir
-from cinn_py.ir import Expr, For, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var
+from cinn_py.ir import (
+    Add, Div, Evaluate, Expr, For, IfThenElse, Let, Load, LoweredFunc, Mod, Mul, ScheduleBlockRealize, Stmt,
+    Store, Sub, Var, substitute, walk,
+)
 from schedules.analysis.arith import as_int, simplify_index
 from schedules.analysis.loops import collect_stmts, stmt_children
 from schedules.errors import IllegalDependenceError, schedule_error
@@ -67,7 +69,7 @@ def loop_accesses(node: Stmt) -> list[Access]:
 def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str | None) -> Iterator[Access]:
     if isinstance(node, ScheduleBlockRealize):
         sb = node.schedule_block
-        values = [ir.substitute(v, mapping) for v in node.iter_values]
+        values = [substitute(v, mapping) for v in node.iter_values]
         inner = {**mapping, **dict(zip(sb.iter_vars, values))}
         is_reduce = any(v.is_reduce_axis for v in sb.iter_vars)
         stores = [s for s in collect_stmts(sb.body, Store)]
@@ -75,17 +77,17 @@ def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str |
         yield from _accesses(sb.body, inner, node.uid, red)
         return
     if isinstance(node, Store):
-        idx = tuple(simplify_index(ir.substitute(e, mapping)) for e in node.indices)
+        idx = tuple(simplify_index(substitute(e, mapping)) for e in node.indices)
         buf = node.tensor.buffer.name
         yield Access(buf, idx, True, block, buf == red_buffer)
         yield from _loads((node.value, *node.indices), mapping, block, red_buffer)
         return
     if isinstance(node, For):
         yield from _loads((node.min, node.extent), mapping, block, red_buffer)
-    elif isinstance(node, ir.IfThenElse):
+    elif isinstance(node, IfThenElse):
         yield from _loads((node.condition,), mapping, block, red_buffer)
-    elif isinstance(node, (ir.Evaluate, ir.Let)):
-        yield from _loads((node.value if isinstance(node, ir.Evaluate) else node.body,), mapping, block, red_buffer)
+    elif isinstance(node, (Evaluate, Let)):
+        yield from _loads((node.value if isinstance(node, Evaluate) else node.body,), mapping, block, red_buffer)
     for child in stmt_children(node):
         yield from _accesses(child, mapping, block, red_buffer)
 
@@ -94,9 +96,9 @@ def _loads(exprs: tuple[Any, ...], mapping: dict[Var, Expr], block: int, red: st
     for e in exprs:
         if e is None:
             continue
-        for n in ir.walk(e):
+        for n in walk(e):
             if isinstance(n, Load):
-                idx = tuple(simplify_index(ir.substitute(i, mapping)) for i in n.indices)
+                idx = tuple(simplify_index(substitute(i, mapping)) for i in n.indices)
                 buf = n.tensor.buffer.name
                 yield Access(buf, idx, False, block, buf == red)
 
@@ -112,12 +114,12 @@ def is_reduce_loop(loop: For) -> bool:
 def drives_only_reduce_vars(realize: ScheduleBlockRealize, var: Var) -> bool:
     """`var` is used by `realize`'s iter values, and only by its reduce iter vars."""
     uses = [v.is_reduce_axis for v, e in zip(realize.schedule_block.iter_vars, realize.iter_values)
-            if any(isinstance(n, Var) and n == var for n in ir.walk(e))]
+            if any(isinstance(n, Var) and n == var for n in walk(e))]
     return bool(uses) and all(uses)
 
 
 def _uses(realize: ScheduleBlockRealize, var: Var) -> bool:
-    return any(isinstance(n, Var) and n == var for e in realize.iter_values for n in ir.walk(e))
+    return any(isinstance(n, Var) and n == var for e in realize.iter_values for n in walk(e))
 
 
 def loop_carries_dependence(func: LoweredFunc, loop: For, allow_accumulation: bool = False) -> bool:
@@ -247,9 +249,9 @@ def _span(atom: Expr, ranges: dict[Var, tuple[Expr, Expr]]) -> int | None:
 
 def _recover_div_mod(components: list[Expr]) -> list[Expr]:
     out = list(components)
-    for d in [c for c in out if isinstance(c, ir.Div)]:
+    for d in [c for c in out if isinstance(c, Div)]:
         for m in out:
-            if isinstance(m, ir.Mod) and m.a == d.a and m.b == d.b:
+            if isinstance(m, Mod) and m.a == d.a and m.b == d.b:
                 out.append(simplify_index(d.a))
     return out
 
@@ -260,17 +262,17 @@ def _linear(e: Expr, wanted: set[Var], key: Var) -> dict[Expr, int] | None:
     coefs: dict[Expr, int] = {}
 
     def visit(node: Expr, scale: int) -> bool:
-        used = {n for n in ir.walk(node) if isinstance(n, Var) and n in wanted}
+        used = {n for n in walk(node) if isinstance(n, Var) and n in wanted}
         if not used:
             return True
         if isinstance(node, Var):
             coefs[node] = coefs.get(node, 0) + scale
             return True
-        if isinstance(node, ir.Add):
+        if isinstance(node, Add):
             return visit(node.a, scale) and visit(node.b, scale)
-        if isinstance(node, ir.Sub):
+        if isinstance(node, Sub):
             return visit(node.a, scale) and visit(node.b, -scale)
-        if isinstance(node, ir.Mul):
+        if isinstance(node, Mul):
             for x, y in ((node.a, node.b), (node.b, node.a)):
                 if as_int(y) is not None:
                     return visit(x, scale * as_int(y))  # type: ignore[operator]

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cinn_py.ir import (
-    Block, For, IfThenElse, Load, LoweredFunc, ScheduleBlock, ScheduleBlockRealize, Stmt,
-    Store, Tensor, Var, walk,
+    Block, For, IfThenElse, Load, LoweredFunc, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var,
+    walk,
 )
 
 __all__ = [

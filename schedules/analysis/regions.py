@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cinn_py import ir
-from cinn_py.ir import Expr, For, IntImm, Load, ScheduleBlockRealize, Stmt, Tensor, Var
+from cinn_py.ir import (
+    Add, Div, Expr, For, IntImm, Load, Max, Min, Mod, Mul, ScheduleBlockRealize, Stmt, Sub, Tensor, Var,
+    int32, substitute, walk,
+)
 from schedules.analysis.arith import simplify_index
 from schedules.analysis.loops import block_stores
 
@@ -30,7 +32,7 @@ __all__ = [
 # Accesses
 # ----------------------------------------------------------------------------------------------
 def _loads(node: Stmt | Expr) -> list[Load]:
-    return [n for n in ir.walk(node) if isinstance(n, Load)]
+    return [n for n in walk(node) if isinstance(n, Load)]
 
 
 def iter_binding(block: ScheduleBlockRealize) -> dict[Var, Expr]:
@@ -57,9 +59,9 @@ def accesses(block: ScheduleBlockRealize) -> list[Access]:
     binding = iter_binding(block)
     out: list[Access] = []
     for store in block_stores(block):
-        out.append(Access(block, store.tensor, tuple(ir.substitute(i, binding) for i in store.indices), True))
+        out.append(Access(block, store.tensor, tuple(substitute(i, binding) for i in store.indices), True))
     for load in _loads(block.schedule_block.body):
-        out.append(Access(block, load.tensor, tuple(ir.substitute(i, binding) for i in load.indices), False))
+        out.append(Access(block, load.tensor, tuple(substitute(i, binding) for i in load.indices), False))
     return out
 
 
@@ -82,7 +84,7 @@ def reduce_iter_vars(block: ScheduleBlockRealize) -> list[Var]:
 def loop_vars_in(expr: Expr | Stmt, loops: list[For] | tuple[For, ...]) -> set[Var]:
     """The loop vars of `loops` that `expr` uses."""
     wanted = {loop.loop_var for loop in loops}
-    return {n for n in ir.walk(expr) if isinstance(n, Var) and n in wanted}
+    return {n for n in walk(expr) if isinstance(n, Var) and n in wanted}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,7 +92,7 @@ def loop_vars_in(expr: Expr | Stmt, loops: list[For] | tuple[For, ...]) -> set[V
 # ----------------------------------------------------------------------------------------------
 def int_like(value: int, like: Expr) -> Expr:
     """An integer immediate with the index dtype of `like` (int64 in dynamic-shape functions)."""
-    dtype = like.dtype if like.dtype.is_int else ir.dtype.int32
+    dtype = like.dtype if like.dtype.is_int else int32
     return IntImm(dtype, value)
 
 
@@ -111,7 +113,7 @@ def loop_ranges(loops: list[For] | tuple[For, ...]) -> dict[Var, Interval]:
     """Inclusive value range of each loop var: [min, min + extent - 1]."""
     out: dict[Var, Interval] = {}
     for loop in loops:
-        hi = simplify_index(ir.Sub(ir.Add(loop.min, loop.extent), int_like(1, loop.extent)))
+        hi = simplify_index(Sub(Add(loop.min, loop.extent), int_like(1, loop.extent)))
         out[loop.loop_var] = (loop.min, hi)
     return out
 
@@ -126,7 +128,7 @@ def _nonneg(e: Expr, ranges: dict[Var, Interval]) -> bool:
         if e.is_symbolic_constant:
             return True
         return e.lower_bound is not None and _nonneg(e.lower_bound, {})
-    if isinstance(e, (ir.Add, ir.Mul, ir.Div, ir.Mod, ir.Min, ir.Max)):
+    if isinstance(e, (Add, Mul, Div, Mod, Min, Max)):
         return _nonneg(e.a, ranges) and _nonneg(e.b, ranges)
     return False
 
@@ -137,7 +139,7 @@ def _positive(e: Expr) -> bool:
     if isinstance(e, Var) and e.is_symbolic_constant:
         lb = e.lower_bound
         return lb is None or (isinstance(lb, IntImm) and lb.value >= 1)
-    if isinstance(e, ir.Mul):
+    if isinstance(e, Mul):
         return _positive(e.a) and _positive(e.b)
     return False
 
@@ -145,7 +147,7 @@ def _positive(e: Expr) -> bool:
 def index_bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
     """Inclusive bounds of `e` when the vars in `ranges` vary over them (others are fixed), or
     None when they cannot be bounded symbolically (e.g. a product of two varying vars)."""
-    used = {n for n in ir.walk(e) if isinstance(n, Var) and n in ranges}
+    used = {n for n in walk(e) if isinstance(n, Var) and n in ranges}
     if not used:
         return e, e
     result = _bounds(e, ranges)
@@ -157,24 +159,24 @@ def index_bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
 def _bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
     if isinstance(e, Var) and e in ranges:
         return ranges[e]
-    if not any(isinstance(n, Var) and n in ranges for n in ir.walk(e)):
+    if not any(isinstance(n, Var) and n in ranges for n in walk(e)):
         return e, e
-    if isinstance(e, (ir.Add, ir.Sub)):
+    if isinstance(e, (Add, Sub)):
         a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
         if a is None or b is None:
             return None
-        if isinstance(e, ir.Add):
-            return ir.Add(a[0], b[0]), ir.Add(a[1], b[1])
-        return ir.Sub(a[0], b[1]), ir.Sub(a[1], b[0])
-    if isinstance(e, ir.Mul):
+        if isinstance(e, Add):
+            return Add(a[0], b[0]), Add(a[1], b[1])
+        return Sub(a[0], b[1]), Sub(a[1], b[0])
+    if isinstance(e, Mul):
         return _mul_bounds(e, ranges)
-    if isinstance(e, ir.Div) and _positive(e.b) and _nonneg(e.a, ranges):
+    if isinstance(e, Div) and _positive(e.b) and _nonneg(e.a, ranges):
         a = _bounds(e.a, ranges)
         # Truncating division by a positive divisor is monotone.
-        return None if a is None else (ir.Div(a[0], e.b), ir.Div(a[1], e.b))
-    if isinstance(e, ir.Mod) and _positive(e.b) and _nonneg(e.a, ranges):
-        return int_like(0, e), simplify_index(ir.Sub(e.b, int_like(1, e.b)))
-    if isinstance(e, (ir.Min, ir.Max)):
+        return None if a is None else (Div(a[0], e.b), Div(a[1], e.b))
+    if isinstance(e, Mod) and _positive(e.b) and _nonneg(e.a, ranges):
+        return int_like(0, e), simplify_index(Sub(e.b, int_like(1, e.b)))
+    if isinstance(e, (Min, Max)):
         a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
         if a is None or b is None:
             return None
@@ -183,16 +185,16 @@ def _bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
     return None
 
 
-def _mul_bounds(e: ir.Mul, ranges: dict[Var, Interval]) -> Interval | None:
-    a_fixed = not any(isinstance(n, Var) and n in ranges for n in ir.walk(e.a))
+def _mul_bounds(e: Mul, ranges: dict[Var, Interval]) -> Interval | None:
+    a_fixed = not any(isinstance(n, Var) and n in ranges for n in walk(e.a))
     varying, fixed = (e.b, e.a) if a_fixed else (e.a, e.b)
-    if any(isinstance(n, Var) and n in ranges for n in ir.walk(fixed)):
+    if any(isinstance(n, Var) and n in ranges for n in walk(fixed)):
         return None
     v = _bounds(varying, ranges)
     if v is None:
         return None
     if isinstance(fixed, IntImm) and fixed.value < 0:
-        return ir.Mul(v[1], fixed), ir.Mul(v[0], fixed)
+        return Mul(v[1], fixed), Mul(v[0], fixed)
     if not _nonneg(fixed, {}):
         return None
-    return ir.Mul(v[0], fixed), ir.Mul(v[1], fixed)
+    return Mul(v[0], fixed), Mul(v[1], fixed)

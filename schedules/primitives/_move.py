@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Expr, For, LoweredFunc, ScheduleBlockRealize, Var
+from cinn_py.ir import Expr, For, LoweredFunc, Max, Min, ScheduleBlockRealize, Var, unique_name
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import buffer_conflicts, same_iteration
 from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
@@ -150,13 +149,13 @@ def fresh_loop_var(var: Var, taken: set[str]) -> Var:
     chosen name is added to `taken` (so sibling new loops get distinct names)."""
     name = var.name
     while name in taken:
-        name = ir.unique_name(var.name)
+        name = unique_name(var.name)
     taken.add(name)
     return var if name == var.name else dataclasses.replace(var, name=name)
 
 
 def range_union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
     """The inclusive range covering both `a` and `b` (min of the mins, max of the maxes)."""
-    lo = a[0] if prove_equal(a[0], b[0]) else simplify_index(ir.Min(a[0], b[0]))
-    hi = a[1] if prove_equal(a[1], b[1]) else simplify_index(ir.Max(a[1], b[1]))
+    lo = a[0] if prove_equal(a[0], b[0]) else simplify_index(Min(a[0], b[0]))
+    hi = a[1] if prove_equal(a[1], b[1]) else simplify_index(Max(a[1], b[1]))
     return lo, hi

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, ScheduleBlock, Stmt
+from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, Stmt, replace_stmt
 from schedules.analysis.loops import StmtIndex
 
 __all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
@@ -17,10 +16,10 @@ __all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "repl
 
 def replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
     """`func` with the statement object `old` replaced by `new` (path copy)."""
-    return ir.replace_stmt(func, old, new)
+    return replace_stmt(func, old, new)
 
 
-class _ManyReplacer(ir.Mutator):
+class _ManyReplacer(Mutator):
     def __init__(self, mapping: dict[int, Stmt]) -> None:
         self.mapping = mapping
 

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Block, Expr, For, ForType, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from cinn_py.ir import (
+    Block, Div, Expr, For, ForType, LoweredFunc, Mod, Mul, ScheduleBlockRealize, Stmt, Var, print_ir,
+    substitute, walk,
+)
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks, root_block
 from schedules.analysis.regions import const_value, int_like, simplify_index
@@ -53,7 +55,7 @@ def group_space(func: LoweredFunc) -> tuple[list[Expr], list[Expr]]:
     master = masters[0] if masters else blocks[-1]
     loops = index.enclosing_loops(master)
     reduce_vars = {n for v, e in zip(master.schedule_block.iter_vars, master.iter_values) if v.is_reduce_axis
-                   for n in ir.walk(e) if isinstance(n, Var)}
+                   for n in walk(e) if isinstance(n, Var)}
     first_reduce = next((k for k, lp in enumerate(loops) if lp.loop_var in reduce_vars), len(loops))
     return [lp.extent for lp in loops[:first_reduce]], [lp.extent for lp in loops[first_reduce:]]
 
@@ -75,7 +77,7 @@ def align_iter_space(func: LoweredFunc) -> LoweredFunc:
 def _product(extents: list[Expr]) -> Expr:
     out = extents[0]
     for e in extents[1:]:
-        out = ir.Mul(out, e)
+        out = Mul(out, e)
     return simplify_index(out)
 
 
@@ -101,9 +103,9 @@ def _decompose(var: Var, extents: list[Expr]) -> list[Expr]:
         value: Expr = var
         inner = extents[k + 1:]
         if inner:
-            value = ir.Div(value, _product(inner))
+            value = Div(value, _product(inner))
         if k > 0:
-            value = ir.Mod(value, extents[k])
+            value = Mod(value, extents[k])
         out.append(value)
     return out
 
@@ -113,10 +115,10 @@ def _fuse_chain(func: LoweredFunc, loops: list[For], name: str, extents: list[Ex
     if len(loops) == 1:
         # Only renamed: the loop keeps its uid and its whole kind (bind axis, vector factor),
         # since it runs the same iterations.
-        return dataclasses.replace(loops[0], loop_var=var, body=ir.substitute(body, {loops[0].loop_var: var}))
+        return dataclasses.replace(loops[0], loop_var=var, body=substitute(body, {loops[0].loop_var: var}))
     _require_serial(func, loops)
     mapping = dict(zip((lp.loop_var for lp in loops), _decompose(var, extents)))
-    return For(var, int_like(0, loops[0].extent), _product(extents), ir.substitute(body, mapping))
+    return For(var, int_like(0, loops[0].extent), _product(extents), substitute(body, mapping))
 
 
 def _require_serial(func: LoweredFunc, loops: list[For]) -> None:
@@ -164,4 +166,4 @@ def _extents(stmt: Stmt) -> list[Expr]:
 
 
 def _show(extents: list[Expr]) -> str:
-    return ", ".join(ir.print_ir(e) for e in extents)
+    return ", ".join(print_ir(e) for e in extents)

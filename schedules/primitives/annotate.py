@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-from cinn_py.ir import LoweredFunc, ScheduleBlockRealize, replace_stmt
-from cinn_py.ir.stmt import AttrValue
+from cinn_py.ir import AttrValue, LoweredFunc, ScheduleBlockRealize, replace_stmt
 
 __all__ = ["annotate", "unannotate"]
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from cinn_py import ir
 from cinn_py.ir import (
-    Block, Buffer, Expr, For, LoweredFunc, MemoryType, Mutator, ScheduleBlock, ScheduleBlockRealize,
-    Stmt, Store, Tensor, Var,
+    Add, Block, Buffer, Expr, For, IfThenElse, IntImm, Load, LoweredFunc, Max, MemoryType, Min, Mutator,
+    ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Sub, Tensor, Var, int32, replace_stmt, unique_name,
+    walk,
 )
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, root_block
@@ -107,11 +107,11 @@ def _same(a: Tensor, b: Tensor) -> bool:
 
 def _cache_tensor(func: LoweredFunc, tensor: Tensor, scope: MemoryType) -> Tensor:
     """`<T>_<scope>_temp_buffer` (CINN `MakeCacheTensor`; a unique name when used already)."""
-    taken = {n.tensor.name for n in ir.walk(func.body) if isinstance(n, (ir.Load, Store))}
+    taken = {n.tensor.name for n in walk(func.body) if isinstance(n, (Load, Store))}
     taken |= {b.name for b in all_blocks(func)} | {b.name.lstrip("_") for b in func.temp_bufs}
-    name = ir.unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
+    name = unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
     while name in taken:
-        name = ir.unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
+        name = unique_name(f"{tensor.name}_{scope.scope}_temp_buffer")
     buffer = Buffer(f"_{name}", tensor.buffer.shape, tensor.dtype, scope)
     return Tensor(name, tensor.shape, tensor.dtype, buffer)
 
@@ -138,7 +138,7 @@ def _insert_top(func: LoweredFunc, position: int, stmt: Stmt) -> LoweredFunc:
     new_body = dataclasses.replace(body, stmts=stmts) if isinstance(body, Block) else Block(stmts)
     new_sb = dataclasses.replace(root.schedule_block, body=new_body)
     new_root = dataclasses.replace(root, schedule_block=new_sb)
-    return ir.replace_stmt(func, root, new_root)
+    return replace_stmt(func, root, new_root)
 
 
 def _box(index: StmtIndex, accs: list[Access], shape: tuple[Expr, ...]) -> tuple[Region, bool]:
@@ -161,7 +161,7 @@ def _access_box(index: StmtIndex, acc: Access, shape: tuple[Expr, ...]) -> tuple
     inside = True
     for idx, dim in zip(acc.indices, shape):
         bounds = index_bounds(idx, ranges)
-        last = simplify_index(ir.Sub(dim, int_like(1, dim)))
+        last = simplify_index(Sub(dim, int_like(1, dim)))
         if bounds is None or not (prove_ge(bounds[0], int_like(0, bounds[0])) and prove_le(bounds[1], last)):
             bounds, inside = (int_like(0, dim), last), False
         box.append(bounds)
@@ -176,25 +176,25 @@ def _union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
     from cinn_py.symbolic import prove_le  # noqa: PLC0415
 
     lo = a[0] if prove_le(a[0], b[0]) else b[0] if prove_le(b[0], a[0]) else \
-        simplify_index(ir.Min(a[0], b[0]))
+        simplify_index(Min(a[0], b[0]))
     hi = a[1] if prove_le(b[1], a[1]) else b[1] if prove_le(a[1], b[1]) else \
-        simplify_index(ir.Max(a[1], b[1]))
+        simplify_index(Max(a[1], b[1]))
     return lo, hi
 
 
 def _is_box(index: StmtIndex, acc: Access) -> bool:
     """The access touches every element of its bounding box: each index is a distinct loop var
     of the block's loops (plus a loop-invariant offset) and no guard encloses the block."""
-    if any(isinstance(a, ir.IfThenElse) for a in index.ancestors(acc.block)):
+    if any(isinstance(a, IfThenElse) for a in index.ancestors(acc.block)):
         return False
     loop_vars = {lp.loop_var for lp in index.enclosing_loops(acc.block)}
     seen: set[Var] = set()
     for idx in acc.indices:
-        used = [v for v in ir.walk(idx) if isinstance(v, Var) and v in loop_vars]
+        used = [v for v in walk(idx) if isinstance(v, Var) and v in loop_vars]
         if not used:
             continue
         var = used[0]
-        if len(set(used)) != 1 or var in seen or simplify_index(ir.Sub(idx, var)).__class__ is not ir.IntImm:
+        if len(set(used)) != 1 or var in seen or simplify_index(Sub(idx, var)).__class__ is not IntImm:
             return False
         seen.add(var)
     return True
@@ -203,15 +203,15 @@ def _is_box(index: StmtIndex, acc: Access) -> bool:
 def _copy_nest(name: str, region: Region, dst: Tensor, src: Tensor) -> tuple[Stmt, ScheduleBlockRealize]:
     """`for cache_ax.. { ScheduleBlock(name) { v.. = axis.bind(lo + cache_ax..); dst[v..] = src[v..] } }`
     (CINN `MakeCacheBlock`)."""
-    idt = region[0][1].dtype if region else ir.dtype.int32
-    loop_vars = [Var(ir.unique_name(f"cache_ax{k}"), idt) for k in range(len(region))]
-    iter_vars = [Var(ir.unique_name(f"v{k}"), idt) for k in range(len(region))]
-    values = tuple(simplify_index(ir.Add(lo, var)) for (lo, _), var in zip(region, loop_vars))
-    store = Store(dst, ir.Load(src, tuple(iter_vars)), tuple(iter_vars))
+    idt = region[0][1].dtype if region else int32
+    loop_vars = [Var(unique_name(f"cache_ax{k}"), idt) for k in range(len(region))]
+    iter_vars = [Var(unique_name(f"v{k}"), idt) for k in range(len(region))]
+    values = tuple(simplify_index(Add(lo, var)) for (lo, _), var in zip(region, loop_vars))
+    store = Store(dst, Load(src, tuple(iter_vars)), tuple(iter_vars))
     realize = ScheduleBlockRealize(values, ScheduleBlock(name, tuple(iter_vars), store))
     stmt: Stmt = realize
     for var, (lo, hi) in reversed(list(zip(loop_vars, region))):
-        extent = simplify_index(ir.Add(ir.Sub(hi, lo), int_like(1, hi)))
+        extent = simplify_index(Add(Sub(hi, lo), int_like(1, hi)))
         stmt = For(var, int_like(0, extent), extent, Block((stmt,)))
     return stmt, realize
 
@@ -249,7 +249,7 @@ def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
     """
     prim = "cache_read"
     index, scope = _check_args(prim, func, block, read_idx, memory_type)
-    loads = [n for n in ir.walk(block.schedule_block.body) if isinstance(n, ir.Load)]
+    loads = [n for n in walk(block.schedule_block.body) if isinstance(n, Load)]
     tensor = _pick(prim, func, block, read_idx, _distinct([ld.tensor for ld in loads]), "read")
     buf = tensor.buffer.name
     if buf in block_buffers_written(block):
@@ -274,7 +274,7 @@ def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
                     if _top_position(index, tops, w) < top), default=0)
     new_sb = _Retensor(tensor, cache).visit(block.schedule_block)
     new_block = dataclasses.replace(block, schedule_block=new_sb)
-    new = _insert_top(ir.replace_stmt(func, block, new_block), position, copy)
+    new = _insert_top(replace_stmt(func, block, new_block), position, copy)
     return _with_temp(new, cache.buffer), copy_block
 
 
@@ -309,7 +309,7 @@ def cache_write(func: LoweredFunc, block: ScheduleBlockRealize, write_idx: int,
         _check_inexact_ok(prim, func, stage, tensor)
     cache = _cache_tensor(func, tensor, scope)
     others = {b.name for b in all_blocks(func)} - {block.name}
-    name = tensor.name if tensor.name not in others else ir.unique_name(tensor.name)
+    name = tensor.name if tensor.name not in others else unique_name(tensor.name)
     copy, copy_block = _copy_nest(name, region, tensor, cache)
     rewrite = _Retensor(tensor, cache, cache.buffer)
     renamed = dataclasses.replace(rewrite.visit(block.schedule_block), name=cache.name)
@@ -326,8 +326,8 @@ def _check_self_reads(prim: str, func: LoweredFunc, block: ScheduleBlockRealize,
     writes, and the stage must initialise it (its `__reduce_init` block): the cache holds no
     copy of `T`'s previous contents."""
     stores = [s for s in block_stores(block) if _same(s.tensor, tensor)]
-    self_reads = [ld for ld in ir.walk(block.schedule_block.body)
-                  if isinstance(ld, ir.Load) and ld.tensor.buffer.name == tensor.buffer.name]
+    self_reads = [ld for ld in walk(block.schedule_block.body)
+                  if isinstance(ld, Load) and ld.tensor.buffer.name == tensor.buffer.name]
     if not self_reads:
         return
     matching = all(any(ld.indices == s.indices for s in stores) for ld in self_reads)

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from cinn_py.ir import (
+    Add, And, Block, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Sub,
+    Tensor, Var, print_ir, substitute, walk,
+)
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import argument_buffers, readers_of
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
@@ -82,12 +84,12 @@ def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
     for wrap in reversed(wrappers):
         if isinstance(wrap, For):
             var = fresh_loop_var(wrap.loop_var, taken) if wrap.loop_var.name in scope else wrap.loop_var
-            body = ir.substitute(stmt, {wrap.loop_var: var}) if var != wrap.loop_var else stmt
+            body = substitute(stmt, {wrap.loop_var: var}) if var != wrap.loop_var else stmt
             stmt = For(var, wrap.min, wrap.extent, Block((body,)), wrap.for_type, wrap.bind_offset,
                        wrap.vectorize_factor)
         else:
             stmt = IfThenElse(wrap.condition, Block((stmt,)))  # type: ignore[union-attr]
-    return ir.substitute(stmt, mapping)
+    return substitute(stmt, mapping)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -109,8 +111,8 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
     for t, b in zip(target, own):
         if not (prove_equal(t.min, b.min) and prove_equal(t.extent, b.extent)):
             raise schedule_error(LoopMismatchError, prim, f"extent of loop '{b.loop_var.name}' should equal that "
-                                 f"of '{t.loop_var.name}': expected {ir.print_ir(t.extent)}, got "
-                                 f"{ir.print_ir(b.extent)}", func, b, t)
+                                 f"of '{t.loop_var.name}': expected {print_ir(t.extent)}, got "
+                                 f"{print_ir(b.extent)}", func, b, t)
     mapping = {b.loop_var: t.loop_var for t, b in zip(target, own) if b.loop_var != t.loop_var}
     moved = _moved_stmt(index, block, len(target), mapping, names_in_scope(func, target))
     new_block = next(s for s in _stmts(moved) if isinstance(s, ScheduleBlockRealize))
@@ -163,7 +165,7 @@ def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
     return new
 
 
-def _pure_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> ir.Store:
+def _pure_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> Store:
     stores = block_stores(block)
     iter_vars = block.schedule_block.iter_vars
     store = stores[0] if len(stores) == 1 and block.schedule_block.body is stores[0] else None
@@ -195,7 +197,7 @@ Region = list[tuple[Expr, Expr]]
 
 
 def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
-                     readers: list[ScheduleBlockRealize], tensor: ir.Tensor) -> Region:
+                     readers: list[ScheduleBlockRealize], tensor: Tensor) -> Region:
     """Per dimension (lo, hi) inclusive of `tensor` read in one iteration of `loop`."""
     region: list[tuple[Expr, Expr] | None] = [None] * len(tensor.shape)
     for reader in readers:
@@ -203,20 +205,20 @@ def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
         inner = loops[next(k for k, lp in enumerate(loops) if lp is loop) + 1:]
         ranges = loop_ranges(inner)
         binding = dict(zip(reader.schedule_block.iter_vars, reader.iter_values))
-        for load in (n for n in ir.walk(reader.schedule_block.body) if isinstance(n, ir.Load)):
+        for load in (n for n in walk(reader.schedule_block.body) if isinstance(n, Load)):
             if load.tensor.buffer.name != tensor.buffer.name:
                 continue
             for k, idx in enumerate(load.indices):
-                bounds = index_bounds(ir.substitute(idx, binding), ranges)
+                bounds = index_bounds(substitute(idx, binding), ranges)
                 if bounds is None:
-                    raise schedule_error(RegionError, prim, f"the index {ir.print_ir(idx)} of '{tensor.name}' in "
+                    raise schedule_error(RegionError, prim, f"the index {print_ir(idx)} of '{tensor.name}' in "
                                          f"'{reader.name}' cannot be bounded over the loops inside "
                                          f"'{loop.loop_var.name}'", func, reader)
                 region[k] = bounds if region[k] is None else range_union(region[k], bounds)  # type: ignore[arg-type]
     return [r for r in region if r is not None]
 
 
-def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Region, keep_unit_loops: bool,
+def _recompute_block(block: ScheduleBlockRealize, store: Store, region: Region, keep_unit_loops: bool,
                      scope: set[str]) -> tuple[ScheduleBlockRealize, list[tuple[Var, Expr]]]:
     """The block's new iter values over `region` and its new loops `ax0, ...` (renamed where
     `scope`, the target's loops, already binds the name: the region is in those vars)."""
@@ -225,13 +227,13 @@ def _recompute_block(block: ScheduleBlockRealize, store: ir.Store, region: Regio
     extra: list[tuple[Var, Expr]] = []
     idt = block.iter_values[0].dtype
     for lo, hi in region:
-        extent = simplify_index(ir.Add(ir.Sub(hi, lo), int_like(1, hi)))
+        extent = simplify_index(Add(Sub(hi, lo), int_like(1, hi)))
         if const_value(extent) == 1 and not keep_unit_loops:
             values.append(lo)
             continue
         var = fresh_loop_var(Var(f"ax{len(extra)}", idt), taken)
         extra.append((var, extent))
-        values.append(var if const_value(lo) == 0 else simplify_index(ir.Add(lo, var)))
+        values.append(var if const_value(lo) == 0 else simplify_index(Add(lo, var)))
     names = ",".join(v.name for v, _ in extra)
     attrs = tuple(sorted(dict(block.schedule_block.attrs, compute_at_extra_var=names).items()))
     new_sb = dataclasses.replace(block.schedule_block, attrs=attrs)
@@ -247,8 +249,8 @@ def _region_guard(block: ScheduleBlockRealize, region: Region, shape: tuple[Expr
     for (_, hi), dim, value in zip(region, shape, block.iter_values):
         if _within(hi, dim) or _always_below(hi, dim, outer):
             continue
-        term = ir.LT(value, dim)
-        cond = term if cond is None else ir.And(cond, term)
+        term = LT(value, dim)
+        cond = term if cond is None else And(cond, term)
     return cond
 
 
@@ -256,11 +258,11 @@ def _always_below(hi: Expr, dim: Expr, outer: list[For]) -> bool:
     """`hi < dim` for every iteration of the `outer` loops (exact for affine bounds)."""
     from cinn_py.analysis import is_always_true  # noqa: PLC0415 (islpy is heavy)
 
-    return is_always_true(ir.LT(hi, dim), loops=outer)
+    return is_always_true(LT(hi, dim), loops=outer)
 
 
 def _within(hi: Expr, dim: Expr) -> bool:
-    value = const_value(simplify_index(ir.Sub(dim, hi)))
+    value = const_value(simplify_index(Sub(dim, hi)))
     if value is not None:
         return value >= 1
-    return prove_equal(hi, simplify_index(ir.Sub(dim, int_like(1, dim))))
+    return prove_equal(hi, simplify_index(Sub(dim, int_like(1, dim))))

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Expr, Load, LoweredFunc, ScheduleBlockRealize, Store, Tensor, Var
+from cinn_py.ir import (
+    Expr, Load, LoweredFunc, Mutator, ScheduleBlockRealize, Store, Sub, Tensor, Var, as_expr, print_ir,
+    substitute, walk,
+)
 from schedules.analysis.dependence import (
     argument_buffers, blocks_between, consumers, producers, readers_of, writers_of,
 )
@@ -121,7 +123,7 @@ def _check_no_hazard(prim: str, func: LoweredFunc, producer: ScheduleBlockRealiz
 # ----------------------------------------------------------------------------------------------
 # compute_inline
 # ----------------------------------------------------------------------------------------------
-class _InlineLoads(ir.Mutator):
+class _InlineLoads(Mutator):
     """Replace loads of `tensor` by `value` with the store's index vars bound to the load indices."""
 
     def __init__(self, tensor: Tensor, index_vars: tuple[Var, ...], value: Expr) -> None:
@@ -132,7 +134,7 @@ class _InlineLoads(ir.Mutator):
         if load.tensor != self.tensor:
             return load if all(a is b for a, b in zip(indices, load.indices)) else dataclasses.replace(
                 load, indices=indices)
-        return ir.substitute(self.value, dict(zip(self.index_vars, indices)))
+        return substitute(self.value, dict(zip(self.index_vars, indices)))
 
 
 def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFunc:
@@ -147,9 +149,9 @@ def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFun
     store = _single_store(prim, func, block)
     _check_not_reduction(prim, func, block, store)
     iter_vars = block.schedule_block.iter_vars
-    used = {n for n in ir.walk(store.value) if isinstance(n, Var) and n in iter_vars}
+    used = {n for n in walk(store.value) if isinstance(n, Var) and n in iter_vars}
     if not _plain_distinct_vars(store.indices, iter_vars) or not used <= set(store.indices):
-        shown = ", ".join(ir.print_ir(i) for i in store.indices)
+        shown = ", ".join(print_ir(i) for i in store.indices)
         raise schedule_error(InlineBodyPatternError, prim, "the store indices must be distinct iter vars "
                              f"covering every iter var of the value, but are [{shown}]", func, block)
     _check_sole_writer(prim, func, block, store.tensor)
@@ -167,7 +169,7 @@ def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFun
 def _inlined_tensor(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> Tensor:
     """The one tensor the consumer reads that some other block produces."""
     produced = {w for p in producers(func, block) for w in block_buffers_written(p)}
-    loads = [ld for ld in ir.walk(block.schedule_block.body) if isinstance(ld, Load)]
+    loads = [ld for ld in walk(block.schedule_block.body) if isinstance(ld, Load)]
     tensors = {ld.tensor for ld in loads if ld.tensor.buffer.name in produced}
     if len(tensors) != 1:
         names = ", ".join(sorted(t.name for t in tensors)) or "none"
@@ -179,12 +181,12 @@ def _inlined_tensor(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -
 def _check_consumer_loads(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, store: Store,
                           tensor: Tensor) -> tuple[Var, ...]:
     iter_vars = block.schedule_block.iter_vars
-    loads = [ld for ld in ir.walk(store.value) if isinstance(ld, Load) and ld.tensor == tensor]
+    loads = [ld for ld in walk(store.value) if isinstance(ld, Load) and ld.tensor == tensor]
     first = loads[0].indices
-    other_vars = {n for n in ir.walk(store) if isinstance(n, Var) and n in iter_vars}
+    other_vars = {n for n in walk(store) if isinstance(n, Var) and n in iter_vars}
     if any(ld.indices != first for ld in loads) or not _plain_distinct_vars(first, iter_vars) \
             or not other_vars <= set(first):
-        shown = ", ".join(ir.print_ir(i) for i in first)
+        shown = ", ".join(print_ir(i) for i in first)
         raise schedule_error(InlineBodyPatternError, prim, f"every load of '{tensor.name}' must use the same "
                              f"distinct iter vars covering all iter vars of the block, but got [{shown}]",
                              func, block)
@@ -199,17 +201,17 @@ def _check_covers_tensor(prim: str, func: LoweredFunc, index: StmtIndex, block: 
     ranges = loop_ranges(index.enclosing_loops(block))
     for k, var in enumerate(load_vars):
         bounds = index_bounds(binding[var], ranges)
-        full_hi = simplify_index(ir.Sub(tensor.shape[k], ir.as_expr(1, tensor.shape[k].dtype)))
-        ok = bounds is not None and simplify_index(bounds[0]) == ir.as_expr(0, bounds[0].dtype) \
-            and simplify_index(ir.Sub(bounds[1], full_hi)) == ir.as_expr(0, full_hi.dtype)
+        full_hi = simplify_index(Sub(tensor.shape[k], as_expr(1, tensor.shape[k].dtype)))
+        ok = bounds is not None and simplify_index(bounds[0]) == as_expr(0, bounds[0].dtype) \
+            and simplify_index(Sub(bounds[1], full_hi)) == as_expr(0, full_hi.dtype)
         if not ok:
             raise schedule_error(InlineConsumerError, prim, f"block '{block.name}' must read all of "
-                                 f"'{tensor.name}' (dimension {k}: 0..{ir.print_ir(full_hi)}), but its iter var "
+                                 f"'{tensor.name}' (dimension {k}: 0..{print_ir(full_hi)}), but its iter var "
                                  f"'{var.name}' covers {_show(bounds)}", func, block)
 
 
 def _show(bounds: tuple[Expr, Expr] | None) -> str:
-    return "an unknown range" if bounds is None else f"{ir.print_ir(bounds[0])}..{ir.print_ir(bounds[1])}"
+    return "an unknown range" if bounds is None else f"{print_ir(bounds[0])}..{print_ir(bounds[1])}"
 
 
 def reverse_compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFunc:
@@ -245,8 +247,8 @@ def reverse_compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> Lo
                                  "touches", func, mid)
     mapping = dict(zip(load_vars, p_store.indices))
     # Each load T[w] becomes the producer's value f(v); every other use of w becomes p(v).
-    value = ir.substitute(_InlineLoads(tensor, (), p_store.value).visit(store.value), mapping)
-    new_store = Store(store.tensor, value, tuple(ir.substitute(i, mapping) for i in store.indices))
+    value = substitute(_InlineLoads(tensor, (), p_store.value).visit(store.value), mapping)
+    new_store = Store(store.tensor, value, tuple(substitute(i, mapping) for i in store.indices))
     new_producer = dataclasses.replace(producer, schedule_block=dataclasses.replace(
         producer.schedule_block, body=new_store))
     return replace(remove_stmt(func, block), producer, new_producer)

@@ -17,9 +17,9 @@ import dataclasses
 from collections.abc import Sequence
 
 from cinn_py.ir import (
-    Block, Expr, For, LoweredFunc, ScheduleBlockRealize, Var, const, replace_stmt, substitute, unique_name,
+    Block, Expr, For, LoweredFunc, ScheduleBlockRealize, Var, const, int32, int64, replace_stmt, substitute,
+    unique_name,
 )
-from cinn_py.ir import dtype as dt
 from schedules.analysis.loops import collect_stmts
 from schedules.primitives.fuse import check_fusable, fused_substitution
 
@@ -68,6 +68,6 @@ def _collapse(block: ScheduleBlockRealize, loops: Sequence[For], fused: Var,
 def add_unit_loop(func: LoweredFunc, block: ScheduleBlockRealize) -> tuple[LoweredFunc, For]:
     """Wrap `block` in a unit loop `for (ix, 0, 1)`."""
     idt = block.iter_values[0].dtype if block.iter_values else (
-        dt.int64 if func.scalar_args else dt.int32)
+        int64 if func.scalar_args else int32)
     loop = For(Var(unique_name("ix"), idt), const(0, idt), const(1, idt), Block((block,)))
     return replace_stmt(func, block, loop), loop

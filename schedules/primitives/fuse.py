@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cinn_py.ir import Expr, For, ForType, LoweredFunc, Var, const, is_const_int, replace_stmt, substitute, unique_name
+from cinn_py.ir import (
+    Expr, For, ForType, LoweredFunc, Var, const, is_const_int, replace_stmt, substitute, unique_name,
+)
 from schedules.analysis.arith import product, simplify_index
 from schedules.analysis.loops import single_child
 from schedules.errors import (

@@ -39,9 +39,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cinn_py import ir
 from cinn_py.ir import (
-    Block, Expr, For, LoweredFunc, ScheduleBlock, ScheduleBlockRealize, Store, Tensor, Var,
+    Add, And, Block, DType, Expr, For, Load, LoweredFunc, Max, Min, Mul, Mutator, Or, ScheduleBlock,
+    ScheduleBlockRealize, Stmt, Store, Tensor, Var, const, default_axis_name, int32, make_tensor, print_ir,
+    substitute, unique_name, walk,
 )
 from schedules.analysis.loops import StmtIndex, block_stores, child_blocks
 from schedules.analysis.regions import const_value, int_like
@@ -67,22 +68,22 @@ class RfAxisError(ScheduleError):
     """rf_axis is outside [0, rank of the reduced tensor]."""
 
 
-_OPS: dict[type, str] = {ir.Add: "sum", ir.Mul: "prod", ir.Max: "max", ir.Min: "min", ir.And: "all", ir.Or: "any"}
+_OPS: dict[type, str] = {Add: "sum", Mul: "prod", Max: "max", Min: "min", And: "all", Or: "any"}
 
 
-def _identity(op: type, dtype: ir.DType) -> Expr:
+def _identity(op: type, dtype: DType) -> Expr:
     """The reduce identity (what `__reduce_init` stores)."""
-    if op is ir.Add:
-        return ir.const(0, dtype)
-    if op is ir.Mul:
-        return ir.const(1, dtype)
-    if op in (ir.And, ir.Or):
-        return ir.const(op is ir.And, dtype)
+    if op is Add:
+        return const(0, dtype)
+    if op is Mul:
+        return const(1, dtype)
+    if op in (And, Or):
+        return const(op is And, dtype)
     if dtype.is_float:
-        return ir.const(-math.inf if op is ir.Max else math.inf, dtype)
+        return const(-math.inf if op is Max else math.inf, dtype)
     bits = dtype.bits - (0 if dtype.is_uint else 1)
     low = 0 if dtype.is_uint else -(1 << bits)
-    return ir.const(low if op is ir.Max else (1 << bits) - 1, dtype)
+    return const(low if op is Max else (1 << bits) - 1, dtype)
 
 
 @dataclass(frozen=True)
@@ -122,12 +123,12 @@ def _match_update(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> 
     store = stores[0] if len(stores) == 1 and block.schedule_block.body is stores[0] else None
     value = store.value if store is not None else None
     if store is not None and type(value) in _OPS:
-        own = ir.Load(store.tensor, store.indices)
+        own = Load(store.tensor, store.indices)
         for mine, other in ((value.a, value.b), (value.b, value.a)):  # type: ignore[union-attr]
             if mine == own and not _reads_buffer(other, store.tensor):
                 reduce_vars = {v for v in block.schedule_block.iter_vars if v.is_reduce_axis}
                 if reduce_vars and not any(isinstance(n, Var) and n in reduce_vars for i in store.indices
-                                           for n in ir.walk(i)):
+                                           for n in walk(i)):
                     return store, type(value), other
     raise schedule_error(ReductionBlockError, prim, f"block '{block.name}' must be a reduction update "
                          "'T[s] = T[s] op body' (op one of + * max min and or, reduce iter vars not in s)",
@@ -135,15 +136,15 @@ def _match_update(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> 
 
 
 def _reads_buffer(e: Expr, tensor: Tensor) -> bool:
-    return any(isinstance(n, ir.Load) and n.tensor.buffer.name == tensor.buffer.name for n in ir.walk(e))
+    return any(isinstance(n, Load) and n.tensor.buffer.name == tensor.buffer.name for n in walk(e))
 
 
 def _check_pure_reduce_loop(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> None:
     var = loop.loop_var
     spatial_uses = [v.name for v, e in zip(block.schedule_block.iter_vars, block.iter_values)
-                    if not v.is_reduce_axis and any(n == var for n in ir.walk(e) if isinstance(n, Var))]
+                    if not v.is_reduce_axis and any(n == var for n in walk(e) if isinstance(n, Var))]
     reduce_uses = [v.name for v, e in zip(block.schedule_block.iter_vars, block.iter_values)
-                   if v.is_reduce_axis and any(n == var for n in ir.walk(e) if isinstance(n, Var))]
+                   if v.is_reduce_axis and any(n == var for n in walk(e) if isinstance(n, Var))]
     if spatial_uses or not reduce_uses:
         detail = f"it drives spatial iter var(s) {', '.join(spatial_uses)}" if spatial_uses \
             else "no reduce iter var uses it"
@@ -151,7 +152,7 @@ def _check_pure_reduce_loop(prim: str, func: LoweredFunc, block: ScheduleBlockRe
                              f"'{block.name}', but {detail}", func, loop)
     if const_value(loop.min) != 0:
         raise schedule_error(RfLoopError, prim, f"loop '{var.name}' must start at 0, but starts at "
-                             f"{ir.print_ir(loop.min)}", func, loop)
+                             f"{print_ir(loop.min)}", func, loop)
 
 
 def _base(name: str) -> str:
@@ -160,7 +161,7 @@ def _base(name: str) -> str:
 
 
 def _fresh(var: Var, reduce: bool | None = None) -> Var:
-    return dataclasses.replace(var, name=ir.unique_name(_base(var.name)),
+    return dataclasses.replace(var, name=unique_name(_base(var.name)),
                                is_reduce_axis=var.is_reduce_axis if reduce is None else reduce)
 
 
@@ -171,17 +172,17 @@ def _insert(seq: tuple[Expr, ...], pos: int, item: Expr) -> tuple[Expr, ...]:
 def _rf_tensor(func: LoweredFunc, red: _Reduction, loop: For, rf_axis: int, hint: str) -> Tensor:
     t = red.store.tensor
     shape = _insert(t.shape, rf_axis, loop.extent)
-    return ir.make_tensor(_fresh_tensor_name(func, hint), shape, t.dtype)
+    return make_tensor(_fresh_tensor_name(func, hint), shape, t.dtype)
 
 
 def _fresh_tensor_name(func: LoweredFunc, hint: str) -> str:
     """`hint` through the name generator (`B_rf`, then `B_rf_0` when the reduction is factored
     again), skipping names whose buffer the function already has."""
     taken = {b.name for b in func.temp_bufs} | {a.tensor.buffer.name for a in func.args if a.tensor is not None}
-    taken |= {n.tensor.buffer.name for n in ir.walk(func.body) if isinstance(n, (ir.Load, Store))}
-    name = ir.unique_name(hint)
+    taken |= {n.tensor.buffer.name for n in walk(func.body) if isinstance(n, (Load, Store))}
+    name = unique_name(hint)
     while f"_{name}" in taken:
-        name = ir.unique_name(hint)
+        name = unique_name(hint)
     return name
 
 
@@ -191,20 +192,20 @@ def _rf_blocks(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> tup
     block = red.block.schedule_block
     spatial = [(v, e) for v, e in zip(block.iter_vars, red.block.iter_values) if not v.is_reduce_axis]
     idt = rf_value.dtype
-    rf_var = Var(ir.unique_name(f"i{len(red.store.indices)}"), idt)
+    rf_var = Var(unique_name(f"i{len(red.store.indices)}"), idt)
     # init: fresh spatial iter vars + the rf var.
     init_vars = [_fresh(v) for v, _ in spatial]
     init_map = {v: nv for (v, _), nv in zip(spatial, init_vars)}
-    init_idx = _insert(tuple(ir.substitute(i, init_map) for i in red.store.indices), rf_axis, rf_var)
+    init_idx = _insert(tuple(substitute(i, init_map) for i in red.store.indices), rf_axis, rf_var)
     init_view = Tensor(f"{rf.name}__reduce_init", rf.shape, rf.dtype, rf.buffer)
     init = ScheduleBlockRealize(tuple(e for _, e in spatial) + (rf_value,), ScheduleBlock(
         init_view.name, tuple(init_vars) + (rf_var,), Store(init_view, _identity(red.op, rf.dtype), init_idx)))
     # update: fresh copies of every iter var + a fresh rf var.
     upd_vars = [_fresh(v) for v in block.iter_vars]
     upd_map = dict(zip(block.iter_vars, upd_vars))
-    upd_rf = Var(ir.unique_name(f"i{len(red.store.indices)}"), idt)
-    upd_idx = _insert(tuple(ir.substitute(i, upd_map) for i in red.store.indices), rf_axis, upd_rf)
-    value = red.op(ir.Load(rf, upd_idx), ir.substitute(red.body, upd_map))
+    upd_rf = Var(unique_name(f"i{len(red.store.indices)}"), idt)
+    upd_idx = _insert(tuple(substitute(i, upd_map) for i in red.store.indices), rf_axis, upd_rf)
+    value = red.op(Load(rf, upd_idx), substitute(red.body, upd_map))
     update = ScheduleBlockRealize(red.block.iter_values + (rf_value,), ScheduleBlock(
         rf.name, tuple(upd_vars) + (upd_rf,), Store(rf, value, upd_idx)))
     return init, update
@@ -216,10 +217,10 @@ def _write_back(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> Sc
     spatial = [(v, e) for v, e in zip(block.iter_vars, red.block.iter_values) if not v.is_reduce_axis]
     new_vars = [_fresh(v) for v, _ in spatial]
     mapping = {v: nv for (v, _), nv in zip(spatial, new_vars)}
-    r = Var(ir.unique_name(f"i{len(red.store.indices)}"), rf_value.dtype, is_reduce_axis=True)
-    idx = tuple(ir.substitute(i, mapping) for i in red.store.indices)
+    r = Var(unique_name(f"i{len(red.store.indices)}"), rf_value.dtype, is_reduce_axis=True)
+    idx = tuple(substitute(i, mapping) for i in red.store.indices)
     t = red.store.tensor
-    value = red.op(ir.Load(t, idx), ir.Load(rf, _insert(idx, rf_axis, r)))
+    value = red.op(Load(t, idx), Load(rf, _insert(idx, rf_axis, r)))
     new_block = dataclasses.replace(block, iter_vars=tuple(new_vars) + (r,), body=Store(t, value, idx),
                                     read_buffers=(), write_buffers=())
     return dataclasses.replace(red.block, iter_values=tuple(e for _, e in spatial) + (rf_value,),
@@ -244,7 +245,7 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
     drivers = [lp.loop_var.name for lp in outer if any(
         isinstance(n, Var) and n == lp.loop_var for v, e in zip(red.block.schedule_block.iter_vars,
                                                                 red.block.iter_values)
-        if v.is_reduce_axis for n in ir.walk(e))]
+        if v.is_reduce_axis for n in walk(e))]
     if drivers:
         raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' must be the outermost loop of the "
                              f"reduction, but loop(s) {', '.join(drivers)} outside it also drive reduce iter vars "
@@ -284,20 +285,20 @@ def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Te
     return _add_temp(replace_with_seq(func, nest, (init_nest, _drop_empty(rf_nest), final)), rf), rf
 
 
-def _loop_nest(extents: tuple[Expr, ...], make_body: Callable[[list[Var]], ir.Stmt]) -> ir.Stmt:
-    idt = extents[0].dtype if extents else ir.dtype.int32
-    loop_vars = [Var(ir.unique_name(ir.default_axis_name(k)), idt) for k in range(len(extents))]
-    stmt: ir.Stmt = make_body(loop_vars)
+def _loop_nest(extents: tuple[Expr, ...], make_body: Callable[[list[Var]], Stmt]) -> Stmt:
+    idt = extents[0].dtype if extents else int32
+    loop_vars = [Var(unique_name(default_axis_name(k)), idt) for k in range(len(extents))]
+    stmt: Stmt = make_body(loop_vars)
     for var, extent in reversed(list(zip(loop_vars, extents))):
         stmt = For(var, int_like(0, extent), extent, stmt if isinstance(stmt, Block) else Block((stmt,)))
     return stmt
 
 
-def _init_nest(red: _Reduction, rf: Tensor) -> ir.Stmt:
+def _init_nest(red: _Reduction, rf: Tensor) -> Stmt:
     view = Tensor(f"{rf.name}__reduce_init", rf.shape, rf.dtype, rf.buffer)
 
-    def body(loop_vars: list[Var]) -> ir.Stmt:
-        iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+    def body(loop_vars: list[Var]) -> Stmt:
+        iters = [Var(unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
         return ScheduleBlockRealize(tuple(loop_vars), ScheduleBlock(
             view.name, tuple(iters), Store(view, _identity(red.op, rf.dtype), tuple(iters))))
 
@@ -305,21 +306,21 @@ def _init_nest(red: _Reduction, rf: Tensor) -> ir.Stmt:
 
 
 def _final_nest(red: _Reduction, rf: Tensor, rf_axis: int, loop: For,
-                init: ScheduleBlockRealize | None) -> ir.Stmt:
+                init: ScheduleBlockRealize | None) -> Stmt:
     t = red.store.tensor
 
-    def body(loop_vars: list[Var]) -> ir.Stmt:
-        rf_loop_var = Var(ir.unique_name(f"rf_{loop.loop_var.name}"), loop.loop_var.dtype)
-        iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
-        r = Var(ir.unique_name(f"i{len(iters)}"), rf_loop_var.dtype, is_reduce_axis=True)
-        value = red.op(ir.Load(t, tuple(iters)), ir.Load(rf, _insert(tuple(iters), rf_axis, r)))
+    def body(loop_vars: list[Var]) -> Stmt:
+        rf_loop_var = Var(unique_name(f"rf_{loop.loop_var.name}"), loop.loop_var.dtype)
+        iters = [Var(unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+        r = Var(unique_name(f"i{len(iters)}"), rf_loop_var.dtype, is_reduce_axis=True)
+        value = red.op(Load(t, tuple(iters)), Load(rf, _insert(tuple(iters), rf_axis, r)))
         new_block = dataclasses.replace(red.block.schedule_block, iter_vars=tuple(iters) + (r,),
                                         body=Store(t, value, tuple(iters)), read_buffers=(), write_buffers=())
         update = dataclasses.replace(red.block, iter_values=tuple(loop_vars) + (rf_loop_var,),
                                      schedule_block=new_block)
-        stmts: list[ir.Stmt] = [For(rf_loop_var, int_like(0, loop.extent), loop.extent, Block((update,)))]
+        stmts: list[Stmt] = [For(rf_loop_var, int_like(0, loop.extent), loop.extent, Block((update,)))]
         if init is not None:
-            init_iters = [Var(ir.unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
+            init_iters = [Var(unique_name(f"i{k}"), v.dtype) for k, v in enumerate(loop_vars)]
             init_store = block_stores(init)[0]
             new_init = ScheduleBlockRealize(tuple(loop_vars), dataclasses.replace(
                 init.schedule_block, iter_vars=tuple(init_iters),
@@ -330,10 +331,10 @@ def _final_nest(red: _Reduction, rf: Tensor, rf_axis: int, loop: For,
     return _loop_nest(t.shape, body)
 
 
-def _drop_empty(stmt: ir.Stmt) -> ir.Stmt:
+def _drop_empty(stmt: Stmt) -> Stmt:
     """Remove the empty Blocks left where the init block was."""
 
-    class _Drop(ir.Mutator):
+    class _Drop(Mutator):
         def visit_block(self, node: Block) -> Block:
             stmts = tuple(self.visit(s) for s in node.stmts)
             kept = tuple(s for s in stmts if not (isinstance(s, Block) and not s.stmts))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
+from cinn_py.ir import (
+    Add, And, Block, DType, Expr, For, GE, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Sub,
+    Var, print_ir, substitute, unique_name, walk,
+)
 from schedules.analysis.dependence import is_injective
 from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
 from schedules.analysis.regions import (
@@ -96,17 +98,17 @@ def _consumer_domain(prim: str, func: LoweredFunc, index: StmtIndex, block: Sche
     domain: Domain = {}
     used: set[Var] = set()
     for var, value in zip(block.schedule_block.iter_vars, block.iter_values):
-        mentioned = {n for n in ir.walk(value) if isinstance(n, Var) and n in by_var}
+        mentioned = {n for n in walk(value) if isinstance(n, Var) and n in by_var}
         if not mentioned:
             continue
         if not isinstance(value, Var) or value in used:
             raise schedule_error(RegionError, prim, f"iter var '{var.name}' of block '{block.name}' is "
-                                 f"bound to {ir.print_ir(value)}; expected a loop var of its own nest, each "
+                                 f"bound to {print_ir(value)}; expected a loop var of its own nest, each "
                                  "used once (apply reverse_compute_at before splitting or fusing the "
                                  "consumer)", func, block)
         used.add(value)
         lp = by_var[value]
-        domain[var] = (lp.min, simplify_index(ir.Sub(ir.Add(lp.min, lp.extent), int_like(1, lp.extent))))
+        domain[var] = (lp.min, simplify_index(Sub(Add(lp.min, lp.extent), int_like(1, lp.extent))))
     unused = [lp for lp in private if lp.loop_var not in used and const_value(lp.extent) != 1]
     if guards or unused:
         what = "a guard encloses it" if guards else \
@@ -142,13 +144,13 @@ def _produced_regions(prim: str, func: LoweredFunc, index: StmtIndex, block: Sch
 
 def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
                      produced: dict[str, list[tuple[Expr, Expr] | None]], keep_unit_loops: bool,
-                     idt: ir.DType, scope: set[str]) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
+                     idt: DType, scope: set[str]) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
     """New iter values: produced-region ranges for iter vars that index a produced tensor
     directly, the full box range for the others; and the new loops `(var, extent)`, named apart
     from `scope` (the target's loop vars, in which the ranges are written)."""
     taken = set(scope)
     ranges: dict[Var, tuple[Expr, Expr]] = {}
-    for load in (n for n in ir.walk(block.schedule_block.body) if isinstance(n, ir.Load)):
+    for load in (n for n in walk(block.schedule_block.body) if isinstance(n, Load)):
         region = produced.get(load.tensor.buffer.name)
         for k, idx in enumerate(load.indices if region is not None else ()):
             if isinstance(idx, Var) and idx in domain and idx not in ranges and region[k] is not None:
@@ -160,13 +162,13 @@ def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
             values.append(value)
             continue
         lo, hi = ranges.get(var, domain[var])
-        extent = simplify_index(ir.Add(ir.Sub(hi, lo), int_like(1, hi)))
+        extent = simplify_index(Add(Sub(hi, lo), int_like(1, hi)))
         if const_value(extent) == 1 and not keep_unit_loops:
             values.append(lo)
             continue
-        ax = fresh_loop_var(Var(ir.unique_name(f"ax{len(extra)}"), idt), taken)
+        ax = fresh_loop_var(Var(unique_name(f"ax{len(extra)}"), idt), taken)
         extra.append((ax, extent))
-        values.append(ax if const_value(lo) == 0 else simplify_index(ir.Add(lo, ax)))
+        values.append(ax if const_value(lo) == 0 else simplify_index(Add(lo, ax)))
     return values, extra
 
 
@@ -189,18 +191,18 @@ def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
         if lo is None or hi is None or not (prove_le(lo, domain[var][0]) and prove_ge(hi, domain[var][1])):
             raise schedule_error(RegionError, prim, f"the region produced under loop '{loop.loop_var.name}' "
                                  f"does not cover iter var '{var.name}' of block '{block.name}': it takes "
-                                 f"{ir.print_ir(value)}, expected every value in "
-                                 f"[{ir.print_ir(domain[var][0])}, {ir.print_ir(domain[var][1])}]",
+                                 f"{print_ir(value)}, expected every value in "
+                                 f"[{print_ir(domain[var][0])}, {print_ir(domain[var][1])}]",
                                  func, loop, block)
     # Unit loops take one value: fix them at their min so that equal coefficients of a unit
     # loop and another loop (`ax0 + i` under keep_unit_loops) do not hide injectivity.
     loops = target + [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
     units = {lp.loop_var: lp.min for lp in loops if const_value(lp.extent) == 1}
-    fixed = tuple(simplify_index(ir.substitute(v, units)) for v in values)
+    fixed = tuple(simplify_index(substitute(v, units)) for v in values)
     if not is_injective(fixed, [lp for lp in loops if lp.loop_var not in units]):
         raise schedule_error(IllegalDependenceError, prim, f"under loop '{loop.loop_var.name}' block "
                              f"'{block.name}' would compute some instances more than once (its new iter "
-                             f"values {', '.join(ir.print_ir(v) for v in values)} do not determine the "
+                             f"values {', '.join(print_ir(v) for v in values)} do not determine the "
                              "iteration of every enclosing loop); expected a loop whose iterations produce "
                              "disjoint parts of what it reads", func, loop, block)
 
@@ -216,9 +218,9 @@ def _domain_guard(target: list[For], extra: list[tuple[Var, Expr]], domain: Doma
         if var not in domain:
             continue
         lo, hi = domain[var]
-        terms = [] if prove_ge(value, lo, ranges) else [ir.GE(value, lo)]
+        terms = [] if prove_ge(value, lo, ranges) else [GE(value, lo)]
         if not prove_le(value, hi, ranges):
-            terms.append(ir.LT(value, simplify_index(ir.Add(hi, int_like(1, hi)))))
+            terms.append(LT(value, simplify_index(Add(hi, int_like(1, hi)))))
         for term in terms:
-            cond = term if cond is None else ir.And(cond, term)
+            cond = term if cond is None else And(cond, term)
     return cond

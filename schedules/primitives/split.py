@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cinn_py.ir import (
-    Block, Expr, For, ForType, IfThenElse, LoweredFunc, Var, const, is_const_int, replace_stmt,
-    substitute, unique_name,
+    Block, Expr, For, ForType, IfThenElse, LoweredFunc, Var, const, is_const_int, replace_stmt, substitute,
+    unique_name,
 )
 from schedules.analysis.arith import as_int, product, prove_equal, simplify_index
 from schedules.analysis.loops import vars_in

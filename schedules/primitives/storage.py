@@ -16,9 +16,8 @@ import dataclasses
 
 from cinn_py.ir import (
     Block, Buffer, Call, CallType, Evaluate, LoweredFunc, MemoryType, Mutator, ScheduleBlock,
-    ScheduleBlockRealize, Stmt, Tensor, replace_stmt,
+    ScheduleBlockRealize, Stmt, Tensor, int32, replace_stmt,
 )
-from cinn_py.ir import dtype as dt
 from schedules.analysis.loops import StmtIndex, first_store
 from schedules.errors import BufferError, InvalidArgumentError, schedule_error
 
@@ -66,7 +65,7 @@ def sync_threads(func: LoweredFunc, node: Stmt, after: bool = True) -> LoweredFu
     if isinstance(node, ScheduleBlockRealize) and not node.iter_values:
         raise schedule_error(InvalidArgumentError, "sync_threads", "cannot synchronise around the root block",
                              func, node)
-    sync = Evaluate(Call(SYNC_THREADS, (), dt.int32, CallType.INTRINSIC))
+    sync = Evaluate(Call(SYNC_THREADS, (), int32, CallType.INTRINSIC))
     parent = StmtIndex(func).parent_of(node)
     if isinstance(parent, Block):
         stmts = list(parent.stmts)

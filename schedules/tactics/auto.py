@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cinn_py import ir
-from cinn_py.ir import Expr, LoweredFunc
+from cinn_py.ir import And, Expr, GE, IntImm, LE, LoweredFunc, const
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
 from schedules.tactics.align import align_iter_space_tactic
@@ -121,12 +120,12 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
 def _range_pred(value: Expr, lo: int, hi: int) -> Expr | None:
     terms: list[Expr] = []
     if lo > 1:
-        terms.append(ir.GE(value, ir.IntImm(value.dtype, lo)))
+        terms.append(GE(value, IntImm(value.dtype, lo)))
     if hi < MAX_NUMEL:
-        terms.append(ir.LE(value, ir.IntImm(value.dtype, hi)))
+        terms.append(LE(value, IntImm(value.dtype, hi)))
     out: Expr | None = None
     for term in terms:
-        out = term if out is None else ir.And(out, term)
+        out = term if out is None else And(out, term)
     return out
 
 
@@ -141,8 +140,8 @@ def bucket_predicate(info: GroupInfo, config: ScheduleConfig) -> Expr:
         value = info.spatial_numel if dim.iter_type == "S" else info.reduce_numel
         term = _range_pred(value, dim.lower_bound, dim.upper_bound)
         if term is not None:
-            pred = term if pred is None else ir.And(pred, term)
-    return pred if pred is not None else ir.const(True)
+            pred = term if pred is None else And(pred, term)
+    return pred if pred is not None else const(True)
 
 
 def auto_schedule_buckets(func: LoweredFunc, target: str = "cuda") -> list[tuple[Expr, IRSchedule]]:
@@ -156,5 +155,5 @@ def auto_schedule_buckets(func: LoweredFunc, target: str = "cuda") -> list[tuple
     _check_args(func, target, None)
     info = analyze_group(func)
     if target == "x86":
-        return [(ir.const(True), auto_schedule(func, "x86"))]
+        return [(const(True), auto_schedule(func, "x86"))]
     return [(bucket_predicate(info, cfg), auto_schedule(func, target, cfg)) for cfg in bucket_configs(info)]

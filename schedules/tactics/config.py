@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cinn_py.ir.stmt import ReduceMethod
+from cinn_py.ir import ReduceMethod
 from schedules.tactics.group import GroupInfo
 
 __all__ = [

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce as _fold
 
-from cinn_py import ir
-from cinn_py.ir import Expr, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Store, Var
+from cinn_py.ir import (
+    DType, Expr, For, IfThenElse, IntImm, Load, LoweredFunc, Mul, ScheduleBlockRealize, Store, Var, int32,
+    int64, walk,
+)
 from schedules.analysis.loops import all_blocks, block_stores, enclosing_loops, find_block
 from schedules.analysis.regions import const_value, simplify_index
 from schedules.primitives.align import group_space
@@ -51,11 +53,11 @@ def block_info(realize: ScheduleBlockRealize) -> BlockInfo:
     block = realize.schedule_block
     stores = block_stores(realize)
     written = tuple(dict.fromkeys(s.tensor.name for s in stores))
-    read = frozenset(n.tensor.name for n in ir.walk(block.body) if isinstance(n, Load)) - set(written)
+    read = frozenset(n.tensor.name for n in walk(block.body) if isinstance(n, Load)) - set(written)
     return BlockInfo(
         name=block.name, written=written, read=read,
         is_reduce=any(v.is_reduce_axis for v in block.iter_vars), is_init=is_init_name(block.name),
-        has_if=any(isinstance(n, IfThenElse) for n in ir.walk(block.body)), realize=realize)
+        has_if=any(isinstance(n, IfThenElse) for n in walk(block.body)), realize=realize)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class GroupInfo:
     continuous: bool
     """The reduction runs over the contiguous last axis of what it reads (CINN "SR" layout);
     False for a discrete "RS" reduction such as a column sum."""
-    index_dtype: ir.DType
+    index_dtype: DType
 
     @property
     def has_reduce(self) -> bool:
@@ -114,15 +116,15 @@ class GroupInfo:
         return [b for b in self.blocks if tensor in b.read]
 
 
-def _product(extents: tuple[Expr, ...], dtype: ir.DType) -> Expr:
+def _product(extents: tuple[Expr, ...], dtype: DType) -> Expr:
     if not extents:
-        return ir.IntImm(dtype, 1)
-    return simplify_index(_fold(ir.Mul, extents))
+        return IntImm(dtype, 1)
+    return simplify_index(_fold(Mul, extents))
 
 
-def _index_dtype(func: LoweredFunc) -> ir.DType:
+def _index_dtype(func: LoweredFunc) -> DType:
     # Dynamic-shape functions index in int64 (cinn_py IR convention), static ones in int32.
-    return ir.dtype.int64 if func.scalar_args else ir.dtype.int32
+    return int64 if func.scalar_args else int32
 
 
 def _is_continuous(master: ScheduleBlockRealize) -> bool:
@@ -131,10 +133,10 @@ def _is_continuous(master: ScheduleBlockRealize) -> bool:
     block = master.schedule_block
     reduce_vars = {v for v in block.iter_vars if v.is_reduce_axis}
     own = {s.tensor.name for s in block_stores(master)}
-    loads = [n for n in ir.walk(block.body) if isinstance(n, Load) and n.indices and n.tensor.name not in own]
+    loads = [n for n in walk(block.body) if isinstance(n, Load) and n.indices and n.tensor.name not in own]
     if not loads:
         return True
-    return any(any(isinstance(v, Var) and v in reduce_vars for v in ir.walk(ld.indices[-1])) for ld in loads)
+    return any(any(isinstance(v, Var) and v in reduce_vars for v in walk(ld.indices[-1])) for ld in loads)
 
 
 def analyze_group(func: LoweredFunc) -> GroupInfo:
@@ -154,7 +156,7 @@ def stores_of(info: BlockInfo) -> list[Store]:
     return block_stores(info.realize)
 
 
-def loops_of(func: LoweredFunc, name: str) -> list[ir.For]:
+def loops_of(func: LoweredFunc, name: str) -> list[For]:
     """The loops enclosing block `name` in `func`, outer -> inner (read-only: unlike
     `IRSchedule.get_loops` it never adds a unit loop and records nothing)."""
     realize = find_block(func, name)

@@ -23,9 +23,7 @@ from typing import Any, Union
 import numpy as np
 
 from cinn_py.diagnostics import CinnError
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.dtype import DType
-from cinn_py.ir.expr import Expr
+from cinn_py.ir import ALL_SCALAR_DTYPES, DType, Expr, bfloat16, dtype_of
 
 Dim = Union[int, Expr]
 """A dim of a frontend shape: a Python int (static) or an int64 expression of symbolic dims."""
@@ -101,13 +99,13 @@ def get_op(name: str) -> OpDef:
 
 
 # NetBuilder dtypes: everything numpy (the reference) can hold. bfloat16 has no numpy dtype.
-SUPPORTED_DTYPES: tuple[DType, ...] = tuple(d for d in dt.ALL_SCALAR_DTYPES if d != dt.bfloat16)
+SUPPORTED_DTYPES: tuple[DType, ...] = tuple(d for d in ALL_SCALAR_DTYPES if d != bfloat16)
 
 
 def check_dtype(value: object, op: str) -> DType:
     """A supported scalar dtype from a string / DType / numpy dtype."""
     try:
-        resolved = dt.dtype_of(value)  # type: ignore[arg-type]
+        resolved = dtype_of(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, KeyError):
         raise TypeError(f"{op}: unknown dtype {value!r}") from None
     if resolved not in SUPPORTED_DTYPES:

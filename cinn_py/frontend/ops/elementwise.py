@@ -20,8 +20,7 @@ from cinn_py.frontend.ops.base import (
 )
 from cinn_py.frontend.ops.shapes import eval_shape, fmt_shape, shapes_equal, to_dim
 from cinn_py.interp import math_fns
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.expr import EQ, GE, GT, LE, LT, NE, And, Expr, Minus, Not, Or, const
+from cinn_py.ir import And, DType, EQ, Expr, GE, GT, LE, LT, Minus, NE, Not, Or, bool_, const, dtype_of
 
 ExprFn = Callable[..., Expr]
 NpFn = Callable[..., Any]
@@ -30,7 +29,7 @@ NpFn = Callable[..., Any]
 FLOAT, NUMERIC, BOOL, ANY = "floating-point", "numeric", "bool", "any"
 
 
-def _accepts(kind: str, d: dt.DType) -> bool:
+def _accepts(kind: str, d: DType) -> bool:
     if kind == FLOAT:
         return d.is_float
     if kind == NUMERIC:
@@ -72,7 +71,7 @@ NumpyImpl = Callable[[Sequence[np.ndarray], Attrs, SymbolEnv], list[np.ndarray]]
 
 
 def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
-                 result: Callable[[TensorType, Attrs], dt.DType] | None = None) -> OpDef:
+                 result: Callable[[TensorType, Attrs], DType] | None = None) -> OpDef:
     """Register an elementwise op: `expr_fn(attrs, *loads)` builds the element expression and
     `np_fn(attrs, *arrays)` its numpy reference."""
 
@@ -86,7 +85,7 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
 
     def numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
         out_dtype = (result(_type_of(arrays[0]), attrs) if result is not None
-                     else dt.dtype_of(arrays[-1].dtype))
+                     else dtype_of(arrays[-1].dtype))
         with np.errstate(all="ignore"):
             value = np.asarray(np_fn(attrs, *arrays))
         return [value.astype(out_dtype.to_numpy(), copy=False)]
@@ -100,7 +99,7 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
 
 
 def _type_of(a: np.ndarray) -> TensorType:
-    return TensorType(tuple(a.shape), dt.dtype_of(a.dtype))
+    return TensorType(tuple(a.shape), dtype_of(a.dtype))
 
 
 def _c_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -131,8 +130,8 @@ _elementwise("logical_or", 2, BOOL, lambda at, a, b: Or(a, b), lambda at, a, b: 
 _elementwise("logical_not", 1, BOOL, lambda at, a: Not(a), lambda at, a: ~a)
 
 
-def _bool_result(t: TensorType, attrs: Attrs) -> dt.DType:
-    return dt.bool_
+def _bool_result(t: TensorType, attrs: Attrs) -> DType:
+    return bool_
 
 
 for _name, _node, _np in (
@@ -172,7 +171,7 @@ def _scale_np(at: Attrs, a: np.ndarray) -> np.ndarray:
 _elementwise("scale", 1, NUMERIC, _scale_expr, _scale_np)
 
 
-def _cast_result(t: TensorType, attrs: Attrs) -> dt.DType:
+def _cast_result(t: TensorType, attrs: Attrs) -> DType:
     return attrs["dtype"]
 
 
@@ -229,7 +228,7 @@ def fill_attrs(shape: Sequence[object], value: object, dtype: object) -> dict[st
     return {"shape": dims, "value": scalar_of(value, d, "fill_constant"), "dtype": d}
 
 
-def scalar_of(value: object, d: dt.DType, op: str) -> Any:
+def scalar_of(value: object, d: DType, op: str) -> Any:
     if isinstance(value, np.generic):
         value = value.item()
     if not isinstance(value, (bool, int, float)):

@@ -25,7 +25,7 @@ from cinn_py.frontend.ops.shapes import (
     add_dims, dims_equal, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
     symbols_of,
 )
-from cinn_py.ir.expr import Expr, IntImm, as_expr, const
+from cinn_py.ir import Expr, IntImm, as_expr, const
 
 INT_MAX = 2**31 - 1
 

@@ -19,8 +19,7 @@ from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
 )
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, numel
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.expr import Expr, IntImm, const
+from cinn_py.ir import DType, Expr, IntImm, const
 
 _DSL = {"reduce_sum": cdsl.reduce_sum, "reduce_prod": cdsl.reduce_prod, "reduce_max": cdsl.reduce_max,
         "reduce_min": cdsl.reduce_min, "reduce_all": cdsl.reduce_all, "reduce_any": cdsl.reduce_any,
@@ -42,7 +41,7 @@ def reduce_count(shape: Sequence[Any], axes: Sequence[int]) -> Any:
     return numel([shape[a] for a in axes])
 
 
-def _check_dtype(op: str, d: dt.DType) -> None:
+def _check_dtype(op: str, d: DType) -> None:
     if op in ("reduce_all", "reduce_any"):
         if not d.is_bool:
             raise FrontendError(f"{op}: needs a bool operand, got {d}; compare it first (x != 0)")
@@ -84,7 +83,7 @@ def frontend_dims(t: cdsl.ComputeTensor) -> tuple[Any, ...]:
     return tuple(d.value if isinstance(d, IntImm) else d for d in t.shape)
 
 
-def _count_expr(count: Any, dtype: dt.DType) -> Expr:
+def _count_expr(count: Any, dtype: DType) -> Expr:
     if isinstance(count, int):
         return const(float(count), dtype)
     return cdsl.cast(count, dtype)

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cinn_py.frontend.ops.base import Dim, FrontendError, Shape, SymbolEnv
-from cinn_py.ir import dtype as dt
-from cinn_py.ir.expr import Expr, IntImm, Var, const
-from cinn_py.ir.visitor import walk
+from cinn_py.ir import Expr, IntImm, Var, const, int64, walk
 
 
 def sym_var(name: str) -> Var:
@@ -51,7 +49,7 @@ def simplify_dim(value: Expr, what: str = "dim") -> Dim:
     bad = [n.name for n in walk(value) if isinstance(n, Var) and not n.is_symbolic_constant]
     if bad or not value.dtype.is_int:
         raise FrontendError(f"{what} must be an integer expression of symbolic dims (cp.sym), got {value}")
-    if value.dtype != dt.int64:
+    if value.dtype != int64:
         raise FrontendError(f"{what}: symbolic dims are int64, got a {value.dtype} expression {value}")
     from cinn_py.symbolic import simplify  # noqa: PLC0415
 
@@ -60,7 +58,7 @@ def simplify_dim(value: Expr, what: str = "dim") -> Dim:
 
 
 def as_expr(d: Dim) -> Expr:
-    return const(d, dt.int64) if isinstance(d, int) else d
+    return const(d, int64) if isinstance(d, int) else d
 
 
 def fmt_dim(d: Dim) -> str:

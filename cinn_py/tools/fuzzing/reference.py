@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.tools.fuzzing.programs import FLOAT_DTYPES, INT_DTYPES, Node, ProgramSpec, TensorSpec, shape_of
-from cinn_py.ir.expr import Expr, Var
+from cinn_py.ir import Expr, Var
 
 # Safe-domain wrappers (see programs.UNARY): name -> (numpy function, DSL source template)
 _NP_UNARY = {
@@ -166,7 +166,7 @@ def _dsl_expr(spec: ProgramSpec, node: Node, dtype: str, env: dict[int, Var], bu
         t = spec.tensors[node[1]]
         return built[node[1]][tuple(env[a] for a in t.axes)]
     if kind == "const":
-        from cinn_py.ir.expr import const  # noqa: PLC0415
+        from cinn_py.ir import const  # noqa: PLC0415
 
         return const(node[1], _ir_dtype(dtype))
     if kind == "idx":
@@ -181,7 +181,7 @@ def _dsl_expr(spec: ProgramSpec, node: Node, dtype: str, env: dict[int, Var], bu
         return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
                 "mod": lambda: a % b, "max": lambda: dsl.maximum(a, b), "min": lambda: dsl.minimum(a, b)}[op]()
     if kind == "sel":
-        from cinn_py.ir.expr import eq, ne  # noqa: PLC0415
+        from cinn_py.ir import eq, ne  # noqa: PLC0415
 
         a, b = sub(node[2]), sub(node[3])
         cond = {"lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b, "ge": lambda: a >= b,
@@ -193,7 +193,7 @@ def _dsl_expr(spec: ProgramSpec, node: Node, dtype: str, env: dict[int, Var], bu
 
 
 def _ir_dtype(name: str) -> Any:
-    from cinn_py.ir.dtype import dtype_of  # noqa: PLC0415
+    from cinn_py.ir import dtype_of  # noqa: PLC0415
 
     return dtype_of(name)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 def ir_diff(a: Any, b: Any, decls: bool = True) -> str:
     """Unified diff of the printed forms of `a` (expected) and `b` (actual)."""
-    from cinn_py.ir.text.printer import print_ir
+    from cinn_py.ir import print_ir
 
     lines_a = print_ir(a, decls=decls).splitlines()
     lines_b = print_ir(b, decls=decls).splitlines()
@@ -21,7 +21,7 @@ def ir_diff(a: Any, b: Any, decls: bool = True) -> str:
 def assert_ir_equal(a: Any, b: Any, allow_name_suffix_diff: bool = False) -> None:
     """Assert `a` and `b` are structurally equal IR; on failure show the diff of their printed
     forms (with the decl header, so dtype/shape differences are visible too)."""
-    from cinn_py.ir.equality import structural_equal
+    from cinn_py.ir import structural_equal
 
     if structural_equal(a, b, allow_name_suffix_diff):
         return
