@@ -122,6 +122,24 @@ class IRSchedule:
     def __str__(self) -> str:
         return print_ir(self._funcs[0]) if len(self._funcs) == 1 else print_ir(self.mod)
 
+    def fork(self) -> IRSchedule:
+        """An independent copy to try a sequence of primitives on (tactics fall back when one
+        does not apply): the IR is immutable and shared, the trace and handle bookkeeping are
+        copied. Handles of this schedule do not work on the copy; `adopt` takes it back."""
+        other = copy.copy(self)
+        other._funcs = list(self._funcs)
+        other.trace = copy.deepcopy(self.trace)
+        other._killed = dict(self._killed)
+        other._indices = {}
+        return other
+
+    def adopt(self, fork: IRSchedule) -> None:
+        """Take over the IR and trace of `fork` (a `fork()` of this schedule that succeeded).
+        Handles of this schedule to nodes that survived stay valid."""
+        if not isinstance(fork, IRSchedule):
+            raise TypeError(f"adopt: expected an IRSchedule, got {type(fork).__name__}")
+        self._funcs, self.trace, self._killed, self._indices = list(fork._funcs), fork.trace, dict(fork._killed), {}
+
     # -- internals: lookup, handles, commits -------------------------------------------------------
     def _index(self, k: int) -> StmtIndex:
         func = self._funcs[k]
@@ -342,7 +360,7 @@ class IRSchedule:
 
     @recorded("vectorize")
     def vectorize(self, loop: LoopRV, factor: int) -> None:
-        """Mark a serial loop `vectorize[factor]`; needs a constant extent divisible by `factor`."""
+        """Mark a serial loop `vectorize[factor]` (any extent: x86 adds a scalar tail loop)."""
         k, node = self._loop(loop, "vectorize")
         self._commit(k, P.vectorize(self._funcs[k], node, factor))
 

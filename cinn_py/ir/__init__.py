@@ -29,8 +29,8 @@ from cinn_py.ir.sanitize import (
     sanitize_identifier,
 )
 from cinn_py.ir.stmt import (
-    BIND_AXES, Alloc, AttrValue, Block, Evaluate, For, ForType, Free, IfThenElse, Let, ReduceMethod,
-    ScheduleBlock, ScheduleBlockRealize, Stmt, Store,
+    BIND_AXES, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For, ForType, Free, IfThenElse, Let,
+    ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store,
 )
 from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked
@@ -41,7 +41,7 @@ from cinn_py.ir.visitor import (
 
 __all__ = [
     "ALL_SCALAR_DTYPES", "BINARY_OPS", "BINDER_FIELDS", "BIND_AXES", "C_KEYWORDS", "CUDA_RESERVED",
-    "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "Add", "Alloc", "And",
+    "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "NONTEMPORAL_ATTR", "Add", "Alloc", "And",
     "ArgIO", "ArgKind", "Argument", "AttrValue", "BinaryOp", "Block", "Broadcast", "Buffer",
     "BufferRange", "Call", "CallType", "Cast", "CmpOp", "CompileContext", "CudaAxisInfo", "DType",
     "Div", "Evaluate", "Expr", "ExprLike", "FloatImm", "For", "ForType", "Free", "IdentifierMap",

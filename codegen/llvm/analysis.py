@@ -1,5 +1,6 @@
 """IR analyses the LLVM backend needs before emitting code.
 
+- `nontemporal_buffers`: buffers whose blocks ask for streaming stores.
 - `inline_schedule_blocks`: ScheduleBlockRealize -> its body with iter vars replaced by their
   iter values (codegen needs no block structure; CINN's codegen sees the same after lowering).
 - `lane_stride`: how an index moves from one lane to the next in a `vectorize[F]` loop (0:
@@ -18,7 +19,7 @@ from typing import Any
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Add, Alloc, And, Block, Broadcast, Buffer, Cast, Expr, FloatImm, For, ForType, Free, IfThenElse, IntImm,
-    Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce, ScheduleBlockRealize, Select, Stmt, Store,
+    Let, Load, LoweredFunc, Minus, Mul, Mutator, NONTEMPORAL_ATTR, Or, Ramp, Reduce, ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Sub, UIntImm, Var, print_ir_marked, substitute, walk,
 )
 
@@ -30,6 +31,13 @@ class _BlockInliner(Mutator):
         mapping = dict(zip(block.iter_vars, node.iter_values))
         body = substitute(body, mapping)
         return body if isinstance(body, Block) else Block((body,))
+
+
+def nontemporal_buffers(stmt: Stmt) -> frozenset[str]:
+    """Buffers written by blocks annotated `NONTEMPORAL_ATTR` (their vector stores stream)."""
+    return frozenset(st.tensor.buffer.name for n in walk(stmt)
+                     if isinstance(n, ScheduleBlockRealize) and bool(n.schedule_block.attr(NONTEMPORAL_ATTR))
+                     for st in walk(n.schedule_block.body) if isinstance(st, Store))
 
 
 def inline_schedule_blocks(stmt: Stmt) -> Stmt:

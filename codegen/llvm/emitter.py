@@ -81,6 +81,10 @@ class ExprEmitter:
         self.buffers: dict[str, ir.Value] = {}
         self.lane: LaneInfo | None = None
         self._no_lane = LaneInfo(Var("__no_vector_var__"))
+        self.nontemporal: frozenset[str] = frozenset()
+        """Buffers whose full-vector stores get `!nontemporal` (`analysis.nontemporal_buffers`)."""
+        self.streamed = False
+        """A streaming store was emitted (the function ends with an `sfence`)."""
 
     @property
     def fflags(self) -> tuple[str, ...]:
@@ -305,10 +309,32 @@ class ExprEmitter:
             # every lane writes the same element: sequential semantics keep the last lane
             self.b.store(self._lane(value, lanes - 1), self._gep(tensor, self._lane(index, 0)), align=align)
         elif stride == 1:
-            self.b.store(T.splat(self.b, value, lanes), self._gep(tensor, self._lane(index, 0)), align=align)
+            ptr = self._gep(tensor, self._lane(index, 0))
+            if tensor.buffer.name in self.nontemporal:
+                self.streaming_store(T.splat(self.b, value, lanes), ptr, align)
+            else:
+                self.b.store(T.splat(self.b, value, lanes), ptr, align=align)
         else:
             for k in range(lanes):
                 self.b.store(self._lane(value, k), self._gep(tensor, self._lane(index, k)), align=align)
+
+    def streaming_store(self, vector: ir.Value, ptr: ir.Value, align: int) -> None:
+        """A vector store with LLVM's `!nontemporal` (x86 `vmovntps`: no read-for-ownership, the
+        line does not evict cached data). Those need an address aligned to the vector's size,
+        which user-provided outputs need not be: the address is checked at run time and a
+        misaligned one gets an ordinary store (one predictable branch per vector)."""
+        size = T.lanes_of(vector) * align
+        if size & (size - 1):
+            self.b.store(vector, ptr, align=align)
+            return
+        offset = self.b.and_(self.b.ptrtoint(ptr, T.I64), ir.Constant(T.I64, size - 1))
+        with self.b.if_else(self.b.icmp_unsigned("==", offset, ir.Constant(T.I64, 0))) as (aligned, other):
+            with aligned:
+                self.streamed = True
+                inst = self.b.store(vector, ptr, align=size)
+                inst.set_metadata("nontemporal", self.module.add_metadata([ir.Constant(T.I32, 1)]))
+            with other:
+                self.b.store(vector, ptr, align=align)
 
     # -- calls -----------------------------------------------------------------------------------
     def e_Call(self, e: Call) -> ir.Value:

@@ -29,11 +29,13 @@ from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Alloc, Block, Buffer, Call, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, MemoryType,
-    ScheduleBlockRealize, Stmt, Store, UIntImm, Var, bool_, int64, print_ir,
+    LE, LT, Alloc, And, Block, Buffer, Call, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, Load,
+    MemoryType, ScheduleBlockRealize, Stmt, Store, UIntImm, Var, bool_, int64, print_ir, walk,
 )
 from codegen.llvm import types as T
-from codegen.llvm.analysis import LaneInfo, buffers_used, inline_schedule_blocks, vars_used, vectorizable
+from codegen.llvm.analysis import (
+    LaneInfo, buffers_used, inline_schedule_blocks, lane_stride, vars_used, varies, vectorizable,
+)
 from codegen.llvm.emitter import ExprEmitter
 from codegen.llvm.names import value_name as local_name
 
@@ -53,6 +55,7 @@ class FunctionEmitter(ExprEmitter):
         first = fn.append_basic_block("body")
         super().__init__(unit.module, unit.math, ir.IRBuilder(first), unit.fast_math)
         self.unit = unit
+        self.nontemporal = unit.nontemporal
         self.fn = fn
         self.entry_b = ir.IRBuilder(entry)
         self.first = first
@@ -69,6 +72,10 @@ class FunctionEmitter(ExprEmitter):
             self.b.branch(self.cleanup)
         self.entry_b.branch(self.first)
         cb = ir.IRBuilder(self.cleanup)
+        if self.streamed:
+            # streaming stores are weakly ordered: make them visible before the caller (or the
+            # thread pool's join) reads the output
+            cb.call(self.unit.runtime_fn("llvm.x86.sse.sfence", T.VOID, []), [])
         free = self.unit.runtime_fn("free", T.VOID, [T.PTR])
         for ptr in self.heap:
             cb.call(free, [ptr])
@@ -220,8 +227,9 @@ class FunctionEmitter(ExprEmitter):
         lanes = s.vectorize_factor
         info = LaneInfo(s.loop_var)
         lo, hi = self.bounds(s)
-        if lanes == 1 or not vectorizable(s.body, info):
-            self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(s.body))
+        body, hi = self.tail_guard_as_bound(s, lo, hi)
+        if lanes == 1 or not vectorizable(body, info):
+            self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(body))
             return
         extent = self.b.sub(hi, lo)
         main_end = self.b.sub(hi, self.b.srem(extent, ir.Constant(extent.type, lanes)))
@@ -233,12 +241,46 @@ class FunctionEmitter(ExprEmitter):
         def vector_body() -> None:
             self.lane = info
             try:
-                self.stmt(s.body)
+                self.stmt(body)
             finally:
                 self.lane = None
 
         self.counted_loop(s.loop_var, lo, main_end, lanes, vector_body, bind=ramp)
-        self.counted_loop(s.loop_var, main_end, hi, 1, lambda: self.stmt(s.body))
+        self.counted_loop(s.loop_var, main_end, hi, 1, lambda: self.stmt(body))
+
+    def tail_guard_as_bound(self, s: For, lo: ir.Value, hi: ir.Value) -> tuple[Stmt, ir.Value]:
+        """A vectorised loop whose whole body is a split's tail guard, `if (a < b) body` with `a`
+        moving by one per iteration and `b` loop-invariant, runs `body` over the shortened range
+        `[lo, min(hi, max(lo, lo + b - a(lo))))` instead (`<=`: one more): the guard would
+        otherwise make every lane's condition differ and the loop scalar. Loop-invariant
+        conjuncts of the condition stay as an `if` around the body."""
+        guard = _single_guard(s.body)
+        if guard is None:
+            return s.body, hi
+        info = LaneInfo(s.loop_var)
+        bounds = [c for c in _conjuncts(guard.condition) if _is_tail_bound(c, info)]
+        rest = [c for c in _conjuncts(guard.condition) if not _is_tail_bound(c, info)]
+        if not bounds or any(varies(c, info) for c in rest):
+            return s.body, hi
+        var, dtype = s.loop_var, s.loop_var.dtype
+        saved = self.env.get(var)
+        self.env[var] = lo
+        try:
+            limits = [(self.typed(c.a, dtype), self.typed(c.b, dtype), isinstance(c, LE)) for c in bounds]
+        finally:
+            self._restore(var, saved)
+        for a_lo, b, inclusive in limits:
+            limit = self.b.add(lo, self.b.sub(b, a_lo))
+            if inclusive:
+                limit = self.b.add(limit, ir.Constant(limit.type, 1))
+            limit = self.b.select(self.b.icmp_signed("<", limit, lo), lo, limit)
+            hi = self.b.select(self.b.icmp_signed("<", limit, hi), limit, hi)
+        if not rest:
+            return guard.true_case, hi
+        cond = rest[0]
+        for c in rest[1:]:
+            cond = And(cond, c)
+        return IfThenElse(cond, guard.true_case), hi
 
     # -- temp buffers --------------------------------------------------------------------------------------
     def allocate_temps(self, buffers: list[Buffer]) -> None:
@@ -254,6 +296,25 @@ class FunctionEmitter(ExprEmitter):
             failed = self.b.or_(failed, self.b.icmp_unsigned("==", ptr, null))
         with self.b.if_then(failed, likely=False):
             self.fail(self.status, STATUS_NOMEM)
+
+
+def _single_guard(body: Stmt) -> IfThenElse | None:
+    """`body` when it is (a block of) one `if` without `else`."""
+    while isinstance(body, Block) and len(body.stmts) == 1:
+        body = body.stmts[0]
+    return body if isinstance(body, IfThenElse) and body.false_case is None else None
+
+
+def _conjuncts(cond: Expr) -> list[Expr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _is_tail_bound(c: Expr, info: LaneInfo) -> bool:
+    """`a < b` / `a <= b` on integers, `a` stepping by one per iteration, `b` invariant, no loads."""
+    return (isinstance(c, (LT, LE)) and c.a.dtype.is_int and not any(isinstance(n, Load) for n in walk(c))
+            and lane_stride(c.a, info) == 1 and lane_stride(c.b, info) == 0 and not varies(c.b, info))
 
 
 def _const_product(shape: tuple[Expr, ...]) -> int | None:

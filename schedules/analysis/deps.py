@@ -248,12 +248,31 @@ def _span(atom: Expr, ranges: dict[Var, tuple[Expr, Expr]]) -> int | None:
 
 
 def _recover_div_mod(components: list[Expr]) -> list[Expr]:
+    """`components` plus every `e` that a pair `(e / d, e % d)` among them determines, to a fixed
+    point. A divisor that is a product is also read as nested divisions, `e / (a * b)` ==
+    `(e / b) / a` (non-negative indices): a fused 3-d nest indexes `(f / (S0 * S1), (f / S1) % S0,
+    f % S1)`, which recovers `f / S1` and then `f`."""
     out = list(components)
-    for d in [c for c in out if isinstance(c, Div)]:
-        for m in out:
-            if isinstance(m, Mod) and m.a == d.a and m.b == d.b:
-                out.append(simplify_index(d.a))
+    changed = True
+    while changed:
+        changed = False
+        for d in [c for c in out if isinstance(c, Div)]:
+            for form in _div_forms(d):
+                recovered = simplify_index(form.a)
+                if recovered not in out and any(isinstance(m, Mod) and m.a == form.a and m.b == form.b
+                                                for m in out):
+                    out.append(recovered)
+                    changed = True
     return out
+
+
+def _div_forms(d: Div) -> list[Div]:
+    """`d` and, for a product divisor `a * b`, its nested forms `(e / b) / a` and `(e / a) / b`."""
+    forms = [d]
+    if isinstance(d.b, Mul):
+        a, b = d.b.a, d.b.b
+        forms += [Div(Div(d.a, b), a), Div(Div(d.a, a), b)]
+    return forms
 
 
 def _linear(e: Expr, wanted: set[Var], key: Var) -> dict[Expr, int] | None:

@@ -10,7 +10,8 @@ the last block (all of its loops are spatial). Every top-level loop nest is then
         ScheduleBlock(X) { vi, vj, vk = axis.bind((sp / S2), (sp % S2), rb) ... }
 
 The leading perfectly nested loops of a nest must have the spatial extents (proved equal, so
-symbolic dims work); below them, a chain of loops with the reduce extents becomes `rb`. This is
+symbolic dims work; unit loops, such as a `keepdim` reduction's `0:1` axis, are fused along
+wherever they are); below them, a chain of loops with the reduce extents becomes `rb`. This is
 how the seed aligns both kinds of non-reduce blocks: elementwise blocks over `[S1, S2]` get only
 `sp`, and elementwise or broadcast blocks over `[S1, S2, R]` (`E[i, j, k] = D[i, j]`, whose
 trailing axis is not a reduce axis but has the reduce extent) get `[sp, rb]`, so that they can
@@ -81,17 +82,39 @@ def _product(extents: list[Expr]) -> Expr:
     return simplify_index(out)
 
 
-def _chain(stmt: Stmt, extents: list[Expr]) -> list[For] | None:
+def _significant(extents: list[Expr]) -> list[Expr]:
+    """`extents` without the 1s (a keepdim reduction's unit axis), or `[1]` if all are 1."""
+    kept = [e for e in extents if const_value(e) != 1]
+    return kept or extents[:1]
+
+
+def _is_unit(stmt: Stmt) -> bool:
+    return isinstance(stmt, For) and const_value(stmt.min) == 0 and const_value(stmt.extent) == 1
+
+
+def _next(loop: For) -> Stmt:
+    body = loop.body.stmts
+    return body[0] if len(body) == 1 else Block(())
+
+
+def _chain(stmt: Stmt, extents: list[Expr], absorb_trailing: bool = False) -> list[For] | None:
     """The perfectly nested loops from `stmt` down with exactly `extents` (the last may hold
-    several statements), or None."""
+    several statements), or None. Unit loops (extent 1) in between are taken along (they fuse
+    away: a `keepdim` reduction's `[i, 0:1]` nest aligns with an `[i, j]` one), and after the
+    last extent too with `absorb_trailing`."""
     loops: list[For] = []
     current: Stmt = stmt
     for extent in extents:
+        while const_value(extent) != 1 and _is_unit(current):
+            loops.append(current)  # type: ignore[arg-type]
+            current = _next(current)  # type: ignore[arg-type]
         if not isinstance(current, For) or const_value(current.min) != 0 or not prove_equal(current.extent, extent):
             return None
         loops.append(current)
-        body = current.body.stmts
-        current = body[0] if len(body) == 1 else Block(())
+        current = _next(current)
+    while absorb_trailing and _is_unit(current):
+        loops.append(current)  # type: ignore[arg-type]
+        current = _next(current)  # type: ignore[arg-type]
     return loops
 
 
@@ -100,11 +123,14 @@ def _decompose(var: Var, extents: list[Expr]) -> list[Expr]:
     n = len(extents)
     out: list[Expr] = []
     for k in range(n):
+        if const_value(extents[k]) == 1:
+            out.append(int_like(0, var))  # a unit loop's var is 0 (not `(f / d) % 1`)
+            continue
         value: Expr = var
-        inner = extents[k + 1:]
-        if inner:
-            value = Div(value, _product(inner))
-        if k > 0:
+        inner = _product(extents[k + 1:]) if extents[k + 1:] else None
+        if inner is not None and const_value(inner) != 1:
+            value = Div(value, inner)
+        if k > 0 and any(const_value(e) != 1 for e in extents[:k]):
             value = Mod(value, extents[k])
         out.append(value)
     return out
@@ -137,24 +163,26 @@ def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list
         raise schedule_error(AlignError, "align_iter_space", "the group has no spatial loops (a 0-d "
                              "reduction): there is no [sp] loop to align on; schedule its reduce loops "
                              "directly", func, nest)
-    sp_loops = _chain(nest, spatial)
+    # trailing unit loops belong to the spatial chain unless the reduction itself is over unit loops
+    unit_reduce = bool(reduce) and const_value(_significant(reduce)[0]) == 1
+    sp_loops = _chain(nest, _significant(spatial), absorb_trailing=not unit_reduce)
     if sp_loops is None:
         raise schedule_error(AlignError, "align_iter_space", "every loop nest must start with loops of the "
                              f"spatial extents [{_show(spatial)}], but this one has [{_show(_extents(nest))}]",
                              func, nest)
     inner = tuple(_align_reduce(func, s, reduce) for s in sp_loops[-1].body.stmts)
-    return _fuse_chain(func, sp_loops, "sp", spatial, Block(inner))
+    return _fuse_chain(func, sp_loops, "sp", [lp.extent for lp in sp_loops], Block(inner))
 
 
 def _align_reduce(func: LoweredFunc, stmt: Stmt, reduce: list[Expr]) -> Stmt:
     if isinstance(stmt, ScheduleBlockRealize):
         return stmt
-    rb_loops = _chain(stmt, reduce) if reduce else None
+    rb_loops = _chain(stmt, _significant(reduce), absorb_trailing=True) if reduce else None
     if rb_loops is None or any(isinstance(s, For) for s in rb_loops[-1].body.stmts):
         raise schedule_error(AlignError, "align_iter_space", "below the spatial loops a nest may only hold "
                              f"blocks or loops of the reduce extents [{_show(reduce)}], but has "
                              f"[{_show(_extents(stmt))}]", func, stmt)
-    return _fuse_chain(func, rb_loops, "rb", reduce, rb_loops[-1].body)
+    return _fuse_chain(func, rb_loops, "rb", [lp.extent for lp in rb_loops], rb_loops[-1].body)
 
 
 def _extents(stmt: Stmt) -> list[Expr]:

@@ -18,8 +18,12 @@ The dependence check is syntactic first (same index tuple that determines the lo
 the lowered and aligned nests, symbolic divisors included) and exact with islpy
 (`cinn_py.analysis`) otherwise; non-affine accesses count as conflicts. The other checks
 (kinds, extents, axes, limits) are syntactic and exact.
-- `vectorize(factor)`: factor > 0, constant extent divisible by the factor (Differs from CINN,
-  whose vectorizer tail-splits: tails are left to an explicit split), no reduce loop.
+- `vectorize(factor)`: factor > 0, no reduce loop. The extent need not be a multiple of the
+  factor, nor constant: as CINN's vectorizer tail-splits, the x86 backend emits a main loop of
+  `factor`-lane vector steps and a scalar tail loop for the rest (a symbolic extent included);
+  the CUDA printer uses vector types when the extent equals the factor and prints any other
+  vectorised loop as a serial one (correct either way). An explicit `split` first is still the
+  way to get vector steps without a tail.
 - `unroll`: constant extent.
 - `bind`: axis in `{blockIdx,threadIdx}.{x,y,z}`, loop starts at 0, the axis is not already
   bound by an enclosing or enclosed loop, thread extents are constants within the per-axis
@@ -37,7 +41,7 @@ from schedules.analysis.arith import as_int
 from schedules.analysis.deps import is_reduce_loop, loop_carries_dependence
 from schedules.analysis.loops import StmtIndex, collect_stmts
 from schedules.errors import (
-    BindLimitError, ExtentMismatchError, IllegalDependenceError, InvalidArgumentError, LoopKindError,
+    BindLimitError, IllegalDependenceError, InvalidArgumentError, LoopKindError,
     LoopStartError, NonConstantExtentError, schedule_error,
 )
 
@@ -103,16 +107,12 @@ def _require_not_nested_parallel(func: LoweredFunc, loop: For) -> None:
 
 
 def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:
-    """Mark `loop` `vectorize[factor]`."""
+    """Mark `loop` `vectorize[factor]` (any extent: the x86 backend adds a scalar tail loop)."""
     if isinstance(factor, bool) or not isinstance(factor, int):
         raise TypeError(f"vectorize: factor must be an int, got {factor!r}")
     if factor <= 0:
         raise schedule_error(InvalidArgumentError, "vectorize", f"factor must be positive, got {factor}", func, loop)
     _require_serial(func, loop, "vectorize")
-    extent = _require_const(func, loop, "vectorize")
-    if extent % factor:
-        raise schedule_error(ExtentMismatchError, "vectorize", f"factor {factor} must divide the extent {extent} of "
-                             f"loop '{loop.loop_var.name}' (split the loop first)", func, loop)
     if is_reduce_loop(loop):
         raise schedule_error(IllegalDependenceError, "vectorize", f"loop '{loop.loop_var.name}' is a reduction "
                              "axis; vectorize a spatial loop (or rfactor the reduction first)", func, loop)

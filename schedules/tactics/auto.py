@@ -32,7 +32,7 @@ from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, 
 from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.storage import assign_storage
 from schedules.tactics.tile_first import tile_first_general_tactic
-from schedules.tactics.x86 import x86_tactic
+from schedules.tactics.x86 import x86_schedule
 
 __all__ = ["AutoScheduleError", "AutoScheduleReport", "auto_schedule", "auto_schedule_buckets", "bucket_predicate"]
 
@@ -55,6 +55,10 @@ class AutoScheduleReport:
     strategy: str = ""
     fused: list[str] = field(default_factory=list)
     local: list[str] = field(default_factory=list)
+    nests: dict[str, str] = field(default_factory=dict)
+    """x86: what was done to each nest (by its main block; "*" for a whole-group fused loop)."""
+    fallbacks: list[str] = field(default_factory=list)
+    """Why a better tactic did not apply (each entry names the tactic and the rule), in order."""
 
 
 def _check_args(func: LoweredFunc, target: str, config: ScheduleConfig | None) -> None:
@@ -99,20 +103,21 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         AutoScheduleError: the group cannot be scheduled for `target`.
     """
     _check_args(func, target, config)
-    sch = IRSchedule(func)
     cfg = config or build_schedule_config(analyze_group(func))
     report = AutoScheduleReport(target, cfg)
-    _align_and_inline(sch, report)
-    info = analyze_group(sch.func)
     if target == "x86":
-        x86_tactic(sch, cfg)
-        report.strategy = "x86"
-    else:
-        _require_aligned(sch, info, report)
-        tile = tile_first_general_tactic(sch, cfg)
-        report.strategy = tile.strategy
-        report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
-        report.local = assign_storage(sch, tile.rf_blocks, report.fused)
+        sch, result = x86_schedule(lambda: IRSchedule(func), cfg)
+        report.strategy, report.inlined = f"x86-{result.plan}", result.inlined
+        report.nests, report.fallbacks = result.nests, result.fallbacks
+        sch.auto_report = report  # type: ignore[attr-defined]
+        return sch
+    sch = IRSchedule(func)
+    _align_and_inline(sch, report)
+    _require_aligned(sch, analyze_group(sch.func), report)
+    tile = tile_first_general_tactic(sch, cfg)
+    report.strategy = tile.strategy
+    report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
+    report.local = assign_storage(sch, tile.rf_blocks, report.fused)
     sch.auto_report = report  # type: ignore[attr-defined]
     return sch
 

@@ -16,6 +16,8 @@ the walk repeats until nothing changes, since inlining a block can make its prod
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cinn_py.ir import Load, walk
 from schedules.analysis.loops import block_stores
 from schedules.errors import ScheduleError
@@ -73,8 +75,9 @@ def can_inline(sch: IRSchedule, info: GroupInfo, block: BlockInfo) -> tuple[bool
     return True, ""
 
 
-def compute_inline_tactic(sch: IRSchedule) -> list[str]:
-    """Inline every block CINN's rule allows; returns the inlined block names, in order."""
+def compute_inline_tactic(sch: IRSchedule, keep: Callable[[GroupInfo, BlockInfo], bool] | None = None) -> list[str]:
+    """Inline every block CINN's rule allows (and `keep` does not hold back: the x86 tactic
+    keeps an expensive value read by several consumers); returns the inlined block names."""
     inlined: list[str] = []
     changed = True
     while changed:
@@ -82,7 +85,7 @@ def compute_inline_tactic(sch: IRSchedule) -> list[str]:
         info = analyze_group(sch.func)
         for block in reversed(info.blocks):
             ok, _ = can_inline(sch, info, block)
-            if not ok:
+            if not ok or (keep is not None and keep(info, block)):
                 continue
             try:
                 sch.compute_inline(block.name)

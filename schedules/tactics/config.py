@@ -106,6 +106,9 @@ class ScheduleConfig:
     """x86: SIMD register width the vectorised loops fill (AVX2)."""
     min_parallel_work: int = 4096
     """x86: a nest with fewer (static) iterations is not worth a thread-pool dispatch."""
+    streaming_store_bytes: int = 16 << 20
+    """x86: group outputs of at least this many bytes (half the last-level cache) get streaming
+    (non-temporal) stores."""
 
     def with_tile(self, **changes: object) -> ScheduleConfig:
         """A copy with some TileConfig fields changed (`cfg.with_tile(warp_num=4)`)."""
@@ -141,6 +144,10 @@ def _reduce_all_tile(r: int) -> TileConfig:
 
 
 def _reduce_tile(r: int, s: int | None) -> TileConfig:
+    if r < 32:
+        # Differs from CINN (a warp reduce over 32 threads, which cannot split a shorter row):
+        # one thread per row reduces it serially, 256 rows per block.
+        return TileConfig(8, 1, 1, ReduceMethod.NONE)
     if r <= 256:
         inner = max(1, 256 // next_pow2(r))
         if s is not None:

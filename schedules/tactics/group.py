@@ -21,7 +21,7 @@ from schedules.analysis.loops import all_blocks, block_stores, enclosing_loops, 
 from schedules.analysis.regions import const_value, simplify_index
 from schedules.primitives.align import group_space
 
-__all__ = ["BlockInfo", "GroupInfo", "analyze_group", "block_info", "is_init_name", "loops_of"]
+__all__ = ["BlockInfo", "GroupInfo", "analyze_group", "block_info", "is_continuous", "is_init_name", "loops_of"]
 
 INIT_SUFFIX = "__reduce_init"
 
@@ -127,7 +127,7 @@ def _index_dtype(func: LoweredFunc) -> DType:
     return int64 if func.scalar_args else int32
 
 
-def _is_continuous(master: ScheduleBlockRealize) -> bool:
+def is_continuous(master: ScheduleBlockRealize) -> bool:
     """CINN's continuous-reduce test: some load of the reduction body indexes its last
     (contiguous) dimension with a reduce iter var."""
     block = master.schedule_block
@@ -147,7 +147,7 @@ def analyze_group(func: LoweredFunc) -> GroupInfo:
     master = next((b.realize for b in blocks if b.is_reduce), None)
     return GroupInfo(
         blocks=blocks, outputs=frozenset(t.name for t in func.outputs), spatial=tuple(spatial),
-        reduce=tuple(reduce_), continuous=True if master is None else _is_continuous(master),
+        reduce=tuple(reduce_), continuous=True if master is None else is_continuous(master),
         index_dtype=_index_dtype(func))
 
 

@@ -1,122 +1,161 @@
-"""The x86 tactic: parallel outer spatial loops, vectorised inner loops, rfactor-vectorised
-row reductions (CINN schedules CPU groups with `parallel` + `vectorize`; there is no thread
-binding on x86).
+"""The x86 group scheduler: per group, the schedule a performance engineer would write, with
+fallbacks so that every valid group gets a correct schedule.
 
-For each nest of the aligned (or unaligned) group:
+Plans, tried in order on a fresh schedule each (a plan that raises `ScheduleError` part-way
+leaves nothing behind; the next one starts from the unscheduled function and the report says
+why the better one did not apply):
 
-* elementwise nests: the innermost loop, when the block's store is contiguous in it (its loop
-  var appears only in the last store index), is split `[-1, W]` and the `W` loop vectorised,
-  `W = vector_width_bits / dtype bits` (8 x float32 on AVX2); a non-dividing extent gets the
-  split's tail guard, which the x86 backend turns into masked lanes;
-* continuous reductions: the reduce loop is split `[-1, W]` and `rfactor`ed over the `W` loop
-  into `rf_<T>[s, W]`, whose update loop is vectorised (W independent partial sums); the final
-  `T[s] += rf_<T>[s, r]` is a short serial loop. Legal where rfactor is (the nest holds only
-  the reduction and its init, op associative and commutative) and for non-bool dtypes;
-* discrete reductions keep their serial reduce loop (vectorising over the spatial axis would need
-  the reduce loop outside the init block);
-* every nest whose outermost loop is spatial and that does at least `min_parallel_work`
-  iterations (or has a symbolic extent) runs that loop on the thread pool (`parallel`).
+1. **tuned** — inline (keeping a producer that has several consumers and calls a
+   transcendental: a softmax's `exp` is computed once per element), then
+   * a group of continuous (last-axis) reductions over common rows: one fused, parallel row
+     loop with rfactor-vectorised reductions (`x86_reduce.schedule_rows`);
+   * otherwise nest by nest: column reductions task-split and vectorised over the columns
+     (`x86_reduce.schedule_column_reduction`), continuous reductions as a row loop of their own,
+     injective nests vectorised / tiled / streamed (`x86_injective.schedule_injective`).
+2. **simple** — inline as CINN does, then per nest: parallel outer loop (fused spatial loops)
+   and the innermost loop vectorised when the store is contiguous in it.
+3. **serial** — inline only (always legal).
+
+Vector lanes come from `ScheduleConfig.vector_width_bits` (the target's native width).
 """
 
 from __future__ import annotations
 
-from cinn_py.ir import For, Var, walk
-from schedules.analysis.loops import block_stores
-from schedules.analysis.regions import const_value
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cinn_py.ir import Call, walk
+from schedules.analysis.loops import find_block
 from schedules.errors import ScheduleError
 from schedules.schedule import IRSchedule
+from schedules.tactics.compute_inline import compute_inline_tactic
 from schedules.tactics.config import ScheduleConfig
-from schedules.tactics.group import BlockInfo, GroupInfo, analyze_group, loops_of
+from schedules.tactics.group import BlockInfo, GroupInfo, analyze_group, is_continuous, is_init_name, loops_of
+from schedules.tactics.x86_injective import schedule_injective
+from schedules.tactics.x86_nest import contiguous_store, lanes_for, parallel_worth
+from schedules.tactics.x86_reduce import (
+    nests, schedule_column_reduction, schedule_reduce_all, schedule_rows, spatial_loops,
+)
 
-__all__ = ["x86_tactic"]
+__all__ = ["X86Result", "x86_schedule"]
 
-
-def _lanes(block: BlockInfo, cfg: ScheduleConfig) -> int:
-    stores = block_stores(block.realize)
-    dtype = stores[0].tensor.dtype if stores else None
-    if dtype is None or dtype.is_bool or dtype.bits < 8:
-        return 0
-    return max(1, cfg.vector_width_bits // dtype.bits)
-
-
-def _contiguous_in(block: BlockInfo, loop: For) -> bool:
-    """The block's store index varies with `loop` only in its last dimension."""
-    realize = block.realize
-    bound = {iv for iv, val in zip(realize.schedule_block.iter_vars, realize.iter_values)
-             if any(isinstance(n, Var) and n == loop.loop_var for n in walk(val))}
-    for store in block_stores(realize):
-        if not store.indices:
-            return False
-        uses = [any(isinstance(n, Var) and n in bound for n in walk(i)) for i in store.indices]
-        if not uses[-1] or any(uses[:-1]):
-            return False
-    return True
+EXPENSIVE_CALLS = frozenset({"exp", "expf", "tanh", "erf", "log", "log1p", "expm1", "pow", "sin", "cos", "sigmoid"})
 
 
-def _worth_parallel(loops: list[For], cfg: ScheduleConfig) -> bool:
-    total = 1
-    for lp in loops:
-        extent = const_value(lp.extent)
-        if extent is None:
-            return True
-        total *= extent
-    return const_value(loops[0].extent) not in (None, 0, 1) and total >= cfg.min_parallel_work
+@dataclass
+class X86Result:
+    """What the x86 scheduler decided: the plan that applied, per-nest notes, and why better
+    plans did not apply."""
+
+    plan: str = ""
+    inlined: list[str] = field(default_factory=list)
+    nests: dict[str, str] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)
 
 
-def _vectorize_innermost(sch: IRSchedule, block: BlockInfo, lanes: int) -> None:
-    loops = loops_of(sch.func, block.name)
-    if not loops or lanes < 2 or not _contiguous_in(block, loops[-1]):
-        return
-    extent = const_value(loops[-1].extent)
-    if extent is not None and extent < lanes:
-        return
-    handle = sch.get_loops(block.name)[-1]
-    _, inner = sch.split(handle, [-1, lanes])
-    sch.vectorize(inner, lanes)
+def _expensive_shared(info: GroupInfo, block: BlockInfo) -> bool:
+    """Keep (do not inline) a value that several blocks read and that calls a transcendental."""
+    if len(block.written) != 1 or len(info.consumers_of(block.written[0])) < 2:
+        return False
+    return any(isinstance(n, Call) and n.name in EXPENSIVE_CALLS for n in walk(block.realize.schedule_block.body))
 
 
-def _vectorized_reduction(sch: IRSchedule, block: BlockInfo, info: GroupInfo, lanes: int) -> list[str]:
-    """Split + rfactor + vectorise a continuous reduction; returns the blocks of the new nests."""
-    n_sp = 1 if info.spatial else 0
-    loops = loops_of(sch.func, block.name)
-    extent = const_value(loops[-1].extent) if loops else None
-    if lanes < 2 or not info.continuous or len(loops) != n_sp + 1 or (extent is not None and extent < 2 * lanes):
-        return [block.name]
-    handles = sch.get_loops(block.name)
-    _, inner = sch.split(handles[-1], [-1, lanes])
-    try:
-        rf = sch.rfactor(inner, len(block_stores(block.realize)[0].indices))
-    except ScheduleError:
-        return [block.name]
-    sch.vectorize(sch.get_loops(rf.name)[-1], lanes)
-    return [f"{rf.name}__reduce_init", rf.name, block.name]
-
-
-def x86_tactic(sch: IRSchedule, cfg: ScheduleConfig) -> None:
-    """Parallelise and vectorise every nest (see the module docstring)."""
+def _tuned(sch: IRSchedule, cfg: ScheduleConfig, result: X86Result) -> None:
+    result.inlined = compute_inline_tactic(sch, keep=_expensive_shared)
     info = analyze_group(sch.func)
-    nests: list[str] = []
-    for block in info.blocks:
-        if block.is_init:
-            continue
-        if block.is_reduce:
-            nests += _vectorized_reduction(sch, block, info, _lanes(block, cfg))
+    if info.has_reduce and info.continuous and info.spatial:
+        try:
+            trial = sch.fork()
+            note = schedule_rows(trial, cfg)
+        except ScheduleError as err:
+            result.fallbacks.append(f"fused rows: {err.message}")
         else:
-            _vectorize_innermost(sch, block, _lanes(block, cfg))
-            nests.append(block.name)
-    if not info.spatial:
-        return  # a reduce-all onto a 0-d tensor: every loop carries the reduction
-    seen: set[int] = set()
-    for name in nests:
-        current = analyze_group(sch.func)
-        block = next(b for b in current.blocks if b.name == name)
-        loops = loops_of(sch.func, name)
-        if not loops or loops[0].uid in seen:
+            sch.adopt(trial)
+            result.nests["*"] = note
+            return
+    for names in nests(sch):
+        _schedule_nest(sch, names, cfg, result)
+
+
+def _main_block(names: list[str]) -> str | None:
+    """The block a nest is scheduled through: its last non-init block (None: no block)."""
+    mains = [n for n in names if not is_init_name(n)]
+    return mains[-1] if mains else None
+
+
+def _schedule_nest(sch: IRSchedule, names: list[str], cfg: ScheduleConfig, result: X86Result) -> None:
+    main = _main_block(names)
+    if main is None:
+        return
+    block = next(b for b in analyze_group(sch.func).blocks if b.name == main)
+    if not block.is_reduce:
+        result.nests[main] = schedule_injective(sch, main, cfg)
+        return
+    attempt = sch.fork()
+    try:
+        if _is_column(attempt, main):
+            note = schedule_column_reduction(attempt, main, cfg)
+        elif spatial_loops(attempt, main) == 0:
+            note = schedule_reduce_all(attempt, main, cfg)
+        else:
+            note = schedule_rows(attempt, cfg, names)
+    except ScheduleError as err:
+        result.fallbacks.append(f"{main}: {err.message}")
+        result.nests[main] = _simple_nest(sch, main, cfg)
+        return
+    sch.adopt(attempt)
+    result.nests[main] = note
+
+
+def _is_column(sch: IRSchedule, block: str) -> bool:
+    """A reduction whose loads are not contiguous along its reduce loop (`C[j] = sum_k X[k, j]`)."""
+    return len(loops_of(sch.func, block)) >= 2 and not is_continuous(find_block(sch.func, block))
+
+
+def _simple(sch: IRSchedule, cfg: ScheduleConfig, result: X86Result) -> None:
+    result.inlined = compute_inline_tactic(sch)
+    for names in nests(sch):
+        main = _main_block(names)
+        if main is not None:
+            result.nests[main] = _simple_nest(sch, main, cfg)
+
+
+def _simple_nest(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
+    """Parallel outermost spatial loop, innermost loop vectorised if spatial and contiguous."""
+    info = next(b for b in analyze_group(sch.func).blocks if b.name == block)
+    loops = loops_of(sch.func, block)
+    notes = []
+    lanes = lanes_for(sch, block, cfg)
+    if len(loops) > 1 and not info.is_reduce and lanes >= 2 and contiguous_store(sch, block, loops[-1]):
+        sch.vectorize(sch.get_loops(block)[-1], lanes)
+        notes.append(f"vectorize[{lanes}]")
+    handles = sch.get_loops(block)
+    if handles and spatial_loops(sch, block) > 0 and parallel_worth(sch, handles[0], block, cfg):
+        sch.parallel(handles[0])
+        notes.append("parallel outer loop")
+    return ", ".join(notes) or "serial"
+
+
+def _serial(sch: IRSchedule, cfg: ScheduleConfig, result: X86Result) -> None:
+    result.inlined = compute_inline_tactic(sch)
+
+
+PLANS: tuple[tuple[str, Callable[[IRSchedule, ScheduleConfig, X86Result], None]], ...] = (
+    ("tuned", _tuned), ("simple", _simple), ("serial", _serial))
+
+
+def x86_schedule(sch_factory: Callable[[], IRSchedule], cfg: ScheduleConfig) -> tuple[IRSchedule, X86Result]:
+    """Schedule a group for x86 with the first plan that applies (see the module docstring).
+    `sch_factory()` gives a fresh schedule of the unscheduled group for each attempt."""
+    fallbacks: list[str] = []
+    for name, plan in PLANS:
+        sch = sch_factory()
+        result = X86Result(plan=name, fallbacks=fallbacks)
+        try:
+            plan(sch, cfg, result)
+        except ScheduleError as err:
+            fallbacks.append(f"plan '{name}' failed: {type(err).__name__}: {err.message}")
             continue
-        seen.add(loops[0].uid)
-        first = loops[0]
-        spatial = not any(iv.is_reduce_axis for iv, val in zip(block.realize.schedule_block.iter_vars,
-                                                               block.realize.iter_values)
-                          if any(isinstance(n, Var) and n == first.loop_var for n in walk(val)))
-        if spatial and _worth_parallel(loops, cfg):
-            sch.parallel(sch.get_loops(name)[0])
+        return sch, result
+    sch = sch_factory()
+    return sch, X86Result(plan="none", fallbacks=fallbacks)

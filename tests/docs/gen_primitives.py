@@ -48,6 +48,7 @@ SECTIONS: list[tuple[str | None, str, list[str]]] = [
     ("cache", "Caches", ["cache_read", "cache_write"]),
     ("reduction", "Reductions", ["rfactor", "factorize_reduction"]),
     ("align", "Loop alignment", ["align_iter_space"]),
+    (None, "Trying a sequence of primitives: fork and adopt", ["fork", "adopt"]),
 ]
 
 SETUP: list[str] = [
@@ -75,7 +76,7 @@ ERROR_EXAMPLE: list[str] = [
     "sch = elementwise()",
     'i, j = sch.get_loops("B")',
     '''try:
-    sch.vectorize(j, 5)
+    sch.vectorize(j, 0)
 except cp.ScheduleError as err:
     print(type(err).__name__)
     print(err)''',
@@ -87,6 +88,10 @@ except cp.ScheduleError as err:
 ]
 
 EXAMPLES: dict[str, list[str]] = {
+    "fork": ["sch = elementwise()", "trial = sch.fork()", 'trial.vectorize(trial.get_loops("B")[1], 8)',
+             "len(trial.trace), len(sch.trace)"],
+    "adopt": ["sch = elementwise()", "trial = sch.fork()", 'trial.parallel(trial.get_loops("C")[0])', "sch.adopt(trial)",
+              'print(sch.get(sch.get_loops("C")[0]).for_type.value, len(sch.trace))'],
     "get_block": ["sch = elementwise()", 'sch.get_block("B")', '''try:
     sch.get_block("D")
 except cp.ScheduleError as err:

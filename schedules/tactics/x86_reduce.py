@@ -1,0 +1,201 @@
+"""x86 schedules of reductions: one fused row loop for row-wise groups, task-split column sums.
+
+**Row groups** (softmax, layernorm, RMSNorm, row sums: every nest runs over the same rows and
+the reductions are over the contiguous last axis), CINN's x86 recipe "compute_at the reductions
+into the row loop", as the project's hand schedules do:
+
+1. each nest's spatial loops are fused into one row loop;
+2. each reduction is split `[-1, acc]` and `rfactor`ed over the `acc` loop: `rf_T[row, 0:acc]`
+   holds `acc` independent partial results (a vector register or four: four registers hide the
+   add latency on long rows), which a vector loop updates (a reduce loop itself cannot be
+   vectorised, and LLVM does not reassociate float adds on its own);
+3. every block is `simple_compute_at`ed into the row loop of the last nest, in program order:
+   one row is read from memory once and stays in L1 while every stage uses it (the exp pass of
+   a softmax writes its row buffer once, and the sum reads it from L1);
+4. intermediates become `local` (privatised per task and shrunk to one row by the backend);
+5. the stages' innermost loops are vectorised with the native lanes, the row loop is parallel.
+
+**Column reductions** (`C[j] = sum_k X[k, j]`, the reduce loop outside the contiguous axis):
+the reduce loop is split into `tasks` slices that are `rfactor`ed into `rf_C[t, j]` and run in
+parallel; within a slice the reduce loop runs outside a vector strip of contiguous columns,
+four rows per pass (each strip of partial sums is loaded and stored once per four rows), and the
+few partial rows are summed at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cinn_py.ir import Block, Var, walk
+from schedules.analysis.loops import all_blocks, find_block, root_body
+from schedules.analysis.regions import const_value
+from schedules.errors import schedule_error
+from schedules.schedule import IRSchedule
+from schedules.tactics.config import ScheduleConfig
+from schedules.tactics.group import BlockInfo, analyze_group, block_info, is_init_name, loops_of
+from schedules.tactics.x86_nest import TacticNotApplicable, contiguous_store, lanes_for, parallel_worth
+
+__all__ = [
+    "accumulators", "nests", "spatial_loops", "not_applicable", "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
+]
+
+COLUMN_TASKS = 8
+ROWS_PER_PASS = 4
+
+
+def nests(sch: IRSchedule) -> list[list[str]]:
+    """Block names of each top-level nest, in document order."""
+    body = root_body(sch.func)
+    stmts = body.stmts if isinstance(body, Block) else (body,)
+    return [[b.name for b in all_blocks(stmt)] for stmt in stmts]
+
+
+def accumulators(extent: int | None, lanes: int) -> int:
+    """Partial results per row: 4 vectors on long rows (hides the add latency), 2 or 1 on
+    shorter ones, 0 (no rfactor) when the row is shorter than two vectors."""
+    if extent is None or extent >= 16 * lanes:
+        return 4 * lanes
+    if extent >= 4 * lanes:
+        return 2 * lanes
+    return lanes if extent >= 2 * lanes else 0
+
+
+def spatial_loops(sch: IRSchedule, block: str) -> int:
+    """Leading loops of `block` that bind no reduce iter var."""
+    realize = block_info_of(sch, block).realize
+    reduce_vars = {n for iv, v in zip(realize.schedule_block.iter_vars, realize.iter_values) if iv.is_reduce_axis
+                   for n in walk(v) if isinstance(n, Var)}
+    count = 0
+    for loop in loops_of(sch.func, block):
+        if loop.loop_var in reduce_vars:
+            break
+        count += 1
+    return count
+
+
+def block_info_of(sch: IRSchedule, name: str) -> BlockInfo:
+    return block_info(find_block(sch.func, name))
+
+
+def _fuse_rows(sch: IRSchedule, block: str, n_spatial: int) -> None:
+    if n_spatial > 1:
+        sch.fuse(sch.get_loops(block)[:n_spatial])
+
+
+def _rfactor(sch: IRSchedule, block: str, lanes: int) -> tuple[str, int] | None:
+    """Split + rfactor the single reduce loop of `block` over `acc` lanes; (rf block, acc)."""
+    loops = loops_of(sch.func, block)
+    acc = accumulators(const_value(loops[-1].extent), lanes)
+    if acc == 0:
+        return None
+    handles = sch.get_loops(block)
+    _, inner = sch.split(handles[-1], [-1, acc])
+    axis = len(block_info_of(sch, block).realize.schedule_block.iter_vars) - 1
+    rf = sch.rfactor(inner, axis)
+    return rf.name, acc
+
+
+def schedule_rows(sch: IRSchedule, cfg: ScheduleConfig, names: Sequence[str] | None = None) -> str:
+    """The fused row loop over the nests holding `names` (default: the whole group); raises
+    ScheduleError when a step does not apply (the caller falls back)."""
+    groups = [n for n in nests(sch) if names is None or set(n) & set(names)]
+    mains = [[b for b in n if not is_init_name(b)][-1] for n in groups if any(not is_init_name(b) for b in n)]
+    n_rows = len(analyze_group(sch.func).spatial)
+    if n_rows == 0 or any(len(loops_of(sch.func, m)) < n_rows for m in mains):
+        raise not_applicable(sch, "row tactic", "a nest has fewer loops than the group's rows")
+    for main in mains:
+        _fuse_rows(sch, main, n_rows)
+    rf_blocks: dict[str, int] = {}
+    for main in mains:
+        if block_info_of(sch, main).is_reduce and len(loops_of(sch.func, main)) == 2:
+            done = _rfactor(sch, main, lanes_for(sch, main, cfg))
+            if done is not None:
+                rf_blocks[done[0]] = done[1]
+    interest = {b for n in groups for b in n} | set(rf_blocks) | {f"{r}__reduce_init" for r in rf_blocks}
+    order = [b for nest in nests(sch) for b in nest if b in interest]
+    last = mains[-1]
+    own = _nest_of(sch, last)
+    for block in reversed([b for b in order if b not in own]):
+        sch.simple_compute_at(block, sch.get_loops(last)[0])
+    _make_local(sch, [b for b in order if b != last])
+    for block in order:
+        _vectorize_stage(sch, block, rf_blocks, cfg)
+    row = sch.get_loops(last)[0]
+    if parallel_worth(sch, row, last, cfg):
+        sch.parallel(row)
+    return f"fused row loop over {len(order)} blocks, {len(rf_blocks)} rfactor-vectorised reductions"
+
+
+def not_applicable(sch: IRSchedule, tactic: str, why: str) -> TacticNotApplicable:
+    return schedule_error(TacticNotApplicable, tactic, why, sch.func)
+
+
+def _nest_of(sch: IRSchedule, block: str) -> list[str]:
+    return next(n for n in nests(sch) if block in n)
+
+
+def _make_local(sch: IRSchedule, blocks: list[str]) -> None:
+    outputs = {t.name for t in sch.func.outputs}
+    for block in blocks:
+        info = block_info_of(sch, block)
+        if info.is_init or len(info.written) != 1 or info.written[0] in outputs:
+            continue
+        sch.set_buffer(block, "local")
+
+
+def _vectorize_stage(sch: IRSchedule, block: str, rf_blocks: dict[str, int], cfg: ScheduleConfig) -> None:
+    loops = loops_of(sch.func, block)
+    if len(loops) < 2:
+        return
+    base = block[:-len("__reduce_init")] if is_init_name(block) else block
+    if base in rf_blocks:
+        sch.vectorize(sch.get_loops(block)[-1], rf_blocks[base])
+        return
+    info = block_info_of(sch, block)
+    lanes = lanes_for(sch, block, cfg)
+    if info.is_reduce or info.is_init or lanes < 2 or not contiguous_store(sch, block, loops[-1]):
+        return
+    sch.vectorize(sch.get_loops(block)[-1], lanes)
+
+
+def schedule_reduce_all(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
+    """A reduction onto a scalar (no spatial loop): `acc` partial results in a vector loop."""
+    if len(loops_of(sch.func, block)) != 1:
+        raise not_applicable(sch, "reduce-all tactic", f"'{block}' needs exactly one reduce loop")
+    done = _rfactor(sch, block, lanes_for(sch, block, cfg))
+    if done is None:
+        return "serial (short reduction)"
+    rf, acc = done
+    sch.vectorize(sch.get_loops(rf)[-1], acc)
+    sch.vectorize(sch.get_loops(f"{rf}__reduce_init")[-1], acc)
+    return f"rfactor-vectorised over {acc} partial results"
+
+
+def schedule_column_reduction(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
+    """Task-split column reduction of `block` (see the module docstring); raises ScheduleError
+    when it does not apply."""
+    loops = loops_of(sch.func, block)
+    if len(loops) != 2 or spatial_loops(sch, block) != 1:
+        raise not_applicable(sch, "column tactic", f"'{block}' needs one spatial and one reduce loop")
+    extent = const_value(loops[1].extent)
+    tasks = COLUMN_TASKS if extent is None else max(1, min(COLUMN_TASKS, extent // ROWS_PER_PASS))
+    lanes = lanes_for(sch, block, cfg)
+    outer, _ = sch.split(sch.get_loops(block)[1], [tasks, -1])
+    rf = sch.rfactor(outer, 0).name
+    j, t, k = sch.get_loops(rf)
+    sch.reorder([t, k, j])
+    t, k, j = sch.get_loops(rf)
+    if parallel_worth(sch, t, rf, cfg):
+        sch.parallel(t)
+    per_task = None if extent is None else -(-extent // tasks)
+    if lanes >= 2:
+        if per_task is not None and per_task % ROWS_PER_PASS == 0 and extent == per_task * tasks:
+            ko, ki = sch.split(k, [-1, ROWS_PER_PASS])
+            jo, ji = sch.split(j, [-1, lanes])
+            sch.reorder([ko, jo, ki, ji])
+            sch.unroll(ki)
+            sch.vectorize(ji, lanes)
+        else:
+            sch.vectorize(j, lanes)
+        sch.vectorize(sch.get_loops(f"{rf}__reduce_init")[-1], lanes)
+    return f"column reduction: {tasks} parallel row slices into {rf}, vectorize[{lanes}] columns"

@@ -1,0 +1,69 @@
+"""Regressions: valid programs the automatic scheduler used to reject.
+
+* x86: `parallel` on the fused loop of a `(7, S0, S1)` elementwise group raised
+  IllegalDependenceError (see also test_x86_tactics.test_parallel_on_fused_symbolic_3d_nest);
+* CUDA: any row reduction shorter than 32 raised ExtentMismatchError (a warp reduce split the
+  row into 32 threads);
+* CUDA: NetBuilder softmax raised AutoScheduleError (its keepdim reductions run over `[i, 0:1]`
+  nests, which alignment did not match with the `[i, j]` ones).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cinn_py as cp
+from cinn_py.frontend.executor import lower_group, plan
+from cinn_py.frontend.net_builder import NetBuilder
+from schedules.tactics import auto_schedule, auto_schedule_buckets
+
+
+def _row_sum(rows: Any, cols: int) -> Any:
+    X = cp.placeholder((rows, cols), "float32", "X")
+    k = cp.reduce_axis(cols, "k")
+    R = cp.compute((rows,), lambda i: cp.reduce_sum(X[i, k] * 2.0, k), "R")
+    return cp.lower("row_sum", [X, R])
+
+
+def _check_cuda_buckets(func: Any, inputs: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
+    """Every bucket's schedule runs equal to numpy on the interpreter and compiles with NVRTC."""
+    for _, sch in auto_schedule_buckets(func, target="cuda"):
+        got = cp.run_ir(sch.func, inputs)
+        for name, value in want.items():
+            np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert isinstance(cp.codegen(sch, target="cuda").cubin, bytes)
+
+
+def test_x86_elementwise_7_s0_s1_builds() -> None:
+    s0, s1 = cp.sym("S0"), cp.sym("S1")
+    X = cp.placeholder((7, s0, s1), "float32", "X")
+    Y = cp.compute((7, s0, s1), lambda a, i, j: X[a, i, j] * 2.0 + 1.0, "Y")
+    func = cp.lower("e3", [X, Y])
+    x = np.random.default_rng(0).standard_normal((7, 5, 13)).astype(np.float32)
+    np.testing.assert_allclose(cp.build(func, target="x86", schedule="auto")(x), x * 2 + 1, rtol=1e-6)
+    assert "parallel" in cp.print_ir(auto_schedule(func, target="x86").func)
+
+
+@pytest.mark.parametrize("cols", [1, 5, 20, 31])
+def test_cuda_short_row_reduction(cols: int) -> None:
+    x = np.random.default_rng(cols).standard_normal((40, cols)).astype(np.float32)
+    _check_cuda_buckets(_row_sum(40, cols), {"X": x}, {"R": (x * 2).sum(axis=1)})
+    _check_cuda_buckets(_row_sum(cp.sym("N"), cols), {"X": x}, {"R": (x * 2).sum(axis=1)})
+
+
+def _netbuilder_softmax(rows: Any, cols: int) -> list[Any]:
+    nb = NetBuilder("softmax")
+    nb.softmax(nb.create_input("float32", [rows, cols], "X"))
+    return [lower_group(g) for g in plan(nb.build()).groups]
+
+
+@pytest.mark.parametrize("cols", [10, 17, 32])
+@pytest.mark.parametrize("rows", ["S0", 6])
+def test_cuda_netbuilder_softmax(rows: Any, cols: int) -> None:
+    x = np.random.default_rng(cols).standard_normal((6, cols)).astype(np.float32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    [func] = _netbuilder_softmax(rows, cols)
+    _check_cuda_buckets(func, {"X": x}, {func.outputs[0].name: e / e.sum(axis=1, keepdims=True)})
