@@ -4,8 +4,13 @@ CINN's dynamic-shape lowering uses int64 for every loop var, iter var, extent an
 (`serial for (i, 0ll, S0)`, `X[i0, 1023ll]`) as soon as one dim is symbolic. The DSL builds a
 static-shape compute with int32 axis Vars, so a function that mixes static and symbolic tensors is
 widened here: int32 axis / reduce Vars become int64 Vars of the same name, tensor shapes become
-int64, and wherever an int32 operand meets an int64 one (index arithmetic, `X[i + 1]`) the int32
-side is widened (immediates retyped, other expressions cast).
+int64, and wherever an int32 operand meets an int64 one in index arithmetic (`X[i + 1]`) or a
+comparison the int32 side is widened (immediates retyped, other expressions cast).
+
+Values keep their dtype: an axis Var used as a value (`cast(j, "int32")`, which is `j` itself,
+inside a `select` whose other branch is int32) becomes `int32(j)` over the int64 Var, so the
+widening never changes the dtype of a computed value (it used to leak int64 into an int32
+`select` and fail with an internal TypeError).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.ir import (
-    BinaryOp, Cast, Expr, IntImm, Load, LogicalOp, Mutator, Reduce, Tensor, Var, int32, int64, make_tensor,
+    BinaryOp, Cast, CmpOp, Expr, IntImm, Load, LogicalOp, Mutator, Reduce, Select, Tensor, Var, int32, int64,
+    make_tensor,
 )
 
 
@@ -46,6 +52,8 @@ class Int64Indices(Mutator):
 
     def __init__(self) -> None:
         self._tensors: dict[str, Tensor] = {}
+        self._index_depth = 0
+        """> 0 while visiting an index or comparison operand, where widening to int64 is allowed."""
 
     # -- tensors ---------------------------------------------------------------------------------
     def tensor(self, t: Tensor) -> Tensor:
@@ -75,17 +83,43 @@ class Int64Indices(Mutator):
         return self.var(v)
 
     def visit_load(self, node: Load) -> Load:
-        indices = tuple(to_int64(self.visit(i)) for i in node.indices)
+        indices = tuple(to_int64(self.index(i)) for i in node.indices)
         return Load(self.tensor(node.tensor), indices)
+
+    def index(self, e: Expr) -> Expr:
+        """`e` rewritten where int64 is wanted (an index, a comparison operand)."""
+        self._index_depth += 1
+        try:
+            return self.visit(e)
+        finally:
+            self._index_depth -= 1
 
     def visit_reduce(self, node: Reduce) -> Reduce:
         return Reduce(node.reduce_type, self.visit(node.body), self.visit(node.init),
                       tuple(self.var(v) for v in node.reduce_axis))
 
     def visit(self, node: Any) -> Any:
+        new = self._rewrite(node)
+        if self._index_depth or not isinstance(node, Expr) or new.dtype == node.dtype:
+            return new
+        return Cast(node.dtype, new)  # a value keeps its dtype (only int32 -> int64 can differ)
+
+    def _rewrite(self, node: Any) -> Any:
+        if isinstance(node, CmpOp) and not isinstance(node, LogicalOp):
+            return self._binary(node, self.index(node.a), self.index(node.b))
         if isinstance(node, BinaryOp) and not isinstance(node, LogicalOp):
-            a, b = _unify(self.visit(node.a), self.visit(node.b))
-            if a is node.a and b is node.b:
-                return node
-            return type(node)(a, b)
+            return self._binary(node, self.visit(node.a), self.visit(node.b))
+        if isinstance(node, Cast):  # the cast fixes the result dtype: its operand may widen
+            v = self.index(node.v)
+            return node if v is node.v else Cast(node.dtype, v)
+        if isinstance(node, Select) and self._index_depth:
+            t, f = _unify(self.visit(node.true_value), self.visit(node.false_value))
+            return Select(self.visit(node.condition), t, f)
         return super().visit(node)
+
+    @staticmethod
+    def _binary(node: BinaryOp, a: Expr, b: Expr) -> Expr:
+        a, b = _unify(a, b)
+        if a is node.a and b is node.b:
+            return node
+        return type(node)(a, b)

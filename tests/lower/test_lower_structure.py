@@ -116,8 +116,8 @@ def test_symbolic_function_widens_static_tensors_and_indices() -> None:
     func = cp.lower("fn", [A, X, C])
     text = str(func)
     assert "serial for (i, 0ll, 4ll)" in text
-    # the int32 value A[i] + i now adds an int64 index: widened, then cast back to the tensor dtype
-    assert "B[i0] = int32((int64(A[i0]) + i0))" in text
+    # the int32 value A[i] + i keeps its dtype: the widened axis var is cast back where it is a value
+    assert "B[i0] = (A[i0] + int32(i0))" in text
     assert "B[(i0_0 % 4ll)]" in text
     temp = func.temp_bufs[0]
     assert temp.name == "_B" and all(d.dtype == dt.int64 for d in temp.shape)
