@@ -37,6 +37,10 @@ class LoweringError(CinnError):
     """The compute DSL program cannot be lowered (bad shapes, dtypes, axes)."""
 
 
+class ConstantRangeError(LoweringError, OverflowError):
+    """A Python int constant does not fit the integer dtype it is converted to (it would wrap)."""
+
+
 class ScheduleError(CinnError):
     """A schedule primitive's precondition does not hold (base of one class per rule)."""
 

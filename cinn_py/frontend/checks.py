@@ -83,6 +83,26 @@ def normalize_shape(shape: object, what: str) -> tuple[tuple[Expr, ...], DType]:
     return tuple(dims), index
 
 
+INT64_MAX = 2**63 - 1
+
+
+def element_count_error(dims: Sequence[object], dtype: DType, what: str) -> str | None:
+    """Why a tensor of `dims` (ints / IntImms; symbolic dims count as 1) and `dtype` cannot be
+    indexed with int64 element and byte offsets, or None when it can."""
+    count = 1
+    for d in dims:
+        if isinstance(d, IntImm):
+            d = d.value
+        if isinstance(d, int):
+            count *= d
+    size = count * max(1, dtype.bits // 8)
+    if size <= INT64_MAX:
+        return None
+    shown = ", ".join(str(d) for d in dims)
+    return (f"{what}: shape ({shown}) has {count} elements ({size} bytes of {dtype}), more than int64 "
+            f"offsets can address (at most {INT64_MAX} bytes)")
+
+
 def _check_dim(dim: object, k: int, what: str) -> None:
     if isinstance(dim, bool) or not isinstance(dim, (int, Expr)):
         raise TypeError(f"{what}: shape[{k}] must be an int or a symbolic dim expression, "

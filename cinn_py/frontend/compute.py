@@ -153,7 +153,14 @@ def placeholder(shape: Sequence[int | Expr], dtype: str | DType, name: str) -> C
     checks.check_name(name, "placeholder")
     dims, _ = checks.normalize_shape(shape, f"placeholder '{name}'")
     elem = _element_dtype(dtype, f"placeholder '{name}'")
+    _check_element_count(dims, elem, f"placeholder '{name}'")
     return ComputeTensor(make_tensor(name, dims, elem))
+
+
+def _check_element_count(dims: tuple[Expr, ...], dtype: DType, what: str) -> None:
+    message = checks.element_count_error(dims, dtype, what)
+    if message is not None:
+        raise LoweringError(message)
 
 
 def _element_dtype(dtype: str | DType, what: str) -> DType:
@@ -193,6 +200,7 @@ def compute(shape: Sequence[int | Expr], fcompute: Callable[..., Expr | int | fl
     checks.check_reduce_placement(body, what, [v.name for v in axis])
     checks.check_operand_dtypes(body, what)
     elem = _element_dtype(body.dtype, what)
+    _check_element_count(dims, elem, what)
     return ComputeTensor(make_tensor(name, dims, elem), axis, body, _producers(body, what))
 
 

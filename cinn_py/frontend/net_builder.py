@@ -81,6 +81,9 @@ class NetBuilder:
     def _new_var(self, name: str, t: TensorType) -> Variable:
         if name in self._symbols:
             raise FrontendError(f"NetBuilder '{self.name}': variable name '{name}' is a symbolic dim name")
+        too_big = checks.element_count_error(t.shape, t.dtype, f"NetBuilder '{self.name}': variable '{name}'")
+        if too_big is not None:
+            raise FrontendError(too_big)
         var = Variable(name, t)
         self._vars[id(var)] = var
         self._names.add(name)

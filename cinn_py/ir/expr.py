@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Union
 
+from cinn_py.diagnostics import ConstantRangeError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir.dtype import DType
 
@@ -180,10 +181,18 @@ class FloatImm(Expr):
 
 @dataclass(frozen=True, slots=True)
 class StringImm(Expr):
-    """String constant, printed quoted: `"text"`."""
+    """String constant, printed quoted: `"text"` (`\\`, `\"`, `\n`, `\t` escaped).
+
+    Other control characters (NUL, CR, ESC, ...) are rejected: C and the IR text have no
+    faithful spelling for all of them, and a NUL would truncate the string in generated C."""
 
     value: str
     dtype: DType = field(default=dt.string, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, str):
+            raise TypeError(f"StringImm needs a str value, got {type(self.value).__name__}")
+        check_text(self.value, "StringImm", allowed="\n\t")
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,11 +483,45 @@ def as_expr(value: ExprLike, like: DType | None = None) -> Expr:
         return const(value, dt.bool_)
     if isinstance(value, int):
         if like is not None and (like.is_integral or like.is_float):
+            _check_int_fits(value, like)
             return const(value, like)
+        _check_int_fits(value, dt.int32)
         return const(value, dt.int32)
     if isinstance(value, float):
         return const(value, like if like is not None and like.is_float else dt.float32)
     raise TypeError(f"cannot convert {value!r} ({type(value).__name__}) to an IR expression")
+
+
+def check_text(text: str, what: str, allowed: str = "") -> str:
+    """`text` if it holds no control character (Unicode category Cc) other than those in
+    `allowed`; ValueError naming `what`, the character and its position otherwise."""
+    for pos, ch in enumerate(text):
+        if ch not in allowed and (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F):
+            raise ValueError(f"{what}: {text!r} contains the control character {ch!r} at position {pos}; "
+                             "strings in the IR may not hold control characters"
+                             + (f" other than {allowed.encode('unicode_escape').decode()}" if allowed else ""))
+    return text
+
+
+def int_range(dtype: DType) -> tuple[int, int]:
+    """The inclusive [min, max] of an integer (or bool) dtype."""
+    if dtype.is_bool:
+        return 0, 1
+    if dtype.is_uint:
+        return 0, 2**dtype.bits - 1
+    return -(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1
+
+
+def _check_int_fits(value: int, dtype: DType) -> None:
+    """A Python int promoted to an integer dtype must fit: `X_int8 + 1000` would silently wrap
+    to -24 (NetBuilder's fill_constant rejects the same value)."""
+    if not dtype.is_integral or dtype.is_bool:
+        return
+    lo, hi = int_range(dtype.element_of())
+    if not lo <= value <= hi:
+        raise ConstantRangeError(f"the Python int {value} is out of range for {dtype.element_of()} [{lo}, {hi}]; "
+                            "Python numbers take the dtype of the other operand: use a wider dtype "
+                            "(cast the tensor) or a value in range")
 
 
 def eq(a: ExprLike, b: ExprLike) -> Expr:
