@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -132,13 +133,26 @@ def cmd_codegen(ns: argparse.Namespace) -> int:
     return 0
 
 
+_DIM_ITEM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([0-9]{1,19})\s*\Z", re.ASCII)
+
+
 def _parse_dims(text: str | None) -> dict[str, int]:
+    """`S1=3,S2=5` -> {"S1": 3, "S2": 5}: identifiers, non-negative ASCII decimal values that fit
+    int64, each name once."""
     dims: dict[str, int] = {}
-    for item in filter(None, (text or "").split(",")):
-        name, _, value = item.partition("=")
-        if not value.strip().lstrip("-").isdigit():
-            raise CliError(f"--dims: expected NAME=INT items separated by commas, got {item!r}")
-        dims[name.strip()] = int(value)
+    if text is None or not text.strip():
+        return dims
+    for item in text.split(","):
+        match = _DIM_ITEM.match(item)
+        if match is None:
+            raise CliError(f"--dims: expected NAME=INT items (non-negative decimal ints) separated by commas, "
+                           f"got {item!r}")
+        name, value = match.group(1), int(match.group(2))
+        if name in dims:
+            raise CliError(f"--dims: {name} is given twice")
+        if value > 2**63 - 1:
+            raise CliError(f"--dims: {name}={value} does not fit int64")
+        dims[name] = value
     return dims
 
 
@@ -221,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `cinn-py dump-ir X | head`: the reader left; exit quietly like other Unix tools.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
         return 0
-    except (CinnError, ValueError, TypeError, SyntaxError, NameError, AttributeError) as err:
+    except (CinnError, ValueError, TypeError, SyntaxError, NameError, AttributeError, MemoryError) as err:
         if ns.debug:
             traceback.print_exc()
         else:

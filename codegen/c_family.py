@@ -27,7 +27,7 @@ from cinn_py.ir import (
     Add, And, BinaryOp, Block, Buffer, Call, Cast, DType, Div, EQ, Evaluate, Expr, FloatImm, For, ForType, GE,
     GT, IdentifierMap, IfThenElse, IntImm, LE, LT, Let, Load, Max, Min, Minus, Mod, Mul, Mutator, NE, Not, Or,
     Reduce, ScheduleBlockRealize, Select, Stmt, Store, StringImm, Sub, Tensor, UIntImm, Var, int32,
-    is_const_int, print_ir, substitute,
+    is_const_int, print_ir, quote_string, substitute,
 )
 
 # Element types as C spells them (the CUDA printer maps float16/bfloat16 to its own names).
@@ -294,8 +294,7 @@ class CFamilyPrinter:
         return "INFINITY" if value > 0 else "(-INFINITY)"
 
     def expr_StringImm(self, node: StringImm) -> str:
-        escaped = node.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
+        return quote_string(node.value)
 
     def expr_Var(self, node: Var) -> str:
         scratch = self.handle_buffers.get(node.name)

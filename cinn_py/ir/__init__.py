@@ -15,7 +15,8 @@ from cinn_py.ir.equality import assert_structural_equal, structural_equal
 from cinn_py.ir.expr import (
     BINARY_OPS, EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, CallType, Cast, CmpOp,
     Div, Expr, ExprLike, FloatImm, IntImm, Load, LogicalOp, Max, Min, Minus, Mod, Mul, Not, Or, Ramp,
-    Reduce, ReduceType, Select, StringImm, Sub, UIntImm, Var, as_expr, const, eq, is_const_int, ne,
+    Reduce, ReduceType, Select, StringImm, Sub, UIntImm, Var, as_expr, check_text, const, eq, int_range,
+    is_const_int, ne,
 )
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc, Module
 from cinn_py.ir.intrinsics import INTRINSICS, ArgKind, Intrinsic
@@ -33,7 +34,7 @@ from cinn_py.ir.stmt import (
     ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store,
 )
 from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
-from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked
+from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked, quote_string
 from cinn_py.ir.verifier import verify
 from cinn_py.ir.visitor import (
     BINDER_FIELDS, Mutator, Visitor, child_fields, replace_stmt, snake_name, substitute, walk,
@@ -49,7 +50,7 @@ __all__ = [
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
-    "as_expr", "assert_structural_equal", "bfloat16", "bool_", "child_fields", "compile_context",
+    "as_expr", "assert_structural_equal", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
     "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "ne", "parse_expr",

@@ -18,6 +18,9 @@ import threading
 from collections.abc import Iterator
 
 _num_threads: int | None = None
+MAX_THREADS = 1024
+"""Upper bound of a thread count: the native pool stores it in an int64 and starts one OS thread
+per task, so an absurd count (`2**64`) must be refused up front, not overflow or exhaust threads."""
 _local = threading.local()
 
 
@@ -35,6 +38,9 @@ def check_thread_count(n: object, what: str) -> int:
         raise TypeError(f"{what}: expected a positive int, got {type(n).__name__} {n!r}")
     if n < 1:
         raise ValueError(f"{what}: expected a positive number of threads, got {n}")
+    if n > MAX_THREADS:
+        raise ValueError(f"{what}: at most {MAX_THREADS} threads, got {n} (this machine has "
+                         f"{available_cores()} cores)")
     return n
 
 

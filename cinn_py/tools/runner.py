@@ -7,6 +7,7 @@ the largest error per output and the kernel's median time.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,23 @@ def _dim_value(dim: Expr, symbols: dict[str, int]) -> int:
     return folded.value
 
 
+MAX_RUN_BYTES = 4 * 2**30
+"""What `run` may allocate for its inputs and outputs (twice: kernel and interpreter)."""
+
+
+def _check_memory(func: LoweredFunc, symbols: dict[str, int]) -> None:
+    """Refuse dims whose tensors cannot be allocated, before numpy fails with a MemoryError."""
+    total = 0
+    for tensor in (*func.inputs, *func.outputs):
+        shape = tuple(_dim_value(d, symbols) for d in tensor.shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"run: tensor '{tensor.name}' would have the negative shape {shape} with {symbols}")
+        total += math.prod(shape) * max(1, tensor.dtype.bits // 8)
+    if 2 * total > MAX_RUN_BYTES:
+        raise ValueError(f"run: the inputs and outputs of '{func.name}' need {2 * total / 2**30:.3g} GiB with "
+                         f"{symbols} (at most {MAX_RUN_BYTES / 2**30:.3g} GiB); choose smaller --dims")
+
+
 def random_inputs(func: LoweredFunc, symbols: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
     """One random array per input tensor, shaped by `symbols` (values in [-1, 1) for floats)."""
     rng = np.random.default_rng(seed)
@@ -81,6 +99,7 @@ def run_and_compare(program: Any, symbols: dict[str, int] | None = None, *, seed
     if unknown:
         raise ValueError(f"run: {unknown} are not symbolic dims of '{func.name}' "
                          f"(it has {[v.name for v in func.scalar_args]})")
+    _check_memory(func, values)
     inputs = random_inputs(func, values, seed)
     reference = run_ir(func, inputs, values)
     kernel = build(func, target=target, fast_math=fast_math)

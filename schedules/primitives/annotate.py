@@ -1,23 +1,44 @@
 """annotate / unannotate (CINN `Annotate`, `Unannotate`): block attributes.
 
-Attributes are `int`, `float`, `bool` or `str` values keyed by a non-empty string, kept sorted
-by key (CINN prints a `std::map`). The block keeps its uid. `unannotate` of a missing key only
+Attributes are `int` (int64), finite `float`, `bool` or `str` (no control characters) values
+keyed by an identifier, kept sorted by key (CINN prints a `std::map`). The block keeps its uid. `unannotate` of a missing key only
 warns, as in CINN.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import warnings
 
-from cinn_py.ir import AttrValue, LoweredFunc, ScheduleBlockRealize, replace_stmt
+from cinn_py.ir import AttrValue, LoweredFunc, ScheduleBlockRealize, check_text, replace_stmt
 
 __all__ = ["annotate", "unannotate"]
 
 
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _check_key(key: str, primitive: str) -> None:
-    if not isinstance(key, str) or not key:
-        raise TypeError(f"{primitive}: key must be a non-empty string, got {key!r}")
+    if not isinstance(key, str):
+        raise TypeError(f"{primitive}: key must be a str, got {type(key).__name__} {key!r}")
+    if not _KEY.match(key):
+        # the printer writes `attrs(key:value)`: a key with spaces, ':', ',', ')' or control
+        # characters would print IR that does not parse back
+        raise ValueError(f"{primitive}: key must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {key!r}")
+
+
+def _check_value(key: str, value: AttrValue) -> None:
+    if not isinstance(value, (bool, int, float, str)):
+        raise TypeError(f"annotate: value of '{key}' must be an int, float, bool or str, got {type(value).__name__}")
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"annotate: int value of '{key}' must fit int64 [{_INT64[0]}, {_INT64[1]}], got {value}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"annotate: float value of '{key}' must be finite, got {value}")
+    if isinstance(value, str):
+        check_text(value, f"annotate: value of '{key}'")
 
 
 def _with_attrs(func: LoweredFunc, block: ScheduleBlockRealize, attrs: dict[str, AttrValue]) -> LoweredFunc:
@@ -28,8 +49,7 @@ def _with_attrs(func: LoweredFunc, block: ScheduleBlockRealize, attrs: dict[str,
 def annotate(func: LoweredFunc, block: ScheduleBlockRealize, key: str, value: AttrValue) -> LoweredFunc:
     """Set `attrs[key] = value` on `block`."""
     _check_key(key, "annotate")
-    if not isinstance(value, (bool, int, float, str)):
-        raise TypeError(f"annotate: value must be an int, float, bool or str, got {type(value).__name__}")
+    _check_value(key, value)
     attrs = dict(block.schedule_block.attrs)
     attrs[key] = value
     return _with_attrs(func, block, attrs)

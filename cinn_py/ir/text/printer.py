@@ -34,6 +34,12 @@ def format_float(value: float, precision: int) -> str:
     return format(value, f"#.{precision}g")
 
 
+def quote_string(text: str) -> str:
+    """A string literal in IR and C syntax (StringImm holds no other control characters)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
 def format_attr_value(value: Any) -> str:
     """`std::ostream << value` for block attr values: bool as 1/0, float with 6 digits."""
     if isinstance(value, bool):
@@ -111,8 +117,7 @@ class IrPrinter:
             self.emit(f"({dtype.scalar_name()}){text}f")
 
     def print_StringImm(self, node: E.StringImm) -> None:
-        escaped = node.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        self.emit(f'"{escaped}"')
+        self.emit(quote_string(node.value))
 
     def print_Var(self, node: E.Var) -> None:
         self.emit(node.name)
