@@ -1,7 +1,7 @@
 """annotate / unannotate (CINN `Annotate`, `Unannotate`): block attributes.
 
 Attributes are `int` (int64), finite `float`, `bool` or `str` (no control characters) values
-keyed by an identifier, kept sorted by key (CINN prints a `std::map`). The block keeps its uid. `unannotate` of a missing key only
+keyed by an identifier or a dotted name (`x86.nontemporal`), kept sorted by key (CINN prints a `std::map`). The block keeps its uid. `unannotate` of a missing key only
 warns, as in CINN.
 """
 
@@ -17,7 +17,7 @@ from cinn_py.ir import AttrValue, LoweredFunc, ScheduleBlockRealize, check_text,
 __all__ = ["annotate", "unannotate"]
 
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -27,7 +27,7 @@ def _check_key(key: str, primitive: str) -> None:
     if not _KEY.match(key):
         # the printer writes `attrs(key:value)`: a key with spaces, ':', ',', ')' or control
         # characters would print IR that does not parse back
-        raise ValueError(f"{primitive}: key must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got {key!r}")
+        raise ValueError(f"{primitive}: key must be an identifier, dotted names allowed (x86.nontemporal), got {key!r}")
 
 
 def _check_value(key: str, value: AttrValue) -> None:

@@ -23,7 +23,7 @@ def _func() -> ir.LoweredFunc:
     return cp.lower("fn", [X, Y])
 
 
-@pytest.mark.parametrize("key", ["", "a b", "x\n", "k\x00", 'k"', "k:v", "a,b", "1st", "é"])
+@pytest.mark.parametrize("key", ["", "a b", "x\n", "k\x00", 'k"', "k:v", "a,b", "1st", "é", "a.", ".a", "a..b"])
 def test_annotate_rejects_keys_that_are_not_identifiers(key: str) -> None:
     sch = IRSchedule(_func())
     before = str(sch.func)
@@ -49,7 +49,7 @@ def test_annotate_rejects_other_value_types() -> None:
 
 def test_valid_annotations_round_trip_through_the_parser() -> None:
     sch = IRSchedule(_func())
-    for key, value in (("tile", 4), ("big", -(2**63)), ("ratio", 0.5), ("flag", True), ("note", "x y-z")):
+    for key, value in (("x86.nontemporal", 1), ("tile", 4), ("big", -(2**63)), ("ratio", 0.5), ("flag", True), ("note", "x y-z")):
         sch.annotate("Y", key, value)
     back = cp.parse_ir(cp.print_ir(sch.func, decls=True))
     ir.assert_structural_equal(back.functions[0] if hasattr(back, "functions") else back, sch.func)

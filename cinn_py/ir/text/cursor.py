@@ -49,6 +49,14 @@ class Cursor:
             self.fail(what)
         return self.advance()
 
+    def expect_dotted_ident(self, what: str = "a name") -> str:
+        """`name` or `a.b.c` (block attr keys such as `x86.nontemporal`)."""
+        parts = [self.expect_ident(what).text]
+        while self.at(".") and self.peek(1).kind == "IDENT":
+            self.k += 1
+            parts.append(self.advance().text)
+        return ".".join(parts)
+
     def expect_int(self, what: str) -> int:
         tok = self.peek()
         if tok.kind != "INT" or not tok.text.isdigit():

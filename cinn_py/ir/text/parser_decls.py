@@ -157,7 +157,7 @@ class DeclParser:
     def decl_attr(self, tok: Token) -> None:
         index = self.parse_occurrence()
         block = self.cur.expect_ident("a block name").text
-        key = self.cur.expect_ident("an attr name").text
+        key = self.cur.expect_dotted_ident("an attr name")
         self.cur.expect("=", "after the attr name")
         self.scope.decls.attrs.setdefault(index, {})[key] = (block, self.parse_decl_value())
 

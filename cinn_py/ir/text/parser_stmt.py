@@ -260,7 +260,7 @@ class StmtParser:
         while not self.cur.at(")"):
             if items:
                 self.cur.expect(",", "between attrs")
-            key = self.cur.expect_ident("an attr name").text
+            key = self.cur.expect_dotted_ident("an attr name")
             colon = self.cur.expect(":", "after the attr name")
             end = self.raw_value_end(colon.offset + 1)
             raw = self.cur.text[colon.offset + 1:end].strip()
