@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from cinn_py.ir import (
-    AttrValue, Expr, For, LoweredFunc, Module, ScheduleBlockRealize, Stmt, Tensor, current_context, print_ir,
+    AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
+    print_ir, using_names,
 )
 from schedules import primitives as P
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
@@ -63,7 +64,8 @@ def recorded(kind_name: str) -> Callable[[F], F]:
             self._current_step = f"{kind_name} (trace step {len(self.trace)})"
             self._depth += 1
             try:
-                result = method(self, **params)
+                with using_names(self._names):
+                    result = method(self, **params)
             finally:
                 self._depth -= 1
             outputs = [] if result is None else list(result) if isinstance(result, list) else [result]
@@ -102,9 +104,11 @@ class IRSchedule:
         self._indices: dict[int, StmtIndex] = {}
         self._depth = 0
         self._current_step = ""
-        # Name-generator state before any primitive ran: replaying the trace from this state
-        # produces the same generated names (`schedules.testing` uses it).
-        self.initial_names = copy.deepcopy(current_context().names)
+        # Generated names are per schedule, clear of every name its functions use, so scheduling
+        # the same IR twice gives the same names. `initial_names` is the state before any
+        # primitive ran (`schedules.testing` replays from it).
+        self._names = NameGenerator.seeded(names_in(*self._funcs, loop_vars=False))
+        self.initial_names = copy.deepcopy(self._names)
 
     # -- the IR ----------------------------------------------------------------------------------
     @property
@@ -331,7 +335,8 @@ class IRSchedule:
 
     @recorded("reorder")
     def reorder(self, loops: Sequence[LoopRV]) -> None:
-        """Permute loops of one chain into the listed order (other loops and guards stay put)."""
+        """Permute loops of one nest into the listed order (unlisted loops stay put; guards move
+        under the loops they test; statements beside the path are distributed out first)."""
         k, nodes = self._loops(loops, "reorder")
         self._commit(k, P.reorder(self._funcs[k], nodes))
 
@@ -412,7 +417,8 @@ class IRSchedule:
 
     @recorded("compute_at")
     def compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
-        """Recompute producer `block` under `loop` over the region its consumers there need."""
+        """Recompute producer `block` (a pure block, or a reduction with its init) under `loop`
+        over the region its consumers there need."""
         k, realize, node = self._on_block_and_loop("compute_at", block, loop)
         self._commit(k, P.compute_at(self._funcs[k], realize, node, keep_unit_loops))
 
@@ -444,7 +450,8 @@ class IRSchedule:
 
     @recorded("factorize_reduction")
     def factorize_reduction(self, loop: LoopRV, rf_axis: int) -> Tensor:
-        """Two-step reduction over `loop` through `<T>_rf`; returns that tensor."""
+        """Two-step reduction over `loop` (moved above the reduction's other loops when inside
+        them) through `<T>_rf`; returns that tensor."""
         k, node = self._loop(loop, "factorize_reduction")
         new_func, tensor = P.factorize_reduction(self._funcs[k], node, rf_axis)
         self._commit(k, new_func)

@@ -23,7 +23,7 @@ from cinn_py.ir.intrinsics import INTRINSICS, ArgKind, Intrinsic
 from cinn_py.ir.intrinsics import lookup as lookup_intrinsic
 from cinn_py.ir.names import (
     CompileContext, NameGenerator, compile_context, current_context, default_axis_name,
-    reset_name_ids, unique_name,
+    reset_name_ids, unique_name, using_names,
 )
 from cinn_py.ir.sanitize import (
     C_KEYWORDS, CUDA_RESERVED, MAX_IDENTIFIER_LENGTH, IdentifierMap, is_safe_identifier,
@@ -37,7 +37,7 @@ from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked, quote_string
 from cinn_py.ir.verifier import verify
 from cinn_py.ir.visitor import (
-    BINDER_FIELDS, Mutator, Visitor, child_fields, replace_stmt, snake_name, substitute, walk,
+    BINDER_FIELDS, Mutator, Visitor, child_fields, names_in, replace_stmt, snake_name, substitute, walk,
 )
 
 __all__ = [
@@ -53,9 +53,9 @@ __all__ = [
     "as_expr", "assert_structural_equal", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
-    "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "ne", "parse_expr",
+    "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "parse_expr",
     "parse_func", "parse_ir", "parse_stmt", "print_ir", "print_ir_marked", "replace_stmt",
     "reset_name_ids", "sanitize_identifier", "snake_name", "string", "structural_equal",
-    "substitute", "uint16", "uint32", "uint64", "uint8", "unique_name", "verify",
+    "substitute", "uint16", "uint32", "uint64", "uint8", "unique_name", "using_names", "verify",
     "walk",
 ]

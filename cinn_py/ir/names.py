@@ -4,12 +4,17 @@
 `hint_0`, `hint_1`, ... A `CompileContext` owns one generator; `reset_name_ids()` (what CINN
 tests call `Context::Global().ResetNameId()`) starts a fresh one. Tests get a fresh context per
 test through a fixture.
+
+Generated names are per function (differs from CINN's process-global counters): `lower` runs
+with a fresh generator and an `IRSchedule` with one seeded by its functions' names
+(`NameGenerator.seeded` + `using_names`), so lowering or scheduling the same program twice in
+one process prints the same IR.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 # CINN's default loop axis names: i j k, then a..v skipping i/j/k, then doubled letters.
@@ -47,6 +52,15 @@ class NameGenerator:
         """Mark `name` as taken (e.g. names read back by the parser)."""
         self._used.add(name)
 
+    @classmethod
+    def seeded(cls, taken: Iterable[str]) -> NameGenerator:
+        """A generator for one function: fresh counters, the function's own names taken."""
+        return cls(_used=set(taken))
+
+    @property
+    def used(self) -> frozenset[str]:
+        return frozenset(self._used)
+
 
 @dataclass
 class CompileContext:
@@ -71,6 +85,21 @@ def reset_name_ids() -> None:
     """Start a fresh name generator (CINN `ResetNameId`)."""
     global _current
     _current = CompileContext()
+
+
+@contextlib.contextmanager
+def using_names(names: NameGenerator) -> Iterator[NameGenerator]:
+    """Run a block with `names` as the generator (`unique_name` draws from it); afterwards the
+    surrounding generator reserves every name it handed out, so code that still draws from
+    the surrounding one never reuses them."""
+    global _current
+    saved, _current = _current, CompileContext(names=names)
+    try:
+        yield names
+    finally:
+        _current = saved
+        for name in names.used:
+            saved.names.reserve(name)
 
 
 @contextlib.contextmanager

@@ -127,6 +127,48 @@ def walk(node: Any) -> Iterator[Any]:
         stack.extend(reversed(children))
 
 
+def names_in(*nodes: Any, loop_vars: bool = True) -> set[str]:
+    """Every name `nodes` use: vars (binders included: loop vars, iter vars, let vars), block
+    names, tensor and buffer names (what a name generator must not hand out again).
+
+    `loop_vars=False` leaves out names used only by spatial loop vars: lowering names them
+    `i j k` without the generator (reduce axes come from it), and primitives that replace a loop
+    reuse its name for the first new loop (`split` of `i` gives `i`, `i_0`), as in CINN."""
+    names: set[str] = set()
+    loops: set[str] = set()
+    var_uses: set[str] = set()
+
+    def note(value: Any, into: set[str]) -> None:
+        if isinstance(value, tuple):
+            for item in value:
+                note(item, into)
+        elif isinstance(value, (Var, Tensor, Buffer)):
+            into.add(value.name)
+            if isinstance(value, Tensor):
+                into.add(value.buffer.name)
+
+    for node in walk(nodes):
+        if isinstance(node, Var):
+            var_uses.add(node.name)
+            continue
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if f.name == "loop_var" and not value.is_reduce_axis:
+                note(value, loops)
+            elif f.name in BINDER_FIELDS or isinstance(value, (Tensor, Buffer)):
+                note(value, names)
+            elif f.name == "name" and isinstance(value, str):
+                names.add(value)
+    for func in nodes:
+        if isinstance(func, LoweredFunc):
+            names.add(func.name)
+            note(tuple(a.tensor if a.tensor is not None else a.var for a in func.args), names)
+            note(func.temp_bufs, names)
+    if loop_vars:
+        return names | loops | var_uses
+    return names | (var_uses - loops)
+
+
 class _Substituter(Mutator):
     def __init__(self, mapping: dict[Var, Expr]) -> None:
         self.mapping = mapping

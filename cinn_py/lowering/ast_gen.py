@@ -34,7 +34,7 @@ from cinn_py.frontend.compute import ComputeTensor
 from cinn_py.ir import (
     Add, And, ArgIO, Argument, Block, Buffer, Cast, DType, Expr, For, IntImm, Load, LoweredFunc, Max, Min,
     Mul, Or, Reduce, ReduceType, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var, const,
-    current_context, int32, int64, substitute, unique_name, walk,
+    NameGenerator, current_context, int32, int64, substitute, unique_name, using_names, walk,
 )
 from cinn_py.lowering.index_dtype import Int64Indices
 from cinn_py.lowering.program import Program, analyse
@@ -57,7 +57,8 @@ def lower(name: str, tensors: Sequence[ComputeTensor]) -> LoweredFunc:
             name, a symbolic dim clashes with a loop or tensor name, or no output is listed.
     """
     program = analyse(name, tensors)
-    return _Lowering(program).run()
+    with using_names(NameGenerator()):   # names are per function: lowering twice prints the same IR
+        return _Lowering(program).run()
 
 
 INT32_LIMIT = 2**31 - 1

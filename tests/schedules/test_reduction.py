@@ -35,24 +35,24 @@ serial for (i, 0ll, N)
     i0 = axis.bind(i)
     B__reduce_init[i0] = 0.00000000f
   }
-  serial for (k0, 0ll, 4ll)
+  serial for (k0_0, 0ll, 4ll)
   {
     ScheduleBlock(B_rf__reduce_init)
     {
-      i0_1, i1_0 = axis.bind(i, k0)
+      i0_1, i1_0 = axis.bind(i, k0_0)
       B_rf__reduce_init[i0_1, i1_0] = 0.00000000f
     }
-    serial for (k0_0, 0ll, 4ll)
+    serial for (k0_1, 0ll, 4ll)
     {
       ScheduleBlock(B_rf)
       {
-        i0_2, i1_1, i1_2 = axis.bind(i, ((k0 * 4ll) + k0_0), k0)
+        i0_2, i1_1, i1_2 = axis.bind(i, ((k0_0 * 4ll) + k0_1), k0_0)
         B_rf[i0_2, i1_2] = (B_rf[i0_2, i1_2] + A[i0_2, i1_1])
       }
     }
     ScheduleBlock(B)
     {
-      i0_3, i1_3 = axis.bind(i, k0)
+      i0_3, i1_3 = axis.bind(i, k0_0)
       B[i0_3] = (B[i0_3] + B_rf[i0_3, i1_3])
     }
   }
@@ -79,7 +79,7 @@ def test_factorize_then_bind_rf_loop() -> None:
     sch.factorize_reduction(sch.get_loops("B")[1], 1)
     sch.bind(sch.get_loops("B")[1], "threadIdx.x")
     sch.bind(sch.get_loops("B")[0], "blockIdx.x")
-    assert "thread_bind[threadIdx.x] for (k0, 0, 4)" in str(sch)
+    assert "thread_bind[threadIdx.x] for (k0_0, 0, 4)" in str(sch)
     check(f, sch)
 
 
@@ -133,11 +133,33 @@ def test_factorize_rejects_spatial_loop_of_update() -> None:
         sch.factorize_reduction(sch.get_loops("B")[0], 0)
 
 
-def test_factorize_rejects_inner_reduce_loop() -> None:
-    sch = IRSchedule(_reduce())
-    sch.split(sch.get_loops("B")[1], [4, 4])
-    with pytest.raises(RfLoopError, match="outermost loop of the reduction"):
-        sch.factorize_reduction(sch.get_loops("B")[2], 0)
+def test_factorize_inner_split_loop_like_tvm_rfactor() -> None:
+    """The inner loop of a split reduction (here non-dividing: 10 = 3 x 4 with a guard) is
+    moved above the outer one first, so the partial sums are indexed by it (TVM's rfactor on an
+    inner loop: `B_rf[i, k_1] += A[i, k_0 * 4 + k_1]`)."""
+    f = P.reduce_sum((P.sym("N"), 10))
+    sch = IRSchedule(f)
+    outer, inner = sch.split(sch.get_loops("B")[1], [3, -1])
+    rf = sch.factorize_reduction(inner, 0)
+    assert [print_ir(d) for d in rf.shape] == ["4ll", "N"]
+    text = _body(sch)
+    assert [line.strip() for line in text.splitlines() if "for (" in line or "if (" in line] == [
+        "serial for (i, 0ll, N)", "serial for (k0_1, 0ll, 4ll)", "serial for (k0_0, 0ll, 3ll)",
+        "if ((((k0_0 * 4ll) + k0_1) < 10ll)) {"]
+    assert "B_rf[i1_2, i0_2] = (B_rf[i1_2, i0_2] + A[i0_2, i1_1])" in text
+    assert [str(lp) for lp in sch.get_loops("B")] == ["serial for (i, 0ll, N)", "serial for (k0_1, 0ll, 4ll)"]
+    assert str(inner) == "serial for (k0_1, 0ll, 4ll)"      # the handle follows the moved loop
+    check(f, sch, SYM)
+
+
+def test_factorize_inner_loop_then_bind() -> None:
+    f = _reduce(8)
+    sch = IRSchedule(f)
+    _, inner = sch.split(sch.get_loops("B")[1], [4, 4])
+    sch.factorize_reduction(inner, 1)
+    sch.bind(inner, "threadIdx.x")
+    sch.bind(sch.get_loops("B")[0], "blockIdx.x")
+    check(f, sch)
 
 
 @pytest.mark.parametrize("prim", ["factorize_reduction", "rfactor"])
@@ -154,7 +176,7 @@ def test_rfactor_inner_loop_and_results() -> None:
     rf = sch.rfactor(sch.get_loops("B")[2], 0)
     text = str(sch)
     assert rf.name == "rf_B"
-    assert "ScheduleBlock(rf_B__reduce_init)" in text and "serial for (rf_k0_0, 0ll, 4ll)" in text
+    assert "ScheduleBlock(rf_B__reduce_init)" in text and "serial for (rf_k0_1, 0ll, 4ll)" in text
     assert "B[i0_4] = (B[i0_4] + rf_B[i1_4, i0_4])" in text
     check(f, sch, SYM)
 
