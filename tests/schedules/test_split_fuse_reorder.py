@@ -175,8 +175,6 @@ def test_reorder_preserves_guard_and_unlisted_loops() -> None:
     sch = IRSchedule(fn)
     i, j = sch.get_loops("B")
     a, b = sch.split(i, [-1, 8])
-    with pytest.raises(NotAChainError, match="the guard uses i, which the new order would bind below it"):
-        sch.reorder([j, a])
     sch.reorder([b, a])
     lines = [line.strip() for line in body(sch).splitlines() if "for" in line or "if" in line]
     assert lines == ["serial for (i_0, 0, 8)", "serial for (i, 0, 4)", "if ((((i * 8) + i_0) < 30)) {",
@@ -193,11 +191,70 @@ def test_reduction_loop_reorder_is_allowed() -> None:
     check(fn, sch)
 
 
-def test_reorder_errors() -> None:
-    sch = IRSchedule(P.reduce_sum())
+def test_reorder_moves_a_split_guard_below_the_loops_it_tests() -> None:
+    """CINN moves the guard: `j` goes between `i` and `i_0`, the guard on `i * 8 + i_0` under
+    `i_0`, the deepest loop it uses."""
+    fn = P.elementwise((30, 6))
+    sch = IRSchedule(fn)
+    i, j = sch.get_loops("B")
+    a, b = sch.split(i, [-1, 8])
+    sch.reorder([j, b])
+    lines = [line.strip() for line in body(sch).splitlines() if "for" in line or "if" in line]
+    assert lines == ["serial for (i, 0, 4)", "serial for (j, 0, 6)", "serial for (i_0, 0, 8)",
+                     "if ((((i * 8) + i_0) < 30)) {"]
+    check(fn, sch)
+    sch2 = IRSchedule(fn)
+    a, b = sch2.split(sch2.get_loops("B")[0], [-1, 8])
+    sch2.reorder([sch2.get_loops("B")[2], a])          # j outermost, then i_0, i and the guard
+    lines = [line.strip() for line in body(sch2).splitlines() if "for" in line or "if" in line]
+    assert lines == ["serial for (j, 0, 6)", "serial for (i_0, 0, 8)", "serial for (i, 0, 4)",
+                     "if ((((i * 8) + i_0) < 30)) {"]
+    check(fn, sch2)
+
+
+def test_reorder_distributes_an_init_block_beside_the_reduce_loop() -> None:
+    """`for i { B__reduce_init; for k { B } }`: reorder([k, i]) first runs the init nest, then
+    `for k { for i { B } }`; the loop handles stay on the update's nest."""
+    fn = P.reduce_sum()
+    sch = IRSchedule(fn)
     i, k = sch.get_loops("B")
-    with pytest.raises(NotAChainError, match="holds 2 statements"):
-        sch.reorder([k, i])
+    sch.reorder([k, i])
+    assert [str(lp) for lp in sch.get_loops("B")] == ["serial for (k0, 0, 16)", "serial for (i, 0, 32)"]
+    assert [str(lp) for lp in sch.get_loops("B__reduce_init")] == ["serial for (i, 0, 32)"]
+    assert str(i) == "serial for (i, 0, 32)" and sch.get_loops("B")[1] == i
+    check(fn, sch)
+
+
+def test_reorder_distributes_a_computed_at_producer() -> None:
+    fn = P.two_stage((8, 6))
+    sch = IRSchedule(fn)
+    i, j = sch.get_loops("C")
+    sch.compute_at("B", i)
+    sch.reorder([j, i])
+    assert [str(lp) for lp in sch.get_loops("C")] == ["serial for (j, 0, 6)", "serial for (i, 0, 8)"]
+    check(fn, sch)
+
+
+def test_reorder_does_not_distribute_over_a_carried_dependence() -> None:
+    """`for i { A[i + 1] = A[i] + 1; for j { C[i, j] = A[i] } }`: running every A update first
+    would change what C reads, so the level is not distributed."""
+    idt = ir.dtype.int32
+    a, c = P.tensor("A", [9], idt), P.tensor("C", [8, 4], idt)
+    i, j = ir.Var("i", idt), ir.Var("j", idt)
+    v, w, x = ir.Var("i0", idt), ir.Var("i0_0", idt), ir.Var("i1", idt)
+    scan = ir.ScheduleBlockRealize((i,), ir.ScheduleBlock(
+        "A", (v,), ir.Store(a, ir.Load(a, (v,)) + ir.const(1.0), (v + 1,))))
+    use = ir.ScheduleBlockRealize((i, j), ir.ScheduleBlock("C", (w, x), ir.Store(c, ir.Load(a, (w,)), (w, x))))
+    nest = ir.For(i, ir.const(0, idt), ir.const(8, idt), ir.Block((scan, ir.For(
+        j, ir.const(0, idt), ir.const(4, idt), ir.Block((use,))))))
+    sch = IRSchedule(P.func("fn", [], [a, c], [nest]))
+    outer, inner = sch.get_loops("C")
+    with pytest.raises(NotAChainError, match="holds 2 statements, and they cannot be distributed: loop 'i' "
+                                             "carries a dependence"):
+        sch.reorder([inner, outer])
+
+
+def test_reorder_errors() -> None:
     sch2 = IRSchedule(P.two_stage())
     (b_i, _), (c_i, _) = sch2.get_loops("B"), sch2.get_loops("C")
     with pytest.raises(NotAChainError, match="not a chain"):
