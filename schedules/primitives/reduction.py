@@ -12,9 +12,11 @@ at `rf_axis`, holding one partial result per value of R's loop var:
         for <inner reduce loops>: T_rf[s, r] = T_rf[s, r] op body
         T[s] = T[s] op T_rf[s, r]  # write-back block (keeps T's block name and handle)
 
-  so that binding R to `threadIdx.x` gives a cross-thread reduction of the write-back. R must be
-  the outermost loop driving the reduction (reorder first otherwise); the original
-  `T__reduce_init` stays where it is.
+  so that binding R to `threadIdx.x` gives a cross-thread reduction of the write-back. When
+  other reduce loops of the block enclose R (R is the inner loop of a split reduction), R is
+  first moved above them with `reorder` (legal: only the accumulation's order changes), so the
+  partial results are indexed by R's values, as TVM's `rfactor` on an inner loop does
+  (`B_rf[i, k_1] += A[i, k_0 * 4 + k_1]`). The original `T__reduce_init` stays where it is.
 
 * `rfactor(func, R, rf_axis)` (CINN `Rfactor`) produces separate nests: an init nest for `rf_T`,
   the original nest computing `rf_T` (R anywhere among the reduce loops), and a final nest
@@ -48,6 +50,7 @@ from schedules.analysis.loops import StmtIndex, block_stores, child_blocks
 from schedules.analysis.regions import const_value, int_like
 from schedules.errors import ScheduleError, StaleHandleError, schedule_error
 from schedules.primitives._tree import replace, replace_many, replace_with_seq
+from schedules.primitives.reorder import reorder
 
 __all__ = [
     "factorize_reduction", "rfactor", "ReductionBlockError", "RfLoopError", "RfAxisError",
@@ -241,15 +244,10 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
     """
     prim = "factorize_reduction"
     red = _analyse(prim, func, loop, rf_axis)
-    outer = red.loops[:red.rf_pos]
-    drivers = [lp.loop_var.name for lp in outer if any(
-        isinstance(n, Var) and n == lp.loop_var for v, e in zip(red.block.schedule_block.iter_vars,
-                                                                red.block.iter_values)
-        if v.is_reduce_axis for n in walk(e))]
+    drivers = [lp for lp in red.loops[:red.rf_pos] if _drives_reduction(red.block, lp)]
     if drivers:
-        raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' must be the outermost loop of the "
-                             f"reduction, but loop(s) {', '.join(drivers)} outside it also drive reduce iter vars "
-                             "(reorder first)", func, loop)
+        func, loop = _hoist_rf_loop(prim, func, loop, drivers)
+        red = _analyse(prim, func, loop, rf_axis)
     rf = _rf_tensor(func, red, loop, rf_axis, f"{red.store.tensor.name}_rf")
     init, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
     write_back = _write_back(red, rf, rf_axis, loop.loop_var)
@@ -257,6 +255,25 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
     new_loop = dataclasses.replace(loop, body=dataclasses.replace(
         body, stmts=(init,) + body.stmts + (write_back,)))
     return _add_temp(replace(func, loop, new_loop), rf), rf
+
+
+def _drives_reduction(block: ScheduleBlockRealize, loop: For) -> bool:
+    return any(isinstance(n, Var) and n == loop.loop_var
+               for v, e in zip(block.schedule_block.iter_vars, block.iter_values) if v.is_reduce_axis
+               for n in walk(e))
+
+
+def _hoist_rf_loop(prim: str, func: LoweredFunc, loop: For, drivers: list[For]) -> tuple[LoweredFunc, For]:
+    """Move `loop` above the reduce loops `drivers` (outer -> inner) that enclose it, as TVM's
+    rfactor on an inner loop indexes the partial results by it: a reorder, whose checks
+    decide legality (the accumulation's order is free; anything else must not move)."""
+    try:
+        moved = reorder(func, [loop, *drivers])
+    except ScheduleError as exc:
+        raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' is inside loop(s) "
+                             f"{', '.join(d.loop_var.name for d in drivers)} that also drive the reduction, and "
+                             f"it cannot be moved above them: {exc.message}", func, loop) from exc
+    return moved, StmtIndex(moved).by_uid[loop.uid]  # type: ignore[return-value]
 
 
 def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Tensor]:

@@ -22,7 +22,8 @@ from schedules import (
 from schedules.primitives.align import AlignError
 from schedules.primitives.compute_at import ComputeAtBlockError, LoopMismatchError, RegionError
 from schedules.primitives.compute_inline import InlineOutputError, InlineReductionError
-from schedules.primitives.reduction import ReductionBlockError, RfAxisError, RfLoopError
+from schedules.primitives.reduction import ReductionBlockError, RfAxisError
+from tests.codegen.cuda.gpu_programs import drop_reduce_init
 from tests.schedules import sched_programs as P
 from tests.schedules.seed_program import seed_func
 
@@ -106,8 +107,10 @@ CASES: dict[str, Case] = {
                                      InlineReductionError, r"compute_inline: block 'C' must not be a reduction"),
     "compute_inline/output": Case(P.two_stage, _none, lambda s: s.compute_inline("C"), InlineOutputError,
                                   r"compute_inline: "),
-    "compute_at/reduction": Case(lambda: seed_func(8), _aligned, lambda s: s.compute_at("C", s.get_loops("D")[0]),
-                                 ComputeAtBlockError, r"compute_at: block 'C' must be a single Store"),
+    "compute_at/reduction-without-init": Case(lambda: drop_reduce_init(seed_func(8)), _aligned,
+                                              lambda s: s.compute_at("C", s.get_loops("D")[0]), ComputeAtBlockError,
+                                              r"compute_at: block 'C' is a reduction; compute_at moves a reduction "
+                                              r"with its init block and reduce loops, which needs exactly one init"),
     "compute_at/outside-reader": Case(lambda: seed_func(8), _aligned,
                                       lambda s: s.compute_at("D", s.get_loops("F")[0]), RegionError,
                                       r"compute_at: every reader of 'D' must be inside loop 'sp'"),
@@ -124,9 +127,6 @@ CASES: dict[str, Case] = {
                                   ReductionBlockError, r"rfactor: block 'B' must be a reduction update"),
     "rfactor/axis": Case(P.reduce_sum, _none, lambda s: s.rfactor(s.get_loops("B")[1], 3), RfAxisError,
                          r"rfactor: rf_axis must be in \[0, 1\] for tensor 'B', but is 3"),
-    "factorize_reduction/inner": Case(P.reduce_sum, lambda s: s.split(s.get_loops("B")[1], [4, 4]),
-                                      lambda s: s.factorize_reduction(s.get_loops("B")[2], 0), RfLoopError,
-                                      r"factorize_reduction: loop 'k0_0' must be the outermost loop"),
 }
 
 
