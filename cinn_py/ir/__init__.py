@@ -31,7 +31,7 @@ from cinn_py.ir.sanitize import (
 )
 from cinn_py.ir.stmt import (
     BIND_AXES, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For, ForType, Free, IfThenElse, Let,
-    ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store,
+    ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, new_uid,
 )
 from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked, quote_string
@@ -53,7 +53,7 @@ __all__ = [
     "as_expr", "assert_structural_equal", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
-    "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "parse_expr",
+    "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "new_uid", "parse_expr",
     "parse_func", "parse_ir", "parse_stmt", "print_ir", "print_ir_marked", "replace_stmt",
     "reset_name_ids", "sanitize_identifier", "snake_name", "string", "structural_equal",
     "substitute", "uint16", "uint32", "uint64", "uint8", "unique_name", "using_names", "verify",

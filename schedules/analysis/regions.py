@@ -144,40 +144,44 @@ def _positive(e: Expr) -> bool:
     return False
 
 
-def index_bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
+def index_bounds(e: Expr, ranges: dict[Var, Interval], known: dict[Var, Interval] | None = None) -> Interval | None:
     """Inclusive bounds of `e` when the vars in `ranges` vary over them (others are fixed), or
-    None when they cannot be bounded symbolically (e.g. a product of two varying vars)."""
+    None when they cannot be bounded symbolically (e.g. a product of two varying vars).
+
+    `known`: ranges of fixed vars (the loops around a compute_at target) used only to prove
+    signs: `(o * 4 + ii) / 8` over `ii` is monotone because `o >= 0`, so a fused-and-split
+    consumer's div/mod indices get bounds."""
     used = {n for n in walk(e) if isinstance(n, Var) and n in ranges}
     if not used:
         return e, e
-    result = _bounds(e, ranges)
+    result = _bounds(e, ranges, {**(known or {}), **ranges})
     if result is None:
         return None
     return simplify_index(result[0]), simplify_index(result[1])
 
 
-def _bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
+def _bounds(e: Expr, ranges: dict[Var, Interval], signs: dict[Var, Interval]) -> Interval | None:
     if isinstance(e, Var) and e in ranges:
         return ranges[e]
     if not any(isinstance(n, Var) and n in ranges for n in walk(e)):
         return e, e
     if isinstance(e, (Add, Sub)):
-        a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
+        a, b = _bounds(e.a, ranges, signs), _bounds(e.b, ranges, signs)
         if a is None or b is None:
             return None
         if isinstance(e, Add):
             return Add(a[0], b[0]), Add(a[1], b[1])
         return Sub(a[0], b[1]), Sub(a[1], b[0])
     if isinstance(e, Mul):
-        return _mul_bounds(e, ranges)
-    if isinstance(e, Div) and _positive(e.b) and _nonneg(e.a, ranges):
-        a = _bounds(e.a, ranges)
+        return _mul_bounds(e, ranges, signs)
+    if isinstance(e, Div) and _positive(e.b) and _nonneg(e.a, signs):
+        a = _bounds(e.a, ranges, signs)
         # Truncating division by a positive divisor is monotone.
         return None if a is None else (Div(a[0], e.b), Div(a[1], e.b))
-    if isinstance(e, Mod) and _positive(e.b) and _nonneg(e.a, ranges):
+    if isinstance(e, Mod) and _positive(e.b) and _nonneg(e.a, signs):
         return int_like(0, e), simplify_index(Sub(e.b, int_like(1, e.b)))
     if isinstance(e, (Min, Max)):
-        a, b = _bounds(e.a, ranges), _bounds(e.b, ranges)
+        a, b = _bounds(e.a, ranges, signs), _bounds(e.b, ranges, signs)
         if a is None or b is None:
             return None
         op = type(e)
@@ -185,16 +189,16 @@ def _bounds(e: Expr, ranges: dict[Var, Interval]) -> Interval | None:
     return None
 
 
-def _mul_bounds(e: Mul, ranges: dict[Var, Interval]) -> Interval | None:
+def _mul_bounds(e: Mul, ranges: dict[Var, Interval], signs: dict[Var, Interval]) -> Interval | None:
     a_fixed = not any(isinstance(n, Var) and n in ranges for n in walk(e.a))
     varying, fixed = (e.b, e.a) if a_fixed else (e.a, e.b)
     if any(isinstance(n, Var) and n in ranges for n in walk(fixed)):
         return None
-    v = _bounds(varying, ranges)
+    v = _bounds(varying, ranges, signs)
     if v is None:
         return None
     if isinstance(fixed, IntImm) and fixed.value < 0:
         return Mul(v[1], fixed), Mul(v[0], fixed)
-    if not _nonneg(fixed, {}):
+    if not _nonneg(fixed, signs):
         return None
     return Mul(v[0], fixed), Mul(v[1], fixed)

@@ -11,7 +11,9 @@ This module holds compute_at and simple_compute_at; reverse_compute_at is in
 * `compute_at(func, block, loop, keep_unit_loops=False)` (CINN `ComputeAt`): the producer `block`
   is recomputed at the start of each iteration of `loop`, over the region of its tensor that the
   consumers inside `loop` read in that iteration (new loops `ax0, ax1, ...`, attr
-  `compute_at_extra_var`).
+  `compute_at_extra_var`). A reduction producer (such as the stage `cache_write` leaves) moves
+  with its init block and its reduce loops. The region's bounds use the signs of the loops
+  around `loop`, so a fused-and-split consumer's `(f * 4 + f_1) / 8`, `% 8` indices are bounded.
 * `reverse_compute_at(func, block, loop, keep_unit_loops=False)` (CINN `ReverseComputeAt`): the
   consumer `block` is computed at the end of each iteration of its producer's `loop`, over the
   instances whose reads of the produced tensors fall in the region the blocks under `loop` write
@@ -37,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py.ir import (
-    Add, And, Block, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Sub,
+    Add, And, Block, DType, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Sub,
     Tensor, Var, print_ir, substitute, walk,
 )
 from schedules.analysis.arith import prove_equal
@@ -61,7 +63,8 @@ class LoopMismatchError(ScheduleError):
 
 
 class ComputeAtBlockError(ScheduleError):
-    """compute_at: the block is not a pure producer (single Store at its iter vars, no reduction)."""
+    """compute_at: the block is neither a pure producer (single Store at its iter vars) nor a
+    reduction whose init block and reduce loops can move with it."""
 
 
 def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
@@ -133,36 +136,150 @@ def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
                keep_unit_loops: bool = False) -> LoweredFunc:
     """Recompute the producer `block` inside `loop` over the region its consumers there need.
 
+    A reduction producer (e.g. the stage `cache_write` leaves behind: `T_local__reduce_init`
+    plus `T_local[s] = T_local[s] + ...` under its reduce loops) moves with its init block and
+    its reduce loops: for each element of the region, the init runs, then the whole reduction.
+
     Raises:
         ComputeAtBlockError, RegionError, IllegalDependenceError, LoopNotFoundError,
         StaleHandleError.
     """
     prim = "compute_at"
     index = resolve_handles(prim, func, block, loop)
-    store = _pure_store(prim, func, block)
-    tensor = store.tensor
-    readers = readers_of(func, tensor.buffer.name)
+    stage = _stage(prim, func, index, block)
+    tensor = stage.store.tensor
+    readers = [r for r in readers_of(func, tensor.buffer.name) if all(r is not b for b in stage.blocks)]
     outside = [r for r in readers if not is_ancestor(loop, r)]
     if outside or tensor.buffer.name in argument_buffers(func):
         why = f"block(s) {', '.join(r.name for r in outside)} outside it read" if outside else \
             "it is a function argument, whose every element is observable; compute_at would write"
         raise schedule_error(RegionError, prim, f"every reader of '{tensor.name}' must be inside loop "
                              f"'{loop.loop_var.name}', but {why} '{tensor.name}'", func, loop, *outside)
-    _check_inputs_stable(prim, func, block, loop, readers)
+    for moved in stage.blocks:
+        _check_inputs_stable(prim, func, moved, loop, readers)
     region = _required_region(prim, func, index, loop, readers, tensor)
-    scope = names_in_scope(func, index.enclosing_loops(loop) + [loop])
-    new_block, extra = _recompute_block(block, store, region, keep_unit_loops, scope)
-    stmt: Stmt = new_block
-    guard = _region_guard(new_block, region, tensor.shape, index.enclosing_loops(loop) + [loop])
+    outer = index.enclosing_loops(loop) + [loop]
+    taken = names_in_scope(func, outer)
+    values, extra = _region_loops(region, keep_unit_loops, taken, block.iter_values[0].dtype)
+    new_blocks = [_at_region(b, values, extra) for b in stage.blocks]
+    stmt: Stmt = new_blocks[0] if stage.init is None else Block((new_blocks[0], _reduce_nest(
+        index, block, new_blocks[1], len(stage.spatial_loops), taken)))
+    guard = _region_guard(new_blocks[0], region, tensor.shape, outer)
     if guard is not None:
-        stmt = IfThenElse(guard, Block((stmt,)))
+        stmt = IfThenElse(guard, stmt if isinstance(stmt, Block) else Block((stmt,)))
     for var, extent in reversed(extra):
-        stmt = For(var, int_like(0, extent), extent, Block((stmt,)))
-    removed = remove_stmt(func, block)
-    new = insert_in_loop(removed, current_loop(removed, loop), stmt, at_end=False)
-    check_order_exact(prim, func, new, block, same_block(new, new_block) or new_block,
-                      frozenset({tensor.buffer.name}))
+        stmt = For(var, int_like(0, extent), extent, stmt if isinstance(stmt, Block) else Block((stmt,)))
+    removed = func
+    for old in reversed(stage.blocks):
+        removed = remove_stmt(removed, same_block(removed, old) or old)
+    new = removed
+    for part in reversed(stmt.stmts if isinstance(stmt, Block) else (stmt,)):   # spliced, not a nested Block
+        new = insert_in_loop(new, current_loop(new, loop), part, at_end=False)
+    for old, moved in zip(stage.blocks, new_blocks):
+        check_order_exact(prim, func, new, old, same_block(new, moved) or moved, frozenset({tensor.buffer.name}))
     return new
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stage:
+    """What compute_at moves: one pure block, or a reduction's init and update blocks."""
+
+    store: Store
+    """The producer's store (the update's, for a reduction)."""
+    init: ScheduleBlockRealize | None
+    update: ScheduleBlockRealize
+    spatial_loops: tuple[For, ...]
+    """A reduction's loops around its init block (the update's outer loops)."""
+
+    @property
+    def blocks(self) -> list[ScheduleBlockRealize]:
+        return [self.update] if self.init is None else [self.init, self.update]
+
+
+def _stage(prim: str, func: LoweredFunc, index: StmtIndex, block: ScheduleBlockRealize) -> _Stage:
+    if not any(v.is_reduce_axis for v in block.schedule_block.iter_vars):
+        return _Stage(_pure_store(prim, func, block), None, block, ())
+    return _reduction_stage(prim, func, index, block)
+
+
+def _reduction_stage(prim: str, func: LoweredFunc, index: StmtIndex, block: ScheduleBlockRealize) -> _Stage:
+    """The reduction `block` (`T[s] = T[s] op body`, s its spatial iter vars in order) with its
+    init block (`T[s] = identity` over the same buffer, beside the reduce loops), where the
+    loops around the init drive only the spatial iter vars, the loops below only reduce ones,
+    and no guard sits above the reduce loops (the region guard replaces those)."""
+    sb = block.schedule_block
+    spatial = tuple(v for v in sb.iter_vars if not v.is_reduce_axis)
+    stores = block_stores(block)
+    store = stores[0] if len(stores) == 1 and sb.body is stores[0] else None
+
+    def refuse(rule: str) -> ScheduleError:
+        return schedule_error(ComputeAtBlockError, prim, f"block '{block.name}' is a reduction; compute_at moves "
+                              f"a reduction with its init block and reduce loops, which needs {rule}", func, block)
+
+    if store is None or tuple(store.indices) != spatial \
+            or any(sb.iter_vars.index(v) != k for k, v in enumerate(spatial)):
+        raise refuse("a single store 'T[s] = T[s] op ...' at its spatial iter vars, listed first")
+    own = index.enclosing_loops(block)
+    inits = [b for b in all_blocks(func) if b is not block and _inits(b, store.tensor.buffer.name, len(spatial))
+             and all(lp is o for lp, o in zip(index.enclosing_loops(b), own))]
+    if len(inits) != 1:
+        raise refuse(f"exactly one init block writing '{store.tensor.buffer.name}' in its nest "
+                     f"(found {len(inits)})")
+    init = inits[0]
+    spatial_loops = tuple(index.enclosing_loops(init))
+    reduce_loops = own[len(spatial_loops):]
+    spatial_vars = {lp.loop_var for lp in spatial_loops}
+    values = block.iter_values[:len(spatial)]
+    if not reduce_loops or list(init.iter_values) != list(values) \
+            or any(_uses(e, {lp.loop_var for lp in reduce_loops}) for e in values) \
+            or any(_uses(e, spatial_vars) for e in block.iter_values[len(spatial):]):
+        raise refuse("its init at the update's spatial iter values, loops around the init driving only the "
+                     "spatial iter vars and the loops below it only the reduce ones")
+    if any(isinstance(a, IfThenElse) for a in index.ancestors(init)):
+        raise refuse("no guard around its init block (compute_at adds the bounds guard of the region)")
+    return _Stage(store, init, block, spatial_loops)
+
+
+def _inits(block: ScheduleBlockRealize, buffer: str, rank: int) -> bool:
+    stores = block_stores(block)
+    sb = block.schedule_block
+    return len(stores) == 1 and sb.body is stores[0] and stores[0].tensor.buffer.name == buffer \
+        and len(sb.iter_vars) == rank and not any(v.is_reduce_axis for v in sb.iter_vars) \
+        and tuple(stores[0].indices) == tuple(sb.iter_vars) and buffer not in block_buffers_read(block)
+
+
+def _uses(e: Expr, names: set[Var]) -> bool:
+    return any(isinstance(n, Var) and n in names for n in walk(e))
+
+
+def _reduce_nest(index: StmtIndex, update: ScheduleBlockRealize, moved: ScheduleBlockRealize, keep_from: int,
+                 taken: set[str]) -> Stmt:
+    """`moved` (the update at its new iter values) inside copies of the update's reduce loops
+    and the guards among them (renamed where `taken` binds the name)."""
+    loops_seen = 0
+    wrappers: list[Stmt] = []
+    for anc in index.ancestors(update):
+        if isinstance(anc, For):
+            loops_seen += 1
+            if loops_seen > keep_from:
+                wrappers.append(anc)
+        elif isinstance(anc, IfThenElse) and loops_seen > keep_from:
+            wrappers.append(anc)
+    stmt: Stmt = moved
+    renames: dict[Var, Expr] = {}
+    for wrap in wrappers:
+        if isinstance(wrap, For):
+            var = fresh_loop_var(wrap.loop_var, taken)
+            if var != wrap.loop_var:
+                renames[wrap.loop_var] = var
+    for wrap in reversed(wrappers):
+        if isinstance(wrap, For):
+            var = renames.get(wrap.loop_var, wrap.loop_var)
+            stmt = For(var, wrap.min, wrap.extent, Block((stmt,)), wrap.for_type,  # type: ignore[arg-type]
+                       wrap.bind_offset, wrap.vectorize_factor)
+        else:
+            stmt = IfThenElse(wrap.condition, Block((stmt,)))  # type: ignore[union-attr]
+    return substitute(stmt, renames)
 
 
 def _pure_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> Store:
@@ -173,7 +290,8 @@ def _pure_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> St
             or store.tensor.buffer.name in block_buffers_read(block) \
             or tuple(store.indices) != tuple(iter_vars):
         raise schedule_error(ComputeAtBlockError, prim, f"block '{block.name}' must be a single Store "
-                             "'T[v0, v1, ...] = f(...)' at its own iter vars, without reduction", func, block)
+                             "'T[v0, v1, ...] = f(...)' at its own iter vars (or a reduction with its init "
+                             "block)", func, block)
     return store
 
 
@@ -202,14 +320,14 @@ def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
     region: list[tuple[Expr, Expr] | None] = [None] * len(tensor.shape)
     for reader in readers:
         loops = index.enclosing_loops(reader)
-        inner = loops[next(k for k, lp in enumerate(loops) if lp is loop) + 1:]
-        ranges = loop_ranges(inner)
+        at = next(k for k, lp in enumerate(loops) if lp is loop) + 1
+        ranges, known = loop_ranges(loops[at:]), loop_ranges(loops[:at])
         binding = dict(zip(reader.schedule_block.iter_vars, reader.iter_values))
         for load in (n for n in walk(reader.schedule_block.body) if isinstance(n, Load)):
             if load.tensor.buffer.name != tensor.buffer.name:
                 continue
             for k, idx in enumerate(load.indices):
-                bounds = index_bounds(substitute(idx, binding), ranges)
+                bounds = index_bounds(substitute(idx, binding), ranges, known)
                 if bounds is None:
                     raise schedule_error(RegionError, prim, f"the index {print_ir(idx)} of '{tensor.name}' in "
                                          f"'{reader.name}' cannot be bounded over the loops inside "
@@ -218,14 +336,13 @@ def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
     return [r for r in region if r is not None]
 
 
-def _recompute_block(block: ScheduleBlockRealize, store: Store, region: Region, keep_unit_loops: bool,
-                     scope: set[str]) -> tuple[ScheduleBlockRealize, list[tuple[Var, Expr]]]:
-    """The block's new iter values over `region` and its new loops `ax0, ...` (renamed where
-    `scope`, the target's loops, already binds the name: the region is in those vars)."""
-    taken = set(scope)
+def _region_loops(region: Region, keep_unit_loops: bool, taken: set[str],
+                  idt: DType) -> tuple[list[Expr], list[tuple[Var, Expr]]]:
+    """The producer's new spatial iter values over `region` and its new loops `ax0, ...`
+    (renamed where `taken`, the target's loops, already binds the name: the region is in those
+    vars; chosen names are added to `taken`)."""
     values: list[Expr] = []
     extra: list[tuple[Var, Expr]] = []
-    idt = block.iter_values[0].dtype
     for lo, hi in region:
         extent = simplify_index(Add(Sub(hi, lo), int_like(1, hi)))
         if const_value(extent) == 1 and not keep_unit_loops:
@@ -234,10 +351,17 @@ def _recompute_block(block: ScheduleBlockRealize, store: Store, region: Region, 
         var = fresh_loop_var(Var(f"ax{len(extra)}", idt), taken)
         extra.append((var, extent))
         values.append(var if const_value(lo) == 0 else simplify_index(Add(lo, var)))
+    return values, extra
+
+
+def _at_region(block: ScheduleBlockRealize, values: list[Expr], extra: list[tuple[Var, Expr]]) -> ScheduleBlockRealize:
+    """`block` with its spatial iter values (the first ones) set to `values`, marked with the
+    `compute_at_extra_var` attr."""
     names = ",".join(v.name for v, _ in extra)
     attrs = tuple(sorted(dict(block.schedule_block.attrs, compute_at_extra_var=names).items()))
     new_sb = dataclasses.replace(block.schedule_block, attrs=attrs)
-    return dataclasses.replace(block, iter_values=tuple(values), schedule_block=new_sb), extra
+    iter_values = tuple(values) + block.iter_values[len(values):]
+    return dataclasses.replace(block, iter_values=iter_values, schedule_block=new_sb)
 
 
 def _region_guard(block: ScheduleBlockRealize, region: Region, shape: tuple[Expr, ...],

@@ -30,8 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Stmt, replace_stmt
-from cinn_py.ir.stmt import new_uid
+from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Stmt, new_uid, replace_stmt
 from schedules.analysis.deps import check_permutation_legal, loop_carries_dependence
 from schedules.analysis.loops import StmtIndex, vars_in
 from schedules.errors import InvalidArgumentError, NotAChainError, schedule_error

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 import cinn_py as cp
-
 from cinn_py.ir import print_ir
 from schedules import IllegalDependenceError, IRSchedule, LoopNotFoundError, StaleHandleError
-from schedules.primitives.compute_at import ComputeAtBlockError, LoopMismatchError, RegionError
+from schedules.primitives.compute_at import LoopMismatchError, RegionError
 from tests.schedules import sched_programs as P
 from tests.schedules.block_helpers import SYM2, check, iter_values
 from tests.schedules.seed_program import seed_func
@@ -153,10 +152,65 @@ def test_compute_at_unit_loops() -> None:
     check(f, keep)
 
 
-def test_compute_at_rejects_reduction() -> None:
-    _, sch = aligned()
-    with pytest.raises(ComputeAtBlockError, match="compute_at: block 'C' must be a single Store .* without reduction"):
-        sch.compute_at("C", sch.get_loops("D")[0])
+def test_compute_at_moves_a_reduction_with_its_init() -> None:
+    f, sch = aligned()
+    sch.compute_at("C", sch.get_loops("D")[0])
+    sp = sch.get_loops("D")[0]
+    assert sch.get_loops("C") == [sp, sch.get_loops("C")[1]] and sch.get_loops("C__reduce_init") == [sp]
+    assert iter_values(sch, "C") == ["(sp / S2)", "(sp % S2)", "rb"]
+    check(f, sch, SYM2)
+
+
+def test_compute_at_of_a_cache_write_stage() -> None:
+    """TVM's `CC = cache_write(C, "local"); compute_at(CC, C's loop)`: the local accumulator
+    of each output element is initialised, reduced and copied back inside the copy loop."""
+    a = cp.placeholder((8, 6, 16), "float32", "A")
+    k = cp.reduce_axis(16, "k")
+    f = cp.lower("red2", [a, cp.compute((8, 6), lambda i, j: cp.reduce_sum(a[i, j, k], k), "B")])
+    sch = IRSchedule(f)
+    sch.cache_write("B", 0, "local")
+    sch.compute_at("B_local_temp_buffer", sch.get_loops("B")[1])
+    assert [str(lp) for lp in sch.get_loops("B_local_temp_buffer")] == [
+        "serial for (cache_ax0, 0, 8)", "serial for (cache_ax1, 0, 6)", "serial for (k, 0, 16)"]
+    assert len(sch.get_loops("B__reduce_init")) == 2
+    check(f, sch)
+
+
+def test_compute_at_of_an_elementwise_cache_write_stage() -> None:
+    a = cp.placeholder((6, 8), "float32", "A")
+    b = cp.compute((6, 8), lambda i, j: a[i, j] + 1.0, "B")
+    f = cp.lower("two", [a, cp.compute((6, 8), lambda i, j: b[i, j] * 2.0, "C")])
+    sch = IRSchedule(f)
+    sch.cache_write("B", 0, "local")
+    sch.compute_at("B_local_temp_buffer", sch.get_loops("B")[1])
+    sch.compute_at("B", sch.get_loops("C")[1])
+    check(f, sch)
+
+
+@pytest.mark.parametrize("factor", [4, 5])
+def test_compute_at_into_a_fused_and_split_loop(factor: int) -> None:
+    """The consumer's index `(f * 4 + f_1) / 8`, `% 8` needs div/mod bounds over the inner loop
+    (the outer loop var is known non-negative): the producer covers whole rows of the region."""
+    a = cp.placeholder((6, 8), "float32", "A")
+    b = cp.compute((6, 8), lambda i, j: a[i, j] + 1.0, "B")
+    f = cp.lower("two", [a, cp.compute((6, 8), lambda i, j: b[i, j] * 2.0, "C")])
+    sch = IRSchedule(f)
+    fused = sch.fuse(sch.get_loops("C"))
+    outer, _ = sch.split(fused, [-1, factor])
+    sch.compute_at("B", outer)
+    assert sch.get_loops("B")[0] == outer
+    check(f, sch)
+
+
+def test_compute_at_into_a_fused_loop_with_symbolic_dims() -> None:
+    n = cp.sym("N")
+    a = cp.placeholder((n, 8), "float32", "A")
+    b = cp.compute((n, 8), lambda i, j: a[i, j] + 1.0, "B")
+    f = cp.lower("two", [a, cp.compute((n, 8), lambda i, j: b[i, j] * 2.0, "C")])
+    sch = IRSchedule(f)
+    outer, _ = sch.split(sch.fuse(sch.get_loops("C")), [-1, 4])
+    sch.compute_at("B", outer)
+    check(f, sch, [{"N": 1}, {"N": 3}, {"N": 5}])
 
 
 def test_compute_at_rejects_outside_reader() -> None:
