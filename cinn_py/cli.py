@@ -4,7 +4,8 @@
     cinn-py codegen FILE [--schedule SCRIPT] --target cuda|x86 [--emit WHAT]   print generated code
     cinn-py run FILE [--schedule SCRIPT] [--dims S1=3,S2=5]   compile for x86, run on random
                                                              inputs, compare with the interpreter
-    cinn-py bench [NAMES...] [--repeat N] [--threads T]     x86 benchmarks vs numpy
+    cinn-py bench [NAMES...] [--repeat N] [--threads T] [--json] [--plot F]   x86 benchmarks:
+                                                            hand and auto schedules vs numpy
     cinn-py demo                                            the seed example end to end
 
 FILE is a `.ir` file (IR text, as the printer writes it, optionally with `// decl` lines) or a
@@ -171,8 +172,9 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     argv = list(ns.names) + ["--repeat", str(ns.repeat)]
     if ns.threads:
         argv += ["--threads", str(ns.threads)]
-    if ns.tiny:
-        argv.append("--tiny")
+    argv += [flag for flag, on in (("--tiny", ns.tiny), ("--no-auto", ns.no_auto), ("--json", ns.json)) if on]
+    if ns.plot:
+        argv += ["--plot", ns.plot]
     return int(bench.main(argv) or 0)
 
 
@@ -212,11 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fast-math", action="store_true")
     run.set_defaults(handler=cmd_run)
 
-    bench = sub.add_parser("bench", help="x86 benchmarks against numpy (median ms, GB/s, %% of bandwidth)")
+    bench = sub.add_parser("bench", help="x86 benchmarks, hand and auto schedules, against numpy (median ms, "
+                                         "GB/s, %% of bandwidth)")
     bench.add_argument("names", nargs="*", help="workloads to run (default: all)")
     bench.add_argument("--repeat", type=int, default=20)
     bench.add_argument("--threads", type=int)
     bench.add_argument("--tiny", action="store_true", help="tiny sizes: a quick correctness run")
+    bench.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
+    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    bench.add_argument("--plot", metavar="FILE.png", help="write a bar chart (needs matplotlib: cinn-py[plot])")
     bench.set_defaults(handler=cmd_bench)
 
     demo = sub.add_parser("demo", help="the seed example: lower, schedule, CUDA C, x86 run vs numpy")

@@ -1,6 +1,8 @@
-"""`cinn-py bench`: x86 benchmark of hand-scheduled cinn-py kernels against numpy (and PyTorch).
+"""`cinn-py bench`: x86 benchmark of cinn-py kernels, hand-scheduled and auto-scheduled, against
+numpy (and PyTorch).
 
-    python -m cinn_py.tools.bench [NAMES ...] [--repeat N] [--threads T] [--tiny]
+    python -m cinn_py.tools.bench [NAMES ...] [--repeat N] [--threads T] [--tiny] [--no-auto]
+                                  [--json] [--plot FILE.png]
     results = run_benchmarks(names=None, repeat=20, threads=None)
     print(format_table(results))
 
@@ -8,12 +10,15 @@ Workloads (`cinn_py.tools.bench_workloads`): relu(x*2+1) on 2^24 float32, RMSNor
 [4096,1024], row-sum and column-sum [4096,4096], layernorm [8192,768], bias+gelu(tanh)
 [4096,3072], transpose [4096,4096]; each is built with the compute DSL, scheduled by hand for
 x86 and compiled with `fast_math=True` (vectorised exp/tanh/rsqrt polynomials, reassociable
-float reductions).
+float reductions). The same function is also scheduled by `schedule="auto"` (the x86 tactics of
+`schedules.tactics`) and compiled the same way: columns "auto ms" and "auto x hand" (the hand
+schedule's time over the auto one's: above 1 the automatic schedule is faster).
 
 Measurement, per workload:
 - the kernel's output is compared with numpy before timing (`BenchmarkError` when wrong);
 - times are medians of `repeat` calls after warm-up calls (`time.perf_counter`, whole calls:
   argument validation and the parallel launch included), with preallocated outputs (`out=`);
+  the hand and auto kernels are called alternately, so both see the same machine load;
   numpy and torch run their idiomatic expressions (allocating their outputs, as users do);
 - GB/s counts the bytes every input is read once plus the output written once;
 - memory bandwidth is measured as the faster of two copies of a 128 MiB float32 buffer (beyond
@@ -30,6 +35,7 @@ Measurement, per workload:
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -66,6 +72,15 @@ def build_workload(workload: Workload, shape: dict[str, int] | None = None, thre
     workload.schedule(sch, shape)
     options = {} if threads is None else {"num_threads": threads}
     return cp.build(sch.func, target="x86", fast_math=True, **options)
+
+
+def build_auto(workload: Workload, shape: dict[str, int] | None = None, threads: int | None = None) -> Any:
+    """Lower `workload` at `shape` and build it with the automatic x86 schedule; returns
+    (kernel, the scheduler's report)."""
+    shape = shape or workload.shape
+    sch = cp.auto_schedule(workload.lower(shape), target="x86")
+    options = {} if threads is None else {"num_threads": threads}
+    return cp.build(sch.func, target="x86", fast_math=True, **options), sch.auto_report
 
 
 def check_result(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> float:
@@ -155,22 +170,39 @@ class CopyProbe:
         return 2 * self.src.nbytes / seconds / 1e9
 
 
-def time_bracketed(fn: Callable[[], Any], probe: CopyProbe, repeat: int,
-                   copies: int = 7) -> tuple[list[float], float]:
-    """Wall times of `repeat` back-to-back calls of `fn` (after warm-up), bracketed by `copies`
-    timed copies of `probe` right before and right after; returns (times, the better of the two
-    median copy times). The copies are kept out of the timed loop: they evict the caches, which
-    would slow down workloads whose working set is cache-resident."""
+def time_alternating(fns: Sequence[Callable[[], Any]], repeat: int, warmup: int = 3) -> list[list[float]]:
+    """Wall times of `repeat` rounds that call each of `fns` once, in turn (after `warmup` such
+    rounds): kernels compared with each other see the same load and cache state."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def time_bracketed(fns: Sequence[Callable[[], Any]], probe: CopyProbe, repeat: int,
+                   copies: int = 7) -> tuple[list[list[float]], float]:
+    """`time_alternating(fns)`, bracketed by `copies` timed copies of `probe` right before and
+    right after; returns (times per fn, the better of the two median copy times). The copies are
+    kept out of the timed loop: they evict the caches, which would slow down workloads whose
+    working set is cache-resident."""
     before = statistics.median(probe() for _ in range(copies))
-    times = time_call(fn, repeat, warmup=3)
+    times = time_alternating(fns, repeat)
     after = statistics.median(probe() for _ in range(copies))
     return times, min(before, after)
 
 
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
-                 seed: int = 0, compare: bool = True, probe: CopyProbe | None = None) -> dict[str, Any]:
-    """Build, verify and time one workload; returns its result row (see `run_benchmarks`).
-    With `probe`, copies are timed right before and after the calls (`local_bandwidth_gbs`)."""
+                 seed: int = 0, compare: bool = True, probe: CopyProbe | None = None,
+                 auto: bool = True) -> dict[str, Any]:
+    """Build, verify and time one workload (hand schedule, and with `auto` the automatic one);
+    returns its result row (see `run_benchmarks`). With `probe`, copies are timed right before
+    and after the calls (`local_bandwidth_gbs`)."""
     shape = workload.tiny if tiny else workload.shape
     t0 = time.perf_counter()
     kernel = build_workload(workload, shape, threads)
@@ -180,21 +212,36 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
     got = kernel(*arrays)
     max_err = check_result(workload.name, got, want, workload.rtol, workload.atol)
     out = np.empty_like(got)
-    copy_s: float | None = None
+    fns = [lambda: kernel(*arrays, out=out)]
+    row: dict[str, Any] = {"auto_ms": None, "auto_x_hand": None}
+    if auto:
+        t0 = time.perf_counter()
+        auto_kernel, report = build_auto(workload, shape, threads)
+        row.update(auto_build_s=time.perf_counter() - t0, auto_plan=report.strategy, auto_nests=report.nests,
+                   auto_fallbacks=report.fallbacks,
+                   auto_max_abs_err=check_result(f"{workload.name} (auto)", auto_kernel(*arrays), want,
+                                                 workload.rtol, workload.atol))
+        auto_out = np.empty_like(got)
+        fns.append(lambda: auto_kernel(*arrays, out=auto_out))
     if probe is None:
-        times = time_call(lambda: kernel(*arrays, out=out), repeat, warmup=3)
+        times, copy_s = time_alternating(fns, repeat), None
     else:
-        times, copy_s = time_bracketed(lambda: kernel(*arrays, out=out), probe, repeat)
+        times, copy_s = time_bracketed(fns, probe, repeat)
     check_result(workload.name, out, want, workload.rtol, workload.atol)
-    ms = statistics.median(times) * 1e3
+    ms = statistics.median(times[0]) * 1e3
     moved = workload.bytes_moved(arrays, got)
-    row: dict[str, Any] = {
+    row.update({
         "name": workload.name, "description": workload.description, "shape": dict(shape),
-        "ms": ms, "min_ms": min(times) * 1e3, "bytes": moved, "gbs": moved / ms / 1e6,
-        "max_abs_err": max_err, "build_s": build_s, "repeat": len(times),
+        "ms": ms, "min_ms": min(times[0]) * 1e3, "bytes": moved, "gbs": moved / ms / 1e6,
+        "max_abs_err": max_err, "build_s": build_s, "repeat": len(times[0]),
         "threads": kernel.num_threads or _pool_threads(),
         "local_bandwidth_gbs": probe.gbs(copy_s) if probe is not None and copy_s else None,
-    }
+    })
+    if auto:
+        row["auto_ms"] = statistics.median(times[1]) * 1e3
+        row["auto_min_ms"] = min(times[1]) * 1e3
+        row["auto_gbs"] = moved / row["auto_ms"] / 1e6
+        row["auto_x_hand"] = ms / row["auto_ms"]
     if compare:
         _compare(row, workload, arrays, repeat)
     return row
@@ -210,6 +257,7 @@ def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], 
     np_times = time_call(lambda: workload.numpy(*arrays), repeat, warmup=1, budget_s=3.0)
     row["numpy_ms"] = statistics.median(np_times) * 1e3
     row["x_numpy"] = row["numpy_ms"] / row["ms"]
+    row["auto_x_numpy"] = None if row.get("auto_ms") is None else row["numpy_ms"] / row["auto_ms"]
     torch = _torch()
     if torch is None or workload.torch is None:
         row["torch_ms"] = row["x_torch"] = None
@@ -235,8 +283,11 @@ def select(names: Sequence[str] | None) -> list[Workload]:
 
 
 def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads: int | None = None,
-                   tiny: bool = False, compare: bool = True) -> list[dict[str, Any]]:
-    """Run the suite; one dict per workload with keys `name, description, shape, ms` (median),
+                   tiny: bool = False, compare: bool = True, auto: bool = True) -> list[dict[str, Any]]:
+    """Run the suite; one dict per workload with keys `name, description, shape, ms` (median of
+    the hand-scheduled kernel), `auto_ms, auto_min_ms, auto_gbs, auto_x_hand` (hand ms / auto
+    ms), `auto_x_numpy, auto_plan, auto_nests, auto_fallbacks, auto_build_s, auto_max_abs_err`
+    (the automatic schedule's; `auto_ms` and `auto_x_hand` are None with `auto=False`),
     `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed right before and after
     this workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
     x_torch` (None without torch), `max_abs_err, build_s, threads, targets` (which targets of
@@ -248,7 +299,7 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     n = (1 << 16) if tiny else BANDWIDTH_ELEMENTS
     before = measure_bandwidth(threads=threads, n=n)
     probe = CopyProbe(n, threads)
-    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe)
+    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto)
                for workload in workloads]
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
@@ -277,19 +328,21 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     lines = [f"memory bandwidth: numpy copy {first['numpy_copy_gbs']:.1f} GB/s, cinn-py copy "
              f"{first['cinn_copy_gbs']:.1f} GB/s (best before/after: {first['bandwidth_gbs']:.1f} GB/s); "
              f"% BW is against BW@run, the cinn-py copy timed right before/after each workload; "
-             f"threads: {first['threads']}"]
-    header = ("workload", "shape", "ms", "GB/s", "BW@run", "% BW", "numpy ms", "x numpy", "torch ms", "x torch",
-              "targets")
+             f"threads: {first['threads']}; GB/s, % BW, x numpy and x torch are the hand schedule's; "
+             f"auto x hand = hand ms / auto ms"]
+    header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
+              "x numpy", "torch ms", "x torch", "targets")
     rows = [header]
     for r in results:
         shape = "x".join(str(v) for v in r["shape"].values())
         targets = ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in r.get("targets", {}).items())
-        rows.append((r["name"], shape, f"{r['ms']:.3f}", f"{r['gbs']:.1f}", f"{r['local_bandwidth_gbs']:.1f}",
+        rows.append((r["name"], shape, f"{r['ms']:.3f}", _opt(r.get("auto_ms"), ".3f"),
+                     _opt(r.get("auto_x_hand"), ".2f", "x"), f"{r['gbs']:.1f}", f"{r['local_bandwidth_gbs']:.1f}",
                      f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"), _opt(r.get("x_numpy"), ".1f", "x"),
                      _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"), targets or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
     for k, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if c in (0, 1, 10) else cell.rjust(w)
+        lines.append("  ".join(cell.ljust(w) if c in (0, 1, len(header) - 1) else cell.rjust(w)
                                for c, (cell, w) in enumerate(zip(row, widths))).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -307,12 +360,23 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--repeat", type=int, default=20, help="timed calls per kernel (median reported)")
     parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (a quick correctness run)")
+    parser.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    parser.add_argument("--plot", metavar="FILE.png", help="also write a bar chart (needs matplotlib: cinn-py[plot])")
     return parser
 
 
 def run_from_args(ns: argparse.Namespace) -> int:
-    results = run_benchmarks(ns.names, repeat=ns.repeat, threads=ns.threads, tiny=ns.tiny)
-    print(format_table(results))
+    if ns.plot:
+        from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
+
+        require_matplotlib()  # before the (long) run, not after it
+    results = run_benchmarks(ns.names, repeat=ns.repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto)
+    print(json.dumps(results, indent=1, default=str) if ns.json else format_table(results))
+    if ns.plot:
+        from cinn_py.tools.bench_plot import plot_results  # noqa: PLC0415
+
+        plot_results(results, ns.plot)
     return 0
 
 

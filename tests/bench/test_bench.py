@@ -1,7 +1,12 @@
-"""Smoke test of `cinn_py.tools.bench`: every workload builds with its x86 schedule at a tiny shape and
-matches numpy; the suite, table and CLI entry work. No timing assertions."""
+"""Smoke test of `cinn_py.tools.bench`: every workload builds with its hand and its automatic x86
+schedule at a tiny shape and matches numpy; the suite, table, JSON, plot and CLI entry work. No
+timing assertions."""
 
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +24,15 @@ def test_workload_matches_numpy_at_tiny_shape(name: str) -> None:
     got = kernel(*arrays)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=w.rtol, atol=w.atol)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_auto_schedule_matches_numpy_at_tiny_shape(name: str) -> None:
+    w = WORKLOADS[name]
+    kernel, report = bench.build_auto(w, w.tiny)
+    arrays = w.inputs(w.tiny, np.random.default_rng(4))
+    np.testing.assert_allclose(kernel(*arrays), w.numpy(*arrays), rtol=w.rtol, atol=w.atol)
+    assert report.strategy == "x86-tuned" and not report.fallbacks, report
 
 
 def test_schedules_are_actually_parallel_and_vectorised() -> None:
@@ -50,11 +64,36 @@ def test_suite_table_and_cli_on_tiny_shapes(capsys: pytest.CaptureFixture[str]) 
         assert r["local_bandwidth_gbs"] > 0
         assert r["pct_bw"] == pytest.approx(100 * r["gbs"] / r["local_bandwidth_gbs"])
         assert r["bytes"] > 0 and r["threads"] == 1
+        assert r["auto_ms"] > 0 and r["auto_x_hand"] == pytest.approx(r["ms"] / r["auto_ms"])
+        assert r["auto_x_numpy"] == pytest.approx(r["numpy_ms"] / r["auto_ms"]) and r["auto_plan"] == "x86-tuned"
     assert set(results[1]["targets"]) == {">=80% BW", ">=5x numpy"}
     table = bench.format_table(results)
     assert "relu" in table and "rmsnorm" in table and "BW@run" in table
+    assert "auto ms" in table.splitlines()[1] and "auto x hand" in table.splitlines()[1]
     assert bench.main(["relu", "--tiny", "--repeat", "2", "--threads", "1"]) == 0
     assert "relu" in capsys.readouterr().out
+
+
+def test_json_and_no_auto(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["rowsum", "--tiny", "--repeat", "2", "--threads", "1", "--json", "--no-auto"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["name"] == "rowsum" and row["ms"] > 0 and row["auto_ms"] is None and row["auto_x_hand"] is None
+
+
+def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bench.png"
+    assert bench.main(["relu", "transpose", "--tiny", "--repeat", "2", "--threads", "1", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+    assert "transpose" in capsys.readouterr().out
+
+
+def test_plot_without_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cinn_py.tools import bench_plot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    with pytest.raises(bench_plot.PlotError, match=r"pip install 'cinn-py\[plot\]'"):
+        bench_plot.require_matplotlib()
 
 
 def test_unknown_names_and_bad_arguments() -> None:

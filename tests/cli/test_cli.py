@@ -143,3 +143,11 @@ def test_broken_pipe_exits_quietly(tmp_path: Path) -> None:
 def test_bench_tiny_is_forwarded(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "bench", "relu", "--repeat", "1", "--tiny")
     assert code == 0 and "relu" in out
+
+
+def test_bench_json_and_no_auto_are_forwarded(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code, out, _ = _run(capsys, "bench", "colsum", "--repeat", "1", "--tiny", "--json", "--no-auto")
+    assert code == 0 and [row["name"] for row in json.loads(out)] == ["colsum"]
+    assert json.loads(out)[0]["auto_ms"] is None
