@@ -124,7 +124,7 @@ class ReduceMethod(enum.Enum):
 
 AttrValue = Union[int, float, bool, str]
 
-NONTEMPORAL_ATTR = "x86.nontemporal"
+NONTEMPORAL_ATTR = "x86_nontemporal"
 """Block attribute: when true, the x86 backend marks the block's full-vector stores
 `!nontemporal` (streaming stores that bypass the caches: for large write-once outputs, which
 would otherwise evict the inputs and cost a read-for-ownership per line)."""

@@ -17,7 +17,7 @@ loops). What a performance engineer writes for each shape of nest:
   register tiles: the tile's rows unrolled, each a gather of the source and a contiguous vector
   store; the cache blocks are fused and run on the thread pool.
 * **large write-once outputs** (more than half the last-level cache): the block is annotated
-  `x86.nontemporal`, so its vector stores stream past the caches.
+  `x86_nontemporal`, so its vector stores stream past the caches.
 """
 
 from __future__ import annotations
