@@ -45,5 +45,9 @@ class ScheduleError(CinnError):
     """A schedule primitive's precondition does not hold (base of one class per rule)."""
 
 
+class OutOfBoundsAccessError(CinnError, IndexError):
+    """A checked kernel was about to read or write outside a tensor (the access did not happen)."""
+
+
 class CompileError(CinnError):
     """Code generation or the backend compiler (LLVM, NVRTC) failed."""

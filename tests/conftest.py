@@ -1,5 +1,6 @@
 """Shared fixtures: a fresh name context per test (CINN's ResetNameId), a fresh on-disk kernel
-cache (`cache_dir`), the `cuda` marker."""
+cache (`cache_dir`), the `cuda` marker, and checked builds (bounds-checked kernels: an
+out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbage or a crash)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ from cinn_py.ir import reset_name_ids
 @pytest.fixture(autouse=True)
 def _fresh_names() -> None:
     reset_name_ids()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _checked_builds() -> Iterator[None]:
+    from cinn_py.runtime import checked  # noqa: PLC0415
+
+    checked.set_default_checked(True)
+    yield
+    checked.set_default_checked(None)
 
 
 @pytest.fixture()

@@ -34,7 +34,7 @@ from cinn_py.frontend.compute import ComputeTensor
 from cinn_py.ir import (
     Add, And, ArgIO, Argument, Block, Buffer, Cast, DType, Expr, For, IntImm, Load, LoweredFunc, Max, Min,
     Mul, Or, Reduce, ReduceType, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var, const,
-    NameGenerator, current_context, int32, int64, substitute, unique_name, using_names, walk,
+    NameGenerator, current_context, int32, int64, print_ir_marked, substitute, unique_name, using_names, walk,
 )
 from cinn_py.lowering.index_dtype import Int64Indices
 from cinn_py.lowering.program import Program, analyse
@@ -54,11 +54,26 @@ def lower(name: str, tensors: Sequence[ComputeTensor]) -> LoweredFunc:
 
     Raises:
         LoweringError: a compute reads a placeholder that is not listed, two tensors share a
-            name, a symbolic dim clashes with a loop or tensor name, or no output is listed.
+            name, a symbolic dim clashes with a loop or tensor name, no output is listed, or an
+            access is provably out of bounds (`X[i + 1]` over all of `X`).
     """
     program = analyse(name, tensors)
     with using_names(NameGenerator()):   # names are per function: lowering twice prints the same IR
-        return _Lowering(program).run()
+        func = _Lowering(program).run()
+    reject_out_of_bounds(func)
+    return func
+
+
+def reject_out_of_bounds(func: LoweredFunc) -> None:
+    """Raise a LoweringError for the first access that is out of bounds for every value of the
+    symbolic dims (islpy decides affine indices exactly); accesses it cannot decide (gathers,
+    symbolic offsets) are left to a `checked=True` build (docs/semantics.md)."""
+    from cinn_py.analysis.access_bounds import Verdict, check_access_bounds  # noqa: PLC0415 - islpy
+
+    for check in check_access_bounds(func):
+        if check.verdict is Verdict.OUT_OF_RANGE:
+            marked = print_ir_marked(func, check.store) if check.store is not None else None
+            raise LoweringError(f"lower('{func.name}'): {check.describe()}", marked)
 
 
 INT32_LIMIT = 2**31 - 1

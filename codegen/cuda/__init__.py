@@ -13,6 +13,7 @@ from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
+from cinn_py.runtime.checked import resolve_checked
 from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_predicate
 from codegen.cuda.dispatch import signature as _dispatch_signature
 from codegen.cuda.generate import GeneratedCode, generate_cuda
@@ -28,7 +29,9 @@ __all__ = [
 def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", **options: Any) -> Any:
     """Generate, compile and load `func` as a launchable `Kernel` (see `codegen.cuda.kernel`).
 
-    Options: `nvrtc_options` (tuple of extra NVRTC flags); `buckets`: a list of
+    Options: `nvrtc_options` (tuple of extra NVRTC flags); `checked` (bounds-checked kernel, default
+    `cinn_py.runtime.checked.default_checked()`: the launch raises OutOfBoundsAccessError after
+    a failed check); `buckets`: a list of
     `(predicate on the symbolic dims, scheduled LoweredFunc)` pairs with `func`'s signature, built
     into a `BucketDispatch` named after `func` (CINN's BucketLower: each call binds the symbolic
     dims from the input shapes, picks the first bucket whose predicate holds, and computes that
@@ -39,17 +42,19 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
 
     extra = tuple(options.pop("nvrtc_options", ()))
     buckets = options.pop("buckets", None)
+    checked = resolve_checked(options.pop("checked", None))
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
     if arch == "auto":
         arch = device_arch()
     if buckets is not None:
-        dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra)
+        dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra,
+                                  checked=checked)
         if _dispatch_signature(dispatch.func) != _dispatch_signature(func):
             raise CompileError(f"build_cuda: the buckets of '{func.name}' take different arguments than "
                                f"'{func.name}' itself; every bucket must have its signature")
         for code in dispatch.codes:
             _ = code.cubin  # compile every bucket now: a broken bucket fails the build, not a later call
         return dispatch
-    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra)
+    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked)
     return Kernel(code, func)

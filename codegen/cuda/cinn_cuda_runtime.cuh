@@ -151,3 +151,19 @@ CINN_RT_DEFINE_NUMERIC(int64, long long int, long long int, 0LL, 1LL, CINN_RT_I6
                        CINN_RT_IDENTITY, CINN_RT_IDENTITY)
 CINN_RT_DEFINE_REDUCE(all, bool, bool, int, 1, CINN_RT_TO_INT, CINN_RT_TO_BOOL)
 CINN_RT_DEFINE_REDUCE(any, bool, bool, int, 0, CINN_RT_TO_INT, CINN_RT_TO_BOOL)
+
+// Checked builds (`build(..., checked=True)`): every index the compiler cannot prove in range goes
+// through cinn_checked_index.  The first failing check (per launch) records its number + 1 and the
+// index in cinn_oob_status, which the host reads after the launch and turns into an
+// OutOfBoundsAccessError; the access itself goes to element 0 instead (or traps when the
+// dimension is empty, where no element is safe).
+__device__ long long cinn_oob_status[2];
+
+__device__ __forceinline__ long long cinn_checked_index(long long index, long long extent, int check) {
+  if ((unsigned long long)index < (unsigned long long)extent) return index;
+  if (atomicCAS((unsigned long long*)&cinn_oob_status[0], 0ull, (unsigned long long)check + 1ull) == 0ull) {
+    cinn_oob_status[1] = index;
+  }
+  if (extent <= 0) __trap();
+  return 0;
+}

@@ -30,9 +30,10 @@ import itertools
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Add, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType, Min, Minus, Mod,
-    Mul, Select, Store, Sub, UIntImm, Var, float32, float64, is_const_int, lookup_intrinsic, print_ir,
-    substitute, walk,
+    Mul, Select, Store, Sub, Tensor, UIntImm, Var, float32, float64, int32, int64, is_const_int, lookup_intrinsic,
+    print_ir, substitute, walk,
 )
+from cinn_py.symbolic import Analyzer
 from cinn_py.passes.gpu_bind import is_bound_var
 from codegen.c_family import CFamilyPrinter, flatten_index, unroll_pragma_fits
 from codegen.cuda.half import is_half
@@ -64,6 +65,11 @@ class CudaPrinter(CFamilyPrinter):
         self.lane_values: dict[str, str] = {}
         self.vector_alignment = 1
         self._ids = itertools.count()
+        self.checks: list[str] | None = None
+        """Checked builds: what each `cinn_checked_index` guards (check k reports k + 1)."""
+        self.ranges: dict[Var, tuple[Expr, Expr]] = {}
+        """(min, extent) of the loops and launch axes around the code being printed: a checked
+        build leaves out the checks these prove."""
 
     # -- types and literals ----------------------------------------------------------------------
     def ctype(self, dtype: DType) -> str:
@@ -130,6 +136,27 @@ class CudaPrinter(CFamilyPrinter):
             return text if dtype == float32 else f"(({self.ctype(dtype)}){text})"
         return f"(({self.ctype(dtype)}){inner})"
 
+    def index(self, tensor: Tensor, indices: tuple[Expr, ...]) -> str:
+        shape = tensor.buffer.shape
+        if self.checks is None or len(indices) != len(shape):
+            return super().index(tensor, indices)
+        return self.expr(flatten_index(tuple(self.checked_index(tensor, indices, k) for k in range(len(indices))),
+                                       shape))
+
+    def checked_index(self, tensor: Tensor, indices: tuple[Expr, ...], k: int) -> Expr:
+        """`indices[k]`, through `cinn_checked_index` unless the analyzer proves it in range."""
+        index, extent = indices[k], tensor.buffer.shape[k]
+        if index.dtype.lanes != 1 or self.checks is None:
+            return index
+        an = Analyzer(self.ranges)
+        wide = Cast(int64, index) if index.dtype != int64 else index
+        size = Cast(int64, extent) if extent.dtype != int64 else extent
+        if an.prove_le(IntImm(int64, 0), wide) and an.prove_lt(wide, size):
+            return index
+        self.checks.append(f"access {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is outside "
+                           f"[0, {print_ir(extent)}) of '{tensor.name}'")
+        return Call("cinn_checked_index", (wide, size, IntImm(int32, len(self.checks) - 1)), int64)
+
     def call(self, node: Call) -> str:
         args = ", ".join(self.expr(a) for a in node.args)
         if lookup_intrinsic(node.name) is None:
@@ -162,7 +189,15 @@ class CudaPrinter(CFamilyPrinter):
             return
         if node.for_type in (ForType.UNROLLED, ForType.VECTORIZED) and unroll_pragma_fits(node):
             self.line("#pragma unroll")
-        self.serial_loop(node)
+        saved = self.ranges.get(node.loop_var)
+        self.ranges[node.loop_var] = (node.min, node.extent)
+        try:
+            self.serial_loop(node)
+        finally:
+            if saved is None:
+                del self.ranges[node.loop_var]
+            else:
+                self.ranges[node.loop_var] = saved
 
     def print_Evaluate(self, node: Evaluate) -> None:
         self.line(self.expr(node.value) + ";")

@@ -65,7 +65,8 @@ class BucketDispatch:
     """Several bucket kernels of one function behind predicates on its symbolic dims."""
 
     def __init__(self, buckets: Sequence[tuple[Expr, LoweredFunc]], fast_math: bool = False,
-                 arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = ()) -> None:
+                 arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = (),
+                 checked: bool = False) -> None:
         if not buckets:
             raise ValueError("BucketDispatch: needs at least one (predicate, LoweredFunc) bucket")
         first = buckets[0][1]
@@ -87,7 +88,7 @@ class BucketDispatch:
         self.predicates = tuple(pred for pred, _ in buckets)
         self.codes: tuple[GeneratedCode, ...] = tuple(
             generate_cuda(func, fast_math=fast_math, arch=arch, options=options,
-                          kernel_name=bucket_kernel_name(self.name, pred))
+                          kernel_name=bucket_kernel_name(self.name, pred), checked=checked)
             for pred, func in buckets)
         self._kernels: dict[int, Any] = {}
         self._validators: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
+from cinn_py.runtime.checked import resolve_checked
 from codegen.cuda.kernel_source import print_kernel
 from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.lowering import lower_for_cuda
@@ -41,6 +42,8 @@ class GeneratedCode:
     """Byte alignment every tensor pointer needs (vectorised accesses); 1 if none."""
     temp_spaces: tuple[TempSpace, ...] = ()
     """Global temporaries the host allocates per launch, passed after the function's arguments."""
+    checks: tuple[str, ...] | None = None
+    """Checked builds: what each `cinn_checked_index` guards (the host reports check k + 1)."""
     _compiled: list[CompiledCuda] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -76,7 +79,8 @@ def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ..
 
 
 def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90",
-                  options: tuple[str, ...] = (), kernel_name: str | None = None) -> GeneratedCode:
+                  options: tuple[str, ...] = (), kernel_name: str | None = None, checked: bool = False
+                  ) -> GeneratedCode:
     """Lower `func` for the GPU and print CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`).
 
     Args:
@@ -85,6 +89,7 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         arch: `sm_XX` (CUBIN + PTX) or `compute_XX` (PTX only).
         options: extra NVRTC options.
         kernel_name: rename the kernel (bucket dispatch uses `<fn>_COND_<pred>__kernel`).
+        checked: guard every index the printer cannot prove in range (`cinn_checked_index`).
 
     Raises:
         CompileError: a GPU pass or the printer rejected the function.
@@ -96,11 +101,11 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
     if kernel_name is not None:
         func = dataclasses.replace(func, name=kernel_name)
     lowered = lower_for_cuda(func)
-    kernel = print_kernel(lowered, fast_math=fast_math)
+    kernel = print_kernel(lowered, fast_math=fast_math, checked=resolve_checked(checked))
     opts = nvrtc_options(fast_math, tuple(options))
     info = lowered.cuda_axis_info
     if info is None:  # gpu_bind always sets it
         raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
     launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, lowered.scalar_args)
     return GeneratedCode(kernel.source, launch, kernel.name, lowered, arch, opts, kernel.vector_alignment,
-                         kernel.temp_spaces)
+                         kernel.temp_spaces, kernel.checks)

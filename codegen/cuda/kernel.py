@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.diagnostics import CinnError, CompileError
+from cinn_py.diagnostics import CinnError, CompileError, OutOfBoundsAccessError
 from cinn_py.ir import ArgIO, LoweredFunc
 from codegen.cuda.generate import GeneratedCode
 
@@ -183,6 +183,22 @@ class Kernel:
         except self._drv.Error as exc:
             raise CudaRuntimeError(f"kernel '{self.func.name}': launch with grid={grid} block={block} "
                                    f"shared={shared} failed: {exc}") from exc
+        if self.code.checks:
+            self._raise_failed_check()
+
+    def _raise_failed_check(self) -> None:
+        """Checked builds: read and clear `cinn_oob_status` (synchronises with the launch)."""
+        ptr, _ = self._module.get_global("cinn_oob_status")
+        status = np.zeros(2, dtype=np.int64)
+        self._drv.memcpy_dtoh(status, ptr)
+        if not status[0]:
+            return
+        self._drv.memcpy_htod(ptr, np.zeros(2, dtype=np.int64))
+        checks = self.code.checks or ()
+        k = int(status[0]) - 1
+        what = checks[k] if 0 <= k < len(checks) else f"bounds check {k}"
+        raise OutOfBoundsAccessError(f"kernel '{self.func.name}' (checked build): the {what}: the index was "
+                                     f"{int(status[1])}; the access went to element 0 instead")
 
     def _opt_in_shared(self, dynamic: int) -> None:
         """Kernels using more than 48 KiB of shared memory must opt in (once per size increase)."""

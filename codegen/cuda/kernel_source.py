@@ -25,7 +25,7 @@ from cinn_py.ir import (
     Add, ArgIO, Buffer, Cast, Div, Expr, IntImm, Load, LoweredFunc, MemoryType, Mul, Store, Var, handle,
     int32, int64, walk,
 )
-from cinn_py.passes.gpu_buffers import collect_accesses, interval
+from cinn_py.passes.gpu_buffers import collect_accesses, interval, is_bound_var
 from codegen.cuda.codegen import CudaPrinter
 from codegen.cuda.half import promote_half
 from codegen.cuda.launch import TempSpace
@@ -48,6 +48,8 @@ class KernelSource:
     """Byte alignment that vectorised global accesses need from every tensor pointer (1: none)."""
     temp_spaces: tuple[TempSpace, ...] = ()
     """Global temporaries passed after the regular arguments, in signature order."""
+    checks: tuple[str, ...] | None = None
+    """Checked builds: what each bounds check guards; None when unchecked."""
 
 
 def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
@@ -105,9 +107,12 @@ def temp_spaces(func: LoweredFunc, names: dict[str, str]) -> tuple[TempSpace, ..
 
 
 class _KernelPrinter(CudaPrinter):
-    def __init__(self, func: LoweredFunc, fast_math: bool) -> None:
+    def __init__(self, func: LoweredFunc, fast_math: bool, checked: bool = False) -> None:
         super().__init__(fast_math)
         self.func = func
+        self.checks = [] if checked else None
+        if checked and func.cuda_axis_info is not None:
+            self.ranges.update(launch_ranges(func))
         self.dynamic_bytes: Expr = IntImm(int64, 0)
         self.buffers = scoped_buffers(func)
         self.ids.reserve(DYNAMIC_SHARED)
@@ -196,11 +201,27 @@ def _align_up(e: Expr, k: int) -> Expr:
     return Mul(Div(Add(e, IntImm(int64, k - 1)), kk), kk)
 
 
-def print_kernel(func: LoweredFunc, fast_math: bool = False) -> KernelSource:
-    """The full NVRTC translation unit for one GPU-lowered function."""
+def launch_ranges(func: LoweredFunc) -> dict[Var, tuple[Expr, Expr]]:
+    """`blockIdx.x` in [0, grid x), `threadIdx.y` in [0, block y), ... for the bound vars of `func`."""
+    info = func.cuda_axis_info
+    if info is None:
+        return {}
+    out: dict[Var, tuple[Expr, Expr]] = {}
+    for node in walk(func.body):
+        if isinstance(node, Var) and is_bound_var(node) and node not in out:
+            kind, _, axis = node.name.partition(".")
+            dims = info.grid_dims if kind == "blockIdx" else info.block_dims
+            if axis in ("x", "y", "z"):
+                out[node] = (IntImm(node.dtype, 0), dims["xyz".index(axis)])
+    return out
+
+
+def print_kernel(func: LoweredFunc, fast_math: bool = False, checked: bool = False) -> KernelSource:
+    """The full NVRTC translation unit for one GPU-lowered function (`checked`: indices the
+    printer cannot prove in range go through `cinn_checked_index`)."""
     body = promote_half(func.body)
-    printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math)
+    printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math, checked)
     kernel = printer.kernel()
     source = f'#include "{RUNTIME_HEADER_NAME}"\n\nextern "C" {{\n\n{kernel}\n}}\n'
     return KernelSource(source, printer.kernel_name, printer.dynamic_bytes, printer.vector_alignment,
-                        printer.temp_spaces)
+                        printer.temp_spaces, None if printer.checks is None else tuple(printer.checks))

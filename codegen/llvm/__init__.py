@@ -1,6 +1,6 @@
 """The x86 backend: LoweredFunc -> LLVM IR (llvmlite.ir) -> O3 for the host CPU -> MCJIT.
 
-    kernel = build_x86(func, fast_math=False, num_threads=None, cache=True)
+    kernel = build_x86(func, fast_math=False, num_threads=None, cache=True, checked=None)
     y = kernel(x)                       # see codegen.llvm.kernel.Kernel
     code = generate_x86(func)           # GeneratedCode(.llvm_ir, .asm, .unoptimized_ir)
 
@@ -23,6 +23,7 @@ from typing import Any
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
 from cinn_py.runtime.cache import CompileCache, make_key, source_digest
+from cinn_py.runtime.checked import resolve_checked
 from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, triple_and_layout
 from codegen.llvm.kernel import Kernel
 from codegen.llvm.module import build_module
@@ -30,7 +31,7 @@ from codegen.llvm.names import symbol_name
 
 BACKEND = "x86"
 CACHE = CompileCache("x86")
-_OPTIONS = ("num_threads", "cache")
+_OPTIONS = ("num_threads", "cache", "checked")
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> 
     func = _check_func(func)
     _check_options(options)
     triple, layout = triple_and_layout()
-    unoptimized = str(build_module(func, fast_math, triple, layout).module)
+    # generated text is unchecked unless asked for (the process default applies to builds)
+    unoptimized = str(build_module(func, fast_math, triple, layout, resolve_checked(options.get("checked", False))).module)
     compiled = optimize_and_compile(unoptimized)
     return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized)
 
@@ -68,32 +70,36 @@ def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Ker
     """Compile `func` for the host CPU into a callable `Kernel`.
 
     Options: `num_threads` (threads of parallel loops for this kernel; default: the runtime
-    thread pool's setting, i.e. all available cores) and `cache` (default True: use the memory
-    and disk compile caches).
+    thread pool's setting, i.e. all available cores), `cache` (default True: use the memory
+    and disk compile caches) and `checked` (bounds-check every access the compiler cannot prove
+    in range and raise OutOfBoundsAccessError from the call; default: `cinn_py.runtime.checked`).
     """
     func = _check_func(func)
     _check_options(options)
+    checked = resolve_checked(options.get("checked"))
     num_threads = options.get("num_threads")
     use_cache = bool(options.get("cache", True))
     symbol = symbol_name(func.name)
     key = make_key(func, backend=BACKEND, codegen_sources=source_digest(Path(__file__).parent),
-                   fast_math=bool(fast_math), **target_facts())
+                   fast_math=bool(fast_math), checked=checked, **target_facts())
     if use_cache:
         hit = CACHE.get_memory(key)
         if hit is not None:
-            loaded, llvm_ir, asm = hit
-            return Kernel(func, loaded, symbol, llvm_ir, asm, fast_math, num_threads, from_cache=True)
+            loaded, llvm_ir, asm, checks = hit
+            return Kernel(func, loaded, symbol, llvm_ir, asm, fast_math, num_threads, from_cache=True, checks=checks)
         kernel = _from_disk(func, key, symbol, fast_math, num_threads)
         if kernel is not None:
             return kernel
     triple, layout = triple_and_layout()
-    module = build_module(func, fast_math, triple, layout).module
-    compiled = optimize_and_compile(str(module))
+    unit = build_module(func, fast_math, triple, layout, checked)
+    checks = None if unit.checks is None else tuple(unit.checks)
+    compiled = optimize_and_compile(str(unit.module))
     loaded = LoadedObject(compiled.object_code)
     if use_cache:
-        CACHE.put_memory(key, (loaded, compiled.llvm_ir, compiled.asm))
-        CACHE.store(key, {"symbol": symbol, "llvm_ir": compiled.llvm_ir, "asm": compiled.asm}, compiled.object_code)
-    return Kernel(func, loaded, symbol, compiled.llvm_ir, compiled.asm, fast_math, num_threads)
+        CACHE.put_memory(key, (loaded, compiled.llvm_ir, compiled.asm, checks))
+        CACHE.store(key, {"symbol": symbol, "llvm_ir": compiled.llvm_ir, "asm": compiled.asm,
+                          "checks": None if checks is None else list(checks)}, compiled.object_code)
+    return Kernel(func, loaded, symbol, compiled.llvm_ir, compiled.asm, fast_math, num_threads, checks=checks)
 
 
 def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool, num_threads: int | None) -> Kernel | None:
@@ -101,17 +107,20 @@ def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool, num_th
     if entry is None:
         return None
     header, blob = entry
-    if header.get("symbol") != symbol or not isinstance(header.get("llvm_ir"), str):
+    raw_checks = header.get("checks")
+    if header.get("symbol") != symbol or not isinstance(header.get("llvm_ir"), str) or not (
+            raw_checks is None or (isinstance(raw_checks, list) and all(isinstance(c, str) for c in raw_checks))):
         CACHE.discard(key)
         return None
+    checks = None if raw_checks is None else tuple(raw_checks)
     try:
         loaded = LoadedObject(blob)
         kernel = Kernel(func, loaded, symbol, header["llvm_ir"], str(header.get("asm", "")), fast_math, num_threads,
-                        from_cache=True)
+                        from_cache=True, checks=checks)
     except (CompileError, RuntimeError, OSError):
         CACHE.discard(key)
         return None
-    CACHE.put_memory(key, (loaded, kernel.llvm_ir, kernel.asm))
+    CACHE.put_memory(key, (loaded, kernel.llvm_ir, kernel.asm, checks))
     return kernel
 
 

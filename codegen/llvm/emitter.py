@@ -269,8 +269,12 @@ class ExprEmitter:
     def _lane(self, v: ir.Value, k: int) -> ir.Value:
         return self.b.extract_element(v, ir.Constant(T.I32, k)) if T.lanes_of(v) > 1 else v
 
+    def check_access(self, tensor: Tensor, indices: tuple[Expr, ...], is_write: bool) -> None:
+        """Guard of one access in a checked build (`FunctionEmitter`); nothing by default."""
+
     def e_Load(self, e: Load) -> ir.Value:
         tensor = e.tensor
+        self.check_access(tensor, e.indices, False)
         st = T.scalar_storage_type(tensor.dtype)
         align = T.storage_bytes(tensor.dtype)
         index, stride = self.address(tensor, e.indices)
@@ -299,6 +303,7 @@ class ExprEmitter:
         return self.b.call(fn, [ptrs, ir.Constant(T.I32, align), mask, ir.Constant(vt, ir.Undefined)])
 
     def store(self, tensor: Tensor, indices: tuple[Expr, ...], value_expr: Expr) -> None:
+        self.check_access(tensor, indices, True)
         align = T.storage_bytes(tensor.dtype)
         index, stride = self.address(tensor, indices)
         value = T.store_convert(self.b, self.typed(value_expr, tensor.dtype), tensor.dtype)

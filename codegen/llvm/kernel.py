@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from cinn_py.diagnostics import OutOfBoundsAccessError
 from cinn_py.ir import ArgIO, LoweredFunc
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.args import ArgValidator, FastCall, data_ptr, storage_dtype
 from codegen.llvm.jit import LoadedObject, parallel_runtime
-from codegen.llvm.stmts import STATUS_NOMEM
+from codegen.llvm.module import oob_index_symbol
+from codegen.llvm.stmts import STATUS_NOMEM, STATUS_OUT_OF_BOUNDS
 
 ALIGNMENT = 64
 
@@ -45,7 +47,8 @@ class Kernel:
     `num_threads` (None: the thread pool's setting), `symbol` (C name of the entry point)."""
 
     def __init__(self, func: LoweredFunc, loaded: LoadedObject, symbol: str, llvm_ir: str, asm: str,
-                 fast_math: bool, num_threads: int | None = None, from_cache: bool = False) -> None:
+                 fast_math: bool, num_threads: int | None = None, from_cache: bool = False,
+                 checks: tuple[str, ...] | None = None) -> None:
         self.func = func
         self.llvm_ir = llvm_ir
         self.asm = asm
@@ -54,6 +57,8 @@ class Kernel:
         self.from_cache = from_cache
         self.num_threads = None if num_threads is None else threadpool.check_thread_count(num_threads, "num_threads")
         self._loaded = loaded
+        self.checks = checks
+        """Checked builds: what each bounds check guards; None for an unchecked build."""
         self._pool_threads = parallel_runtime().num_threads_cell
         self._validator = ArgValidator(func, device="cpu")
         arg_types = [ctypes.c_void_p if a.tensor is not None else ctypes.c_int64 for a in func.args]
@@ -140,4 +145,10 @@ class Kernel:
     def _raise_status(self, status: int) -> None:
         if status == STATUS_NOMEM:
             raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
+        k = status - STATUS_OUT_OF_BOUNDS
+        if self.checks is not None and 0 <= k < len(self.checks):
+            # looked up only now: LLVM drops the global when it proves every check redundant
+            index = ctypes.c_int64.from_address(self._loaded.address(oob_index_symbol(self.symbol))).value
+            raise OutOfBoundsAccessError(f"kernel '{self.func.name}' (checked build): the {self.checks[k]}: "
+                                         f"the index was {index}; the access was not made")
         raise RuntimeError(f"kernel '{self.func.name}': generated code returned status {status}")

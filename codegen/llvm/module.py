@@ -8,7 +8,8 @@ C ABI of the generated functions (all symbols are C functions, callable through 
         storage type (bool: 1 byte, float16: IEEE half, bfloat16: uint16 bits). No alignment is
         assumed (numpy inputs may be unaligned; x86 unaligned vector loads cost nothing on
         aligned data), outputs the Kernel allocates are 64-byte aligned anyway.
-        Returns 0, or 1 when a heap temp buffer could not be allocated.
+        Returns 0, or 1 when a heap temp buffer could not be allocated, or in a checked build
+        2 + k when bounds check k failed (before its access; the index is in `<fn>__oob_index`).
 
     void <fn>_infer_shape(const int64_t* sym_values, int64_t* out_shapes);
         CINN's infer-shape function (reference/cinn.md §4) with a flat ABI: `sym_values[j]` is
@@ -37,12 +38,20 @@ from codegen.llvm.privatize import task_only_buffers
 from codegen.llvm.stmts import FunctionEmitter, private_buffers
 
 
+def oob_index_symbol(symbol: str) -> str:
+    return f"{symbol}__oob_index"
+
+
 class CodegenUnit:
     """State shared by every function emitted for one LoweredFunc."""
 
-    def __init__(self, func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "") -> None:
+    def __init__(self, func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "",
+                 checked: bool = False) -> None:
         self.func = func
         self.fast_math = fast_math
+        self.checks: list[str] | None = [] if checked else None
+        """Checked builds: what each bounds check guards (status STATUS_OUT_OF_BOUNDS + k)."""
+        self._oob_index: ir.GlobalVariable | None = None
         self.symbol = symbol_name(func.name)
         self.module = ir.Module(name=self.symbol)
         if triple:
@@ -70,6 +79,13 @@ class CodegenUnit:
         name = f"{self.symbol}{suffix}_{self._counter}"
         self._counter += 1
         return name
+
+    def oob_index(self) -> ir.GlobalVariable:
+        """`<symbol>__oob_index`: the index value of the failed bounds check (checked builds)."""
+        if self._oob_index is None:
+            self._oob_index = ir.GlobalVariable(self.module, T.I64, oob_index_symbol(self.symbol))
+            self._oob_index.initializer = ir.Constant(T.I64, 0)
+        return self._oob_index
 
     def runtime_fn(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
         existing = self.module.globals.get(name)
@@ -122,8 +138,10 @@ class CodegenUnit:
         em.finish(returns_status=False)
 
 
-def build_module(func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "") -> CodegenUnit:
-    """Emit the LLVM module of `func` (unverified, unoptimised); returns the unit with `.module`."""
-    unit = CodegenUnit(func, fast_math, triple, data_layout)
+def build_module(func: LoweredFunc, fast_math: bool, triple: str = "", data_layout: str = "",
+                 checked: bool = False) -> CodegenUnit:
+    """Emit the LLVM module of `func` (unverified, unoptimised); returns the unit with `.module`
+    (and `.checks`, the bounds checks of a checked build)."""
+    unit = CodegenUnit(func, fast_math, triple, data_layout, checked)
     unit.build()
     return unit

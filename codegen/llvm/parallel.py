@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from cinn_py.ir import For, Load, Stmt, Store, Var, int64, walk
+from cinn_py.ir import Expr, For, Load, Stmt, Store, Var, int64, walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
 from codegen.llvm.privatize import privatize_local_buffers
@@ -55,7 +55,7 @@ def emit_parallel(parent: FunctionEmitter, loop: For) -> None:
     task.attributes.add("nounwind")
     body_fn = _body_function(unit, task, [v.type for v in values], len(captured_bufs))
     _emit_trampoline(task, body_fn, struct_t)
-    _emit_task(unit, body_fn, loop, captured_vars, captured_bufs)
+    _emit_task(unit, body_fn, loop, captured_vars, captured_bufs, parent.ranges)
 
     launch = unit.runtime_fn(LAUNCH_SYMBOL, T.VOID, [T.PTR, T.PTR, T.I64])
     b.call(launch, [task, closure, extent])
@@ -107,9 +107,10 @@ def _emit_trampoline(task: ir.Function, body_fn: ir.Function, struct_t: ir.Liter
 
 
 def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: For, captured_vars: list[Var],
-               captured_bufs: list[str]) -> None:
+               captured_bufs: list[str], ranges: dict[Var, tuple[Expr, Expr]]) -> None:
     em = FunctionEmitter(unit, fn)
     em.in_parallel = True
+    em.ranges = dict(ranges)  # the enclosing loops and the parallel loop: checked builds prove with them
     task_id, num_tasks, lo, extent, status = fn.args[:5]
     for param, name in zip(fn.args[:5], ("task_id", "num_tasks", "lo", "extent", "status")):
         param.name = name

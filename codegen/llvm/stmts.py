@@ -29,9 +29,10 @@ from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    LE, LT, Alloc, And, Block, Buffer, Call, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, Load,
-    MemoryType, ScheduleBlockRealize, Stmt, Store, UIntImm, Var, bool_, int64, print_ir, walk,
+    LE, LT, Alloc, And, Block, Buffer, Call, Cast, DType, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, Load,
+    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, print_ir, walk,
 )
+from cinn_py.symbolic import Analyzer
 from codegen.llvm import types as T
 from codegen.llvm.analysis import (
     LaneInfo, buffers_used, inline_schedule_blocks, lane_stride, vars_used, varies, vectorizable,
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 STACK_LIMIT_BYTES = 32 * 1024
 UNROLL_LIMIT = 64
 STATUS_OK, STATUS_NOMEM = 0, 1
+STATUS_OUT_OF_BOUNDS = 2
+"""Status of the first failed bounds check of a checked build is this plus the check's number
+(`CodegenUnit.checks[k]` describes it); the offending index value is in `<symbol>__oob_index`."""
 
 
 class FunctionEmitter(ExprEmitter):
@@ -64,6 +68,9 @@ class FunctionEmitter(ExprEmitter):
         self.status: ir.Value = T.alloca(self.entry_b, T.I32, "status")
         self.entry_b.store(ir.Constant(T.I32, STATUS_OK), self.status)
         self.in_parallel = False
+        self.ranges: dict[Var, tuple[Expr, Expr]] = {}
+        """(min, extent) of the serial loops around the code being emitted: a checked build
+        leaves out the checks these prove."""
 
     # -- function frame ----------------------------------------------------------------------------
     def finish(self, returns_status: bool) -> None:
@@ -88,6 +95,38 @@ class FunctionEmitter(ExprEmitter):
         """Record `code` and leave through cleanup (current block gets terminated)."""
         self.b.store(ir.Constant(T.I32, code), status_ptr)
         self.b.branch(self.cleanup)
+
+    def check_access(self, tensor: Tensor, indices: tuple[Expr, ...], is_write: bool) -> None:
+        """Checked builds: leave with STATUS_OUT_OF_BOUNDS + k when an index is outside its
+        dimension, before the access happens (the Kernel raises OutOfBoundsAccessError)."""
+        checks = self.unit.checks
+        if checks is None or len(indices) != len(tensor.shape):
+            return
+        analyzer: Analyzer | None = None
+        for k, (index, extent) in enumerate(zip(indices, tensor.shape)):
+            if index.dtype.lanes == 1:
+                analyzer = analyzer or Analyzer(self.ranges)
+                if analyzer.prove_le(IntImm(index.dtype, 0), index) and analyzer.prove_lt(
+                        index, extent if extent.dtype == index.dtype else _retyped(extent, index.dtype)):
+                    continue
+            value = self.typed(index, int64)
+            bad = self.b.icmp_unsigned(">=", value, T.splat(self.b, self._lane(self.typed(extent, int64), 0),
+                                                               T.lanes_of(value)) if T.lanes_of(value) > 1
+                                       else self._lane(self.typed(extent, int64), 0))
+            if T.lanes_of(value) > 1:
+                lanes = T.lanes_of(value)
+                bad = self.b.icmp_unsigned("!=", self.b.bitcast(bad, ir.IntType(lanes)), ir.Constant(ir.IntType(lanes), 0))
+                value = self._lane(value, 0)
+            kind = "write to" if is_write else "read of"
+            checks.append(f"{kind} {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is outside "
+                          f"[0, {print_ir(extent)}) of '{tensor.name}'")
+            oob = self.fn.append_basic_block("oob")
+            ok = self.fn.append_basic_block("inbounds")
+            self.b.cbranch(bad, oob, ok).set_weights([1, 1 << 20])
+            self.b.position_at_end(oob)
+            self.b.store(value, self.unit.oob_index())
+            self.fail(self.status, STATUS_OUT_OF_BOUNDS + len(checks) - 1)
+            self.b.position_at_end(ok)
 
     def allocate(self, buf: Buffer) -> ir.Value:
         """Storage for a temp buffer (see module docstring)."""
@@ -167,6 +206,17 @@ class FunctionEmitter(ExprEmitter):
 
     # -- loops -------------------------------------------------------------------------------------------
     def s_For(self, s: For) -> None:
+        saved = self.ranges.get(s.loop_var)
+        self.ranges[s.loop_var] = (s.min, s.extent)
+        try:
+            self._for(s)
+        finally:
+            if saved is None:
+                del self.ranges[s.loop_var]
+            else:
+                self.ranges[s.loop_var] = saved
+
+    def _for(self, s: For) -> None:
         kind = s.for_type
         if kind is ForType.PARALLEL and self.lane is None and not self.in_parallel:
             from codegen.llvm.parallel import emit_parallel
@@ -335,3 +385,7 @@ def private_buffers(body: Stmt, temps: list[Buffer]) -> list[Buffer]:
     """Temp buffers of local/shared memory type used in `body` (private per parallel task)."""
     used = buffers_used(body)
     return [b for b in temps if b.name in used and b.memory_type in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)]
+
+
+def _retyped(e: Expr, dtype: DType) -> Expr:
+    return IntImm(dtype, e.value) if isinstance(e, IntImm) else Cast(dtype, e)

@@ -74,15 +74,32 @@ class FakeFunction:
         self.log.append(("launch", grid, block, args, shared_size))
 
 
-def fake_pycuda(log: list, fail_launch: bool = False) -> tuple[Any, Any]:
+OOB_STATUS_PTR = 0xB0B0
+
+
+def fake_pycuda(log: list, fail_launch: bool = False, globals_: dict[int, np.ndarray] | None = None
+                ) -> tuple[Any, Any]:
+    """`globals_`: device memory of module globals by address (`cinn_oob_status` at OOB_STATUS_PTR)."""
     function = FakeFunction(log, fail_launch)
+    memory = globals_ if globals_ is not None else {OOB_STATUS_PTR: np.zeros(2, np.int64)}
+
+    def dtoh(dest: np.ndarray, ptr: int) -> None:
+        dest[...] = memory[ptr]
+
+    def htod(ptr: int, src: np.ndarray) -> None:
+        memory[ptr][...] = src
+
+    module = SimpleNamespace(get_function=lambda name: function,
+                             get_global=lambda name: (OOB_STATUS_PTR, 16) if name == "cinn_oob_status" else None)
     drv = SimpleNamespace(
         Error=FakeError,
         function_attribute=SimpleNamespace(SHARED_SIZE_BYTES="SHARED_SIZE_BYTES",
                                            MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES"),
-        module_from_buffer=lambda cubin: SimpleNamespace(get_function=lambda name: function),
+        module_from_buffer=lambda cubin: module,
         mem_alloc=lambda n: FakeAlloc(log, n),
         memset_d8=lambda ptr, value, n: log.append(("memset", ptr, value, n)),
+        memcpy_dtoh=dtoh,
+        memcpy_htod=htod,
     )
     gpuarray = SimpleNamespace(to_gpu=lambda a: FakeGPUArray(a.copy()),
                                empty=lambda shape, dtype: FakeGPUArray(np.zeros(shape, dtype)))
