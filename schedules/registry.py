@@ -76,6 +76,7 @@ for _name, _params, _ret in (
     # not a handle: nothing is named in the trace.
     ("rfactor", ("loop", "rf_axis"), "none"),
     ("factorize_reduction", ("loop", "rf_axis"), "none"),
+    ("decompose_reduction", ("block", "loop"), "one"),
     ("align_iter_space", (), "none"),
 ):
     register(_name, _params, _ret)  # type: ignore[arg-type]

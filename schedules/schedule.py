@@ -457,6 +457,15 @@ class IRSchedule:
         self._commit(k, new_func)
         return tensor
 
+    @recorded("decompose_reduction")
+    def decompose_reduction(self, block: BlockLike, loop: LoopRV) -> BlockRV:
+        """Move reduction `block`'s init block out of its nest to just before `loop` (which must
+        enclose both); the update nest below `loop` becomes perfect. Returns the init block."""
+        k, realize, node = self._on_block_and_loop("decompose_reduction", block, loop)
+        new_func, init = P.decompose_reduction(self._funcs[k], realize, node)
+        self._commit(k, new_func)
+        return self._block_rv(init)
+
     @recorded("align_iter_space")
     def align_iter_space(self) -> None:
         """Align every loop nest of each function onto its group's `[spatial, reduce]` space."""

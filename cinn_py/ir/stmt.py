@@ -129,6 +129,11 @@ NONTEMPORAL_ATTR = "x86_nontemporal"
 `!nontemporal` (streaming stores that bypass the caches: for large write-once outputs, which
 would otherwise evict the inputs and cost a read-for-ownership per line)."""
 
+FP_CONTRACT_ATTR = "fp_contract"
+"""Block attribute: the backends may contract `a * b + c` in this block into one fused
+multiply-add (one rounding instead of two; NVRTC does this everywhere by default, the x86
+backend only in blocks that carry this attribute, e.g. the auto scheduler's matmul updates)."""
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ScheduleBlock(Stmt):

@@ -2,7 +2,8 @@
 
 - `nontemporal_buffers`: buffers whose blocks ask for streaming stores.
 - `inline_schedule_blocks`: ScheduleBlockRealize -> its body with iter vars replaced by their
-  iter values (codegen needs no block structure; CINN's codegen sees the same after lowering).
+  iter values (codegen needs no block structure; CINN's codegen sees the same after lowering);
+  in blocks with the `fp_contract` attribute, float `a * b + c` becomes `fmuladd(a, b, c)`.
 - `lane_stride`: how an index moves from one lane to the next in a `vectorize[F]` loop (0:
   invariant, 1: contiguous, k: strided, None: not affine), which picks vector load/store vs
   broadcast vs gather/scatter.
@@ -24,10 +25,24 @@ from cinn_py.ir import (
 )
 
 
+class _Contract(Mutator):
+    """`a * b + c` (float) -> `fmuladd(a, b, c)`, which LLVM emits as one FMA instruction."""
+
+    def visit_add(self, node: E.Add) -> E.Expr:
+        a, b = self.visit(node.a), self.visit(node.b)
+        if node.dtype.element_of().is_float:
+            for mul, other in ((a, b), (b, a)):
+                if isinstance(mul, E.Mul) and mul.dtype == node.dtype == other.dtype:
+                    return E.Call("fmuladd", (mul.a, mul.b, other), node.dtype)
+        return node if a is node.a and b is node.b else E.Add(a, b)
+
+
 class _BlockInliner(Mutator):
     def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         block = node.schedule_block
         body = self.visit(block.body)
+        if block.attr(S.FP_CONTRACT_ATTR):
+            body = _Contract().visit(body)
         mapping = dict(zip(block.iter_vars, node.iter_values))
         body = substitute(body, mapping)
         return body if isinstance(body, Block) else Block((body,))

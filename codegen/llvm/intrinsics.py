@@ -26,6 +26,7 @@ _LLVM_INTRINSIC = {
     "round": "llvm.round", "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log",
     "log2": "llvm.log2", "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos",
     "pow": "llvm.pow", "abs": "llvm.fabs",
+    "fmuladd": "llvm.fmuladd",  # only from `fp_contract` blocks (analysis._Contract): a*b+c, fused
 }
 # name -> libm symbol (float64 name; float32 adds the `f` suffix).
 _LIBM = {"tanh": "tanh", "erf": "erf", "expm1": "expm1", "log1p": "log1p", "cbrt": "cbrt",

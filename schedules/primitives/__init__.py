@@ -10,6 +10,7 @@ from schedules.primitives.align import align_iter_space
 from schedules.primitives.annotate import annotate, unannotate
 from schedules.primitives.compute_at import compute_at, simple_compute_at
 from schedules.primitives.compute_inline import compute_inline, reverse_compute_inline
+from schedules.primitives.decompose import decompose_reduction
 from schedules.primitives.flatten import add_unit_loop, flatten_loops
 from schedules.primitives.for_type import GpuLimits, bind, parallel, unroll, vectorize
 from schedules.primitives.fuse import fuse
@@ -22,7 +23,7 @@ from schedules.primitives.storage import set_buffer, sync_threads
 
 __all__ = [
     "GpuLimits", "add_unit_loop", "align_iter_space", "annotate", "bind", "compute_at", "compute_inline",
-    "factorize_reduction", "flatten_loops", "fuse", "get_all_blocks", "get_block", "get_child_blocks",
+    "decompose_reduction", "factorize_reduction", "flatten_loops", "fuse", "get_all_blocks", "get_block", "get_child_blocks",
     "get_loops", "get_root_block", "parallel", "reorder", "reverse_compute_at", "reverse_compute_inline",
     "rfactor", "set_buffer", "simple_compute_at", "split", "sync_threads", "unannotate", "unroll", "vectorize",
 ]

@@ -30,6 +30,7 @@ from schedules.tactics.compute_at import compute_at_reduction_tactic
 from schedules.tactics.compute_inline import compute_inline_tactic
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
 from schedules.tactics.group import GroupInfo, analyze_group
+from schedules.tactics.matmul import MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic
 from schedules.tactics.storage import assign_storage
 from schedules.tactics.tile_first import tile_first_general_tactic
 from schedules.tactics.x86 import x86_schedule
@@ -59,6 +60,8 @@ class AutoScheduleReport:
     """x86: what was done to each nest (by its main block; "*" for a whole-group fused loop)."""
     fallbacks: list[str] = field(default_factory=list)
     """Why a better tactic did not apply (each entry names the tactic and the rule), in order."""
+    notes: list[str] = field(default_factory=list)
+    """Why the tactics chose what they did (matmul tile, tuned parameters, fallbacks)."""
 
 
 def _check_args(func: LoweredFunc, target: str, config: ScheduleConfig | None) -> None:
@@ -86,7 +89,44 @@ def _require_aligned(sch: IRSchedule, info: GroupInfo, report: AutoScheduleRepor
                          "(schedule it by hand, or split the group)", sch.func)
 
 
-def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfig | None = None) -> IRSchedule:
+def _try_matmul_x86(func: LoweredFunc, cfg: ScheduleConfig, params: MatmulParams | None,
+                    report: AutoScheduleReport) -> IRSchedule | None:
+    """The matmul tactic when the group (after inlining its epilogue's intermediates) is a
+    matmul; None otherwise. Parameters: `params`, else the tuning database's entry for this
+    group, else the defaults."""
+    sch = IRSchedule(func)
+    inlined = compute_inline_tactic(sch)
+    info = match_matmul(sch.func)
+    if info is None:
+        return None
+    if params is None:
+        params, source = tuned_matmul_params(info, cfg)
+    else:
+        source = "given"
+    try:
+        notes = matmul_x86_tactic(sch, info, params)
+    except ScheduleError as err:  # never fail: the generic tactics schedule it instead
+        report.fallbacks.append(f"matmul tactic ({source} parameters) did not apply: {type(err).__name__}: "
+                                f"{str(err).splitlines()[0]}")
+        return None
+    report.inlined = inlined
+    report.notes = [f"matmul parameters: {source}"] + notes
+    report.strategy = "x86-matmul"
+    return sch
+
+
+def tuned_matmul_params(info: object, cfg: ScheduleConfig) -> tuple[MatmulParams, str]:
+    """The tuning database's parameters for this matmul group, else the defaults."""
+    from schedules.tactics.tuning_db import lookup_matmul
+
+    found = lookup_matmul(info)  # type: ignore[arg-type]
+    if found is not None:
+        return found, "tuning database"
+    return default_matmul_params(info), "defaults"  # type: ignore[arg-type]
+
+
+def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfig | None = None,
+                  matmul: MatmulParams | None = None) -> IRSchedule:
     """Schedule `func` automatically for `target` ("cuda" or "x86").
 
     Args:
@@ -94,6 +134,7 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         target: "cuda" (tile + bind, cross-thread reductions) or "x86" (parallel + vectorize).
         config: the tile config to use; default: CINN's static-shape rules for the group's sizes
             (symbolic sizes count as large; see `auto_schedule_buckets`).
+        matmul: x86 matmul tile parameters (default: the tuning database's, else the defaults).
 
     Returns:
         The IRSchedule (its `.func` is the scheduled function, its `.trace` the primitives
@@ -106,9 +147,13 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
     cfg = config or build_schedule_config(analyze_group(func))
     report = AutoScheduleReport(target, cfg)
     if target == "x86":
+        mm = _try_matmul_x86(func, cfg, matmul, report)
+        if mm is not None:
+            mm.auto_report = report  # type: ignore[attr-defined]
+            return mm
         sch, result = x86_schedule(lambda: IRSchedule(func), cfg)
         report.strategy, report.inlined = f"x86-{result.plan}", result.inlined
-        report.nests, report.fallbacks = result.nests, result.fallbacks
+        report.nests, report.fallbacks = result.nests, report.fallbacks + result.fallbacks
         sch.auto_report = report  # type: ignore[attr-defined]
         return sch
     sch = IRSchedule(func)

@@ -47,6 +47,7 @@ SECTIONS: list[tuple[str | None, str, list[str]]] = [
     ("compute_inline", "Inlining", ["compute_inline", "reverse_compute_inline"]),
     ("cache", "Caches", ["cache_read", "cache_write"]),
     ("reduction", "Reductions", ["rfactor", "factorize_reduction"]),
+    ("decompose", "Decomposing a reduction", ["decompose_reduction"]),
     ("align", "Loop alignment", ["align_iter_space"]),
     (None, "Trying a sequence of primitives: fork and adopt", ["fork", "adopt"]),
 ]
@@ -132,6 +133,8 @@ except cp.ScheduleError as err:
     "reverse_compute_inline": ["sch = elementwise()", 'sch.reverse_compute_inline("C")', "print(sch)"],
     "cache_read": ["sch = elementwise()", 'sch.cache_read("C", 0, "local")', "print(sch)"],
     "cache_write": ["sch = elementwise()", 'sch.cache_write("B", 0, "local")', "print(sch)"],
+    "decompose_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")', "io, ii = sch.split(i, [-1, 4])",
+                            'init = sch.decompose_reduction("B", ii)', "sch.reorder([k, ii])", "print(sch)"],
     "rfactor": ["sch = reduction()", 'i, k = sch.get_loops("B")', "ko, ki = sch.split(k, [-1, 8])",
                 "rf = sch.rfactor(ki, 0)", "rf.name, [str(d) for d in rf.shape]", "print(sch)"],
     "factorize_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")', "ko, ki = sch.split(k, [8, -1])",

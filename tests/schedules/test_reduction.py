@@ -214,3 +214,39 @@ def test_rfactor_keeps_the_rf_loop_handle() -> None:
     _, k = sch.get_loops("B")
     sch.rfactor(k, 0)
     assert sch.get_loops("rf_B")[1] == k
+
+
+# -- decompose_reduction --------------------------------------------------------------------------
+def test_decompose_reduction_makes_the_update_nest_perfect() -> None:
+    from schedules.errors import NotAChainError
+    from schedules.primitives.decompose import DecomposeError
+
+    fn = _reduce(30)
+    sch = IRSchedule(fn)
+    i, k = sch.get_loops("B")
+    io, ii = sch.split(i, [-1, 8])  # a tail guard on (io, ii)
+    with pytest.raises(NotAChainError, match="holds 2 statements"):
+        sch.reorder([k, ii])
+    init = sch.decompose_reduction("B", ii)
+    assert sch.get(init).schedule_block.name == "B__reduce_init"
+    sch.reorder([k, ii])  # k now outside the tile loop; the guard follows ii down
+    text = print_ir(sch.func)
+    assert text.index("B__reduce_init") < text.index("serial for (k0, 0, 16)")
+    assert text.index("serial for (k0, 0, 16)") < text.index("serial for (i_0, 0, 8)")
+    check(fn, sch)
+    with pytest.raises(DecomposeError, match="has no 'B__reduce_init' block"):
+        sch.decompose_reduction("B", io)
+
+
+def test_decompose_reduction_rules() -> None:
+    from schedules.errors import InvalidArgumentError
+    from schedules.primitives.decompose import DecomposeError
+
+    sch = IRSchedule(_reduce(32))
+    i, k = sch.get_loops("B")
+    before = print_ir(sch.func)
+    with pytest.raises(DecomposeError, match="is not a reduction"):
+        sch.decompose_reduction("B__reduce_init", i)
+    with pytest.raises(InvalidArgumentError, match="must enclose both"):
+        sch.decompose_reduction("B", k)
+    assert print_ir(sch.func) == before  # nothing changed

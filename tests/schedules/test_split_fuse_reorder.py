@@ -182,6 +182,18 @@ def test_reorder_preserves_guard_and_unlisted_loops() -> None:
     check(fn, sch)
 
 
+def test_reorder_sinks_a_tail_guard_below_the_loops_it_uses() -> None:
+    fn = P.elementwise((30, 6))
+    sch = IRSchedule(fn)
+    i, j = sch.get_loops("B")
+    a, b = sch.split(i, [-1, 8])
+    sch.reorder([j, a])  # the guard on (i, i_0) would sit above i: it follows i down
+    lines = [line.strip() for line in body(sch).splitlines() if "for" in line or "if" in line]
+    assert lines == ["serial for (j, 0, 6)", "serial for (i_0, 0, 8)", "serial for (i, 0, 4)",
+                     "if ((((i * 8) + i_0) < 30)) {"]
+    check(fn, sch)
+
+
 def test_reduction_loop_reorder_is_allowed() -> None:
     fn = P.reduce_sum()
     sch = IRSchedule(fn)
