@@ -10,10 +10,13 @@ Producer -> consumer rules (`can_fuse_edge`), for every edge between the two gro
     Reduction   -> ElementWise of the reduction's output size; Broadcast of the reduction's
                    output back to its input size; Reduction with the same reduce attrs
     OutFusible  -> ElementWise
-    NonFusible  -> nothing (a NonFusible op, e.g. matmul, is a group of its own)
+    NonFusible  -> nothing (a NonFusible op is a group of its own), except matmul -> an
+                   ElementWise op of the matmul's output shape (its epilogue: bias, activation)
 
 Group conditions (`group_is_valid`), checked on the union before a merge:
-- a NonFusible op is alone;
+- a NonFusible op is alone, except a matmul with its epilogue: ElementWise ops of its output
+  shape that (transitively) read its output, and the Broadcasts that feed them (a bias); the
+  matmul tactic computes the epilogue on the matmul's output tile (docs/auto_schedule.md);
 - all reductions of a group share their reduce attrs (input shape and axes), and every op
   iterates over either the reduction's input domain or its output domain (same element count):
   the group is one `[spatial, reduce]` iteration space that the group scheduler can align
@@ -76,9 +79,42 @@ def _domain(op: Operator) -> tuple[object, ...]:
     return tuple(op.inputs[0].shape) if op.pattern is K.kReduction else tuple(op.output.shape)
 
 
+EPILOGUE_HOSTS = frozenset({"matmul"})
+"""NonFusible ops that take elementwise consumers of their output shape into their group."""
+
+
+def _is_epilogue_edge(producer: Operator, consumer: Operator) -> bool:
+    return (producer.type in EPILOGUE_HOSTS and consumer.pattern is K.kElementWise
+            and shapes_equal(tuple(consumer.output.shape), tuple(producer.output.shape)))
+
+
+def _is_epilogue_group(ops: Sequence[Operator]) -> bool:
+    """One matmul, then ElementWise ops of its output shape that read it (directly or through
+    each other) and Broadcasts of that shape (operands such as a bias); ops in program order."""
+    hosts = [op for op in ops if op.pattern is K.kNonFusible]
+    if len(hosts) != 1 or hosts[0].type not in EPILOGUE_HOSTS:
+        return False
+    host = hosts[0]
+    shape = tuple(host.output.shape)
+    downstream = {id(host.output)}
+    for op in ops:
+        if op is host:
+            continue
+        if op.pattern not in (K.kElementWise, K.kBroadcast) or not shapes_equal(tuple(op.output.shape), shape):
+            return False
+        reads_host = any(id(v) in downstream for v in op.inputs)
+        if op.pattern is K.kElementWise and not reads_host:
+            return False  # a prologue op would be recomputed for every k step
+        if reads_host:
+            downstream.add(id(op.output))
+    return True
+
+
 def can_fuse_edge(producer: Operator, consumer: Operator) -> bool:
     """The producer -> consumer rule for one edge (kinds and the Reduction size conditions)."""
     pk, ck = producer.pattern, consumer.pattern
+    if pk is K.kNonFusible:
+        return _is_epilogue_edge(producer, consumer)
     if not can_fuse_kinds(pk, ck):
         return False
     if pk is not K.kReduction:
@@ -95,7 +131,7 @@ def group_is_valid(ops: Sequence[Operator]) -> bool:
     """The group-level conditions of the module docstring."""
     kinds = [op.pattern for op in ops]
     if K.kNonFusible in kinds:
-        return len(ops) == 1
+        return len(ops) == 1 or _is_epilogue_group(ops)
     reductions = [op for op in ops if op.pattern is K.kReduction]
     if not reductions:
         return True

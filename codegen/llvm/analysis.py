@@ -19,8 +19,9 @@ from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Add, Alloc, And, Block, Broadcast, Buffer, Cast, Expr, FloatImm, For, ForType, Free, IfThenElse, IntImm,
-    Let, Load, LoweredFunc, Minus, Mul, Mutator, NONTEMPORAL_ATTR, Or, Ramp, Reduce, ScheduleBlockRealize, Select, Stmt, Store,
+    FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
+    For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
+    ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Sub, UIntImm, Var, print_ir_marked, substitute, walk,
 )
 
@@ -28,20 +29,20 @@ from cinn_py.ir import (
 class _Contract(Mutator):
     """`a * b + c` (float) -> `fmuladd(a, b, c)`, which LLVM emits as one FMA instruction."""
 
-    def visit_add(self, node: E.Add) -> E.Expr:
+    def visit_add(self, node: Add) -> Expr:
         a, b = self.visit(node.a), self.visit(node.b)
         if node.dtype.element_of().is_float:
             for mul, other in ((a, b), (b, a)):
-                if isinstance(mul, E.Mul) and mul.dtype == node.dtype == other.dtype:
-                    return E.Call("fmuladd", (mul.a, mul.b, other), node.dtype)
-        return node if a is node.a and b is node.b else E.Add(a, b)
+                if isinstance(mul, Mul) and mul.dtype == node.dtype == other.dtype:
+                    return Call("fmuladd", (mul.a, mul.b, other), node.dtype)
+        return node if a is node.a and b is node.b else Add(a, b)
 
 
 class _BlockInliner(Mutator):
     def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
         block = node.schedule_block
         body = self.visit(block.body)
-        if block.attr(S.FP_CONTRACT_ATTR):
+        if block.attr(FP_CONTRACT_ATTR):
             body = _Contract().visit(body)
         mapping = dict(zip(block.iter_vars, node.iter_values))
         body = substitute(body, mapping)

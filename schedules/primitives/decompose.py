@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cinn_py import ir
-from cinn_py.ir import Block, Expr, For, IfThenElse, LoweredFunc, ScheduleBlockRealize, Stmt, Var
-from cinn_py.ir.stmt import new_uid
+from cinn_py.ir import (
+    Block, Expr, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var, new_uid, substitute,
+    walk,
+)
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, vars_in
 from schedules.errors import InvalidArgumentError, ScheduleError, schedule_error
 from schedules.primitives._move import fresh_loop_var
@@ -78,7 +79,7 @@ def _check_no_other_access(func: LoweredFunc, index: StmtIndex, loop: For, init:
     for other in all_blocks(func):
         if other is init or other is block or not any(a is loop for a in index.ancestors(other)):
             continue
-        touched = {n.tensor.buffer.name for n in ir.walk(other.schedule_block.body) if isinstance(n, (ir.Load, ir.Store))}
+        touched = {n.tensor.buffer.name for n in walk(other.schedule_block.body) if isinstance(n, (Load, Store))}
         if buf in touched:
             raise schedule_error(DecomposeError, "decompose_reduction", f"block '{other.schedule_block.name}' under "
                                  f"loop '{loop.loop_var.name}' also accesses buffer '{buf}', which the init would now "
@@ -91,15 +92,15 @@ def _copy_nest(path: list[Stmt], init: ScheduleBlockRealize, taken: set[str]) ->
     for node in path:
         if isinstance(node, For):
             mapping[node.loop_var] = fresh_loop_var(node.loop_var, taken)
-    body: Stmt = dataclasses.replace(init, iter_values=tuple(ir.substitute(v, mapping) for v in init.iter_values),
+    body: Stmt = dataclasses.replace(init, iter_values=tuple(substitute(v, mapping) for v in init.iter_values),
                                      uid=new_uid())
     for node in reversed(path):
         inner = Block((body,))
         if isinstance(node, For):
-            body = For(mapping[node.loop_var], ir.substitute(node.min, mapping), ir.substitute(node.extent, mapping),
+            body = For(mapping[node.loop_var], substitute(node.min, mapping), substitute(node.extent, mapping),
                        inner, node.for_type, node.bind_offset, node.vectorize_factor)  # type: ignore[arg-type]
         else:
-            body = IfThenElse(ir.substitute(node.condition, mapping), inner)  # type: ignore[union-attr]
+            body = IfThenElse(substitute(node.condition, mapping), inner)  # type: ignore[union-attr]
     return body
 
 
@@ -111,10 +112,10 @@ def decompose_reduction(func: LoweredFunc, block: ScheduleBlockRealize, loop: Fo
     init = _init_of(func, index, block)
     path = _path(func, index, loop, init, block)
     _check_no_other_access(func, index, loop, init, block)
-    taken = {n.loop_var.name for n in ir.walk(func.body) if isinstance(n, For)} | {v.name for v in func.scalar_args}
+    taken = {n.loop_var.name for n in walk(func.body) if isinstance(n, For)} | {v.name for v in func.scalar_args}
     nest = _copy_nest(path, init, taken)
     without = remove_stmt(func, init)
-    new_loop = next(n for n in ir.walk(without.body) if isinstance(n, For) and n.uid == loop.uid)
+    new_loop = next(n for n in walk(without.body) if isinstance(n, For) and n.uid == loop.uid)
     new_func = replace_with_seq(without, new_loop, (nest, new_loop))
     moved = next(r for r in all_blocks(new_func) if r.schedule_block.name == init.schedule_block.name)
     return new_func, moved

@@ -36,9 +36,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from cinn_py import ir
-from cinn_py.ir import Expr, For, Load, LoweredFunc, Var
-from cinn_py.ir.stmt import FP_CONTRACT_ATTR
+from cinn_py.ir import FP_CONTRACT_ATTR, Add, Expr, For, Load, LoweredFunc, Mul, Var, walk
 from schedules.analysis.loops import block_stores
 from schedules.analysis.regions import const_value
 from schedules.errors import ScheduleError
@@ -109,7 +107,7 @@ def _sum_of_product(block: BlockInfo) -> tuple[Load, Load] | None:
     if len(stores) != 1:
         return None
     value = stores[0].value
-    if not isinstance(value, ir.Add) or not isinstance(value.b, ir.Mul):
+    if not isinstance(value, Add) or not isinstance(value.b, Mul):
         return None
     own = value.a
     if not (isinstance(own, Load) and own.tensor.name == stores[0].tensor.name):
@@ -232,7 +230,7 @@ def fit_params(info: MatmulInfo, p: MatmulParams) -> MatmulParams:
     if n is not None and n < lanes:
         lanes, nv = 1 << (max(n, 1).bit_length() - 1), 1  # narrower vectors for a thin C
     if n is not None:
-        nv = max(1, min(nv, -(-n // lanes)))
+        nv = max(1, min(nv, n // lanes))  # the split needs nv * lanes <= N
     if k is not None:
         kc = max(1, min(kc, k))
     pack = p.pack_b and not info.b_transposed and (info.b_batched or not info.batch)
@@ -287,7 +285,7 @@ def _read_order(sch: IRSchedule, info: MatmulInfo) -> list[str]:
     `read_idx` counts C itself first)."""
     realize = sch.get(sch.get_block(info.block))
     names: list[str] = []
-    for node in ir.walk(realize.schedule_block.body):  # type: ignore[union-attr]
+    for node in walk(realize.schedule_block.body):  # type: ignore[union-attr]
         if isinstance(node, Load) and node.tensor.name != info.tensor and node.tensor.name not in names:
             names.append(node.tensor.name)
     return names

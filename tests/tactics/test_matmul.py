@@ -153,3 +153,26 @@ def _loop_with_most(asm: str, needle: str) -> list[str]:
         if re.match(r"\s+j\w+\s", line):
             blocks.append([])
     return max(blocks, key=lambda b: sum(needle in ln for ln in b))
+
+
+def test_net_builder_matmul_bias_relu_is_one_matmul_group() -> None:
+    from cinn_py.frontend.fusion import fuse
+    from cinn_py.frontend.graph_passes import optimize
+    from cinn_py.frontend.net_builder import NetBuilder
+
+    nb = NetBuilder("linear")
+    x = nb.create_input("float32", ["S0", 40], "X")
+    w = nb.create_input("float32", [40, 24], "W")
+    b = nb.create_input("float32", [24], "B")
+    nb.relu(nb.add(nb.matmul(x, w), b))
+    program = nb.build()
+    (group,) = fuse(optimize(program)).groups
+    sch = auto_schedule(group.lower(), "x86")
+    assert sch.auto_report.strategy == "x86-matmul"
+    assert any("fused on the output panel" in n for n in sch.auto_report.notes), sch.auto_report.notes
+    kern = cp.build(sch, target="x86")
+    rng = np.random.default_rng(2)
+    for rows in (1, 9, 70):
+        args = [rng.standard_normal((rows, 40), dtype=np.float32), rng.standard_normal((40, 24), dtype=np.float32),
+                rng.standard_normal(24, dtype=np.float32)]
+        np.testing.assert_allclose(kern(*args), program.run_numpy(*args), rtol=1e-4, atol=1e-4)
