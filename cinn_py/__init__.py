@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     # driver: ties schedules and codegen together
     "build": "cinn_py.driver",
     "codegen": "cinn_py.driver",
+    "tune": "cinn_py.driver",
     # errors
     "CinnError": "cinn_py.diagnostics",
     "ParseError": "cinn_py.diagnostics",

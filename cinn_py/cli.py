@@ -6,6 +6,9 @@
                                                              inputs, compare with the interpreter
     cinn-py bench [NAMES...] [--repeat N] [--threads T] [--json] [--plot F]   x86 benchmarks:
                                                             hand and auto schedules vs numpy
+    cinn-py tune FILE [--trials N] [--workers process|ray|inline] [--dims M=512] [--db PATH]
+                                                            tune the auto scheduler's parameters
+                                                            into the tuning database
     cinn-py demo                                            the seed example end to end
 
 FILE is a `.ir` file (IR text, as the printer writes it, optionally with `// decl` lines) or a
@@ -178,6 +181,23 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     return int(bench.main(argv) or 0)
 
 
+def cmd_tune(ns: argparse.Namespace) -> int:
+    from cinn_py.driver import tune
+
+    program = load_program(Path(ns.file))
+    funcs = program.functions if isinstance(program, Module) else (program,)
+    ok = True
+    for func in funcs:
+        results = tune(func, "x86", ns.trials, workers=ns.workers, parallel=ns.parallel, dims=_parse_dims(ns.dims),
+                       repeat=ns.repeat, timeout_s=ns.timeout, db=ns.db, save=not ns.no_save, progress=not ns.quiet)
+        for res in results:
+            print(res.summary())
+            ok = ok and res.best.ok
+        if results and results[0].db_path is not None and not ns.no_save:
+            print(f"tuning database: {results[0].db_path}")
+    return 0 if ok else 1
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
     from cinn_py.tools.demo import run_demo
 
@@ -224,6 +244,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     bench.add_argument("--plot", metavar="FILE.png", help="write a bar chart (needs matplotlib: cinn-py[plot])")
     bench.set_defaults(handler=cmd_bench)
+
+    tune = sub.add_parser("tune", help="tune the x86 auto schedule's parameters into the tuning database")
+    tune.add_argument("file", help=".ir file or Python file building tensors")
+    tune.add_argument("--trials", type=int, default=16, help="candidates per group, defaults included (16)")
+    tune.add_argument("--workers", choices=("process", "ray", "inline"), default="process",
+                      help="where candidates are measured (ray: pip install 'cinn-py[distributed]')")
+    tune.add_argument("--parallel", type=int, default=1, help="concurrent measurements (1: comparable timings)")
+    tune.add_argument("--dims", help="values of symbolic dims for the measurements, e.g. M=512,N=512")
+    tune.add_argument("--repeat", type=int, default=5, help="timed samples per candidate (fastest counts)")
+    tune.add_argument("--timeout", type=float, default=120.0, help="seconds before a candidate counts as hung")
+    tune.add_argument("--db", help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning_db.json)")
+    tune.add_argument("--no-save", action="store_true", help="measure only; leave the database alone")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    tune.set_defaults(handler=cmd_tune)
 
     demo = sub.add_parser("demo", help="the seed example: lower, schedule, CUDA C, x86 run vs numpy")
     demo.add_argument("--quiet", action="store_true")

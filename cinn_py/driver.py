@@ -103,3 +103,10 @@ def lower_for_target(func_or_schedule: Any, target: str) -> LoweredFunc:
         return importlib.import_module("codegen.cuda.lowering").lower_for_cuda(func)
     _backend(target)
     return func
+
+
+def tune(func_or_program: Any, target: str = "x86", trials: int = 16, **options: Any) -> Any:
+    """Tune the auto scheduler's parameters for every group of `func_or_program` and keep the
+    best in the tuning database that `schedule="auto"` reads (`cinn_py.tools.tune.tune`,
+    docs/auto_schedule.md "Tuning"). Returns one `TuneResult` per group."""
+    return importlib.import_module("cinn_py.tools.tune").tune(func_or_program, target, trials, **options)

@@ -1,5 +1,6 @@
-"""Shared fixtures: a fresh name context per test (CINN's ResetNameId), a fresh on-disk kernel
-cache (`cache_dir`), the `cuda` marker, and checked builds (bounds-checked kernels: an
+"""Shared fixtures: a fresh name context per test (CINN's ResetNameId), no tuning database unless a
+test asks for one (the user's tuned parameters must not change what tests see), a fresh on-disk
+kernel cache (`cache_dir`), the `cuda` marker, and checked builds (bounds-checked kernels: an
 out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbage or a crash)."""
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ def _checked_builds() -> Iterator[None]:
     checked.set_default_checked(True)
     yield
     checked.set_default_checked(None)
+
+
+@pytest.fixture(autouse=True)
+def _no_tuning_db(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CINN_PY_TUNING_DB", "off")
 
 
 @pytest.fixture()

@@ -20,6 +20,7 @@ intermediate, it is retried after inlining.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from cinn_py.ir import And, Expr, GE, IntImm, LE, LoweredFunc, const
@@ -125,6 +126,17 @@ def tuned_matmul_params(info: object, cfg: ScheduleConfig) -> tuple[MatmulParams
     return default_matmul_params(info), "defaults"  # type: ignore[arg-type]
 
 
+def _tuned_config(func: LoweredFunc, target: str, cfg: ScheduleConfig) -> ScheduleConfig:
+    """`cfg` with the tuning database's x86 parameters for this group, when it has a record."""
+    if target != "x86":
+        return cfg
+    from schedules.tactics.tuning_db import lookup_group
+
+    params = lookup_group(func, target) or {}
+    known = {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(cfg)}}
+    return dataclasses.replace(cfg, **known) if known else cfg
+
+
 def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfig | None = None,
                   matmul: MatmulParams | None = None) -> IRSchedule:
     """Schedule `func` automatically for `target` ("cuda" or "x86").
@@ -144,7 +156,7 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         AutoScheduleError: the group cannot be scheduled for `target`.
     """
     _check_args(func, target, config)
-    cfg = config or build_schedule_config(analyze_group(func))
+    cfg = config or _tuned_config(func, target, build_schedule_config(analyze_group(func)))
     report = AutoScheduleReport(target, cfg)
     if target == "x86":
         mm = _try_matmul_x86(func, cfg, matmul, report)

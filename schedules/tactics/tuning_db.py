@@ -99,7 +99,8 @@ class TuningRecord:
 
     params: dict[str, Any]
     time_s: float
-    default_time_s: float
+    default_time_s: float | None
+    """The default parameters' time (None when they failed)."""
     trials: int
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -110,7 +111,8 @@ class TuningRecord:
     @staticmethod
     def from_json(data: dict[str, Any]) -> TuningRecord:
         meta = {k: v for k, v in data.items() if k not in ("params", "time_s", "default_time_s", "trials")}
-        return TuningRecord(dict(data["params"]), float(data["time_s"]), float(data["default_time_s"]),
+        default = data["default_time_s"]
+        return TuningRecord(dict(data["params"]), float(data["time_s"]), None if default is None else float(default),
                             int(data["trials"]), meta)
 
 
