@@ -122,7 +122,8 @@ def test_not_a_matmul_is_left_to_the_generic_tactics() -> None:
     S = cp.compute((16,), lambda i: cp.reduce_sum(X[i, k] * X[i, k], k), "S")
     fn = cp.lower("sumsq", [X, S])
     assert match_matmul(fn) is None
-    assert auto_schedule(fn, "x86").auto_report.strategy == "x86"
+    strategy = auto_schedule(fn, "x86").auto_report.strategy
+    assert strategy.startswith("x86-") and strategy != "x86-matmul"
 
 
 def test_micro_kernel_keeps_the_accumulator_tile_in_registers() -> None:
