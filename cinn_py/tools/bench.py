@@ -52,6 +52,8 @@ from cinn_py.ir import LoweredFunc
 BANDWIDTH_ELEMENTS = 1 << 25  # 128 MiB of float32
 TARGET_BW_FRACTION = 0.8
 TARGET_NUMPY_SPEEDUP = 5.0
+BLAS_FACTOR = 1.5
+"""Compute-bound workloads (matmul): at most this many times slower than numpy's BLAS."""
 
 
 class BenchmarkError(CinnError):
@@ -315,6 +317,8 @@ def _targets(workload: Workload, row: dict[str, Any]) -> dict[str, bool]:
     targets: dict[str, bool] = {}
     if workload.fused_memory_bound:
         targets[f">={TARGET_BW_FRACTION:.0%} BW"] = row["pct_bw"] >= 100 * TARGET_BW_FRACTION
+    if workload.extra.get("blas") and row.get("x_numpy") is not None:
+        targets[f"<={BLAS_FACTOR:g}x BLAS"] = row["x_numpy"] >= 1 / BLAS_FACTOR
     if workload.name in FIVE_X_NUMPY and row.get("x_numpy") is not None:
         targets[f">={TARGET_NUMPY_SPEEDUP:g}x numpy"] = row["x_numpy"] >= TARGET_NUMPY_SPEEDUP
     return targets
