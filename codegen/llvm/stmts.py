@@ -37,13 +37,14 @@ from codegen.llvm import types as T
 from codegen.llvm.analysis import (
     LaneInfo, buffers_used, inline_schedule_blocks, lane_stride, vars_used, varies, vectorizable,
 )
-from codegen.llvm.emitter import ExprEmitter
+from codegen.llvm.emitter import ExprEmitter, flat_index
 from codegen.llvm.names import value_name as local_name
 
 if TYPE_CHECKING:
     from codegen.llvm.module import CodegenUnit
 
 STACK_LIMIT_BYTES = 32 * 1024
+STREAM_ALIGN = 64  # bytes: a streaming vector store's address alignment (one cache line)
 UNROLL_LIMIT = 64
 STATUS_OK, STATUS_NOMEM = 0, 1
 STATUS_OUT_OF_BOUNDS = 2
@@ -281,6 +282,7 @@ class FunctionEmitter(ExprEmitter):
         if lanes == 1 or not vectorizable(body, info):
             self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(body))
             return
+        lo = self.peel_to_alignment(s, body, info, lo, hi)
         extent = self.b.sub(hi, lo)
         main_end = self.b.sub(hi, self.b.srem(extent, ir.Constant(extent.type, lanes)))
         steps = ir.Constant(ir.VectorType(lo.type, lanes), list(range(lanes)))
@@ -297,6 +299,29 @@ class FunctionEmitter(ExprEmitter):
 
         self.counted_loop(s.loop_var, lo, main_end, lanes, vector_body, bind=ramp)
         self.counted_loop(s.loop_var, main_end, hi, 1, lambda: self.stmt(body))
+
+    def peel_to_alignment(self, s: For, body: Stmt, info: LaneInfo, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """A vector loop with a streaming store runs scalar iterations first until that store's
+        address is 64-byte aligned (`vmovntps` needs it; numpy's large arrays start 16 bytes
+        past a page): returns the new start of the vector loop."""
+        store = next((n for n in walk(body) if isinstance(n, Store) and n.tensor.buffer.name in self.nontemporal
+                      and not any(isinstance(v, Var) and v in info.lets for v in walk(n.indices))
+                      and lane_stride(flat_index(n.tensor, n.indices), info) == 1), None)
+        elem = T.storage_bytes(store.tensor.dtype) if store is not None else 0
+        if store is None or STREAM_ALIGN % elem:
+            return lo
+        saved = self.env.get(s.loop_var)
+        self.env[s.loop_var] = lo
+        try:
+            index = self.typed(flat_index(store.tensor, store.indices), int64)
+        finally:
+            self._restore(s.loop_var, saved)
+        address = self.b.ptrtoint(self._gep(store.tensor, index), T.I64)
+        gap = self.b.and_(self.b.sub(ir.Constant(T.I64, 0), address), ir.Constant(T.I64, STREAM_ALIGN - 1))
+        start = self.b.add(lo, T.cast(self.b, self.b.udiv(gap, ir.Constant(T.I64, elem)), int64, s.loop_var.dtype))
+        start = self.b.select(self.b.icmp_signed("<", start, hi), start, hi)
+        self.counted_loop(s.loop_var, lo, start, 1, lambda: self.stmt(body))
+        return start
 
     def tail_guard_as_bound(self, s: For, lo: ir.Value, hi: ir.Value) -> tuple[Stmt, ir.Value]:
         """A vectorised loop whose whole body is a split's tail guard, `if (a < b) body` with `a`

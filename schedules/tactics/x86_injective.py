@@ -16,8 +16,10 @@ loops). What a performance engineer writes for each shape of nest:
   cache blocks (the rows a block reads stay in L2 and their pages in the TLB) of `lanes x lanes`
   register tiles: the tile's rows unrolled, each a gather of the source and a contiguous vector
   store; the cache blocks are fused and run on the thread pool.
-* **large write-once outputs** (more than half the last-level cache): the block is annotated
-  `x86_nontemporal`, so its vector stores stream past the caches.
+* **large write-once outputs** (at least half the last-level cache) of row / flat schedules: the
+  block is annotated `x86_nontemporal`, so its vector stores stream past the caches (the x86
+  backend peels scalar iterations until the stores are 64-byte aligned). Measured on relu and
+  bias+gelu: 15-20% faster; tiled transposes are left out (slower with streaming stores).
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ def schedule_injective(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
         return _parallel_outer(sch, block, cfg, "rows (store not contiguous in the innermost loop)")
     gather = gather_loop(sch, block, loops)
     if gather is not None and _tileable(loops, gather, lanes):
-        note = tile_transpose(sch, block, gather, lanes, cfg)
-    else:
-        note = vectorize_rows(sch, block, lanes, cfg)
-    return note + stream_if_large(sch, block, cfg)
+        # no streaming stores: a tile writes 16 rows' short segments, which the write-combining
+        # buffers cannot merge into whole lines as fast as the cache does (measured 1.5x slower)
+        return tile_transpose(sch, block, gather, lanes, cfg)
+    return vectorize_rows(sch, block, lanes, cfg) + stream_if_large(sch, block, cfg)
 
 
 def _parallel_outer(sch: IRSchedule, block: str, cfg: ScheduleConfig, note: str) -> str:

@@ -172,3 +172,44 @@ def test_kernel_name_clashing_with_libm_is_renamed() -> None:
     assert kernel.symbol != "exp" and kernel.symbol.startswith("exp_")
     assert kernel.symbol == symbol_name("exp")  # deterministic
     np.testing.assert_allclose(kernel(np.zeros(4, np.float32)), np.ones(4))
+
+
+def _scaled(rows: int, cols: int, nontemporal: bool, split: int | None = None):  # type: ignore[no-untyped-def]
+    import cinn_py as cp
+    from schedules import IRSchedule
+
+    X = cp.placeholder((rows, cols), "float32", "X")
+    Y = cp.compute((rows, cols), lambda i, j: X[i, j] * 3.0 - 1.0, "Y")
+    sch = IRSchedule(cp.lower("scaled", [X, Y]))
+    j = sch.get_loops("Y")[1]
+    if split is not None:
+        j = sch.split(j, [-1, split])[1]
+    sch.vectorize(j, 16)
+    if nontemporal:
+        sch.annotate("Y", ir.NONTEMPORAL_ATTR, True)
+    return sch.func
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3, 15])
+def test_streaming_stores_peel_to_alignment(offset: int) -> None:
+    """`x86_nontemporal` blocks store with `!nontemporal` (vmovntps) after scalar iterations that
+    reach a 64-byte aligned address; outputs at any element offset are written correctly."""
+    f = _scaled(7, 300, nontemporal=True)
+    code = generate_x86(f)
+    assert "!nontemporal" in code.llvm_ir and "vmovntps" in code.asm and "sfence" in code.asm
+    x = random_array((7, 300), dt.float32)
+    storage = np.zeros(7 * 300 + 16, np.float32)
+    out = storage[offset:offset + 7 * 300].reshape(7, 300)
+    build_x86(f)(x, out=out)
+    np.testing.assert_array_equal(out, x * 3 - 1)
+    assert "!nontemporal" not in generate_x86(_scaled(7, 300, nontemporal=False)).llvm_ir
+
+
+@pytest.mark.parametrize("cols", [17, 37, 300])
+def test_split_tail_guard_in_a_vector_loop_stays_vectorised(cols: int) -> None:
+    """`split(j, [-1, 16])` guards the tail with `if (j_0 * 16 + j_1 < cols)`; the backend turns
+    the guard into the vector loop's bound instead of emitting a scalar loop."""
+    f = _scaled(3, cols, nontemporal=False, split=16)
+    assert "<16 x float>" in generate_x86(f).unoptimized_ir
+    x = random_array((3, cols), dt.float32)
+    np.testing.assert_array_equal(build_x86(f)(x), x * 3 - 1)
