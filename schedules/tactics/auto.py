@@ -29,6 +29,7 @@ from schedules.schedule import IRSchedule
 from schedules.tactics.align import align_iter_space_tactic
 from schedules.tactics.compute_at import compute_at_reduction_tactic
 from schedules.tactics.compute_inline import compute_inline_tactic
+from schedules.tactics.cuda_fallback import single_block_schedule
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
 from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.matmul import MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic
@@ -152,8 +153,9 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         The IRSchedule (its `.func` is the scheduled function, its `.trace` the primitives
         applied; `.auto_report` says what the tactics decided).
 
-    Raises:
-        AutoScheduleError: the group cannot be scheduled for `target`.
+    Never fails on a valid group: when the CUDA tiling tactics do not apply (nests that cannot
+    share one `[spatial, reduce]` space, ...), the group gets the single-block schedule of
+    `cuda_fallback`; the x86 scheduler falls back plan by plan. `auto_report.fallbacks` says why.
     """
     _check_args(func, target, config)
     cfg = config or _tuned_config(func, target, build_schedule_config(analyze_group(func)))
@@ -169,13 +171,28 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         sch.auto_report = report  # type: ignore[attr-defined]
         return sch
     sch = IRSchedule(func)
-    _align_and_inline(sch, report)
-    _require_aligned(sch, analyze_group(sch.func), report)
-    tile = tile_first_general_tactic(sch, cfg)
-    report.strategy = tile.strategy
-    report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
-    report.local = assign_storage(sch, tile.rf_blocks, report.fused)
+    try:
+        _align_and_inline(sch, report)
+        _require_aligned(sch, analyze_group(sch.func), report)
+        tile = tile_first_general_tactic(sch, cfg)
+        report.strategy = tile.strategy
+        report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
+        report.local = assign_storage(sch, tile.rf_blocks, report.fused)
+    except ScheduleError as err:
+        sch = _cuda_fallback(func, report, err)
     sch.auto_report = report  # type: ignore[attr-defined]
+    return sch
+
+
+def _cuda_fallback(func: LoweredFunc, report: AutoScheduleReport, err: ScheduleError) -> IRSchedule:
+    """The tiling tactics did not apply: one thread block, nests separated by barriers
+    (`cuda_fallback`), after CINN's inlining; the report keeps the reason."""
+    report.fallbacks.append(f"tiling: {type(err).__name__}: {err.message}")
+    report.aligned, report.fused, report.local = False, [], []
+    sch = IRSchedule(func)
+    report.inlined = compute_inline_tactic(sch)
+    report.nests = {"*": single_block_schedule(sch)}
+    report.strategy = "single-block"
     return sch
 
 

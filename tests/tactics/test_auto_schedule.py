@@ -136,17 +136,23 @@ def test_driver_schedule_auto_x86() -> None:
     assert "blockIdx.x" in cp.codegen(func, target="cuda", schedule="auto").source
 
 
-def test_unalignable_cuda_group_is_a_clear_error() -> None:
-    """A nest with neither the spatial nor the reduce extents cannot share one CUDA kernel's tiling."""
-    from schedules.tactics import AutoScheduleError
-
+def test_unalignable_cuda_group_falls_back_to_one_block() -> None:
+    """A nest with neither the spatial nor the reduce extents cannot share one CUDA kernel's
+    tiling: the group runs on one thread block, nests separated by barriers, and the report
+    says why the tiling did not apply."""
     X = cp.placeholder((8, 16), "float32", "X")
     k = cp.reduce_axis(16, "k")
     C = cp.compute((8,), lambda i: cp.reduce_sum(X[i, k], k), "C")
-    Z = cp.compute((8, 7), lambda i, j: X[i, j] * 2.0, "Z")
-    func = cp.lower("g", [X, C, Z])
-    with pytest.raises(AutoScheduleError, match=r"cannot be aligned") as err:
-        auto_schedule(func, target="cuda")
-    assert "serial for (j, 0, 7)" in err.value.detail
-    sch = auto_schedule(func, target="x86")  # x86 runs the nests one after another: fine
+    Z = cp.compute((8, 7), lambda i, j: X[i, j] * C[i], "Z")
+    k2 = cp.reduce_axis(8, "k2")
+    T = cp.compute((), lambda: cp.reduce_sum(C[k2] * 2.0, k2), "T")
+    func = cp.lower("g", [X, Z, T])
+    sch = auto_schedule(func, target="cuda")
+    report = sch.auto_report
+    assert report.strategy == "single-block"
+    assert "cannot be aligned" in report.fallbacks[0]
     _check_interp(func, sch)
+    source = cp.codegen(sch, target="cuda").source
+    assert source.count("__syncthreads();") == 2 and "blockIdx" not in source
+    assert "if (((int)threadIdx.x < 1)) {" in source  # the scalar reduction runs on thread 0 only
+    _check_interp(func, auto_schedule(func, target="x86"))  # x86 runs the nests one after another
