@@ -222,19 +222,28 @@ def default_matmul_params(info: MatmulInfo, vector_width_bits: int | None = None
 
 
 def fit_params(info: MatmulInfo, p: MatmulParams) -> MatmulParams:
-    """`p` shrunk to the static sizes: no tile larger than its dimension (rounded up to lanes)."""
+    """`p` fitted to the static sizes: no tile larger than its dimension, and a tile size that
+    divides its dimension when one within a factor of two of the asked size does (a tail guard
+    inside the register tile keeps the accumulators out of registers)."""
     m, n, k = const_value(info.m), const_value(info.n), const_value(info.k)
     mr, nv, kc, lanes = p.mr, p.nv, p.kc, p.lanes
     if m is not None:
-        mr = max(1, min(mr, m))
+        mr = _dividing(m, max(1, min(mr, m)))
     if n is not None and n < lanes:
         lanes, nv = 1 << (max(n, 1).bit_length() - 1), 1  # narrower vectors for a thin C
     if n is not None:
         nv = max(1, min(nv, n // lanes))  # the split needs nv * lanes <= N
+        if n % lanes == 0:
+            nv = _dividing(n // lanes, nv)
     if k is not None:
-        kc = max(1, min(kc, k))
+        kc = _dividing(k, max(1, min(kc, k)))
     pack = p.pack_b and not info.b_transposed and (info.b_batched or not info.batch)
     return MatmulParams(mr=mr, nv=nv, lanes=lanes, kc=kc, pack_b=pack, parallel=p.parallel)
+
+
+def _dividing(size: int, want: int) -> int:
+    """The largest divisor of `size` in [want / 2, want], else `want`."""
+    return next((c for c in range(want, (want + 1) // 2 - 1, -1) if c > 0 and size % c == 0), want)
 
 
 def _split(sch: IRSchedule, loop: LoopRV, factors: list[int]) -> list[LoopRV]:

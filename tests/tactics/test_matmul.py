@@ -177,3 +177,18 @@ def test_net_builder_matmul_bias_relu_is_one_matmul_group() -> None:
         args = [rng.standard_normal((rows, 40), dtype=np.float32), rng.standard_normal((40, 24), dtype=np.float32),
                 rng.standard_normal(24, dtype=np.float32)]
         np.testing.assert_allclose(kern(*args), program.run_numpy(*args), rtol=1e-4, atol=1e-4)
+
+
+def test_tile_sizes_prefer_divisors_of_static_sizes() -> None:
+    from schedules.tactics.matmul import default_matmul_params, fit_params
+
+    info = match_matmul(matmul_func(100, 96, 1000))
+    assert info is not None
+    p = fit_params(info, MatmulParams(mr=8, nv=2, lanes=16, kc=256))
+    assert (p.mr, p.nv, p.kc) == (5, 2, 250)  # no tail guard inside the register tile
+    odd = match_matmul(matmul_func(33, 80, 37))
+    assert odd is not None
+    q = fit_params(odd, MatmulParams(mr=8, nv=2, lanes=16, kc=256))
+    assert (q.mr, q.nv, q.kc) == (8, 1, 37)  # 33 has no divisor in [4, 8]; 80 = 5 x 16
+    assert default_matmul_params(odd).mr in (8, 6)
+    run(matmul_func(100, 96, 1000), [(100, 1000), (1000, 96)])
