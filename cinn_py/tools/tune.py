@@ -369,10 +369,9 @@ def _groups(func_or_program: Any) -> list[LoweredFunc]:
     if isinstance(func_or_program, LoweredFunc):
         return [func_or_program]
     if isinstance(func_or_program, Program):
-        from cinn_py.frontend.fusion import fuse
-        from cinn_py.frontend.graph_passes import optimize
+        from cinn_py.frontend.executor import plan
 
-        return [g.lower() for g in fuse(optimize(func_or_program)).groups]
+        return [g.lower() for g in plan(func_or_program).groups]  # the groups compile_program builds
     func = getattr(func_or_program, "func", None)
     if isinstance(func, LoweredFunc):
         return [func]
