@@ -23,14 +23,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from cinn_py.diagnostics import CompileError
 from cinn_py.ir import And, Expr, GE, IntImm, LE, LoweredFunc, const
+from cinn_py.passes.cross_thread_reduce import cross_thread_reduce
+from cinn_py.passes.gpu_bind import gpu_bind
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
 from schedules.tactics.align import align_iter_space_tactic
 from schedules.tactics.compute_at import compute_at_reduction_tactic
 from schedules.tactics.compute_inline import compute_inline_tactic
-from schedules.tactics.cuda_fallback import single_block_schedule
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
+from schedules.tactics.cuda_fallback import single_block_schedule
 from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.matmul import MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic
 from schedules.tactics.storage import assign_storage
@@ -178,13 +181,15 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
         report.strategy = tile.strategy
         report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
         report.local = assign_storage(sch, tile.rf_blocks, report.fused)
-    except ScheduleError as err:
+        # the backend's race checks: a tiling that needs a barrier across blocks is not kept
+        gpu_bind(cross_thread_reduce(sch.func))
+    except (ScheduleError, CompileError) as err:
         sch = _cuda_fallback(func, report, err)
     sch.auto_report = report  # type: ignore[attr-defined]
     return sch
 
 
-def _cuda_fallback(func: LoweredFunc, report: AutoScheduleReport, err: ScheduleError) -> IRSchedule:
+def _cuda_fallback(func: LoweredFunc, report: AutoScheduleReport, err: ScheduleError | CompileError) -> IRSchedule:
     """The tiling tactics did not apply: one thread block, nests separated by barriers
     (`cuda_fallback`), after CINN's inlining; the report keeps the reason."""
     report.fallbacks.append(f"tiling: {type(err).__name__}: {err.message}")
