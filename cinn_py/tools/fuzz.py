@@ -2,6 +2,8 @@
 
     python -m cinn_py.tools.fuzz --examples 1000 --seed 1 [--cuda] [--steps 6] [--timeout 30]
     python -m cinn_py.tools.fuzz --seed 1 --case 17          # re-run one case in-process, verbosely
+    python -m cinn_py.tools.fuzz --examples 500 --auto        # hand schedules + schedule="auto"
+    python -m cinn_py.tools.fuzz --examples 500 --net         # NetBuilder programs, schedule="auto"
 
 Each case (derived deterministically from `(seed, index)`):
 
@@ -10,7 +12,20 @@ Each case (derived deterministically from `(seed, index)`):
 3. applies a random schedule (`cinn_py.tools.fuzzing.schedgen`) and compares `run_ir` of the
    scheduled function with the unscheduled one;
 4. builds the scheduled function for x86 and compares the kernel's outputs with the reference;
-5. with `--cuda`, binds the loops to GPU threads and compiles CUDA C with NVRTC (compile only).
+5. with `--cuda`, binds the loops to GPU threads and compiles CUDA C with NVRTC (compile only);
+6. with `--auto`, also builds the program with `schedule="auto"`: for x86 it runs the kernel
+   against the reference, for CUDA it generates the auto-scheduled kernels (one per shape
+   bucket when there are symbolic dims) and compiles them with NVRTC.
+
+`--net` generates NetBuilder programs instead (`cinn_py.tools.fuzzing.netgen`: random op graphs
+of elementwise, broadcast, reduction, softmax/norm, transpose, select and matmul ops) and runs
+each through decomposition, fusion and the automatic scheduler (`compile_program(...,
+schedule="auto")`) on x86 against the ops' numpy implementations (`Program.run_numpy`), plus
+the CUDA codegen + NVRTC compile of every group.
+
+The automatic scheduler must never fail on a valid program (one that lowered and matched the
+reference in the interpreter): in the auto stages every exception is a failure, whatever its
+type, and so is a `RecursionError` or an internal `TypeError` anywhere.
 
 Outcomes: `ok`; `rejected` with a documented error type (`ScheduleError`, `CompileError`,
 `LoweringError`, `ValueError`, `TypeError`: a component refused the input cleanly); or `fail`
@@ -44,6 +59,11 @@ import numpy as np
 
 from cinn_py.diagnostics import CompileError, LoweringError, ScheduleError
 from cinn_py.tools.fuzzing import programs as P
+from cinn_py.tools.fuzzing.netgen import NetSpec, generate_net
+from cinn_py.tools.fuzzing.netgen import build_program as build_net
+from cinn_py.tools.fuzzing.netgen import random_inputs as net_inputs
+from cinn_py.tools.fuzzing.netgen import to_python as net_to_python
+from cinn_py.tools.fuzzing.netgen import tolerance as net_tolerance
 from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
 from cinn_py.tools.fuzzing.schedgen import apply_random_schedule, bind_for_gpu
 from cinn_py.tools.fuzzing.shrink import shrink
@@ -68,6 +88,14 @@ class Options:
     cuda: bool = False
     steps: int = 6
     shrink: bool = True
+    hand: bool = True
+    """Apply a random hand schedule (False: only the auto stages, with `auto`)."""
+    auto: bool = False
+    """Also build with `schedule="auto"`: x86 (run vs the reference) and CUDA (NVRTC compile)."""
+    auto_cuda_every: int = 1
+    """Compile the auto-scheduled CUDA kernels only every n-th case (NVRTC dominates)."""
+    net: bool = False
+    """NetBuilder programs (`netgen`) through `compile_program(..., schedule="auto")`."""
 
 
 @dataclass
@@ -186,32 +214,92 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
         for got, want in zip(befores, refs):
             compare(spec, got, want, "interp-vs-reference")
         stage = "schedule"
-        sch, result.steps = _schedule(func, case, opts, trace_steps)
-        stage = "interp-scheduled"
-        for inp, want in zip(all_inputs, befores):
-            compare(spec, run_ir(sch.func, inp), want, "scheduled-interp-vs-unscheduled")
-        if opts.x86 and case.index % max(opts.x86_every, 1) == 0:
-            stage = "x86"
-            for inp, want in zip(all_inputs, refs):
-                compare(spec, _run_x86(sch.func, inp), want, "x86-vs-reference")
-        if opts.cuda:
-            stage = "cuda"
-            _compile_cuda(sch.func, case)
+        if opts.hand:
+            sch, result.steps = _schedule(func, case, opts, trace_steps)
+            stage = "interp-scheduled"
+            for inp, want in zip(all_inputs, befores):
+                compare(spec, run_ir(sch.func, inp), want, "scheduled-interp-vs-unscheduled")
+            if opts.x86 and case.index % max(opts.x86_every, 1) == 0:
+                stage = "x86"
+                for inp, want in zip(all_inputs, refs):
+                    compare(spec, _run_x86(sch.func, inp), want, "x86-vs-reference")
+            if opts.cuda:
+                stage = "cuda"
+                _compile_cuda(sch.func, case)
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
-    except DOCUMENTED_ERRORS as exc:
-        # Source the backend itself generated that its compiler refuses is a bug, not a refusal.
-        broken = (isinstance(exc, CompileError) and _first_line(exc).startswith(_BROKEN_CODE)) or (
-            isinstance(exc, TypeError) and _first_line(exc).startswith(_INTERNAL_TYPE_ERRORS))
-        result.status, result.stage = ("fail" if broken else "rejected"), stage
-        result.error = f"{type(exc).__name__}: {_first_line(exc)}"
-    except Exception as exc:  # noqa: BLE001 - any other exception is a finding
+    except Exception as exc:  # noqa: BLE001 - classified below
+        _classify(result, stage, exc, strict=False)
+    if opts.auto and result.status != "fail" and stage not in ("lower", "interp"):
+        _run_auto(case, opts, spec, func, all_inputs, refs, result)
+    return result, sch
+
+
+def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any, all_inputs: list[dict[str, np.ndarray]],
+              refs: list[dict[str, np.ndarray]], result: Result) -> None:
+    """`schedule="auto"` on a valid program: any exception is a failure (`strict`)."""
+    import cinn_py  # noqa: PLC0415
+
+    stage = "auto-x86"
+    try:
+        kernel = cinn_py.build(func, target="x86", schedule="auto")
+        for inp, want in zip(all_inputs, refs):
+            outs = kernel(*[inp[t.name] for t in func.inputs])
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            compare(spec, {t.name: o for t, o in zip(func.outputs, outs)}, want, "auto-x86-vs-reference")
+        if not func.scalar_args:   # the CUDA schedule's semantics, in the interpreter (bound loops run serially)
+            stage = "auto-cuda-interp"
+            from schedules.tactics import auto_schedule  # noqa: PLC0415
+            from cinn_py.interp import run_ir  # noqa: PLC0415
+
+            cuda_func = auto_schedule(func, target="cuda").func
+            for inp, want in zip(all_inputs, refs):
+                compare(spec, run_ir(cuda_func, inp), want, "auto-cuda-interp-vs-reference")
+        if nvrtc_available() and case.index % max(opts.auto_cuda_every, 1) == 0:
+            stage = "auto-cuda"
+            compile_cuda_auto(func)
+    except _Failure as exc:
+        result.status, result.stage, result.detail, result.error = "fail", exc.stage, exc.detail, ""
+    except Exception as exc:  # noqa: BLE001 - the auto scheduler must not fail on a valid program
+        _classify(result, stage, exc, strict=True)
+
+
+def compile_cuda_auto(func: Any) -> None:
+    """The auto-scheduled CUDA kernels of `func` (one per shape bucket with symbolic dims),
+    generated and compiled with NVRTC."""
+    import cinn_py  # noqa: PLC0415
+    from schedules import tactics  # noqa: PLC0415
+
+    if func.scalar_args:
+        for _, sch in tactics.auto_schedule_buckets(func, target="cuda"):
+            cinn_py.codegen(sch.func, target="cuda").cubin  # noqa: B018  (NVRTC compiles on first access)
+    else:
+        cinn_py.codegen(func, target="cuda", schedule="auto").cubin  # noqa: B018
+
+
+def nvrtc_available() -> bool:
+    """Whether CUDA C can be compiled here (the optional `nvrtc` extra)."""
+    try:
+        from cuda.bindings import nvrtc  # noqa: F401, PLC0415
+    except ImportError:
+        return False
+    return True
+
+
+def _classify(result: Result, stage: str, exc: BaseException, strict: bool) -> None:
+    """`rejected` for a documented error refusing the input cleanly (hand schedules only), else
+    `fail`: generated code its own compiler refuses, an internal TypeError, a RecursionError or
+    any other exception, and under `strict` (the auto scheduler on a valid program) everything."""
+    first = _first_line(exc)
+    broken = (isinstance(exc, CompileError) and first.startswith(_BROKEN_CODE)) or (
+        isinstance(exc, TypeError) and first.startswith(_INTERNAL_TYPE_ERRORS))
+    documented = isinstance(exc, DOCUMENTED_ERRORS) and not isinstance(exc, RecursionError)
+    result.status = "rejected" if documented and not broken and not strict else "fail"
+    result.stage, result.error = stage, f"{type(exc).__name__}: {first}"
+    if result.status == "fail" and not documented:
         import traceback  # noqa: PLC0415
 
-        result.status, result.stage = "fail", stage
-        result.error = f"{type(exc).__name__}: {_first_line(exc)}"
         result.detail = "".join(traceback.format_exception(exc)[-6:])
-    return result, sch
 
 
 def _compile_cuda(func: Any, case: Case) -> None:
@@ -272,6 +360,8 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
 
 def check_case(seed: int, index: int, opts: Options) -> Result:
     """Run one case; on failure, shrink it and attach the reproducer."""
+    if opts.net:
+        return check_net_case(seed, index, opts)
     case = make_case(seed, index)
     result, sch = run_case(case, opts)
     if result.status == "fail":
@@ -279,6 +369,73 @@ def check_case(seed: int, index: int, opts: Options) -> Result:
             case.spec, list(sch.trace.steps) if sch is not None else [])
         result.reproducer = reproducer(case, opts, spec, steps, result)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# NetBuilder programs
+# ---------------------------------------------------------------------------------------------
+def make_net_case(seed: int, index: int) -> tuple[NetSpec, random.Random]:
+    """The NetBuilder case `index` of a run with `seed` and the generator for its inputs."""
+    rng = random.Random(f"cinn-py-fuzz-net:{seed}:{index}")
+    return generate_net(rng), rng
+
+
+def check_net_case(seed: int, index: int, opts: Options) -> Result:
+    """A NetBuilder program through `compile_program(..., schedule="auto")` on x86 vs
+    `Program.run_numpy`, and the auto-scheduled CUDA kernels of its groups through NVRTC."""
+    import cinn_py  # noqa: PLC0415
+    from cinn_py.frontend.executor import plan  # noqa: PLC0415
+
+    spec, rng = make_net_case(seed, index)
+    result = Result(index, "ok")
+    stage = "build"
+    try:
+        program = build_net(spec)
+        inputs = net_inputs(spec, rng, np.random.default_rng(rng.randrange(2 ** 31)))
+        stage = "reference"
+        wants = _as_tuple(program.run_numpy(*inputs))
+        if opts.x86:
+            stage = "auto-x86"
+            gots = _as_tuple(cinn_py.compile_program(program, "x86", schedule="auto")(*inputs))
+            _compare_net(program, gots, wants)
+        if nvrtc_available() and index % max(opts.auto_cuda_every, 1) == 0:
+            stage = "auto-cuda"
+            for group in plan(program).groups:
+                compile_cuda_auto(group.lower())
+    except _Failure as exc:
+        result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
+    except Exception as exc:  # noqa: BLE001 - after the reference, every exception is a failure
+        _classify(result, stage, exc, strict=stage not in ("build", "reference"))
+    if result.status == "fail":
+        result.reproducer = "\n".join([
+            f"=== FAIL net case {index} (seed {seed}) at {result.stage}",
+            f"what differed: {result.error or ''} {result.detail}".rstrip(),
+            f"--- reproduce: python -m cinn_py.tools.fuzz --net --seed {seed} --case {index}",
+            "--- program (NetBuilder):", net_to_python(spec),
+            f"--- inputs: U[-2, 2] float32, shapes {[tuple(a.shape) for a in inputs]}" if stage != "build" else "",
+            f"--- spec JSON: {json.dumps(spec.to_json())}",
+        ])
+    return result
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...]) -> None:
+    for var, got, want in zip(program.outputs, gots, wants):
+        a, b = np.asarray(got), np.asarray(want)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise _Failure("auto-x86-vs-numpy", f"output '{var.name}': got {a.dtype}{a.shape}, "
+                                                f"expected {b.dtype}{b.shape}")
+        tol = net_tolerance(b.astype(np.float64))
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        bad = ~((diff <= tol) | (np.isnan(a) & np.isnan(b)) | (a == b))
+        if bad.any():
+            where = tuple(int(x) for x in np.argwhere(bad)[0])
+            raise _Failure("auto-x86-vs-numpy", f"output '{var.name}': {int(bad.sum())}/{bad.size} elements differ "
+                                                f"by more than {tol:.3g}; first at {where}: got {a[where]!r}, "
+                                                f"expected {b[where]!r}")
 
 
 def describe_case(seed: int, index: int, opts: Options) -> str:
@@ -304,6 +461,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--case", type=int, default=None, help="run only this case, in-process, verbosely")
     p.add_argument("--cuda", action="store_true", help="also generate CUDA C and compile it with NVRTC")
     p.add_argument("--no-x86", action="store_true", help="skip building and running on x86")
+    p.add_argument("--auto", action="store_true",
+                   help='also build every program with schedule="auto" (x86: run; CUDA: NVRTC compile)')
+    p.add_argument("--auto-only", action="store_true", help="with --auto: no random hand schedule")
+    p.add_argument("--net", action="store_true", help='NetBuilder programs through compile_program(schedule="auto")')
+    p.add_argument("--auto-cuda-every", type=int, default=1,
+                   help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
     p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     p.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
@@ -315,7 +478,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _options(ns: argparse.Namespace) -> Options:
-    return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink)
+    return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
+                   hand=not ns.auto_only,
+                   auto_cuda_every=ns.auto_cuda_every, net=ns.net)
 
 
 def main(argv: list[str] | None = None) -> int:

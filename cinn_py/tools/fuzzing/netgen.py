@@ -1,0 +1,266 @@
+"""Random NetBuilder programs for the fuzzer: op graphs through decomposition, fusion and the
+automatic scheduler (`cp.compile_program(..., schedule="auto")`), checked against the ops' own
+numpy implementations (`Program.run_numpy`).
+
+A program is plain data (`NetSpec`: JSON-able, printable as NetBuilder source): inputs
+`(name, dtype, shape)` with dims that are ints or symbolic-dim names (`"S0"`, bound from the
+arrays at run time), then ops `(method, args, attrs)` where an int arg names an earlier value
+(inputs first, then op results) and the attrs are the method's keyword arguments.
+
+Values stay bounded: every value carries a bound on its magnitude, and one that would exceed
+`_LIMIT` is squashed with `tanh` first; divisions divide by `|y| + 1`; comparisons (`select`)
+only see inputs, which the reference and the kernel read exactly. Outputs are compared with a
+tolerance relative to the output's magnitude (`tolerance`), since fused float32 kernels and
+numpy round differently (a wrong result is off by far more).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cinn_py.tools.fuzzing.programs import SYM_UPPER
+
+Dim = int | str
+Shape = tuple[Dim, ...]
+Op = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
+
+DIMS = (1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 32, 33, 64)
+_LIMIT = 50.0
+UNARY = ("tanh", "sigmoid", "relu", "abs", "negative", "erf", "gelu", "exp", "sqrt", "scale")
+BINARY = ("add", "subtract", "multiply", "maximum", "minimum", "divide")
+REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+RTOL = 2e-4
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    """A NetBuilder program as data (see the module docstring)."""
+
+    inputs: tuple[tuple[str, str, Shape], ...]
+    ops: tuple[Op, ...]
+    outputs: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": [[n, d, list(s)] for n, d, s in self.inputs],
+                "ops": [[m, list(a), [list(kv) for kv in kw]] for m, a, kw in self.ops],
+                "outputs": list(self.outputs)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> NetSpec:
+        return NetSpec(tuple((n, d, tuple(s)) for n, d, s in data["inputs"]),
+                       tuple((m, tuple(_tuple(x) for x in a), tuple((k, _tuple(v)) for k, v in kw))
+                             for m, a, kw in data["ops"]),
+                       tuple(data["outputs"]))
+
+    @property
+    def symbols(self) -> list[str]:
+        return sorted({d for _, _, s in self.inputs for d in s if isinstance(d, str)})
+
+
+def _tuple(x: Any) -> Any:
+    return tuple(_tuple(y) for y in x) if isinstance(x, list) else x
+
+
+class _Gen:
+    """Builds a spec value by value, tracking each value's shape and magnitude bound."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.inputs: list[tuple[str, str, Shape]] = []
+        self.ops: list[Op] = []
+        self.shapes: list[Shape] = []
+        self.mags: list[float] = []
+        self.exact: list[bool] = []
+        self.symbolic = rng.random() < 0.3
+
+    # -- values -----------------------------------------------------------------------------------
+    def new_input(self, shape: Shape) -> int:
+        self.inputs.append((f"x{len(self.inputs)}", "float32", shape))
+        return self._value(shape, 2.0, exact=True)
+
+    def _value(self, shape: Shape, mag: float, exact: bool = False) -> int:
+        self.shapes.append(shape)
+        self.mags.append(mag)
+        self.exact.append(exact)
+        return len(self.shapes) - 1
+
+    def emit(self, method: str, args: tuple[Any, ...], shape: Shape, mag: float, **attrs: Any) -> int:
+        # op results are numbered after all inputs: remap at the end (see `spec`)
+        self.ops.append((method, args, tuple(sorted(attrs.items()))))
+        return self._value(shape, mag)
+
+    def random_shape(self) -> Shape:
+        rank = self.rng.choice((1, 2, 2, 2, 3, 3))
+        dims: list[Dim] = [self.rng.choice(DIMS) for _ in range(rank)]
+        if self.symbolic and self.rng.random() < 0.6:
+            dims[self.rng.randrange(rank)] = f"S{self.rng.randrange(2)}"
+        return tuple(dims)
+
+    def squash(self, v: int) -> int:
+        if self.mags[v] <= _LIMIT:
+            return v
+        return self.emit("tanh", (v,), self.shapes[v], 1.0)
+
+    # -- ops --------------------------------------------------------------------------------------
+    def unary(self, v: int) -> int:
+        fn = self.rng.choice(UNARY)
+        shape, mag = self.shapes[v], self.mags[v]
+        if fn == "exp":
+            t = self.emit("tanh", (v,), shape, 1.0)
+            return self.emit("exp", (t,), shape, math.e)
+        if fn == "sqrt":
+            a = self.emit("abs", (v,), shape, mag)
+            return self.emit("sqrt", (a,), shape, math.sqrt(mag))
+        if fn == "scale":
+            s, b = self.rng.choice((0.5, 2.0, -1.5)), self.rng.choice((0.0, 1.0, -0.25))
+            return self.emit("scale", (v,), shape, abs(s) * mag + abs(b), scale=s, bias=b,
+                             bias_after_scale=self.rng.random() < 0.5)
+        bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0}.get(fn, mag)
+        return self.emit(fn, (v,), shape, bound)
+
+    def partner(self, v: int) -> int | float:
+        """A second operand for `v`: a value of the same shape or of a suffix of it (broadcast),
+        a new input of such a shape, or a number."""
+        shape = self.shapes[v]
+        same = [u for u in range(len(self.shapes)) if u != v and _broadcasts(self.shapes[u], shape)]
+        roll = self.rng.random()
+        if same and roll < 0.5:
+            return self.rng.choice(same)
+        if roll < 0.85 and shape:
+            return self.new_input(shape[self.rng.randrange(len(shape)):])
+        return self.rng.choice((0.5, 2.0, -3.0, 1.0))
+
+    def binary(self, v: int) -> int:
+        op = self.rng.choice(BINARY)
+        w = self.partner(v)
+        wmag = self.mags[w] if isinstance(w, int) else abs(w)
+        shape = self.shapes[v]
+        if op == "divide":
+            if isinstance(w, int):
+                a = self.emit("abs", (w,), self.shapes[w], wmag)
+                w = self.emit("add", (a, 1.0), self.shapes[w], wmag + 1.0)
+                return self.emit("divide", (v, w), shape, self.mags[v])
+            return self.emit("divide", (v, abs(w) + 1.0), shape, self.mags[v])
+        mag = {"add": self.mags[v] + wmag, "subtract": self.mags[v] + wmag, "multiply": self.mags[v] * wmag}.get(
+            op, max(self.mags[v], wmag))
+        return self.emit(op, (v, w), shape, mag)
+
+    def reduce(self, v: int) -> int:
+        shape = self.shapes[v]
+        axes = sorted(self.rng.sample(range(len(shape)), self.rng.randint(1, len(shape))))
+        keep = self.rng.random() < 0.4
+        op = self.rng.choice(REDUCE)
+        out = tuple(1 if k in axes else d for k, d in enumerate(shape)) if keep else \
+            tuple(d for k, d in enumerate(shape) if k not in axes)
+        size = math.prod(SYM_UPPER if isinstance(shape[k], str) else shape[k] for k in axes)
+        mag = self.mags[v] * (size if op == "reduce_sum" else 1)
+        return self.emit(op, (v,), out, mag, axes=tuple(axes), keepdim=keep)
+
+    def composite(self, v: int) -> int:
+        shape = self.shapes[v]
+        if not shape:
+            return self.unary(v)
+        kind = self.rng.choice(("softmax", "rms_norm", "layer_norm", "transpose", "select", "matmul"))
+        if kind == "softmax":
+            return self.emit("softmax", (self.squash(v),), shape, 1.0, axis=self.rng.randrange(-len(shape), len(shape)))
+        if kind in ("rms_norm", "layer_norm"):
+            last = shape[-1]
+            size = SYM_UPPER if isinstance(last, str) else last
+            return self.emit(kind, (self.squash(v),), shape, math.sqrt(size) * (2.0 if kind == "layer_norm" else 1.0))
+        if kind == "transpose" and len(shape) >= 2:
+            perm = list(range(len(shape)))
+            while perm == sorted(perm):
+                self.rng.shuffle(perm)
+            return self.emit("transpose", (v,), tuple(shape[p] for p in perm), self.mags[v], perm=tuple(perm))
+        if kind == "select" and self.exact[v]:
+            w = self.new_input(shape)
+            c = self.emit("greater_than", (v, w), shape, 1.0)
+            return self.emit("select", (c, v, w), shape, max(self.mags[v], 2.0))
+        if kind == "matmul" and len(shape) == 2:
+            n = self.rng.choice(DIMS[:9])
+            w = self.new_input((shape[1], n))
+            k = SYM_UPPER if isinstance(shape[1], str) else shape[1]
+            return self.emit("matmul", (self.squash(v), w), (shape[0], n), min(self.mags[v], _LIMIT) * 2.0 * k)
+        return self.unary(v)
+
+    def step(self, v: int) -> int:
+        roll = self.rng.random()
+        if roll < 0.3:
+            return self.unary(v)
+        if roll < 0.6:
+            return self.binary(v)
+        if roll < 0.8 and self.shapes[v]:
+            return self.squash(self.reduce(v))
+        return self.composite(v)
+
+
+def _broadcasts(small: Shape, big: Shape) -> bool:
+    return len(small) <= len(big) and tuple(big[len(big) - len(small):]) == tuple(small)
+
+
+def generate_net(rng: random.Random) -> NetSpec:
+    """A random program of 1-8 steps over 1-2 inputs (more inputs appear as second operands);
+    its outputs are the op results nothing else reads."""
+    g = _Gen(rng)
+    frontier = [g.new_input(g.random_shape()) for _ in range(rng.randint(1, 2))]
+    for _ in range(rng.randint(1, 8)):
+        frontier.append(g.step(rng.choice(frontier)))
+    read = {a for _, args, _ in g.ops for a in args if isinstance(a, int)}
+    results = [v for v in range(len(g.shapes)) if not g.exact[v]]
+    outputs = [v for v in results if v not in read] or results[-1:]
+    return _renumber(g, outputs)
+
+
+def _renumber(g: _Gen, outputs: list[int]) -> NetSpec:
+    """Value ids with the inputs first, then the op results in creation order (inputs and ops
+    interleave while generating; only inputs are `exact`)."""
+    inputs = [v for v in range(len(g.shapes)) if g.exact[v]]
+    results = [v for v in range(len(g.shapes)) if not g.exact[v]]
+    new_id = {v: k for k, v in enumerate(inputs + results)}
+    ops = tuple((m, tuple(new_id[a] if isinstance(a, int) else a for a in args), kw) for m, args, kw in g.ops)
+    return NetSpec(tuple(g.inputs), ops, tuple(sorted(new_id[v] for v in outputs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Building, inputs, reference, source
+# ---------------------------------------------------------------------------------------------
+def build_program(spec: NetSpec, name: str = "fuzz_net") -> Any:
+    """The `Program` of `spec` (NetBuilder calls in order)."""
+    import cinn_py as cp  # noqa: PLC0415
+
+    nb = cp.NetBuilder(name)
+    values: list[Any] = [nb.create_input(d, list(s), n) for n, d, s in spec.inputs]
+    for method, args, kw in spec.ops:
+        operands = [values[a] if isinstance(a, int) else a for a in args]
+        values.append(getattr(nb, method)(*operands, **dict(kw)))
+    return nb.build([values[v] for v in spec.outputs])
+
+
+def random_inputs(spec: NetSpec, rng: random.Random, np_rng: np.random.Generator) -> list[np.ndarray]:
+    binding = {s: rng.randint(1, SYM_UPPER) for s in spec.symbols}
+    return [np_rng.uniform(-2.0, 2.0, tuple(binding[d] if isinstance(d, str) else d for d in s)).astype(dt)
+            for _, dt, s in spec.inputs]
+
+
+def tolerance(reference: np.ndarray) -> float:
+    """Absolute tolerance of an output: relative to its largest magnitude."""
+    finite = np.abs(reference[np.isfinite(reference)]) if reference.size else np.zeros(1)
+    return RTOL * max(1.0, float(finite.max()) if finite.size else 1.0)
+
+
+def to_python(spec: NetSpec, name: str = "fuzz_net") -> str:
+    """NetBuilder source that builds the same program (for reproducers)."""
+    lines = ["import cinn_py as cp", f"nb = cp.NetBuilder({name!r})"]
+    for k, (n, d, s) in enumerate(spec.inputs):
+        lines.append(f"v{k} = nb.create_input({d!r}, {list(s)!r}, {n!r})")
+    for k, (method, args, kw) in enumerate(spec.ops, start=len(spec.inputs)):
+        text = ", ".join([f"v{a}" if isinstance(a, int) else repr(a) for a in args]
+                         + [f"{key}={value!r}" for key, value in kw])
+        lines.append(f"v{k} = nb.{method}({text})")
+    lines.append(f"program = nb.build([{', '.join(f'v{v}' for v in spec.outputs)}])")
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""The fuzzer's auto mode (`--auto`: every program also with `schedule="auto"` on x86 and CUDA) and
+its NetBuilder programs (`--net`), in fixed-seed CI runs, plus the rule that the automatic
+scheduler failing on a valid program is a failure whatever the exception."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import numpy as np
+import pytest
+
+import cinn_py as cp
+from cinn_py.diagnostics import ScheduleError
+from cinn_py.tools import fuzz
+from cinn_py.tools.fuzzing import netgen
+from cinn_py.tools.fuzzing.worker import Summary, run_in_process
+
+CI_SEED = 20240601
+
+
+def _run(indices: range, opts: fuzz.Options) -> tuple[Summary, str]:
+    summary = Summary()
+    start = time.monotonic()
+    run_in_process(CI_SEED, indices, opts, fuzz.check_case, summary, echo=False)
+    report = summary.format(time.monotonic() - start) + "\n\n" + "\n\n".join(
+        f["reproducer"] or json.dumps(f) for f in summary.failures)
+    return summary, report
+
+
+def test_fixed_seed_auto_run_of_300_cases() -> None:
+    """300 DSL programs with schedule="auto": x86 kernels vs numpy, the CUDA schedule in the
+    interpreter (static shapes), NVRTC for every 10th."""
+    summary, report = _run(range(300), fuzz.Options(hand=False, auto=True, auto_cuda_every=10))
+    assert summary.total == 300 and not summary.failures, report
+    assert summary.status["ok"] >= 285, report          # valid programs all get through
+
+
+def test_fixed_seed_netbuilder_run() -> None:
+    """NetBuilder op graphs through decomposition, fusion and the auto scheduler."""
+    summary, report = _run(range(20), fuzz.Options(net=True, auto_cuda_every=4))
+    assert summary.total == 20 and not summary.failures, report
+    assert summary.status["ok"] == 20, report
+
+
+def test_auto_stage_failures_are_failures_whatever_the_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = fuzz.make_case(CI_SEED, 0)
+    opts = fuzz.Options(hand=False, auto=True)
+    for exc in (TypeError("unsupported operand"), RecursionError("maximum recursion depth exceeded"),
+                ScheduleError("split: refused"), ValueError("bad")):
+        def boom(*args: object, **kwargs: object) -> None:
+            raise exc
+        monkeypatch.setattr(cp, "build", boom)
+        result, _ = fuzz.run_case(case, opts)
+        assert (result.status, result.stage) == ("fail", "auto-x86"), (exc, result)
+        assert result.error.startswith(type(exc).__name__)
+
+
+def test_recursion_error_in_a_hand_schedule_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = fuzz.make_case(CI_SEED, 0)
+
+    def deep(*args: object, **kwargs: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(fuzz, "_schedule", deep)
+    result, _ = fuzz.run_case(case, fuzz.Options(x86=False))
+    assert (result.status, result.stage) == ("fail", "schedule")
+
+
+def test_net_specs_round_trip_and_print_runnable_netbuilder_source() -> None:
+    for seed in range(30):
+        spec = netgen.generate_net(random.Random(seed))
+        assert netgen.NetSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+        namespace: dict = {}
+        exec(compile(netgen.to_python(spec), "<net program>", "exec"), namespace)  # noqa: S102 - our own source
+        program, direct = namespace["program"], netgen.build_program(spec)
+        inputs = netgen.random_inputs(spec, random.Random(seed), np.random.default_rng(seed))
+        for a, b in zip(fuzz._as_tuple(program.run_numpy(*inputs)), fuzz._as_tuple(direct.run_numpy(*inputs))):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_net_generator_covers_the_planned_ops() -> None:
+    methods = {m for s in range(200) for m, _, _ in netgen.generate_net(random.Random(s)).ops}
+    assert {"softmax", "rms_norm", "layer_norm", "transpose", "matmul", "select", "reduce_sum", "reduce_max",
+            "divide", "exp", "add"} <= methods
+    assert any(netgen.generate_net(random.Random(s)).symbols for s in range(50))
+
+
+def test_net_mode_reports_a_wrong_result_with_a_reproducer(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = cp.compile_program
+
+    def off_by_one(*args: object, **kwargs: object) -> object:
+        compiled = real(*args, **kwargs)
+        return lambda *inputs: tuple(np.asarray(o) + 1 for o in fuzz._as_tuple(compiled(*inputs)))
+
+    monkeypatch.setattr(cp, "compile_program", off_by_one)
+    result = fuzz.check_case(CI_SEED, 0, fuzz.Options(net=True, auto_cuda_every=1000))
+    assert (result.status, result.stage) == ("fail", "auto-x86-vs-numpy")
+    assert "nb = cp.NetBuilder('fuzz_net')" in result.reproducer
+    assert f"--net --seed {CI_SEED} --case 0" in result.reproducer
