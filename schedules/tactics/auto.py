@@ -35,7 +35,9 @@ from schedules.tactics.compute_inline import compute_inline_tactic
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
 from schedules.tactics.cuda_fallback import single_block_schedule
 from schedules.tactics.group import GroupInfo, analyze_group
-from schedules.tactics.matmul import MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic
+from schedules.tactics.matmul import (
+    MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic, native_vector_bits,
+)
 from schedules.tactics.storage import assign_storage
 from schedules.tactics.tile_first import tile_first_general_tactic
 from schedules.tactics.x86 import x86_schedule
@@ -131,11 +133,13 @@ def tuned_matmul_params(info: object, cfg: ScheduleConfig) -> tuple[MatmulParams
 
 
 def _tuned_config(func: LoweredFunc, target: str, cfg: ScheduleConfig) -> ScheduleConfig:
-    """`cfg` with the tuning database's x86 parameters for this group, when it has a record."""
+    """`cfg` for x86: the host's native vector width (16 float32 lanes with AVX-512), then the
+    tuning database's x86 parameters for this group, when it has a record."""
     if target != "x86":
         return cfg
     from schedules.tactics.tuning_db import lookup_group
 
+    cfg = dataclasses.replace(cfg, vector_width_bits=native_vector_bits())
     params = lookup_group(func, target) or {}
     known = {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(cfg)}}
     return dataclasses.replace(cfg, **known) if known else cfg

@@ -6,9 +6,9 @@ into the row loop", as the project's hand schedules do:
 
 1. each nest's spatial loops are fused into one row loop;
 2. each reduction is split `[-1, acc]` and `rfactor`ed over the `acc` loop: `rf_T[row, 0:acc]`
-   holds `acc` independent partial results (a vector register or four: four registers hide the
-   add latency on long rows), which a vector loop updates (a reduce loop itself cannot be
-   vectorised, and LLVM does not reassociate float adds on its own);
+   holds `acc` independent partial results (one or two vector registers, see `accumulators`),
+   which a vector loop updates (a reduce loop itself cannot be vectorised, and LLVM does not
+   reassociate float adds on its own);
 3. every block is `simple_compute_at`ed into the row loop of the last nest, in program order:
    one row is read from memory once and stays in L1 while every stage uses it (the exp pass of
    a softmax writes its row buffer once, and the sum reads it from L1);
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cinn_py.ir import Block, Var, walk
+from cinn_py.ir import Block, Call, Var, walk
 from schedules.analysis.loops import all_blocks, find_block, root_body
 from schedules.analysis.regions import const_value
 from schedules.errors import schedule_error
@@ -50,14 +50,17 @@ def nests(sch: IRSchedule) -> list[list[str]]:
     return [[b.name for b in all_blocks(stmt)] for stmt in stmts]
 
 
-def accumulators(extent: int | None, lanes: int) -> int:
-    """Partial results per row: 4 vectors on long rows (hides the add latency), 2 or 1 on
-    shorter ones, 0 (no rfactor) when the row is shorter than two vectors."""
-    if extent is None or extent >= 16 * lanes:
-        return 4 * lanes
-    if extent >= 4 * lanes:
+def accumulators(extent: int | None, lanes: int, cheap: bool = True) -> int:
+    """Partial results per row: two vectors for a cheap reduced value on rows of at least four
+    vectors (two independent add chains hide the add latency; measured on rmsnorm and row sums,
+    16 lanes: 32 partial sums beat 16 and 64), one vector when the value calls a transcendental
+    (softmax's exp: the registers go to the polynomial; 0.81 ms with 16 vs 1.05 ms with 64), 0
+    (no rfactor) when the row is shorter than two vectors."""
+    if extent is not None and extent < 2 * lanes:
+        return 0
+    if cheap and (extent is None or extent >= 4 * lanes):
         return 2 * lanes
-    return lanes if extent >= 2 * lanes else 0
+    return lanes
 
 
 def spatial_loops(sch: IRSchedule, block: str) -> int:
@@ -85,7 +88,8 @@ def _fuse_rows(sch: IRSchedule, block: str, n_spatial: int) -> None:
 def _rfactor(sch: IRSchedule, block: str, lanes: int) -> tuple[str, int] | None:
     """Split + rfactor the single reduce loop of `block` over `acc` lanes; (rf block, acc)."""
     loops = loops_of(sch.func, block)
-    acc = accumulators(const_value(loops[-1].extent), lanes)
+    body = block_info_of(sch, block).realize.schedule_block.body
+    acc = accumulators(const_value(loops[-1].extent), lanes, cheap=not any(isinstance(n, Call) for n in walk(body)))
     if acc == 0:
         return None
     handles = sch.get_loops(block)
