@@ -114,9 +114,12 @@ def source_digest(package_dir: str | os.PathLike[str]) -> str:
 
 def make_key(func: LoweredFunc, **facts: Any) -> str:
     """Cache key of `func` compiled under `facts` (target, toolchain versions, options)."""
-    h = hashlib.sha256(func_fingerprint(func).encode())
-    h.update(json.dumps(facts, sort_keys=True, default=str).encode())
-    return h.hexdigest()
+    return fingerprint_key(func=func_fingerprint(func), **facts)
+
+
+def fingerprint_key(**facts: Any) -> str:
+    """Cache key of anything described by JSON-able `facts` (e.g. CUDA source, arch, options)."""
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class CompileCache:

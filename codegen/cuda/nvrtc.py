@@ -6,8 +6,12 @@ The NVRTC wheel ships no headers: `cuda_fp16.h`/`cuda_bf16.h` come from the
 header `cinn_cuda_runtime.cuh` (package data next to this module) is handed to NVRTC as an
 in-memory header, so generated sources simply `#include "cinn_cuda_runtime.cuh"`.
 
-Results are cached in memory keyed by (source, arch, options). A compile failure raises
-`CompileError` carrying the NVRTC log and the offending source lines with line numbers.
+Results are cached in memory keyed by (source, arch, options), and on disk
+(`cinn_py.runtime.cache`, namespace "cuda": HMAC-signed entries keyed by the source, arch,
+options, the runtime header, the include folder and the NVRTC version; an untrusted cache
+directory is bypassed), so a new process does not recompile the kernels an earlier one did.
+A compile failure raises `CompileError` carrying the NVRTC log and the offending source lines
+with line numbers.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from importlib import resources
 from pathlib import Path
 
 from cinn_py.diagnostics import CompileError
+from cinn_py.runtime.cache import CompileCache, fingerprint_key
 
 RUNTIME_HEADER_NAME = "cinn_cuda_runtime.cuh"
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d{2,3})[a-z]?$")
 _LOG_LINE_RE = re.compile(r"^(?P<file>[^()\s]+)\((?P<line>\d+)\): (?P<kind>error|warning)")
 _CACHE: dict[tuple[str, str, tuple[str, ...]], CompiledCuda] = {}
 _CACHE_LOCK = threading.Lock()
+DISK_CACHE = CompileCache("cuda")
 
 
 @dataclass(frozen=True)
@@ -112,10 +118,32 @@ def compile_cuda(source: str, arch: str = "sm_90", options: tuple[str, ...] = ()
         cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    compiled = _compile_uncached(source, arch, tuple(options), name)
+    disk_key = _disk_key(source, arch, tuple(options))   # needs NVRTC: a missing extra is reported here
+    compiled = _from_disk(disk_key, source, arch, tuple(options))
+    if compiled is None:
+        compiled = _compile_uncached(source, arch, tuple(options), name)
+        DISK_CACHE.store(disk_key, {"ptx": compiled.ptx, "log": compiled.log, "cubin": compiled.cubin is not None},
+                         compiled.cubin or b"")
     with _CACHE_LOCK:
         _CACHE[key] = compiled
     return compiled
+
+
+def _disk_key(source: str, arch: str, options: tuple[str, ...]) -> str:
+    return fingerprint_key(source=source, arch=arch, options=list(options), header=runtime_header(),
+                           include=cuda_include_dir(), nvrtc=list(nvrtc_version()))
+
+
+def _from_disk(key: str, source: str, arch: str, options: tuple[str, ...]) -> CompiledCuda | None:
+    entry = DISK_CACHE.load(key)
+    if entry is None:
+        return None
+    header, blob = entry
+    if not isinstance(header.get("ptx"), str) or not isinstance(header.get("log"), str) \
+            or header.get("cubin") is not (arch.startswith("sm_")) or (header["cubin"] and not blob):
+        DISK_CACHE.discard(key)
+        return None
+    return CompiledCuda(source, arch, options, header["ptx"], blob if header["cubin"] else None, header["log"])
 
 
 def clear_cache() -> None:

@@ -1,10 +1,17 @@
-"""NVRTC wrapper: CompileError with log and offending lines, caching, arch checks."""
+"""NVRTC wrapper: CompileError with log and offending lines, caching (memory and the signed disk
+cache), arch checks."""
 
 from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from cinn_py.diagnostics import CompileError
+from cinn_py.runtime import cache
 from codegen.cuda import nvrtc
 
 GOOD = '#include "cinn_cuda_runtime.cuh"\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n'
@@ -45,3 +52,55 @@ def test_version_and_include_dir() -> None:
     major, _ = nvrtc.nvrtc_version()
     assert major >= 12
     assert nvrtc.cuda_include_dir().endswith("include")
+
+
+@pytest.fixture
+def cuda_cache(cache_dir: Path) -> Iterator[Path]:
+    """The disk cache under a temporary folder, NVRTC's memory cache empty; yields the CUDA folder."""
+    nvrtc.clear_cache()
+    nvrtc.DISK_CACHE._warned.clear()
+    yield cache_dir.parent / "cuda"
+    nvrtc.clear_cache()
+
+
+def _no_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("NVRTC ran although the disk cache holds the kernel")
+    monkeypatch.setattr(nvrtc, "_compile_uncached", refuse)
+
+
+def test_disk_cache_serves_a_new_process_without_nvrtc_compiling(cuda_cache: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    first = nvrtc.compile_cuda(GOOD)
+    (entry,) = cuda_cache.glob("*.bin")
+    nvrtc.clear_cache()                        # as a new process would start
+    with pytest.MonkeyPatch.context() as mp:
+        _no_compiles(mp)
+        again = nvrtc.compile_cuda(GOOD)
+    assert (again.ptx, again.cubin, again.arch) == (first.ptx, first.cubin, "sm_90")
+    virtual = nvrtc.compile_cuda(GOOD, arch="compute_80")
+    assert virtual.cubin is None and len(list(cuda_cache.glob("*.bin"))) == 2
+    nvrtc.clear_cache()
+    with pytest.MonkeyPatch.context() as mp:
+        _no_compiles(mp)
+        assert nvrtc.compile_cuda(GOOD, arch="compute_80").cubin is None
+    assert entry.exists()
+
+
+def test_disk_cache_refuses_copied_and_planted_entries(cuda_cache: Path) -> None:
+    other_source = GOOD.replace("1.0f", "2.0f")
+    good, other = nvrtc.compile_cuda(GOOD), nvrtc.compile_cuda(other_source)
+    entries = {e.stem for e in cuda_cache.glob("*.bin")}
+    good_key = nvrtc._disk_key(GOOD, "sm_90", ())
+    other_key = nvrtc._disk_key(other_source, "sm_90", ())
+    assert entries == {good_key, other_key}
+    shutil.copyfile(cuda_cache / f"{other_key}.bin", cuda_cache / f"{good_key}.bin")   # copied entry
+    nvrtc.clear_cache()
+    with pytest.warns(RuntimeWarning, match="foreign entry"):
+        assert nvrtc.compile_cuda(GOOD).ptx == good.ptx != other.ptx
+    forged = cache._encode({"ptx": other.ptx, "log": "", "cubin": True}, other.cubin or b"", os.urandom(32),
+                           "cuda", good_key)
+    (cuda_cache / f"{good_key}.bin").write_bytes(forged)                               # planted entry
+    nvrtc.clear_cache()
+    with pytest.warns(RuntimeWarning, match="foreign entry"):
+        assert nvrtc.compile_cuda(GOOD).cubin == good.cubin
