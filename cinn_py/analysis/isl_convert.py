@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import islpy as isl
 
 from cinn_py.ir import (
-    Add, And, BinaryOp, Cast, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Minus, Mod, Mul, NE,
+    Add, And, BinaryOp, Cast, CmpOp, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Minus, Mod, Mul, NE,
     Not, Or, Sub, UIntImm, Var,
 )
 from cinn_py.symbolic.analyzer import Analyzer
@@ -120,7 +120,7 @@ def condition_text(cond: Expr, names: IslNames, known: set[Var], an: Analyzer) -
     if isinstance(cond, Not):
         inner = condition_text(cond.v, names, known, an)
         return None if inner is None else f"(not ({inner}))"
-    if type(cond) in _CMP_TEXT and cond.a.dtype.is_int:
+    if isinstance(cond, CmpOp) and type(cond) in _CMP_TEXT and cond.a.dtype.is_int:
         a = affine_text(cond.a, names, known, an)
         b = affine_text(cond.b, names, known, an)
         if a is None or b is None:
@@ -147,7 +147,7 @@ def aff_to_expr(aff: isl.Aff, names: IslNames, dtype: DType, an: Analyzer) -> Ex
     for k in range(scaled.dim(isl.dim_type.param)):
         coef = _val_int(scaled.get_coefficient_val(isl.dim_type.param, k))
         if coef:
-            var = names.by_name.get(scaled.get_dim_name(isl.dim_type.param, k))
+            var = names.by_name.get(scaled.get_dim_name(isl.dim_type.param, k) or "")
             if var is None:
                 return None
             total = Add(total, Mul(var, IntImm(dtype, coef)))
@@ -160,9 +160,10 @@ def aff_to_expr(aff: isl.Aff, names: IslNames, dtype: DType, an: Analyzer) -> Ex
             total = Add(total, Mul(div, IntImm(dtype, coef)))
     if denom != 1:
         # The aff is integral on its domain here (dim_min/dim_max of integer sets).
-        total = _floor_div(total, denom, an)
-        if total is None:
+        floored = _floor_div(total, denom, an)
+        if floored is None:
             return None
+        total = floored
     return an.simplify(total)
 
 

@@ -22,7 +22,7 @@ and the offending node marked. Rules:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from cinn_py.diagnostics import VerifyError
 from cinn_py.ir import expr as E
@@ -53,19 +53,17 @@ class _Checker:
         self.func = func
         self.block_names: dict[str, S.ScheduleBlock] = {}
 
-    def fail(self, rule: str, message: str, node: Any) -> None:
+    def fail(self, rule: str, message: str, node: Any) -> NoReturn:
         raise VerifyError(f"verifier [{rule}] in function '{self.func.name}': {message}",
                           print_ir_marked(self.func, node))
 
     # -- whole-function rules --------------------------------------------------------------------
     def check_root(self) -> None:
         body = self.func.body
-        ok = (isinstance(body, S.Block) and len(body.stmts) == 1
-              and isinstance(body.stmts[0], S.ScheduleBlockRealize))
-        if not ok:
+        root = body.stmts[0] if isinstance(body, S.Block) and len(body.stmts) == 1 else None
+        if not isinstance(root, S.ScheduleBlockRealize):
             self.fail("root-block", "expected the body to be { ScheduleBlock(root) }, got "
                       f"{type(body).__name__} with {len(getattr(body, 'stmts', ()))} statement(s)", body)
-        root = body.stmts[0]
         if root.name != "root" or root.iter_values or root.schedule_block.iter_vars:
             self.fail("root-block", f"expected a root block named 'root' without iter vars, got "
                       f"'{root.name}' with {len(root.schedule_block.iter_vars)} iter var(s)", root)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
@@ -170,14 +170,14 @@ def names_in(*nodes: Any, loop_vars: bool = True) -> set[str]:
 
 
 class _Substituter(Mutator):
-    def __init__(self, mapping: dict[Var, Expr]) -> None:
+    def __init__(self, mapping: Mapping[Var, Expr]) -> None:
         self.mapping = mapping
 
     def visit_var(self, var: Var) -> Expr:
         return self.mapping.get(var, var)
 
 
-def substitute(node: Any, mapping: dict[Var, Expr]) -> Any:
+def substitute(node: Any, mapping: Mapping[Var, Expr]) -> Any:
     """Replace uses of Vars (by name and dtype) with expressions; binders are left alone."""
     if not mapping:
         return node

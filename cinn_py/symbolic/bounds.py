@@ -163,19 +163,19 @@ class BoundsEngine:
         `((S0 + 1023) / 1024) * 1024 >= S0` is proven. Needs `x >= 0`. `x % c` is first written
         `x - c * (x / c)` (exact in C semantics).
         """
-        expanded = p.substitute({a: to_poly(a.a) - Poly.atom(Div(a.a, a.b)).scale(a.b.value)
-                                 for a in p.atoms() if _is_mod_by_pos_const(a)})
+        mods = [(a, c) for a in p.atoms() if isinstance(a, Mod) and (c := _pos_const_divisor(a, Mod)) is not None]
+        expanded = p.substitute({a: to_poly(a.a) - Poly.atom(Div(a.a, a.b)).scale(c) for a, c in mods})
         out = Poly.const(expanded.constant)
         for mono, coef in expanded.non_const_terms():
             atom = mono[0] if len(mono) == 1 else None
-            if atom is None or not _is_div_by_pos_const(atom) or coef % atom.b.value != 0:
+            c = None if atom is None else _pos_const_divisor(atom, Div)
+            if not isinstance(atom, Div) or c is None or coef % c != 0:
                 out = out + Poly({mono: coef})
                 continue
             x = to_poly(atom.a)
             lo_x = self.const_lower(x)
             if lo_x is None or lo_x < 0:
                 return None
-            c = atom.b.value
             m = coef // c
             # m > 0: m*c*(x/c) >= m*(x - c + 1); m < 0: m*c*(x/c) >= m*x.
             out = out + ((x - Poly.const(c - 1)).scale(m) if m > 0 else x.scale(m))
@@ -186,12 +186,11 @@ def _at_least(value: int | None, bound: int) -> bool:
     return value is not None and value >= bound
 
 
-def _is_div_by_pos_const(e: Expr) -> bool:
-    return isinstance(e, Div) and isinstance(e.b, IntImm) and e.b.value > 0
-
-
-def _is_mod_by_pos_const(e: Expr) -> bool:
-    return isinstance(e, Mod) and isinstance(e.b, IntImm) and e.b.value > 0
+def _pos_const_divisor(e: Expr, kind: type[Div] | type[Mod]) -> int | None:
+    """`c` when `e` is `x / c` (kind Div) or `x % c` (kind Mod) with a constant `c > 0`."""
+    if isinstance(e, kind) and isinstance(e.b, IntImm) and e.b.value > 0:
+        return e.b.value
+    return None
 
 
 def _dtype_bound(atom: Expr, upper: bool) -> Poly | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,7 +32,8 @@ class Rule:
 
     name: str
     kinds: tuple[type, ...]
-    apply: Callable[[Expr, Analyzer], Expr | None]
+    apply: Callable[[Any, Analyzer], Expr | None]
+    """Takes a node of one of `kinds` (typed `Any`: a Callable cannot say "the kind matched")."""
 
 
 def c_div(a: int, b: int) -> int:
@@ -441,7 +443,7 @@ def not_fold(node: Not, an: Analyzer) -> Expr | None:
         return _false() if b else _true()
     if isinstance(v, Not):
         return v.v
-    if type(v) in _NEGATED_CMP and v.a.dtype.is_integral:
+    if isinstance(v, CmpOp) and type(v) in _NEGATED_CMP and v.a.dtype.is_integral:
         return _NEGATED_CMP[type(v)](v.a, v.b)
     return None
 

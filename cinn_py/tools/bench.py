@@ -116,7 +116,7 @@ def time_call(fn: Callable[[], Any], repeat: int, warmup: int = 2, budget_s: flo
 
 def _torch() -> Any:
     try:
-        import torch  # noqa: PLC0415
+        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
     except ImportError:
         return None
     return torch

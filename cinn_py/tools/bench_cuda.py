@@ -176,7 +176,7 @@ def rmsnorm_schedule(rows: int, cols: int, threads: int = 256, eps: float = 1e-6
 
 
 def _checked(name: str, ours: Callable[[], Any], reference: Callable[[], Any], tol: float = 1e-3) -> None:
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
     got, want = ours(), reference()
     if not torch.allclose(got, want, rtol=tol, atol=tol):
@@ -185,7 +185,7 @@ def _checked(name: str, ours: Callable[[], Any], reference: Callable[[], Any], t
 
 
 def _time(fn: Callable[[], Any], repeat: int) -> float:
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
     for _ in range(3):
         fn()
@@ -203,7 +203,7 @@ def _time(fn: Callable[[], Any], repeat: int) -> float:
 
 def copy_bandwidth(repeat: int) -> float:
     """Device-to-device copy bandwidth in GB/s (read + write counted)."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
     src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
     dst = torch.empty_like(src)
@@ -212,7 +212,7 @@ def copy_bandwidth(repeat: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=50)

@@ -43,9 +43,9 @@ class CudaRuntimeError(CinnError):
 
 def _pycuda() -> tuple[Any, Any]:
     try:
-        import pycuda.autoprimaryctx  # noqa: F401, PLC0415  (retains the primary context, shared with torch)
-        import pycuda.driver as drv  # noqa: PLC0415
-        import pycuda.gpuarray as gpuarray  # noqa: PLC0415
+        import pycuda.autoprimaryctx  # noqa: F401, PLC0415  # pyright: ignore[reportMissingImports] (keeps the primary context)
+        import pycuda.driver as drv  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+        import pycuda.gpuarray as gpuarray  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
     except ImportError as exc:
         raise CompileError("build_cuda: PyCUDA is not installed (pip install 'cinn-py[cuda]')") from exc
     except Exception as exc:  # no driver / no device
@@ -147,7 +147,7 @@ class Kernel:
     def _allocate_like(self, ref: Any, shape: tuple[int, ...], tensor: Any) -> Any:
         module = type(ref).__module__.split(".")[0]
         if module == "torch":
-            import torch  # noqa: PLC0415
+            import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
             name = "bfloat16" if tensor.dtype.kind == "bfloat" else tensor.dtype.scalar_name()
             torch_dtype = torch.bool if name == "bool" else getattr(torch, name)

@@ -37,6 +37,7 @@ input-clobbering rules are syntactic (by buffer) and conservative.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from cinn_py.ir import (
     Add, And, Block, DType, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Sub,
@@ -68,7 +69,7 @@ class ComputeAtBlockError(ScheduleError):
 
 
 def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
-                mapping: dict[Var, Expr], scope: set[str]) -> Stmt:
+                mapping: Mapping[Var, Expr], scope: set[str]) -> Stmt:
     """The block with its loops below `keep_from` and every guard around it, rebuilt (new loops)
     with `mapping` applied; loops above `keep_from` are dropped. A kept loop whose var is named
     like one in `scope` (the target's loops) is renamed first: after `mapping` sends the block's

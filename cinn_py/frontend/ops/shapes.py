@@ -10,9 +10,13 @@ never guesses (CINN's `DimExpr` inference adds a constraint instead; we ask the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from cinn_py.frontend.ops.base import Dim, FrontendError, Shape, SymbolEnv
 from cinn_py.ir import Expr, IntImm, Var, const, int64, walk
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def sym_var(name: str) -> Var:
@@ -37,7 +41,7 @@ def to_dim(value: object, what: str) -> Dim:
     raise TypeError(f"{what} must be an int, a symbolic dim name or cp.sym(...), got {type(value).__name__}")
 
 
-def _np_int() -> type:
+def _np_int() -> type[np.integer[Any]]:
     import numpy as np  # noqa: PLC0415
 
     return np.integer
