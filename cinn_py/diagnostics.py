@@ -42,7 +42,14 @@ class ConstantRangeError(LoweringError, OverflowError):
 
 
 class ScheduleError(CinnError):
-    """A schedule primitive's precondition does not hold (base of one class per rule)."""
+    """A schedule primitive's precondition does not hold (base of one class per rule).
+
+    `primitive` names the primitive (or tactic) that raised it; the message starts with it.
+    """
+
+    def __init__(self, message: str, detail: str | None = None, primitive: str = "") -> None:
+        super().__init__(message, detail)
+        self.primitive = primitive
 
 
 class OutOfBoundsAccessError(CinnError, IndexError):

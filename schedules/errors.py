@@ -13,10 +13,12 @@ Classes that describe a bad argument value (not a property of the IR) also deriv
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from cinn_py.diagnostics import ScheduleError
 from cinn_py.ir import print_ir_marked
+
+ErrorT = TypeVar("ErrorT", bound=ScheduleError)
 
 __all__ = [
     "ScheduleError", "schedule_error", "StaleHandleError", "BlockNotFoundError", "LoopNotFoundError",
@@ -26,14 +28,11 @@ __all__ = [
 ]
 
 
-def schedule_error(cls: type[ScheduleError], primitive: str, message: str, root: Any = None,
-                   *nodes: Any) -> ScheduleError:
+def schedule_error(cls: type[ErrorT], primitive: str, message: str, root: Any = None, *nodes: Any) -> ErrorT:
     """Build `cls` with the message `"<primitive>: <message>"` and the IR excerpt of `root`
     with `nodes` marked (when given)."""
     detail = print_ir_marked(root, *nodes) if root is not None else None
-    err = cls(f"{primitive}: {message}", detail)
-    err.primitive = primitive  # type: ignore[attr-defined]
-    return err
+    return cls(f"{primitive}: {message}", detail, primitive=primitive)
 
 
 class StaleHandleError(ScheduleError):

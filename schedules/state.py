@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cinn_py.ir import for_header
+from cinn_py.ir import For, for_header
 
 if TYPE_CHECKING:
     from schedules.schedule import IRSchedule
@@ -52,7 +52,7 @@ class LoopRV(_RV):
 
     def __str__(self) -> str:
         loop = self._sch._lookup(self.uid)
-        if loop is None:
+        if not isinstance(loop, For):
             return f"<stale loop '{self.var_name}'>"
         return f"{for_header(loop)}{loop.loop_var.name}, {loop.min}, {loop.extent})"
 

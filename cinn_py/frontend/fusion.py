@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from cinn_py.frontend.ops import OpPatternKind as K
 from cinn_py.frontend.ops import get_op
-from cinn_py.frontend.ops.base import FrontendError
+from cinn_py.frontend.ops.base import Dim, FrontendError
 from cinn_py.frontend.ops.shapes import dims_equal, numel, shapes_equal, symbols_of
 from cinn_py.frontend.program import Operator, Program, Variable
 
@@ -65,7 +65,7 @@ def can_fuse_kinds(producer: K, consumer: K) -> bool:
     return consumer in _PRODUCER_TO_CONSUMER[producer]
 
 
-def _reduce_attrs(op: Operator) -> tuple[tuple[object, ...], tuple[int, ...]]:
+def _reduce_attrs(op: Operator) -> tuple[tuple[Dim, ...], tuple[int, ...]]:
     return tuple(op.inputs[0].shape), tuple(op.attrs["axes"])
 
 
@@ -74,7 +74,7 @@ def same_reduce_attrs(a: Operator, b: Operator) -> bool:
     return xa == xb and shapes_equal(sa, sb)
 
 
-def _domain(op: Operator) -> tuple[object, ...]:
+def _domain(op: Operator) -> tuple[Dim, ...]:
     """The iteration domain of an op: its input shape for a reduction, else its output shape."""
     return tuple(op.inputs[0].shape) if op.pattern is K.kReduction else tuple(op.output.shape)
 

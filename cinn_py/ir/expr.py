@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, Union
 
 from cinn_py.diagnostics import ConstantRangeError
 from cinn_py.ir import dtype as dt
@@ -45,6 +45,8 @@ class Expr:
 
     __slots__ = ()
     dtype: DType
+    if TYPE_CHECKING:  # every node class is a dataclass (dataclasses.replace/fields take any Expr)
+        __dataclass_fields__: ClassVar[dict[str, Any]]
 
     def __str__(self) -> str:
         from cinn_py.ir.text.printer import print_ir
@@ -536,7 +538,7 @@ def ne(a: ExprLike, b: ExprLike) -> Expr:
     return NE(ea, as_expr(b, ea.dtype))
 
 
-def is_const_int(e: Expr, value: int | None = None) -> bool:
+def is_const_int(e: Expr, value: int | None = None) -> TypeGuard[IntImm | UIntImm]:
     """True if `e` is an integer immediate (equal to `value` when given)."""
     if not isinstance(e, (IntImm, UIntImm)) or e.dtype.is_bool:
         return False

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import itertools
 from dataclasses import dataclass, field
-from typing import Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
 from cinn_py.ir.expr import Expr, Var
@@ -27,9 +27,12 @@ def new_uid() -> int:
 
 
 class Stmt:
-    """Base of every statement node."""
+    """Base of every statement node: a dataclass with a process-unique `uid` (schedule handles)."""
 
     __slots__ = ()
+    uid: int
+    if TYPE_CHECKING:  # every node class is a dataclass (dataclasses.replace/fields take any Stmt)
+        __dataclass_fields__: ClassVar[dict[str, Any]]
 
     def __str__(self) -> str:
         from cinn_py.ir.text.printer import print_ir

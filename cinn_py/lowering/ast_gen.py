@@ -145,7 +145,7 @@ class _Lowering:
         return self.spatial_loops(inner, loop_vars, tensor.shape)
 
     def spatial_loops(self, inner: list[Stmt], loop_vars: list[Var], shape: tuple[Expr, ...]) -> list[Stmt]:
-        body = inner
+        body: list[Stmt] = inner
         for var, extent in zip(reversed(loop_vars), reversed(shape)):
             body = [For(var, self.zero(), extent, Block(tuple(body)))]
         return body

@@ -127,7 +127,8 @@ class _Conflicts:
     def _product(self, node: Mul) -> Var:
         var = self._products.get(node)
         if var is None:
-            var = Var(f"cinn_prod_{len(self._products)}", int64, is_symbolic_constant=True, lower_bound=1)
+            var = Var(f"cinn_prod_{len(self._products)}", int64, is_symbolic_constant=True,
+                      lower_bound=IntImm(int64, 1))
             self._products[node] = var
             self.symbols.append(var)
         return var

@@ -266,7 +266,8 @@ def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], 
         return
     tensors = [torch.from_numpy(a) for a in arrays]
     with torch.no_grad():
-        t_times = time_call(lambda: workload.torch(torch, *tensors), repeat, warmup=2, budget_s=3.0)
+        torch_fn = workload.torch
+        t_times = time_call(lambda: torch_fn(torch, *tensors), repeat, warmup=2, budget_s=3.0)
     row["torch_ms"] = statistics.median(t_times) * 1e3
     row["x_torch"] = row["torch_ms"] / row["ms"]
 
@@ -336,7 +337,7 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
              f"auto x hand = hand ms / auto ms"]
     header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
               "x numpy", "torch ms", "x torch", "targets")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for r in results:
         shape = "x".join(str(v) for v in r["shape"].values())
         targets = ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in r.get("targets", {}).items())
@@ -359,7 +360,7 @@ def _opt(value: float | None, fmt: str, suffix: str = "") -> str:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """Arguments of `cinn-py bench` (added to `parser` when given, e.g. a CLI subparser)."""
-    parser = parser or argparse.ArgumentParser(prog="cinn-py bench", description=__doc__.split("\n")[0])
+    parser = parser or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
     parser.add_argument("--repeat", type=int, default=20, help="timed calls per kernel (median reported)")
     parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")

@@ -19,9 +19,12 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cinn_py as cp
+
+if TYPE_CHECKING:
+    from schedules import IRSchedule as Schedule
 
 
 # An entry point (like the driver): schedules and codegen are imported lazily, inside functions.
@@ -37,7 +40,7 @@ def build_cuda(func: Any, arch: str = "auto", fast_math: bool = False) -> Any:
     return _build_cuda(func, arch=arch, fast_math=fast_math)
 
 
-def _bind_flat(s: IRSchedule, block: str, threads: int = 256) -> None:
+def _bind_flat(s: Schedule, block: str, threads: int = 256) -> None:
     loops = s.get_loops(block)
     fused = s.fuse(loops) if len(loops) > 1 else loops[0]
     outer, inner = s.split(fused, [-1, threads])
@@ -108,7 +111,7 @@ def rms_scale(rows: int, cols: int) -> Any:
     return build_cuda(s.func, arch="auto", fast_math=True)
 
 
-def _row_stat(s: IRSchedule, block: str, threads: int) -> None:
+def _row_stat(s: Schedule, block: str, threads: int) -> None:
     """One block per row; thread t accumulates X[i, ko * threads + t] serially, then a block reduce."""
     i, k = s.get_loops(block)
     s.bind(i, "blockIdx.x")
@@ -120,7 +123,7 @@ def _row_stat(s: IRSchedule, block: str, threads: int) -> None:
     s.set_buffer(f"{block}_rf", "local")
 
 
-def _row_tail(s: IRSchedule, block: str, threads: int) -> None:
+def _row_tail(s: Schedule, block: str, threads: int) -> None:
     i, j = s.get_loops(block)
     s.bind(i, "blockIdx.x")
     _, ji = s.split(j, [-1, threads])

@@ -454,7 +454,7 @@ def describe_case(seed: int, index: int, opts: Options) -> str:
 # CLI
 # ---------------------------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m cinn_py.tools.fuzz", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cinn_py.tools.fuzz", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--examples", type=int, default=200, help="number of cases (default 200)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     p.add_argument("--start", type=int, default=0, help="first case index (default 0)")

@@ -87,7 +87,7 @@ class LaunchInfo:
     def is_static(self) -> bool:
         return not self.symbols
 
-    def launch_dims(self, symbol_values: Mapping[str | Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
+    def launch_dims(self, symbol_values: Mapping[str, int] | Mapping[Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
         """((gx, gy, gz), (bx, by, bz), shared_bytes) for concrete symbol values.
 
         Raises:
@@ -123,7 +123,7 @@ class TempSpace:
     zero_init: bool
     """Fill with zeros before the launch (the kernel may read an element before writing it)."""
 
-    def nbytes(self, symbol_values: Mapping[str | Var, int] | None = None) -> int:
+    def nbytes(self, symbol_values: Mapping[str, int] | Mapping[Var, int] | None = None) -> int:
         """Bytes to allocate for concrete symbol values (at least 1, so the pointer is valid)."""
         env = {(k.name if isinstance(k, Var) else k): int(v) for k, v in (symbol_values or {}).items()}
         count = eval_int(self.num_elements, env)

@@ -12,6 +12,7 @@ always hold (`threadIdx.x < 256` with 256 threads) disappear.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from cinn_py.ir import (
     Block, Call, Cast, CudaAxisInfo, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, Mutator,
@@ -60,12 +61,12 @@ class _IndexSimplifier(Mutator):
         result = self.analyzer.simplify(e)
         return e if result == e else result
 
-    def visit(self, node: object) -> object:  # type: ignore[override]
+    def visit(self, node: Any) -> Any:
         if isinstance(node, Expr):
             return self.simplify(node)
         return super().visit(node)
 
-    def generic_visit(self, node: object) -> object:
+    def generic_visit(self, node: Any) -> Any:
         if isinstance(node, Load):
             return self.visit_load(node)
         return super().generic_visit(node)

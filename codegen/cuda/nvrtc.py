@@ -73,7 +73,7 @@ def cuda_include_dir() -> str:
 
 def _nvrtc():  # type: ignore[no-untyped-def]
     try:
-        from cuda.bindings import nvrtc  # noqa: PLC0415
+        from cuda.bindings import nvrtc  # noqa: PLC0415  # pyright: ignore[reportAttributeAccessIssue] (a compiled module)
     except ImportError as exc:
         raise CompileError(
             "CUDA codegen: NVRTC is not available (cuda-bindings + nvidia-cuda-nvrtc-cu12, the optional "

@@ -23,7 +23,7 @@ A failed allocation makes the function return status 1 (the Kernel raises Memory
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from llvmlite import ir
 
@@ -386,7 +386,7 @@ def _conjuncts(cond: Expr) -> list[Expr]:
     return [cond]
 
 
-def _is_tail_bound(c: Expr, info: LaneInfo) -> bool:
+def _is_tail_bound(c: Expr, info: LaneInfo) -> TypeGuard[LT | LE]:
     """`a < b` / `a <= b` on integers, `a` stepping by one per iteration, `b` invariant, no loads."""
     return (isinstance(c, (LT, LE)) and c.a.dtype.is_int and not any(isinstance(n, Load) for n in walk(c))
             and lane_stride(c.a, info) == 1 and lane_stride(c.b, info) == 0 and not varies(c.b, info))

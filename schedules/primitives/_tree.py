@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import Any, TypeVar
+
 from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, Stmt, replace_stmt
 from schedules.analysis.loops import StmtIndex
+
+RootT = TypeVar("RootT", bound=LoweredFunc | Stmt)
+"""What the path-copying helpers rewrite: a whole function or one statement subtree."""
 
 __all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
 
 
-def replace(func: LoweredFunc, old: Stmt, new: Stmt) -> LoweredFunc:
-    """`func` with the statement object `old` replaced by `new` (path copy)."""
+def replace(func: RootT, old: Stmt, new: Stmt) -> RootT:
+    """`func` (a function or a statement) with the statement object `old` replaced by `new`
+    (path copy)."""
     return replace_stmt(func, old, new)
 
 
@@ -23,14 +29,14 @@ class _ManyReplacer(Mutator):
     def __init__(self, mapping: dict[int, Stmt]) -> None:
         self.mapping = mapping
 
-    def visit(self, node: object) -> object:
+    def visit(self, node: Any) -> Any:
         new = self.mapping.get(id(node))
         if new is not None:
             return new
         return super().visit(node)
 
 
-def replace_many(func: LoweredFunc, mapping: dict[int, Stmt]) -> LoweredFunc:
+def replace_many(func: RootT, mapping: dict[int, Stmt]) -> RootT:
     """Replace several statements at once (`id(old) -> new`) in one path-copying walk."""
     return _ManyReplacer(mapping).visit(func)
 

@@ -251,7 +251,7 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
     rf = _rf_tensor(func, red, loop, rf_axis, f"{red.store.tensor.name}_rf")
     init, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
     write_back = _write_back(red, rf, rf_axis, loop.loop_var)
-    body = replace(loop.body, red.block, update)  # type: ignore[arg-type]
+    body = replace(loop.body, red.block, update)
     new_loop = dataclasses.replace(loop, body=dataclasses.replace(
         body, stmts=(init,) + body.stmts + (write_back,)))
     return _add_temp(replace(func, loop, new_loop), rf), rf

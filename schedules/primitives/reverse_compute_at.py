@@ -152,9 +152,12 @@ def _consumer_values(block: ScheduleBlockRealize, domain: Domain,
     ranges: dict[Var, tuple[Expr, Expr]] = {}
     for load in (n for n in walk(block.schedule_block.body) if isinstance(n, Load)):
         region = produced.get(load.tensor.buffer.name)
-        for k, idx in enumerate(load.indices if region is not None else ()):
-            if isinstance(idx, Var) and idx in domain and idx not in ranges and region[k] is not None:
-                ranges[idx] = region[k]  # type: ignore[assignment]
+        if region is None:
+            continue
+        for k, idx in enumerate(load.indices):
+            rng = region[k]
+            if isinstance(idx, Var) and idx in domain and idx not in ranges and rng is not None:
+                ranges[idx] = rng
     values: list[Expr] = []
     extra: list[tuple[Var, Expr]] = []
     for var, value in zip(block.schedule_block.iter_vars, block.iter_values):
@@ -218,7 +221,7 @@ def _domain_guard(target: list[For], extra: list[tuple[Var, Expr]], domain: Doma
         if var not in domain:
             continue
         lo, hi = domain[var]
-        terms = [] if prove_ge(value, lo, ranges) else [GE(value, lo)]
+        terms: list[Expr] = [] if prove_ge(value, lo, ranges) else [GE(value, lo)]
         if not prove_le(value, hi, ranges):
             terms.append(LT(value, simplify_index(Add(hi, int_like(1, hi)))))
         for term in terms:

@@ -116,8 +116,8 @@ def _normalise(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> l
     for f in factors:
         if isinstance(f, bool) or not isinstance(f, (int, Expr)):
             raise TypeError(f"split: a factor must be an int or an integer Expr, got {f!r}")
-        if isinstance(f, Expr) and as_int(f) is not None:
-            f = as_int(f)
+        if isinstance(f, Expr) and (value := as_int(f)) is not None:
+            f = value
         if isinstance(f, Expr):
             if f.dtype != loop.loop_var.dtype:
                 raise schedule_error(InvalidArgumentError, "split", f"factor {f} has dtype {f.dtype}, but loop "

@@ -24,8 +24,7 @@ loops). What a performance engineer writes for each shape of nest:
 
 from __future__ import annotations
 
-from cinn_py.ir import For
-from cinn_py.ir import NONTEMPORAL_ATTR
+from cinn_py.ir import NONTEMPORAL_ATTR, For, Var
 from schedules.analysis.loops import block_stores, find_block
 from schedules.analysis.regions import const_value
 from schedules.schedule import IRSchedule
@@ -77,7 +76,8 @@ def _dense(sch: IRSchedule, block: str, loops: list[For]) -> bool:
         if len(store.indices) != len(loops):
             return False
         for index, loop, dim in zip(store.indices, loops, store.tensor.shape):
-            if binding.get(index) != loop.loop_var or const_value(dim) != const_value(loop.extent) \
+            if not isinstance(index, Var) or binding.get(index) != loop.loop_var \
+                    or const_value(dim) != const_value(loop.extent) \
                     or const_value(dim) is None:
                 return False
     return True

@@ -223,7 +223,7 @@ class _Recorder(IrPrinter):
         self.block_lines: list[str] = []
         self.n_literals = self.n_calls = self.n_reduces = self.n_blocks = 0
 
-    def _literal(self, node: E.Expr, emit: Any) -> None:
+    def _literal(self, node: E.IntImm | E.UIntImm | E.FloatImm, emit: Any) -> None:
         start = len(self.out)
         emit(node)
         text = "".join(self.out[start:])

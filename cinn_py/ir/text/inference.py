@@ -96,7 +96,8 @@ class TensorInference:
             dtypes[k] = index.dtype.element_of()
             interval = self.interval(index)
             if interval is not None:
-                consts[k] = max(consts[k] if consts[k] is not None else 0, interval[1] + 1)
+                known_size = consts[k]
+                consts[k] = max(known_size if known_size is not None else 0, interval[1] + 1)
             elif syms[k] is None:
                 syms[k] = self.loop_extent(index)
 

@@ -91,6 +91,13 @@ class TensorSpec:
     def is_input(self) -> bool:
         return self.body is None
 
+    @property
+    def expr(self) -> Node:
+        """The body of a computed tensor (ValueError for an input)."""
+        if self.body is None:
+            raise ValueError(f"tensor spec '{self.name}' is an input: it has no body")
+        return self.body
+
 
 @dataclass(frozen=True)
 class ProgramSpec:

@@ -51,7 +51,7 @@ def evaluate(spec: ProgramSpec, inputs: dict[str, np.ndarray], binding: dict[str
         it_axes = t.axes + ((t.reduce[1],) if t.reduce else ())
         extents = {a: _extent(spec, a, binding) for a in it_axes}
         full = tuple(extents[a] for a in it_axes)
-        raw = np.broadcast_to(_eval(spec, t.body, t.dtype, it_axes, extents, values), full)
+        raw = np.broadcast_to(_eval(spec, t.expr, t.dtype, it_axes, extents, values), full)
         if t.reduce is not None:
             raw = _reduce(t.reduce[0], raw, t.dtype)
         values.append(_store(np.asarray(raw), t.dtype))
@@ -147,11 +147,11 @@ def _fcompute(spec: ProgramSpec, t: TensorSpec, dims: list[Any], built: list[Any
     def fcompute(*ivs: Var) -> Expr:
         env = dict(zip(t.axes, ivs))
         if t.reduce is None:
-            return _dsl_expr(spec, t.body, t.dtype, env, built)
+            return _dsl_expr(spec, t.expr, t.dtype, env, built)
         kind, r = t.reduce
         k = dsl.reduce_axis(dims[r])
         env[r] = k
-        body = _dsl_expr(spec, t.body, t.dtype, env, built)
+        body = _dsl_expr(spec, t.expr, t.dtype, env, built)
         return getattr(dsl, f"reduce_{kind}")(body, [k])
 
     return fcompute
@@ -232,7 +232,7 @@ def to_python(spec: ProgramSpec, func_name: str = "fuzz_kernel") -> str:
         if t.reduce is not None:
             names[t.reduce[1]] = "rk"
             lines.append(f"rk = cp.reduce_axis({dims[t.reduce[1]]})")
-        body = _src(spec, t.body, t.dtype, names)
+        body = _src(spec, t.expr, t.dtype, names)
         if t.reduce is not None:
             body = f"cp.reduce_{t.reduce[0]}({body}, [rk])"
         params = ", ".join(f"v{a}" for a in t.axes)

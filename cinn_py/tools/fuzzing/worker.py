@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,9 @@ class Summary:
 
 
 def _as_dict(result: Any) -> dict[str, Any]:
-    return dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result)
+    if isinstance(result, Mapping):
+        return dict(result)
+    return dataclasses.asdict(result)
 
 
 def run_in_process(seed: int, indices: Iterable[int], opts: Any, check_case: CheckCase, summary: Summary,
@@ -90,7 +92,7 @@ def worker_loop(seed: int, start: int, end: int, opts: Any, check_case: CheckCas
     for index in range(start, end):
         print(f"{BEGIN}{index}", file=out, flush=True)
         if inject.get(index) == "crash":
-            faulthandler._sigsegv()  # noqa: SLF001 - a real segfault, as generated code would raise
+            faulthandler._sigsegv()  # type: ignore[attr-defined]  # noqa: SLF001 - a real segfault, as generated code would raise
         if inject.get(index) == "hang":
             time.sleep(1e9)
         result = _as_dict(check_case(seed, index, opts))
