@@ -16,7 +16,7 @@ import copy
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from cinn_py.ir import (
     AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
@@ -268,6 +268,12 @@ class IRSchedule:
         return handle.rv_name
 
     # -- queries -------------------------------------------------------------------------------------
+    @overload
+    def get(self, handle: LoopRV) -> For: ...
+
+    @overload
+    def get(self, handle: BlockRV | str) -> ScheduleBlockRealize: ...
+
     def get(self, handle: LoopRV | BlockRV | str) -> For | ScheduleBlockRealize:
         """The current IR node a handle (or block name) refers to, for inspection: its
         `loop_var`, `extent`, `for_type`, `iter_values`, ... (TVM `Schedule.get`). Not recorded

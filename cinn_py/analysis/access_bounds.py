@@ -28,7 +28,7 @@ from cinn_py.analysis.isl_convert import affine_text, condition_text
 from cinn_py.analysis.polyhedral import PolyContext
 from cinn_py.analysis.sites import BlockSite
 from cinn_py.ir import (
-    Block, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, ScheduleBlockRealize, Select, Stmt, Store,
+    Block, Cast, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Tensor, UIntImm, Var, as_expr, child_fields, print_ir, substitute, walk,
 )
 from cinn_py.symbolic.analyzer import Analyzer

@@ -88,7 +88,7 @@ def _check_no_other_access(func: LoweredFunc, index: StmtIndex, loop: For, init:
 
 def _copy_nest(path: list[Stmt], init: ScheduleBlockRealize, taken: set[str]) -> Stmt:
     """The init under fresh copies of the loops and guards of `path` (outer -> inner)."""
-    mapping: dict[Var, Expr] = {}
+    mapping: dict[Var, Var] = {}
     for node in path:
         if isinstance(node, For):
             mapping[node.loop_var] = fresh_loop_var(node.loop_var, taken)
@@ -98,7 +98,7 @@ def _copy_nest(path: list[Stmt], init: ScheduleBlockRealize, taken: set[str]) ->
         inner = Block((body,))
         if isinstance(node, For):
             body = For(mapping[node.loop_var], substitute(node.min, mapping), substitute(node.extent, mapping),
-                       inner, node.for_type, node.bind_offset, node.vectorize_factor)  # type: ignore[arg-type]
+                       inner, node.for_type, node.bind_offset, node.vectorize_factor)
         else:
             body = IfThenElse(substitute(node.condition, mapping), inner)  # type: ignore[union-attr]
     return body

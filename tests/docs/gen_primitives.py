@@ -251,7 +251,8 @@ def method_signature(name: str) -> str:
     """`name(params) -> ret` as written in schedules/schedule.py (without `self`)."""
     tree = _module_ast("schedules.schedule")
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "IRSchedule")
-    fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    # The implementation, not a typing `@overload` stub before it.
+    fn = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name][-1]
     fn.args.args = fn.args.args[1:]
     fn.decorator_list, fn.body = [], [ast.Expr(ast.Constant(...))]
     text = ast.unparse(fn).split("\n")[0]

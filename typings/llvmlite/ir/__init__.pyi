@@ -82,6 +82,13 @@ class Function(Value):
     def __init__(self, module: Module, ftype: FunctionType, name: str) -> None: ...
     def append_basic_block(self, name: str = ...) -> Block: ...
 
+class GlobalVariable(Value):
+    initializer: Any
+    linkage: str
+    global_constant: bool
+    align: int | None
+    def __init__(self, module: Module, typ: Type, name: str, addrspace: int = ...) -> None: ...
+
 class Module:
     name: str
     triple: str
