@@ -205,6 +205,10 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
     result = Result(case.index, "ok")
     sch = None
     stage = "lower"
+    # Bound before the try: the auto-schedule check below runs only past "interp", where they are set.
+    func: Any = None
+    all_inputs: list[Any] = []
+    refs: list[Any] = []
     try:
         func = _lower(spec)
         all_inputs = _inputs(case, spec)
@@ -280,7 +284,7 @@ def compile_cuda_auto(func: Any) -> None:
 def nvrtc_available() -> bool:
     """Whether CUDA C can be compiled here (the optional `nvrtc` extra)."""
     try:
-        from cuda.bindings import nvrtc  # noqa: F401, PLC0415
+        from cuda.bindings import nvrtc  # noqa: F401, PLC0415  # pyright: ignore[reportAttributeAccessIssue]
     except ImportError:
         return False
     return True
@@ -389,6 +393,7 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
     spec, rng = make_net_case(seed, index)
     result = Result(index, "ok")
     stage = "build"
+    inputs: list[Any] = []  # reported with a failure past "build", where it is set
     try:
         program = build_net(spec)
         inputs = net_inputs(spec, rng, np.random.default_rng(rng.randrange(2 ** 31)))

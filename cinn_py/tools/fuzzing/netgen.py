@@ -157,7 +157,7 @@ class _Gen:
         op = self.rng.choice(REDUCE)
         out = tuple(1 if k in axes else d for k, d in enumerate(shape)) if keep else \
             tuple(d for k, d in enumerate(shape) if k not in axes)
-        size = math.prod(SYM_UPPER if isinstance(shape[k], str) else shape[k] for k in axes)
+        size = math.prod(SYM_UPPER if isinstance(d, str) else d for d in (shape[k] for k in axes))
         mag = self.mags[v] * (size if op == "reduce_sum" else 1)
         return self.emit(op, (v,), out, mag, axes=tuple(axes), keepdim=keep)
 
