@@ -236,3 +236,25 @@ def test_fallback_is_reported() -> None:
     c, z = _run(func, sch, [x])
     np.testing.assert_allclose(c, x.sum(axis=1), rtol=1e-5)
     np.testing.assert_allclose(z, x[:7] * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "int64", "uint8"])
+@pytest.mark.parametrize("kind", ["elementwise", "row_sum", "column_max"])
+def test_other_dtypes_match_the_interpreter(dtype: str, kind: str) -> None:
+    """Lanes follow the dtype (32 float16, 8 float64, 64 int8 lanes at 512 bits)."""
+    X = cp.placeholder((37, 70), dtype, "X")
+    if kind == "elementwise":
+        out = cp.compute((37, 70), lambda i, j: X[i, j] + X[i, j], "Y")
+    elif kind == "row_sum":
+        k = cp.reduce_axis(70, "k")
+        out = cp.compute((37,), lambda i: cp.reduce_sum(X[i, k], k), "R")
+    else:
+        k = cp.reduce_axis(37, "k")
+        out = cp.compute((70,), lambda j: cp.reduce_max(X[k, j], k), "C")
+    func = cp.lower(f"{kind}_{dtype}", [X, out])
+    sch = _auto(func)
+    assert sch.auto_report.strategy == "x86-tuned", sch.auto_report.fallbacks
+    x = (np.random.default_rng(2).random((37, 70)) * 4).astype(dtype)
+    [got] = _run(func, sch, [x])
+    [want] = cp.run_ir(func, {"X": x}).values()
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, dtype=np.float64), rtol=1e-2)
