@@ -4,7 +4,9 @@
 Used when the tiling tactics do not apply (nests that cannot share one `[spatial, reduce]`
 space; a tactic that raised). Every nest's spatial loops are fused and split `[-1, THREADS]`;
 the inner loop is bound to `threadIdx.x`, so the block's threads share the nest's iterations
-(each thread runs its reductions serially); a nest without a spatial loop runs on thread 0 only.
+(each thread runs its reductions serially); a nest without a spatial loop runs on thread 0 only,
+and a function with a top-level 0-d result block (no iter vars: not addressable, so not
+bindable) runs on one thread.
 
 A barrier after every nest makes each nest see the complete results of the ones before it:
 correct for any dependences between nests, since there is a single block. Slow for large groups
@@ -13,8 +15,8 @@ correct for any dependences between nests, since there is a single block. Slow f
 
 from __future__ import annotations
 
-from cinn_py.ir import Var, walk
-from schedules.analysis.loops import find_block
+from cinn_py.ir import Block, ScheduleBlockRealize, Var, walk
+from schedules.analysis.loops import find_block, root_body
 from schedules.analysis.regions import const_value
 from schedules.schedule import IRSchedule
 from schedules.tactics.group import is_init_name, loops_of
@@ -39,10 +41,16 @@ def _spatial_depth(sch: IRSchedule, block: str) -> int:
 
 def single_block_schedule(sch: IRSchedule) -> str:
     """Schedule every nest of `sch` onto one block of `THREADS` threads (see the module docstring)."""
+    groups = nests(sch)
+    # A top-level block without iter vars cannot be addressed, so nothing keeps it off the other
+    # threads. A 0-d reduction's init only writes the identity (same value from every thread,
+    # before the barrier of the update's nest); any other such block (a 0-d result reading
+    # earlier nests) makes one thread run everything.
+    threads = 1 if any(not is_init_name(name) for name in _unaddressable(sch)) else THREADS
     first = True
-    for names in nests(sch):
+    for names in groups:
         if not names:
-            continue  # a 0-d reduction's init (no iter var, not addressable): every thread writes the identity
+            continue
         mains = [n for n in names if not is_init_name(n)]
         depth = _spatial_depth(sch, mains[-1]) if mains else 0
         if not first:
@@ -56,7 +64,14 @@ def single_block_schedule(sch: IRSchedule) -> str:
         loops = sch.get_loops(mains[-1])
         fused = sch.fuse(loops[:depth]) if depth > 1 else loops[0]
         extent = const_value(sch.get(fused).extent)  # type: ignore[union-attr]
-        if extent is None or extent > THREADS:
-            fused = sch.split(fused, [-1, THREADS])[1]
+        if extent is None or extent > threads:
+            fused = sch.split(fused, [-1, threads])[1]
         sch.bind(fused, "threadIdx.x")
-    return f"single block of up to {THREADS} threads, nests separated by __syncthreads()"
+    return f"single block of up to {threads} threads, nests separated by __syncthreads()"
+
+
+def _unaddressable(sch: IRSchedule) -> list[str]:
+    """Names of the top-level blocks without iter vars (no schedule primitive can name them)."""
+    body = root_body(sch.func)
+    stmts = body.stmts if isinstance(body, Block) else (body,)
+    return [s.schedule_block.name for s in stmts if isinstance(s, ScheduleBlockRealize) and not s.iter_values]

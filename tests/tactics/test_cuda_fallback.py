@@ -8,7 +8,9 @@ NVRTC.
   factors other than -1 is larger than the extent 1`);
 * fuzz --net seed 1 case 10: a group whose nests cannot be aligned (AutoScheduleError);
 * fuzz --auto seed 7 case 70: a tiling whose global temporary is written by one block and read
-  by another (gpu_bind's race check refused the kernel at codegen).
+  by another (gpu_bind's race check refused the kernel at codegen);
+* fuzz --net seed 202 case 75: a 0-d result read after a 0-d reduction in the one-block fallback
+  ran on every thread without a barrier (top-level blocks without iter vars cannot be bound).
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ def _check(func: Any, inputs: dict[str, np.ndarray]) -> list[str]:
         got = cp.run_ir(sch.func, inputs)
         for name, value in want.items():
             np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+        code = cp.codegen(sch, target="cuda")
+        assert "__global__" in code.source                     # printing runs gpu_bind's race checks
         if nvrtc_available():
-            assert isinstance(cp.codegen(sch, target="cuda").cubin, bytes)
+            assert isinstance(code.cubin, bytes)
     return strategies
 
 
@@ -100,3 +104,16 @@ def test_single_block_schedule_of_a_two_stage_function(n: int) -> None:
     np.testing.assert_allclose(cp.run_ir(sch.func, {"X": x})["Z"], x[::-1] * 2 + 1)
     source = cp.codegen(sch.func, target="cuda").source
     assert "__syncthreads();" in source and "blockIdx" not in source
+
+
+def test_fallback_with_a_0d_result_after_a_0d_reduction() -> None:
+    nb = cp.NetBuilder("net75")
+    x0 = nb.create_input("float32", [3], "x0")
+    x2 = nb.create_input("float32", [3], "x2")
+    v7 = nb.minimum(nb.exp(nb.tanh(x0)), x2)
+    nb.relu(nb.reduce_min(v7, axes=(0,), keepdim=False))
+    nb.gelu(v7)
+    strategies = []
+    for func in _groups(nb.build()):
+        strategies += _check(func, _inputs(func, {}))
+    assert "single-block" in strategies
