@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from cinn_py.interp import numerics as nm
-from cinn_py.interp.exprs import ExprCompiler
 from cinn_py.interp.memory import Memory
 from cinn_py.interp.stmts import StmtCompiler, StmtFn
 from cinn_py.ir import Alloc, Buffer, Expr, Load, LoweredFunc, Store, Tensor, Var, walk
+from cinn_py.symbolic.integer import eval_int
 
 _CACHE: OrderedDict[tuple[int, bool], tuple[LoweredFunc, StmtFn, Memory]] = OrderedDict()
 _CACHE_SIZE = 64
@@ -147,7 +147,7 @@ def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: di
         _check_bound(name, values[name], var.lower_bound, var.upper_bound, values)
     for tensor in func.inputs:
         for dim, (expr, size) in enumerate(zip(tensor.shape, arrays[tensor.name].shape)):
-            want = _eval_int(expr, values)
+            want = eval_int(expr, values)
             if want != size:
                 raise ValueError(f"run_ir: dim {dim} of input '{tensor.name}' is {size}, expected "
                                  f"{want} ({expr}) given symbols {values}")
@@ -156,19 +156,10 @@ def _bind_symbols(func: LoweredFunc, arrays: dict[str, np.ndarray], sym_vars: di
 
 def _check_bound(name: str, value: int, lower: Expr | None, upper: Expr | None,
                  values: dict[str, int]) -> None:
-    if lower is not None and value < _eval_int(lower, values):
+    if lower is not None and value < eval_int(lower, values):
         raise ValueError(f"run_ir: symbol '{name}' = {value} is below its lower bound {lower}")
-    if upper is not None and value >= _eval_int(upper, values):
+    if upper is not None and value >= eval_int(upper, values):
         raise ValueError(f"run_ir: symbol '{name}' = {value} is not below its upper bound {upper}")
-
-
-def _eval_int(expr: Expr, values: dict[str, int]) -> int:
-    """Value of a shape expression of symbols (exact C semantics)."""
-    mem = Memory(poison=False)
-    fn = ExprCompiler(mem).compile(expr, frozenset(values))
-    env = {name: np.int64(v) for name, v in values.items()}
-    with np.errstate(all="ignore"):
-        return int(fn(env))
 
 
 # -- program and memory -------------------------------------------------------------------------
@@ -201,19 +192,19 @@ def _allocate(func: LoweredFunc, mem: Memory, arrays: dict[str, np.ndarray], env
         elif isinstance(node, Alloc):
             buffers.setdefault(node.buffer.name, node.buffer)
     for tensor in tensors.values():
-        mem.register(tensor, tuple(_eval_int(d, values) for d in tensor.shape))
+        mem.register(tensor, tuple(eval_int(d, values) for d in tensor.shape))
         buffers.setdefault(tensor.buffer.name, tensor.buffer)
     inputs_by_buffer = {t.buffer.name: arrays[t.name] for t in func.inputs}
     for name, buffer in buffers.items():
         if name in inputs_by_buffer:
             mem.bind(name, _as_buffer(inputs_by_buffer[name], buffer, values))
         else:
-            mem.allocate(buffer, tuple(_eval_int(d, values) for d in buffer.shape))
+            mem.allocate(buffer, tuple(eval_int(d, values) for d in buffer.shape))
 
 
 def _as_buffer(array: np.ndarray, buffer: Buffer, values: dict[str, int]) -> np.ndarray:
     """The input array in its buffer's shape (a tensor may view its buffer with another shape)."""
-    shape = tuple(_eval_int(d, values) for d in buffer.shape)
+    shape = tuple(eval_int(d, values) for d in buffer.shape)
     if array.shape == shape or int(np.prod(shape, dtype=np.int64)) != array.size:
         return array
     return array.reshape(shape)

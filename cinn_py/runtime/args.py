@@ -30,10 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.ir import (
-    Add, And, Cast, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, LoweredFunc, Max, Min, Minus, Mod, Mul, NE,
-    Or, Select, Sub, Tensor, UIntImm, Var,
-)
+from cinn_py.ir import DType, Expr, IntImm, LoweredFunc, Tensor, UIntImm, Var
+from cinn_py.symbolic.integer import eval_int
 
 _DLPACK_CPU = 1
 _DLPACK_CUDA = (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
@@ -106,39 +104,14 @@ def arg_meta(obj: Any, label: str, device: str = "cpu") -> ArgMeta:
 # ---------------------------------------------------------------------------------------------
 # Integer evaluation of dim expressions (C semantics)
 # ---------------------------------------------------------------------------------------------
-def _c_div(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError("division by zero in a shape expression")
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-_INT_OPS = {
-    Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b,
-    Div: _c_div, Mod: lambda a, b: a - _c_div(a, b) * b, Min: min, Max: max,
-    EQ: lambda a, b: int(a == b), NE: lambda a, b: int(a != b), LT: lambda a, b: int(a < b),
-    LE: lambda a, b: int(a <= b), GT: lambda a, b: int(a > b), GE: lambda a, b: int(a >= b),
-    And: lambda a, b: int(bool(a) and bool(b)), Or: lambda a, b: int(bool(a) or bool(b)),
-}
-
-
 def eval_int_expr(expr: Expr, env: dict[str, int]) -> int:
     """Evaluate an integer expression of symbolic dims; KeyError for an unbound symbol."""
-    if isinstance(expr, (IntImm, UIntImm)):
-        return int(expr.value)
-    if isinstance(expr, Var):
-        return env[expr.name]
-    if isinstance(expr, Cast):
-        return eval_int_expr(expr.v, env)
-    if isinstance(expr, Minus):
-        return -eval_int_expr(expr.v, env)
-    if isinstance(expr, Select):
-        branch = expr.true_value if eval_int_expr(expr.condition, env) else expr.false_value
-        return eval_int_expr(branch, env)
-    op = _INT_OPS.get(type(expr))
-    if op is not None:
-        return op(eval_int_expr(expr.a, env), eval_int_expr(expr.b, env))  # type: ignore[attr-defined]
-    raise ValueError(f"shape expression {expr} is not an integer expression of symbolic dims")
+    try:
+        return eval_int(expr, env)
+    except ZeroDivisionError:
+        raise ZeroDivisionError(f"division by zero in the shape expression {expr}") from None
+    except ValueError:
+        raise ValueError(f"shape expression {expr} is not an integer expression of symbolic dims") from None
 
 
 def free_symbols(expr: Expr) -> set[str]:

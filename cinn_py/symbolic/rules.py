@@ -23,6 +23,7 @@ from cinn_py.ir import (
     Mul, NE, Not, Or, Select, Sub, UIntImm, bool_,
 )
 from cinn_py.symbolic.analyzer import Analyzer
+from cinn_py.symbolic.integer import c_div, c_mod
 from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
 
 
@@ -34,17 +35,6 @@ class Rule:
     kinds: tuple[type, ...]
     apply: Callable[[Any, Analyzer], Expr | None]
     """Takes a node of one of `kinds` (typed `Any`: a Callable cannot say "the kind matched")."""
-
-
-def c_div(a: int, b: int) -> int:
-    """C `a / b`: truncates toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def c_mod(a: int, b: int) -> int:
-    """C `a % b`: `a - b * (a / b)`, the sign of `a`."""
-    return a - b * c_div(a, b)
 
 
 def _int(e: Expr) -> int | None:
@@ -516,4 +506,4 @@ def rules_for(kind: type) -> tuple[Rule, ...]:
     return cached
 
 
-__all__ = ["RULES", "Rule", "c_div", "c_mod", "rules_for"]
+__all__ = ["RULES", "Rule", "rules_for"]

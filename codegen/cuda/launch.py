@@ -8,10 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cinn_py.ir import (
-    Add, And, BinaryOp, Cast, CmpOp, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Mod, Mul, NE,
-    Not, Or, Select, Sub, UIntImm, Var,
-)
+from cinn_py.ir import DType, Expr, Var
+from cinn_py.symbolic.integer import eval_int as symbolic_eval_int
 
 # CUDA limits (compute capability >= 3.0).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -21,57 +19,22 @@ MAX_THREADS_PER_BLOCK = 1024
 Dim3 = tuple[int, int, int]
 
 
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def eval_int(e: Expr, env: Mapping[str, int]) -> int:
-    """Evaluate an integer expression of symbolic dims with C semantics (truncating `/`, `%`)."""
-    if isinstance(e, (IntImm, UIntImm)):
-        return int(e.value)
-    if isinstance(e, Var):
-        if e.name not in env:
-            raise ValueError(f"launch: no value for symbolic dim '{e.name}' (have {sorted(env)})")
-        return int(env[e.name])
-    if isinstance(e, Cast):
-        return eval_int(e.v, env)
-    if isinstance(e, BinaryOp):
-        a, b = eval_int(e.a, env), eval_int(e.b, env)
-        if isinstance(e, Add):
-            return a + b
-        if isinstance(e, Sub):
-            return a - b
-        if isinstance(e, Mul):
-            return a * b
-        if isinstance(e, (Div, Mod)):
-            if b == 0:
-                raise ValueError(f"launch: division by zero evaluating {e}")
-            q = _c_div(a, b)
-            return q if isinstance(e, Div) else a - q * b
-        if isinstance(e, Min):
-            return min(a, b)
-        if isinstance(e, Max):
-            return max(a, b)
-    if isinstance(e, Select):
-        return eval_int(e.true_value if eval_bool(e.condition, env) else e.false_value, env)
-    raise ValueError(f"launch: cannot evaluate {type(e).__name__} ({e}) on the host")
+    """Evaluate an integer expression of symbolic dims with C semantics (truncating `/`, `%`);
+    a ValueError names the launch and the cause."""
+    try:
+        return symbolic_eval_int(e, env)
+    except KeyError as exc:
+        raise ValueError(f"launch: no value for symbolic dim {exc} (have {sorted(env)})") from None
+    except ZeroDivisionError:
+        raise ValueError(f"launch: division by zero evaluating {e}") from None
+    except ValueError:
+        raise ValueError(f"launch: cannot evaluate {type(e).__name__} ({e}) on the host") from None
 
 
 def eval_bool(e: Expr, env: Mapping[str, int]) -> bool:
     """Evaluate a predicate over symbolic dims (bucket predicates, selects)."""
-    if isinstance(e, UIntImm) and e.dtype.is_bool:
-        return bool(e.value)
-    if isinstance(e, And):
-        return eval_bool(e.a, env) and eval_bool(e.b, env)
-    if isinstance(e, Or):
-        return eval_bool(e.a, env) or eval_bool(e.b, env)
-    if isinstance(e, Not):
-        return not eval_bool(e.v, env)
-    if isinstance(e, CmpOp):
-        a, b = eval_int(e.a, env), eval_int(e.b, env)
-        return {EQ: a == b, NE: a != b, LT: a < b, LE: a <= b, GT: a > b, GE: a >= b}[type(e)]
-    raise ValueError(f"launch: cannot evaluate predicate {type(e).__name__} ({e}) on the host")
+    return eval_int(e, env) != 0
 
 
 @dataclass(frozen=True)

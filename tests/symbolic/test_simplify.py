@@ -6,7 +6,7 @@ import itertools
 import random
 
 import pytest
-from tests.symbolic.c_semantics_eval import evaluate
+from cinn_py.symbolic.integer import eval_int as evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cinn_py.frontend.ops.base import Dim, FrontendError, Shape, SymbolEnv
 from cinn_py.ir import Expr, IntImm, Var, const, int64, walk
+from cinn_py.symbolic.integer import eval_int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,9 +125,7 @@ def symbols_of(shape: Sequence[Dim]) -> list[Var]:
 def eval_dim(d: Dim, env: SymbolEnv) -> int:
     if isinstance(d, int):
         return d
-    from cinn_py.runtime.args import eval_int_expr  # noqa: PLC0415
-
-    return eval_int_expr(d, dict(env))
+    return eval_int(d, env)
 
 
 def eval_shape(shape: Sequence[Dim], env: SymbolEnv) -> tuple[int, ...]:
