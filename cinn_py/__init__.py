@@ -30,7 +30,8 @@ _EXPORTS: dict[str, str] = {
     "auto_schedule": "cinn_py.driver",
     # NetBuilder frontend
     "NetBuilder": "cinn_py.frontend.net_builder",
-    "compile_program": "cinn_py.frontend.executor",
+    "compile_program": "cinn_py.pipeline",
+    "Target": "cinn_py.target",
     "FrontendError": "cinn_py.frontend.ops.base",
     "run_ir": "cinn_py.interp",
     "parse_ir": "cinn_py.ir.text.parser",

@@ -35,6 +35,7 @@ from typing import Any
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import LoweredFunc, Module, print_ir
+from cinn_py.target import Target
 
 
 class CliError(CinnError):
@@ -126,9 +127,10 @@ def _scheduled_program(ns: argparse.Namespace) -> Any:
 def cmd_codegen(ns: argparse.Namespace) -> int:
     from cinn_py.driver import codegen
 
-    code = codegen(_scheduled_program(ns), target=ns.target, fast_math=ns.fast_math,
-                   **({"arch": ns.arch} if ns.target == "cuda" else {}))
-    emit = ns.emit or ("source" if ns.target == "cuda" else "llvm")
+    target = Target.parse(ns.target)
+    target = Target.cuda(ns.arch) if target.is_gpu else target
+    code = codegen(_scheduled_program(ns), target=target, fast_math=ns.fast_math)
+    emit = ns.emit or ("source" if target.is_gpu else "llvm")
     attribute = {"source": "source", "ptx": "ptx", "launch": "launch", "llvm": "llvm_ir",
                  "llvm-unopt": "unoptimized_ir", "asm": "asm"}[emit]
     if not hasattr(code, attribute):

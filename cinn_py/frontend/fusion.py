@@ -170,7 +170,7 @@ class Group:
 
     def lower(self) -> LoweredFunc:
         """The group as one LoweredFunc: `cinn_py.lower(name, [inputs..., outputs...])`."""
-        from cinn_py.frontend.executor import lower_group  # noqa: PLC0415
+        from cinn_py.lowering.group import lower_group  # noqa: PLC0415 - lowering is above the frontend
 
         return lower_group(self)
 

@@ -161,7 +161,7 @@ class Program:
 
     def run_reference(self, *inputs: Any) -> Any:
         """Run the compiled pipeline (decompose, passes, fusion, lowering) in the IR interpreter."""
-        from cinn_py.frontend.executor import run_interpreted  # noqa: PLC0415 - executor imports program
+        from cinn_py.pipeline import run_interpreted  # noqa: PLC0415 - the pipeline is above the frontend
 
         return run_interpreted(self, _positional(inputs))
 

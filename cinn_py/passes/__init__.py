@@ -18,6 +18,7 @@ Pass = Callable[[LoweredFunc], LoweredFunc]
 
 _BUILTIN: dict[str, str] = {
     "simplify": "cinn_py.passes.simplify:simplify_func",
+    "simplify_indices": "cinn_py.passes.index_simplify:simplify_indices",
     "cross_thread_reduce": "cinn_py.passes.cross_thread_reduce:cross_thread_reduce",
     "gpu_bind": "cinn_py.passes.gpu_bind:gpu_bind",
 }

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.ir import LoweredFunc, print_ir
+from cinn_py.target import Target, TargetLike, host
 from cinn_py.tools.runner import random_inputs
 
 __all__ = ["Candidate", "Progress", "Trial", "TuneResult", "candidates_for", "make_runner", "measure", "run_all", "tune"]
@@ -137,10 +138,10 @@ def _group_space(native_bits: int) -> list[dict[str, Any]]:
 def candidates_for(func: LoweredFunc, trials: int, seed: int = 0) -> tuple[str, list[Candidate]]:
     """(database key, candidates): the defaults first, then a seeded sample of the space."""
     from schedules.tactics import analyze_group, build_schedule_config
-    from schedules.tactics.matmul import default_matmul_params, fit_params, match_matmul, native_vector_bits
+    from schedules.tactics.matmul import default_matmul_params, fit_params, match_matmul
     from schedules.tactics.tuning_db import group_key, matmul_key
 
-    bits = native_vector_bits()
+    bits = host().cpu.vector_bits
     info = _matmul_info(func)
     if info is not None:
         default = default_matmul_params(info).as_dict()
@@ -388,7 +389,7 @@ def _symbols(func: LoweredFunc, dims: dict[str, int] | None) -> dict[str, int]:
     return {n: int((dims or {})[n]) for n in names}
 
 
-def tune(func_or_program: Any, target: str = "x86", trials: int = 16, *, workers: str = "process",
+def tune(func_or_program: Any, target: TargetLike = "x86", trials: int = 16, *, workers: str = "process",
          parallel: int = 1, dims: dict[str, int] | None = None, repeat: int = 5, timeout_s: float = 120.0,
          db: str | Path | None = None, seed: int = 0, save: bool = True, progress: bool = True,
          log: Callable[[str], None] | None = None) -> list[TuneResult]:
@@ -405,8 +406,9 @@ def tune(func_or_program: Any, target: str = "x86", trials: int = 16, *, workers
     """
     from schedules.tactics.tuning_db import TuningDB, TuningRecord, db_path, host_cpu, now
 
-    if target != "x86":
-        raise ValueError(f"tune: only target='x86' is measured on this machine, got {target!r}")
+    tgt = Target.parse(target)
+    if tgt.is_gpu:
+        raise ValueError(f"tune: only CPU targets are measured on this machine, got {target!r}")
     if trials < 1:
         raise ValueError(f"tune: trials must be >= 1, got {trials}")
     path = Path(db) if db is not None else db_path()
@@ -436,7 +438,7 @@ def tune(func_or_program: Any, target: str = "x86", trials: int = 16, *, workers
             if best.ok:
                 store.put(res.key, TuningRecord(best.candidate.as_dict(), best.time_s,  # type: ignore[arg-type]
                                                 default.time_s if default.ok else None, len(res.trials),
-                                                {"cpu": host_cpu(), "target": target, "tuned_at": now(),
+                                                {"cpu": host_cpu(), "target": tgt.name, "tuned_at": now(),
                                                  "group": res.group}))
                 res.saved = True
         store.save()

@@ -43,6 +43,7 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
     extra = tuple(options.pop("nvrtc_options", ()))
     buckets = options.pop("buckets", None)
     checked = resolve_checked(options.pop("checked", None))
+    lowered = bool(options.pop("lowered", False))
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
     if arch == "auto":
@@ -56,5 +57,5 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
         for code in dispatch.codes:
             _ = code.cubin  # compile every bucket now: a broken bucket fails the build, not a later call
         return dispatch
-    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked)
+    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked, lowered=lowered)
     return Kernel(code, func)

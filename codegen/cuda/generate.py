@@ -79,8 +79,8 @@ def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ..
 
 
 def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90",
-                  options: tuple[str, ...] = (), kernel_name: str | None = None, checked: bool = False
-                  ) -> GeneratedCode:
+                  options: tuple[str, ...] = (), kernel_name: str | None = None, checked: bool = False,
+                  lowered: bool = False) -> GeneratedCode:
     """Lower `func` for the GPU and print CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`).
 
     Args:
@@ -90,6 +90,8 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         options: extra NVRTC options.
         kernel_name: rename the kernel (bucket dispatch uses `<fn>_COND_<pred>__kernel`).
         checked: guard every index the printer cannot prove in range (`cinn_checked_index`).
+        lowered: `func` already went through the CUDA target's passes (the pipeline's
+            `target_passes` step); otherwise `generate_cuda` runs them.
 
     Raises:
         CompileError: a GPU pass or the printer rejected the function.
@@ -100,12 +102,13 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
     check_arch(arch)
     if kernel_name is not None:
         func = dataclasses.replace(func, name=kernel_name)
-    lowered = lower_for_cuda(func)
-    kernel = print_kernel(lowered, fast_math=fast_math, checked=resolve_checked(checked))
+    if not lowered:
+        func = lower_for_cuda(func)
+    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked))
     opts = nvrtc_options(fast_math, tuple(options))
-    info = lowered.cuda_axis_info
+    info = func.cuda_axis_info
     if info is None:  # gpu_bind always sets it
         raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
-    launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, lowered.scalar_args)
-    return GeneratedCode(kernel.source, launch, kernel.name, lowered, arch, opts, kernel.vector_alignment,
+    launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, func.scalar_args)
+    return GeneratedCode(kernel.source, launch, kernel.name, func, arch, opts, kernel.vector_alignment,
                          kernel.temp_spaces, kernel.checks)

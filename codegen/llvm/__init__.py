@@ -16,7 +16,7 @@ sources (so a codegen change invalidates old entries by itself; no version to bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,17 @@ _OPTIONS = ("num_threads", "cache", "checked")
 
 @dataclass(frozen=True)
 class GeneratedCode:
-    """Code generated for one function: optimised LLVM IR, host assembly, unoptimised IR."""
+    """Code generated for one function: optimised LLVM IR, host assembly, unoptimised IR, and what
+    `X86Backend.load` needs to load it (the function, the object code, fast_math, bounds checks)."""
 
     llvm_ir: str
     asm: str
     unoptimized_ir: str
+    func: LoweredFunc | None = field(default=None, repr=False, compare=False)
+    object_code: bytes = field(default=b"", repr=False, compare=False)
+    fast_math: bool = False
+    checks: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    """The bounds checks of a checked build (what an OutOfBoundsAccessError status refers to)."""
 
 
 def _check_func(func: Any) -> LoweredFunc:
@@ -61,9 +67,12 @@ def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> 
     _check_options(options)
     triple, layout = triple_and_layout()
     # generated text is unchecked unless asked for (the process default applies to builds)
-    unoptimized = str(build_module(func, fast_math, triple, layout, resolve_checked(options.get("checked", False))).module)
+    unit = build_module(func, fast_math, triple, layout, resolve_checked(options.get("checked", False)))
+    unoptimized = str(unit.module)
     compiled = optimize_and_compile(unoptimized)
-    return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized)
+    checks = None if unit.checks is None else tuple(unit.checks)
+    return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized, func, compiled.object_code, bool(fast_math),
+                         checks)
 
 
 def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:

@@ -27,6 +27,7 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import And, Expr, GE, IntImm, LE, LoweredFunc, const
 from cinn_py.passes.cross_thread_reduce import cross_thread_reduce
 from cinn_py.passes.gpu_bind import gpu_bind
+from cinn_py.target import KINDS, Target, TargetLike
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
 from schedules.tactics.align import align_iter_space_tactic
@@ -36,7 +37,7 @@ from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, 
 from schedules.tactics.cuda_fallback import single_block_schedule
 from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.matmul import (
-    MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic, native_vector_bits,
+    MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic,
 )
 from schedules.tactics.storage import assign_storage
 from schedules.tactics.tile_first import tile_first_general_tactic
@@ -44,7 +45,7 @@ from schedules.tactics.x86 import x86_schedule
 
 __all__ = ["AutoScheduleError", "AutoScheduleReport", "auto_schedule", "auto_schedule_buckets", "bucket_predicate"]
 
-TARGETS = ("cuda", "x86")
+TARGETS = KINDS
 
 
 class AutoScheduleError(ScheduleError):
@@ -71,13 +72,16 @@ class AutoScheduleReport:
     """Why the tactics chose what they did (matmul tile, tuned parameters, fallbacks)."""
 
 
-def _check_args(func: LoweredFunc, target: str, config: ScheduleConfig | None) -> None:
+def _check_args(func: LoweredFunc, target: TargetLike, config: ScheduleConfig | None) -> Target:
     if not isinstance(func, LoweredFunc):
         raise TypeError(f"auto_schedule: expected a LoweredFunc, got {type(func).__name__}")
-    if target not in TARGETS:
-        raise ValueError(f"auto_schedule: unknown target '{target}'; expected one of {TARGETS}")
+    try:
+        tgt = Target.parse(target)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"auto_schedule: {exc}") from None
     if config is not None and not isinstance(config, ScheduleConfig):
         raise TypeError(f"auto_schedule: config must be a ScheduleConfig, got {type(config).__name__}")
+    return tgt
 
 
 def _align_and_inline(sch: IRSchedule, report: AutoScheduleReport) -> None:
@@ -96,7 +100,7 @@ def _require_aligned(sch: IRSchedule, info: GroupInfo, report: AutoScheduleRepor
                          "(schedule it by hand, or split the group)", sch.func)
 
 
-def _try_matmul_x86(func: LoweredFunc, cfg: ScheduleConfig, params: MatmulParams | None,
+def _try_matmul_x86(func: LoweredFunc, target: Target, params: MatmulParams | None,
                     report: AutoScheduleReport) -> IRSchedule | None:
     """The matmul tactic when the group (after inlining its epilogue's intermediates) is a
     matmul; None otherwise. Parameters: `params`, else the tuning database's entry for this
@@ -107,7 +111,7 @@ def _try_matmul_x86(func: LoweredFunc, cfg: ScheduleConfig, params: MatmulParams
     if info is None:
         return None
     if params is None:
-        params, source = tuned_matmul_params(info, cfg)
+        params, source = tuned_matmul_params(info, target)
     else:
         source = "given"
     try:
@@ -122,32 +126,33 @@ def _try_matmul_x86(func: LoweredFunc, cfg: ScheduleConfig, params: MatmulParams
     return sch
 
 
-def tuned_matmul_params(info: object, cfg: ScheduleConfig) -> tuple[MatmulParams, str]:
-    """The tuning database's parameters for this matmul group, else the defaults."""
+def tuned_matmul_params(info: object, target: Target) -> tuple[MatmulParams, str]:
+    """The tuning database's parameters for this matmul group, else the defaults for the
+    target's native vector width."""
     from schedules.tactics.tuning_db import lookup_matmul
 
-    found = lookup_matmul(info)  # type: ignore[arg-type]
+    found = lookup_matmul(info, target.name)  # type: ignore[arg-type]
     if found is not None:
         return found, "tuning database"
-    return default_matmul_params(info), "defaults"  # type: ignore[arg-type]
+    return default_matmul_params(info, target.cpu.vector_bits), "defaults"  # type: ignore[arg-type]
 
 
-def _tuned_config(func: LoweredFunc, target: str, cfg: ScheduleConfig) -> ScheduleConfig:
-    """`cfg` for x86: the host's native vector width (16 float32 lanes with AVX-512), then the
-    tuning database's x86 parameters for this group, when it has a record."""
-    if target != "x86":
+def _tuned_config(func: LoweredFunc, target: Target, cfg: ScheduleConfig) -> ScheduleConfig:
+    """`cfg` for a CPU target: its native vector width (16 float32 lanes with AVX-512), then the
+    tuning database's parameters for this group, when it has a record."""
+    if target.is_gpu:
         return cfg
     from schedules.tactics.tuning_db import lookup_group
 
-    cfg = dataclasses.replace(cfg, vector_width_bits=native_vector_bits())
-    params = lookup_group(func, target) or {}
+    cfg = dataclasses.replace(cfg, vector_width_bits=target.cpu.vector_bits)
+    params = lookup_group(func, target.name) or {}
     known = {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(cfg)}}
     return dataclasses.replace(cfg, **known) if known else cfg
 
 
-def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfig | None = None,
+def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: ScheduleConfig | None = None,
                   matmul: MatmulParams | None = None) -> IRSchedule:
-    """Schedule `func` automatically for `target` ("cuda" or "x86").
+    """Schedule `func` automatically for `target` (a `Target`, "cuda" or "x86").
 
     Args:
         func: an unscheduled lowered group (as `cinn_py.lower` returns it).
@@ -164,11 +169,11 @@ def auto_schedule(func: LoweredFunc, target: str = "cuda", config: ScheduleConfi
     share one `[spatial, reduce]` space, ...), the group gets the single-block schedule of
     `cuda_fallback`; the x86 scheduler falls back plan by plan. `auto_report.fallbacks` says why.
     """
-    _check_args(func, target, config)
-    cfg = config or _tuned_config(func, target, build_schedule_config(analyze_group(func)))
-    report = AutoScheduleReport(target, cfg)
-    if target == "x86":
-        mm = _try_matmul_x86(func, cfg, matmul, report)
+    tgt = _check_args(func, target, config)
+    cfg = config or _tuned_config(func, tgt, build_schedule_config(analyze_group(func)))
+    report = AutoScheduleReport(tgt.name, cfg)
+    if not tgt.is_gpu:
+        mm = _try_matmul_x86(func, tgt, matmul, report)
         if mm is not None:
             mm.auto_report = report  # type: ignore[attr-defined]
             return mm
@@ -232,7 +237,7 @@ def bucket_predicate(info: GroupInfo, config: ScheduleConfig) -> Expr:
     return pred if pred is not None else const(True)
 
 
-def auto_schedule_buckets(func: LoweredFunc, target: str = "cuda") -> list[tuple[Expr, IRSchedule]]:
+def auto_schedule_buckets(func: LoweredFunc, target: TargetLike = "cuda") -> list[tuple[Expr, IRSchedule]]:
     """One schedule per shape bucket: `[(predicate, IRSchedule)]`, predicates in dispatch order
     (the first that holds wins; together they cover every shape). A static group, or the x86
     target (whose schedule does not depend on sizes), gives a single bucket with predicate `true`.
@@ -240,8 +245,8 @@ def auto_schedule_buckets(func: LoweredFunc, target: str = "cuda") -> list[tuple
     Feed the CUDA host dispatch with
     `BucketDispatch([(pred, sch.func) for pred, sch in auto_schedule_buckets(func)])`.
     """
-    _check_args(func, target, None)
+    tgt = _check_args(func, target, None)
     info = analyze_group(func)
-    if target == "x86":
-        return [(const(True), auto_schedule(func, "x86"))]
-    return [(bucket_predicate(info, cfg), auto_schedule(func, target, cfg)) for cfg in bucket_configs(info)]
+    if not tgt.is_gpu:
+        return [(const(True), auto_schedule(func, tgt))]
+    return [(bucket_predicate(info, cfg), auto_schedule(func, tgt, cfg)) for cfg in bucket_configs(info)]

@@ -37,6 +37,7 @@ import functools
 from dataclasses import dataclass
 
 from cinn_py.ir import FP_CONTRACT_ATTR, Add, Expr, For, Load, LoweredFunc, Mul, Var, walk
+from cinn_py.target import host
 from schedules.analysis.loops import block_stores
 from schedules.analysis.regions import const_value
 from schedules.errors import ScheduleError
@@ -202,20 +203,12 @@ def match_matmul(func: LoweredFunc) -> MatmulInfo | None:
         output=store.tensor.name in group.outputs)
 
 
-@functools.lru_cache(maxsize=1)
-def native_vector_bits() -> int:
-    """512 with AVX-512, else 256 (AVX2): the host's SIMD register width."""
-    import llvmlite.binding as llvm
-
-    return 512 if llvm.get_host_cpu_features().get("avx512f", False) else 256
-
-
 def default_matmul_params(info: MatmulInfo, vector_width_bits: int | None = None,
                           dtype_bits: int = 32) -> MatmulParams:
     """The schedule a performance engineer starts from: with AVX-512 an 8 x (2 x 16) float32 tile
     (16 accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers); with AVX2 6 x (2 x 8)
     (12 + 2 + 1 of 16 ymm); kc = 256 (a 32 KiB B panel in L1); narrowed for small sizes."""
-    bits = vector_width_bits or native_vector_bits()
+    bits = vector_width_bits or host().cpu.vector_bits
     lanes = max(1, bits // dtype_bits)
     mr = 8 if bits >= 512 else 6
     return fit_params(info, MatmulParams(mr=mr, nv=2, lanes=lanes, kc=256))

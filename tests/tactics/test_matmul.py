@@ -14,7 +14,8 @@ import pytest
 import cinn_py as cp
 from cinn_py.ir import For, LoweredFunc, walk
 from schedules.tactics import auto_schedule
-from schedules.tactics.matmul import MatmulParams, match_matmul, native_vector_bits
+from cinn_py.target import host
+from schedules.tactics.matmul import MatmulParams, match_matmul
 
 
 def matmul_func(m: Any, n: Any, k: Any, ta: bool = False, tb: bool = False, batch: int = 0,
@@ -129,7 +130,7 @@ def test_not_a_matmul_is_left_to_the_generic_tactics() -> None:
 def test_micro_kernel_keeps_the_accumulator_tile_in_registers() -> None:
     import codegen.llvm as cl
 
-    bits = native_vector_bits()
+    bits = host().cpu.vector_bits
     reg = "zmm" if bits == 512 else "ymm"
     sch = auto_schedule(matmul_func(256, 256, 256), "x86")
     asm = cl.generate_x86(sch.func).asm

@@ -18,6 +18,7 @@ from typing import Any
 
 from cinn_py.diagnostics import ScheduleError
 from cinn_py.ir import For, IntImm, walk
+from cinn_py.target import Target, TargetLike
 
 X86_KINDS = ("split", "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "annotate",
              "flatten_loops", "compute_inline", "compute_inline", "reverse_compute_inline", "compute_at",
@@ -41,7 +42,7 @@ def _divisor_factors(extent: int | None, rng: random.Random) -> list[int]:
     return rng.choice(([-1, 3], [5, -1], [-1, 1], [extent, 1] if extent else [-1, 2]))
 
 
-def apply_step(sch: Any, kind: str, rng: random.Random, target: str = "x86") -> None:
+def apply_step(sch: Any, kind: str, rng: random.Random, target: TargetLike = "x86") -> None:
     """Apply one primitive of `kind` with drawn arguments (may raise ScheduleError)."""
     blocks = sch.get_all_blocks()
     if not blocks:
@@ -75,12 +76,13 @@ def apply_step(sch: Any, kind: str, rng: random.Random, target: str = "x86") -> 
         getattr(sch, kind)(block, rng.choice(sch.get_loops(other)))
     elif kind in ("rfactor", "factorize_reduction"):
         # the reduce loop is usually the innermost loop of a reduction's update block
-        target = loops[-1] if rng.random() < 0.7 else loop
-        getattr(sch, kind)(target, rng.randint(0, max(len(loops) - 1, 0)))
+        reduce_loop = loops[-1] if rng.random() < 0.7 else loop
+        getattr(sch, kind)(reduce_loop, rng.randint(0, max(len(loops) - 1, 0)))
     elif kind == "add_unit_loop":
         sch.add_unit_loop(block)
     elif kind == "set_buffer":
-        sch.set_buffer(block, "global" if target == "x86" else rng.choice(("global", "local", "shared")))
+        gpu = Target.parse(target).is_gpu  # x86 buffers stay global (and draw no random number)
+        sch.set_buffer(block, rng.choice(("global", "local", "shared")) if gpu else "global")
     elif kind == "bind":
         sch.bind(loop, rng.choice(("blockIdx.x", "threadIdx.x", "blockIdx.y", "threadIdx.y")))
     elif kind == "sync_threads":
@@ -89,9 +91,10 @@ def apply_step(sch: Any, kind: str, rng: random.Random, target: str = "x86") -> 
         raise ValueError(f"unknown schedule step kind {kind!r}")
 
 
-def apply_random_schedule(sch: Any, rng: random.Random, steps: int, target: str = "x86") -> list[tuple[str, str]]:
+def apply_random_schedule(sch: Any, rng: random.Random, steps: int,
+                          target: TargetLike = "x86") -> list[tuple[str, str]]:
     """Apply `steps` random primitives; returns (kind, "applied" | "rejected: <error class>") per step."""
-    kinds = X86_KINDS if target == "x86" else CUDA_KINDS
+    kinds = CUDA_KINDS if Target.parse(target).is_gpu else X86_KINDS
     log = []
     for _ in range(steps):
         kind = rng.choice(kinds)

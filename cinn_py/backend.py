@@ -1,0 +1,77 @@
+"""Backends: the `Backend` protocol and the ONE table that maps a target kind to its backend.
+
+A backend turns a scheduled, target-lowered `LoweredFunc` into code (`generate`) and code into a
+callable kernel (`load`); `build` does both (a backend may cache there). The table names each
+backend by a lazy `"module:attribute"` reference, so `import cinn_py` never imports `codegen`
+(the import rule of DESIGN.md §2): only a call that needs a backend loads it.
+
+    >>> from cinn_py.backend import BACKENDS, get_backend
+    >>> sorted(BACKENDS)
+    ['cuda', 'x86']
+    >>> get_backend("cuda").name
+    'cuda'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, runtime_checkable
+
+from cinn_py.ir import LoweredFunc
+from cinn_py.target import KINDS, Target, TargetLike
+
+# Target kind -> "module:attribute" of its Backend instance. Add a line here for a new backend.
+BACKENDS: dict[str, str] = {
+    "x86": "codegen.llvm.backend:BACKEND",
+    "cuda": "codegen.cuda.backend:BACKEND",
+}
+
+
+@runtime_checkable
+class GeneratedCode(Protocol):
+    """What `Backend.generate` returns: the generated text and what `load` needs."""
+
+    @property
+    def func(self) -> LoweredFunc: ...
+
+
+@runtime_checkable
+class Kernel(Protocol):
+    """What `Backend.load` returns: `kernel(*inputs, out=None)` -> output array(s)."""
+
+    func: LoweredFunc
+
+    def __call__(self, *args: Any, out: Any = None) -> Any: ...
+
+
+class Backend(Protocol):
+    """A code generator for one target kind (see docs/architecture.md, "add a backend")."""
+
+    name: str
+
+    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False,
+                 **options: Any) -> Any:
+        """Code for `func` after `target.passes` (the backend runs them if `func` still needs them)."""
+        ...
+
+    def load(self, code: Any, **options: Any) -> Any:
+        """A callable Kernel from code `generate` returned."""
+        ...
+
+    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Any:
+        """`load(generate(func, target))`, through the backend's compile cache where it has one."""
+        ...
+
+
+def get_backend(target: TargetLike) -> Backend:
+    """The backend of `target` (a Target or its string spelling), imported on first use."""
+    kind = target.kind if isinstance(target, Target) else target
+    ref = BACKENDS.get(kind)
+    if ref is None:
+        raise ValueError(f"no backend for target '{kind}'; expected one of {KINDS}")
+    module_name, _, attr = ref.partition(":")
+    backend: Backend = getattr(importlib.import_module(module_name), attr)
+    return backend
+
+
+__all__ = ["BACKENDS", "Backend", "GeneratedCode", "Kernel", "get_backend"]

@@ -1,0 +1,48 @@
+"""Lowering of one fused group: `lower_group(group)` is the group as ONE LoweredFunc.
+
+The group's inputs are placeholders, every op becomes the computes of its op definition,
+intermediates become temp buffers (`cinn_py.lower(group.name, [inputs..., outputs...])`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cinn_py.frontend import checks
+from cinn_py.frontend import compute as cdsl
+from cinn_py.frontend.fusion import Group
+from cinn_py.frontend.ops import get_op
+from cinn_py.frontend.program import Variable
+from cinn_py.ir import LoweredFunc, const
+from cinn_py.lowering.ast_gen import lower
+
+
+def lower_group(group: Group) -> LoweredFunc:
+    """One LoweredFunc for a fused group (the fused seed example is ONE function)."""
+    tensors: dict[int, Any] = {id(v): cdsl.placeholder(v.shape, v.dtype, v.name) for v in group.args}
+    outputs = {id(v) for v in group.outputs}
+    for op in group.ops:
+        if op.type == "fill_constant" and id(op.output) not in outputs:
+            # an intermediate constant is folded into its readers instead of becoming a temp buffer
+            tensors[id(op.output)] = _Constant(op.attrs["value"], op.output)
+            continue
+        compute = get_op(op.type).compute
+        if compute is None:  # fuse() rejects composite ops; only they lack a compute
+            raise RuntimeError(f"op '{op.type}' has no compute definition")
+        tensors[id(op.output)] = compute([tensors[id(v)] for v in op.inputs], op.attrs, op.output.type,
+                                         op.output.name)
+    return lower(group.name, [tensors[id(v)] for v in group.args] + [tensors[id(v)] for v in group.outputs])
+
+
+class _Constant:
+    """Stands for a uniform intermediate tensor in the computes: every element reads as the value."""
+
+    def __init__(self, value: Any, var: Variable) -> None:
+        self.value = value
+        self.dtype = var.dtype
+        self.shape = checks.normalize_shape(var.shape, var.name)[0]
+        self.ndim = len(self.shape)
+        self.name = var.name
+
+    def __getitem__(self, indices: Any) -> Any:
+        return const(self.value, self.dtype)

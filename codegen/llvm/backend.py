@@ -1,0 +1,48 @@
+"""The x86 backend object of the backend table (`cinn_py.backend.BACKENDS["x86"]`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import LoweredFunc
+from cinn_py.target import Target
+from codegen.llvm import GeneratedCode, build_x86, generate_x86
+from codegen.llvm.jit import LoadedObject
+from codegen.llvm.kernel import Kernel
+from codegen.llvm.names import symbol_name
+
+
+def _check_target(target: Target) -> None:
+    """The JIT compiles for the CPU it runs on; a Target for another CPU cannot be loaded here."""
+    if target.kind != "x86":
+        raise CompileError(f"x86 backend: got a {target} target")
+    host = Target.parse("x86")
+    if target.arch != host.arch or not target.features <= host.features:
+        missing = sorted(target.features - host.features)[:8]
+        raise CompileError(f"x86 backend: compiles for the host CPU ({host.arch}) only; target {target} "
+                           f"differs (features the host lacks: {missing})")
+
+
+class X86Backend:
+    """LLVM IR through llvmlite, O3 for the host CPU, MCJIT (see `codegen.llvm`)."""
+
+    name = "x86"
+
+    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> GeneratedCode:
+        _check_target(target)
+        return generate_x86(func, fast_math=fast_math, **options)
+
+    def load(self, code: GeneratedCode, num_threads: int | None = None) -> Kernel:
+        if code.func is None or not code.object_code:
+            raise CompileError("x86 backend: load needs code from X86Backend.generate (with its object code)")
+        loaded = LoadedObject(code.object_code)
+        return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,
+                      num_threads, checks=code.checks)
+
+    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Kernel:
+        _check_target(target)
+        return build_x86(func, fast_math=fast_math, **options)
+
+
+BACKEND = X86Backend()

@@ -1,0 +1,131 @@
+"""`cinn_py.Target` and the backend table."""
+
+from __future__ import annotations
+
+import pytest
+
+import cinn_py as cp
+from cinn_py.backend import BACKENDS, get_backend
+from cinn_py.target import CpuLimits, GpuLimits, Target
+
+
+def test_parse_accepts_strings_and_targets() -> None:
+    host = Target.parse("x86")
+    assert host.kind == "x86" and host.name == "x86" and not host.is_gpu
+    assert Target.parse(host) is host and Target.parse("x86") is host  # the host target is cached
+    gpu = Target.parse("cuda")
+    assert gpu.is_gpu and gpu.arch.startswith("sm_")
+    assert cp.Target is Target
+
+
+@pytest.mark.parametrize("bad", ["arm", "", "X86"])
+def test_parse_rejects_unknown_names(bad: str) -> None:
+    with pytest.raises(ValueError, match="unknown target"):
+        Target.parse(bad)
+
+
+def test_parse_rejects_other_types() -> None:
+    with pytest.raises(TypeError, match="expected a Target"):
+        Target.parse(3)  # type: ignore[arg-type]
+
+
+def test_x86_vector_width_follows_features() -> None:
+    avx512 = Target.x86(cpu="skylake-avx512", features=("avx", "avx2", "avx512f"))
+    avx2 = Target.x86(cpu="haswell", features=("avx", "avx2"))
+    sse = Target.x86(cpu="x86-64", features=("sse2",))
+    assert (avx512.cpu.vector_bits, avx2.cpu.vector_bits, sse.cpu.vector_bits) == (512, 256, 128)
+    assert avx512.cpu.lanes_for("float32") == 16 and avx2.cpu.lanes_for("float32") == 8
+    assert avx2.cpu.lanes_for("float16") == 16 and avx2.cpu.lanes_for(cp.ir.expr.dt.float64) == 4
+    assert avx512.has("avx512f") and not avx2.has("avx512f")
+
+
+def test_host_limits_are_read() -> None:
+    host = Target.parse("x86")
+    assert isinstance(host.limits, CpuLimits) and host.cpu.cores >= 1
+    assert host.passes == ()
+    with pytest.raises(TypeError, match="CPU limits"):
+        _ = host.gpu
+
+
+def test_cuda_limits_per_arch() -> None:
+    h100, a100, l4 = Target.cuda("sm_90"), Target.cuda("sm_80"), Target.cuda("sm_89")
+    assert isinstance(h100.limits, GpuLimits)
+    assert h100.gpu.warp_size == 32 and h100.gpu.max_threads_per_block == 1024
+    assert h100.gpu.max_shared_memory_per_block == 48 * 1024
+    assert (h100.gpu.max_shared_memory_per_block_optin, a100.gpu.max_shared_memory_per_block_optin,
+            l4.gpu.max_shared_memory_per_block_optin) == (227 * 1024, 163 * 1024, 99 * 1024)
+    assert l4.gpu.max_threads_per_sm == 1536
+    assert h100.passes == ("cross_thread_reduce", "gpu_bind", "simplify_indices")
+    with pytest.raises(TypeError, match="GPU limits"):
+        _ = h100.cpu
+
+
+@pytest.mark.parametrize("arch", ["sm90", "90", "ptx_90"])
+def test_cuda_rejects_bad_arch(arch: str) -> None:
+    with pytest.raises(ValueError, match="arch must look like"):
+        Target.cuda(arch)
+
+
+def test_targets_are_frozen_values() -> None:
+    t = Target.cuda("sm_80")
+    assert t == Target.cuda("sm_80") and hash(t) == hash(Target.cuda("sm_80")) and t != Target.cuda("sm_90")
+    with pytest.raises(AttributeError):
+        t.arch = "sm_90"  # type: ignore[misc]
+
+
+def test_backend_table() -> None:
+    assert sorted(BACKENDS) == ["cuda", "x86"]
+    for target in ("x86", "cuda", Target.parse("x86"), Target.cuda("sm_80")):
+        backend = get_backend(target)
+        assert backend.name == Target.parse(target).kind
+    with pytest.raises(ValueError, match="no backend"):
+        get_backend("arm")
+
+
+def test_x86_backend_generate_then_load() -> None:
+    import numpy as np
+
+    x = cp.placeholder((8,), "float32", "X")
+    y = cp.compute((8,), lambda i: x[i] * 3.0, "Y")
+    func = cp.lower("triple", [x, y])
+    backend = get_backend("x86")
+    code = backend.generate(func, Target.parse("x86"))
+    assert "define" in code.llvm_ir and code.func is func
+    kernel = backend.load(code)
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a), a * 3)
+
+
+def test_x86_backend_refuses_a_foreign_cpu() -> None:
+    x = cp.placeholder((8,), "float32", "X")
+    y = cp.compute((8,), lambda i: x[i] + 1.0, "Y")
+    foreign = Target.x86(cpu="not-this-cpu", features=())
+    with pytest.raises(cp.CompileError, match="host CPU"):
+        cp.build(cp.lower("f", [x, y]), foreign)
+
+
+def test_public_api_takes_a_target() -> None:
+    x = cp.placeholder((4, 32), "float32", "X")
+    y = cp.compute((4, 32), lambda i, j: x[i, j] * 2.0, "Y")
+    func = cp.lower("twice", [x, y])
+    code = cp.codegen(func, Target.cuda("sm_80"), schedule="auto")
+    assert code.arch == "sm_80" and "__global__" in code.source
+    assert cp.codegen(func, "cuda", schedule="auto").arch == Target.parse("cuda").arch
+
+
+def test_x86_backend_load_keeps_the_bounds_checks_of_a_checked_build() -> None:
+    import numpy as np
+
+    from cinn_py.diagnostics import OutOfBoundsAccessError
+
+    X = cp.placeholder((4,), "float32", "X")
+    index = cp.placeholder((4,), "int32", "I")
+    func = cp.lower("gather", [X, index, cp.compute((4,), lambda i: X[index[i]], "Y")])
+    backend = get_backend("x86")
+    code = backend.generate(func, Target.parse("x86"), checked=True)
+    assert code.checks
+    kernel = backend.load(code)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x, np.array([3, 2, 1, 0], np.int32)), [3, 2, 1, 0])
+    with pytest.raises(OutOfBoundsAccessError, match="the index was 9"):
+        kernel(x, np.array([0, 9, 1, 0], np.int32))
