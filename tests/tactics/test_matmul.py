@@ -193,3 +193,18 @@ def test_tile_sizes_prefer_divisors_of_static_sizes() -> None:
     assert (q.mr, q.nv, q.kc) == (8, 1, 37)  # 33 has no divisor in [4, 8]; 80 = 5 x 16
     assert default_matmul_params(odd).mr in (8, 6)
     run(matmul_func(100, 96, 1000), [(100, 1000), (1000, 96)])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "int8"])
+def test_other_dtypes_match_the_unscheduled_function(dtype: str) -> None:
+    m, n, k = 19, 40, 23
+    fn = matmul_func(m, n, k, dtype=dtype)
+    sch = auto_schedule(fn, "x86")
+    assert sch.auto_report.strategy == "x86-matmul"
+    rng = np.random.default_rng(3)
+    a, b = ((rng.standard_normal(s) * 3).astype(dtype) for s in ((m, k), (k, n)))
+    got, want = cp.build(sch, target="x86")(a, b), cp.build(fn, target="x86")(a, b)
+    if dtype.startswith("int"):
+        np.testing.assert_array_equal(got, want)  # wrapping integer arithmetic, bit for bit
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12)  # FMAs round once instead of twice
