@@ -8,7 +8,9 @@ numpy (and PyTorch).
 
 Workloads (`cinn_py.tools.bench_workloads`): relu(x*2+1) on 2^24 float32, RMSNorm [2048,768], softmax
 [4096,1024], row-sum and column-sum [4096,4096], layernorm [8192,768], bias+gelu(tanh)
-[4096,3072], transpose [4096,4096]; each is built with the compute DSL, scheduled by hand for
+[4096,3072], transpose [4096,4096], and the compute-bound matmul 1024^3, batched matmul
+16 x 256^3 and matmul + bias + relu 1024^3 (numpy's BLAS as the baseline; target: within 1.5x of
+it; GB/s does not apply); each is built with the compute DSL, scheduled by hand for
 x86 and compiled with `fast_math=True` (vectorised exp/tanh/rsqrt polynomials, reassociable
 float reductions). The same function is also scheduled by `schedule="auto"` (the x86 tactics of
 `schedules.tactics`) and compiled the same way: columns "auto ms" and "auto x hand" (the hand
