@@ -1,7 +1,7 @@
 """Decomposition of composite ops into primitive ops (Paddle's prim `decomp_rule/composite.h`,
 old CINN `frontend/decomposer/*`).
 
-    softmax(x, axis)    = e / reduce_sum(e, axis, keepdim)        e = exp(x - reduce_max(x, axis, keepdim))
+    softmax(x, axes)    = e / reduce_sum(e, axes, keep_dim)       e = exp(x - reduce_max(x, axes, keep_dim))
     rms_norm(x, w, eps) = x * rsqrt(reduce_mean(x * x, axes, keepdim) + eps) * w
     layer_norm(x, g, b) = xc * rsqrt(reduce_mean(xc * xc, axes, keepdim) + eps) * g + b,   xc = x - mean(x)
     gelu(x)             = x * (0.5 + 0.5 * erf(x / sqrt(2)))
@@ -33,10 +33,10 @@ def _final(nb: NetBuilder, op: str, x: Variable, y: Variable, name: str) -> Vari
 
 def _softmax(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: str) -> Variable:
     (x,) = ins
-    axis = attrs["axis"]
-    m = nb.reduce_max(x, [axis], keepdim=True)
+    axes = list(attrs["axes"])
+    m = nb.reduce_max(x, axes, keep_dim=True)
     e = nb.exp(nb.subtract(x, m))
-    s = nb.reduce_sum(e, [axis], keepdim=True)
+    s = nb.reduce_sum(e, axes, keep_dim=True)
     return _final(nb, "divide", e, s, name)
 
 
@@ -46,7 +46,7 @@ def _norm_axes(x: Variable, attrs: dict[str, Any]) -> list[int]:
 
 def _rms_norm(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: str) -> Variable:
     x, params = ins[0], dict(zip(attrs["param_names"], ins[1:]))
-    ms = nb.reduce_mean(nb.multiply(x, x), _norm_axes(x, attrs), keepdim=True)
+    ms = nb.reduce_mean(nb.multiply(x, x), _norm_axes(x, attrs), keep_dim=True)
     r = nb.rsqrt(nb.scale(ms, 1.0, attrs["eps"]))
     if "weight" not in params:
         return _final(nb, "multiply", x, r, name)
@@ -56,8 +56,8 @@ def _rms_norm(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: 
 def _layer_norm(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: str) -> Variable:
     x, params = ins[0], dict(zip(attrs["param_names"], ins[1:]))
     axes = _norm_axes(x, attrs)
-    xc = nb.subtract(x, nb.reduce_mean(x, axes, keepdim=True))
-    var = nb.reduce_mean(nb.multiply(xc, xc), axes, keepdim=True)
+    xc = nb.subtract(x, nb.reduce_mean(x, axes, keep_dim=True))
+    var = nb.reduce_mean(nb.multiply(xc, xc), axes, keep_dim=True)
     r = nb.rsqrt(nb.scale(var, 1.0, attrs["eps"]))
     steps: list[tuple[str, Variable]] = [("multiply", r)]
     if "gamma" in params:

@@ -6,27 +6,35 @@
     y = nb.rms_norm(x, w, eps=1e-6)
     program = nb.build()                                        # -> Program
 
-Every method checks its operands at once (shape and dtype inference of the op registry) and
-raises `FrontendError` naming the op and the mismatch. Binary ops broadcast like numpy: a
-symbolic dim pairs with an equal dim or with 1, and each operand that needs it gets an explicit
-`broadcast_to` op (as CINN's PIR frontend inserts `cinn_op.broadcast`), so elementwise ops
-always see equal shapes. A Python number operand becomes a 0-d `fill_constant` of the other
-operand's dtype.
+The op methods (`nb.add`, `nb.reduce_sum`, ...) are not written here: each op declares its
+method with CINN's argument names and defaults in its `OpDef.signature` (cinn_py/frontend/ops),
+and `NetBuilder.__getattr__` binds the generated method. Every method checks its arguments and
+operands at once (the signature's checkers, then the registry's shape and dtype inference) and
+raises `FrontendError` naming the method, the argument and expected vs actual; an unknown method
+is an `UnknownOpError` (a FrontendError and an AttributeError) with close matches.
+
+Binary ops broadcast as CINN's `axis` rule says: the lower-rank operand's dims align with the
+other's from `axis` on (-1: trailing, numpy's rule), paired dims are equal or 1, and each
+operand that needs it gets an explicit `broadcast_to` op (as CINN's PIR frontend inserts
+`cinn_op.broadcast`), so elementwise ops always see equal shapes. A Python number operand
+becomes a 0-d `fill_constant` of the other operand's dtype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import types
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from cinn_py.frontend import checks
 from cinn_py.frontend.ops import get_op
-from cinn_py.frontend.ops.base import FrontendError, TensorType, check_dtype
+from cinn_py.frontend.ops.base import METHODS, FrontendError, TensorType, UnknownOpError, check_dtype, suggest
 from cinn_py.frontend.ops.elementwise import fill_attrs, scalar_of
-from cinn_py.frontend.ops.injective import broadcast_attrs, check_perm, reshape_shape, slice_attrs
-from cinn_py.frontend.ops.shapes import (
-    broadcast_shapes, fmt_shape, normalize_axes, normalize_axis, shapes_equal, symbols_of, to_dim,
-)
+from cinn_py.frontend.ops.shapes import broadcast_shapes, fmt_shape, shapes_equal, symbols_of, to_dim
+from cinn_py.frontend.ops.signature import Kind, OpCall, make_method
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.ir import Var, default_axis_name
 
@@ -34,6 +42,14 @@ Operand = Any  # Variable | bool | int | float
 
 # Loop axis names of lowered kernels (`i j k a b ...`); a symbolic dim may not take one.
 _AXIS_NAMES = frozenset(default_axis_name(d) for d in range(32))
+
+
+@functools.cache
+def _method(op: str, name: str) -> Callable[..., Variable]:
+    opdef = get_op(op)
+    assert opdef.signature is not None
+    build = opdef.signature.build or NetBuilder.build_op
+    return make_method(op, name, opdef.signature, build)
 
 
 class NetBuilder:
@@ -103,20 +119,13 @@ class NetBuilder:
             if name not in self._names and name not in self._symbols:
                 return name
 
-    def _var(self, x: Any, op: str, what: str = "operand") -> Variable:
-        if isinstance(x, Variable):
-            if id(x) not in self._vars:
-                raise FrontendError(f"{op}: {what} '{x.name}' belongs to another NetBuilder")
-            return x
-        raise TypeError(f"{op}: {what} must be a Variable of this NetBuilder, got {type(x).__name__}")
-
     def emit(self, op_type: str, inputs: Sequence[Variable], attrs: dict[str, Any] | None = None,
              name: str | None = None) -> Variable:
         """Append an op (after shape/dtype inference) and return its output variable."""
         opdef = get_op(op_type)
-        ins = tuple(self._var(v, op_type) for v in inputs)
+        ins = tuple(self.variable(v, op_type) for v in inputs)
         if opdef.arity is not None and len(ins) != opdef.arity:
-            raise TypeError(f"{op_type}: expects {opdef.arity} operand(s), got {len(ins)}")
+            raise FrontendError(f"{op_type}: expects {opdef.arity} operand(s), got {len(ins)}")
         attrs = dict(attrs or {})
         (out_type,) = opdef.infer([v.type for v in ins], attrs)
         if name is None:
@@ -132,230 +141,82 @@ class NetBuilder:
         self._ops.append(Operator(op_type, ins, (out,), attrs))
         return out
 
-    # -- constants and broadcasting ----------------------------------------------------------------------
-    def fill_constant(self, shape: Sequence[Any], value: Any, dtype: Any = "float32",
-                      name: str | None = None) -> Variable:
-        """A tensor of `shape` filled with `value` (symbolic dims must be those of an input)."""
-        return self.emit("fill_constant", (), fill_attrs(shape, value, dtype), name)
+    # -- ops: methods generated from the registry ------------------------------------------------------
+    def __getattr__(self, name: str) -> Callable[..., Variable]:
+        """`nb.<method>`: the method of the op that declares it (`OpDef.signature`)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        op = METHODS.get(name)
+        if op is None:
+            raise UnknownOpError(f"NetBuilder has no op '{name}'{suggest(name, sorted(METHODS))}")
+        return types.MethodType(_method(op, name), self)
 
-    def broadcast_to(self, x: Variable, shape: Sequence[Any], broadcast_axes: Sequence[int] | None = None) -> Variable:
-        """Broadcast `x` to `shape`; input dim d maps to output axis `broadcast_axes[d]` (default:
-        numpy's right alignment) and must be equal to it or 1."""
-        xv = self._var(x, "broadcast_to")
-        if not isinstance(shape, (list, tuple)):
-            raise TypeError(f"broadcast_to: shape must be a list or tuple, got {type(shape).__name__}")
-        dims = tuple(to_dim(s, f"broadcast_to: shape[{k}]") for k, s in enumerate(shape))
-        return self.emit("broadcast_to", (xv,), broadcast_attrs(xv.type, dims, broadcast_axes))
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(METHODS))
+
+    def build_op(self, call: OpCall) -> Variable:
+        """The default build of a generated method: tensor arguments become the op's inputs (an
+        absent optional one is left out and `param_names` lists the present ones), the others its
+        attributes, normalised by the signature's `attrs` hook against the input types."""
+        sig = get_op(call.op).signature
+        assert sig is not None
+        ins: list[Variable] = []
+        attrs: dict[str, Any] = {}
+        present: list[str] = []
+        for p in sig.params:
+            value = call.args[p.name]
+            if p.kind == Kind.TENSOR:
+                if value is None and p.optional_tensor:
+                    continue
+                ins.append(self.variable(value, call.method, p.name))
+                if p.optional_tensor:
+                    present.append(p.name)
+            elif p.kind == Kind.TENSORS:
+                ins.extend(self.variables(value, call.method, p.name))
+            elif p.kind == Kind.OPERAND:
+                ins.append(self.variable(value, call.method, p.name))
+            elif p.name != sig.name_param:
+                attrs[p.name] = value
+        if any(p.optional_tensor for p in sig.params):
+            attrs["param_names"] = tuple(present)
+        if sig.attrs is not None:
+            attrs = sig.attrs([v.type for v in ins], attrs)
+        name = call.args.get(sig.name_param) if sig.name_param else None
+        return self.emit(call.op, ins, attrs, name or None)
+
+    # -- helpers of the ops' build functions ----------------------------------------------------------------
+    def variable(self, x: Any, op: str, what: str = "operand") -> Variable:
+        """`x` as a Variable of this builder, else a FrontendError naming the op and argument."""
+        if isinstance(x, Variable):
+            if id(x) not in self._vars:
+                raise FrontendError(f"{op}: argument '{what}' ('{x.name}') belongs to another NetBuilder")
+            return x
+        raise FrontendError(f"{op}: argument '{what}' must be a Variable of this NetBuilder, got "
+                            f"{type(x).__name__}")
+
+    def variables(self, xs: Any, op: str, what: str) -> list[Variable]:
+        if not isinstance(xs, (list, tuple)) or not xs:
+            raise FrontendError(f"{op}: argument '{what}' must be a non-empty list of Variables, got "
+                                f"{type(xs).__name__}")
+        return [self.variable(v, op, f"{what}[{k}]") for k, v in enumerate(xs)]
 
     def operands(self, op: str, *xs: Operand) -> list[Variable]:
         """Variables for the operands (numbers become 0-d constants of the first variable's dtype),
-        broadcast to one shape."""
+        broadcast to one shape (numpy's right alignment)."""
         like = next((x for x in xs if isinstance(x, Variable)), None)
         if like is None:
-            raise TypeError(f"{op}: at least one operand must be a Variable")
-        vs = [self._var(x, op) if isinstance(x, Variable) else self._scalar(x, like, op) for x in xs]
+            raise FrontendError(f"{op}: at least one operand must be a Variable")
+        vs = [self.variable(x, op) if isinstance(x, Variable) else self.constant_like(x, like, op) for x in xs]
         shape = vs[0].shape
         for v in vs[1:]:
             shape = broadcast_shapes(shape, v.shape, op) if not shapes_equal(shape, v.shape) else shape
         return [v if shapes_equal(v.shape, shape) else self.broadcast_to(v, shape) for v in vs]
 
-    def _scalar(self, value: Any, like: Variable, op: str) -> Variable:
-        if isinstance(value, (bool, int, float)):
-            return self.fill_constant((), scalar_of(value, like.dtype, op), like.dtype)
-        raise TypeError(f"{op}: operands must be Variables or Python numbers, got {type(value).__name__}")
-
-    def _binary(self, op: str, x: Operand, y: Operand) -> Variable:
-        return self.emit(op, self.operands(op, x, y))
-
-    def _unary(self, op: str, x: Variable) -> Variable:
-        return self.emit(op, (self._var(x, op),))
-
-    # -- elementwise ------------------------------------------------------------------------------------
-    def add(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("add", x, y)
-
-    def subtract(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("subtract", x, y)
-
-    def multiply(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("multiply", x, y)
-
-    def divide(self, x: Operand, y: Operand) -> Variable:
-        """x / y (C semantics for integers: truncation toward zero)."""
-        return self._binary("divide", x, y)
-
-    def maximum(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("maximum", x, y)
-
-    def minimum(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("minimum", x, y)
-
-    def pow(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("pow", x, y)
-
-    def equal(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("equal", x, y)
-
-    def not_equal(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("not_equal", x, y)
-
-    def less_than(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("less_than", x, y)
-
-    def less_equal(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("less_equal", x, y)
-
-    def greater_than(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("greater_than", x, y)
-
-    def greater_equal(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("greater_equal", x, y)
-
-    def logical_and(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("logical_and", x, y)
-
-    def logical_or(self, x: Operand, y: Operand) -> Variable:
-        return self._binary("logical_or", x, y)
-
-    def logical_not(self, x: Variable) -> Variable:
-        return self._unary("logical_not", x)
-
-    def negative(self, x: Variable) -> Variable:
-        return self._unary("negative", x)
-
-    def abs(self, x: Variable) -> Variable:
-        return self._unary("abs", x)
-
-    def relu(self, x: Variable) -> Variable:
-        return self._unary("relu", x)
-
-    def exp(self, x: Variable) -> Variable:
-        return self._unary("exp", x)
-
-    def log(self, x: Variable) -> Variable:
-        return self._unary("log", x)
-
-    def sqrt(self, x: Variable) -> Variable:
-        return self._unary("sqrt", x)
-
-    def rsqrt(self, x: Variable) -> Variable:
-        return self._unary("rsqrt", x)
-
-    def tanh(self, x: Variable) -> Variable:
-        return self._unary("tanh", x)
-
-    def erf(self, x: Variable) -> Variable:
-        return self._unary("erf", x)
-
-    def sigmoid(self, x: Variable) -> Variable:
-        return self._unary("sigmoid", x)
-
-    def gelu(self, x: Variable, approximate: bool = False) -> Variable:
-        """GELU: `x * (0.5 + 0.5 * erf(x / sqrt(2)))`, or the tanh approximation (composite)."""
-        return self.emit("gelu", (self._var(x, "gelu"),), {"approximate": bool(approximate)})
-
-    def cast(self, x: Variable, dtype: Any) -> Variable:
-        return self.emit("cast", (self._var(x, "cast"),), {"dtype": check_dtype(dtype, "cast")})
-
-    def select(self, condition: Operand, x: Operand, y: Operand) -> Variable:
-        """`x` where `condition` holds, else `y` (all three broadcast to one shape)."""
-        c = self._var(condition, "select", "condition")
-        like = next((v for v in (x, y) if isinstance(v, Variable)), None)
-        if like is None:
-            raise TypeError("select: x or y must be a Variable")
-        xs = [self._var(v, "select") if isinstance(v, Variable) else self._scalar(v, like, "select")
-              for v in (x, y)]
-        return self.emit("select", self.operands("select", c, *xs))
-
-    def scale(self, x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True) -> Variable:
-        """`x * scale + bias` (`(x + bias) * scale` when not bias_after_scale), CINN's scale op."""
-        xv = self._var(x, "scale")
-        attrs = {"scale": scalar_of(scale, xv.dtype, "scale"), "bias": scalar_of(bias, xv.dtype, "scale"),
-                 "bias_after_scale": bool(bias_after_scale)}
-        return self.emit("scale", (xv,), attrs)
-
-    # -- data movement ------------------------------------------------------------------------------------
-    def reshape(self, x: Variable, shape: Sequence[Any]) -> Variable:
-        """Reshape to `shape` (0 copies the input dim, one -1 is inferred; symbolic where the element
-        counts are provably equal)."""
-        xv = self._var(x, "reshape")
-        if not isinstance(shape, (list, tuple)):
-            raise TypeError(f"reshape: shape must be a list or tuple, got {type(shape).__name__}")
-        raw = [s if isinstance(s, int) and not isinstance(s, bool) and s < 0 else to_dim(s, f"reshape: shape[{k}]")
-               for k, s in enumerate(shape)]
-        return self.emit("reshape", (xv,), {"shape": reshape_shape(xv.type, raw)})
-
-    def transpose(self, x: Variable, perm: Sequence[int]) -> Variable:
-        xv = self._var(x, "transpose")
-        if not isinstance(perm, (list, tuple)):
-            raise TypeError(f"transpose: perm must be a list or tuple, got {type(perm).__name__}")
-        return self.emit("transpose", (xv,), {"perm": check_perm(xv.type, perm)})
-
-    def slice(self, x: Variable, axes: Sequence[int], starts: Sequence[int], ends: Sequence[int],
-              strides: Sequence[int] | None = None) -> Variable:
-        xv = self._var(x, "slice")
-        return self.emit("slice", (xv,), slice_attrs(xv.type, axes, starts, ends, strides))
-
-    def concat(self, xs: Sequence[Variable], axis: int = 0) -> Variable:
-        if not isinstance(xs, (list, tuple)) or not xs:
-            raise TypeError("concat: xs must be a non-empty list of Variables")
-        vs = [self._var(v, "concat") for v in xs]
-        return self.emit("concat", vs, {"axis": normalize_axis(axis, vs[0].ndim, "concat")})
-
-    # -- reductions -----------------------------------------------------------------------------------------
-    def _reduce(self, op: str, x: Variable, axes: Any, keepdim: bool) -> Variable:
-        xv = self._var(x, op)
-        if isinstance(axes, (list, tuple)) and not axes:
-            raise FrontendError(f"{op}: axes is empty; pass None to reduce over all axes")
-        return self.emit(op, (xv,), {"axes": normalize_axes(axes, xv.ndim, op), "keepdim": bool(keepdim)})
-
-    def reduce_sum(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_sum", x, axes, keepdim)
-
-    def reduce_mean(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_mean", x, axes, keepdim)
-
-    def reduce_max(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_max", x, axes, keepdim)
-
-    def reduce_min(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_min", x, axes, keepdim)
-
-    def reduce_prod(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_prod", x, axes, keepdim)
-
-    def reduce_all(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_all", x, axes, keepdim)
-
-    def reduce_any(self, x: Variable, axes: Any = None, keepdim: bool = False) -> Variable:
-        return self._reduce("reduce_any", x, axes, keepdim)
-
-    # -- composite and non-fusible ops ------------------------------------------------------------------------
-    def softmax(self, x: Variable, axis: int = -1) -> Variable:
-        xv = self._var(x, "softmax")
-        return self.emit("softmax", (xv,), {"axis": normalize_axis(axis, xv.ndim, "softmax")})
-
-    def rms_norm(self, x: Variable, weight: Variable | None = None, eps: float = 1e-6,
-                 begin_norm_axis: int = -1) -> Variable:
-        """`x / sqrt(mean(x^2 over axes >= begin_norm_axis) + eps) * weight`."""
-        return self._norm("rms_norm", x, {"weight": weight}, eps, begin_norm_axis)
-
-    def layer_norm(self, x: Variable, gamma: Variable | None = None, beta: Variable | None = None,
-                   eps: float = 1e-5, begin_norm_axis: int = -1) -> Variable:
-        """`(x - mean) / sqrt(var + eps) * gamma + beta` over the axes >= begin_norm_axis."""
-        return self._norm("layer_norm", x, {"gamma": gamma, "beta": beta}, eps, begin_norm_axis)
-
-    def _norm(self, op: str, x: Variable, params: dict[str, Variable | None], eps: float, begin: int) -> Variable:
-        xv = self._var(x, op)
-        present = {k: self._var(v, op, k) for k, v in params.items() if v is not None}
-        attrs = {"eps": float(eps), "begin_norm_axis": normalize_axis(begin, xv.ndim, op, "begin_norm_axis"),
-                 "param_names": tuple(present)}
-        return self.emit(op, (xv, *present.values()), attrs)
-
-    def matmul(self, x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False) -> Variable:
-        """Matrix product over the last two dims (NonFusible: lowered naively, its own group)."""
-        return self.emit("matmul", (self._var(x, "matmul"), self._var(y, "matmul")),
-                         {"transpose_x": bool(transpose_x), "transpose_y": bool(transpose_y)})
+    def constant_like(self, value: Any, like: Variable, op: str) -> Variable:
+        """A 0-d `fill_constant` of `like`'s dtype holding the Python number `value`."""
+        if isinstance(value, (bool, int, float, np.generic)):
+            return self.emit("fill_constant", (), fill_attrs((), scalar_of(value, like.dtype, op), like.dtype))
+        raise FrontendError(f"{op}: operands must be Variables or Python numbers, got {type(value).__name__}")
 
     # -- build ----------------------------------------------------------------------------------------------------
     def build(self, outputs: Sequence[Variable] | None = None) -> Program:
@@ -364,7 +225,7 @@ class NetBuilder:
             read = {id(v) for op in self._ops for v in op.inputs}
             outs = [op.output for op in self._ops if id(op.output) not in read]
         else:
-            outs = [self._var(v, "build", "output") for v in outputs]
+            outs = [self.variable(v, "build", "output") for v in outputs]
         if not outs:
             raise FrontendError(f"NetBuilder '{self.name}': the program has no output (no op was added)")
         self._check_symbols()

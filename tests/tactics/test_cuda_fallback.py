@@ -54,9 +54,9 @@ def test_reductions_over_one_element_rows() -> None:
     nb = cp.NetBuilder("net2")
     x0 = nb.create_input("float32", ["S0", 7, 32], "x0")
     x1 = nb.create_input("float32", [1], "x1")
-    nb.reduce_mean(x1, axes=(0,), keepdim=False)
-    nb.reduce_mean(nb.softmax(x0, axis=-3), axes=(0, 1, 2), keepdim=False)
-    nb.reduce_min(x0, axes=(1, 2), keepdim=True)
+    nb.reduce_mean(x1, dim=(0,), keep_dim=False)
+    nb.reduce_mean(nb.softmax(x0, axes=[-3]), dim=(0, 1, 2), keep_dim=False)
+    nb.reduce_min(x0, dim=(1, 2), keep_dim=True)
     for func in _groups(nb.build()):
         _check(func, _inputs(func, {"S0": 3}))
 
@@ -67,9 +67,9 @@ def test_unalignable_group() -> None:
     x1 = nb.create_input("float32", [2], "x1")
     v2 = nb.multiply(x0, x1)
     v3 = nb.maximum(x0, v2)
-    nb.transpose(v3, perm=(1, 0))
-    nb.reduce_sum(x0, axes=(0, 1), keepdim=False)
-    nb.reduce_min(nb.maximum(v2, x1), axes=(1,), keepdim=True)
+    nb.transpose(v3, axis=(1, 0))
+    nb.reduce_sum(x0, dim=(0, 1), keep_dim=False)
+    nb.reduce_min(nb.maximum(v2, x1), dim=(1,), keep_dim=True)
     strategies = []
     for func in _groups(nb.build()):
         strategies += _check(func, _inputs(func, {"S1": 5}))
@@ -111,7 +111,7 @@ def test_fallback_with_a_0d_result_after_a_0d_reduction() -> None:
     x0 = nb.create_input("float32", [3], "x0")
     x2 = nb.create_input("float32", [3], "x2")
     v7 = nb.minimum(nb.exp(nb.tanh(x0)), x2)
-    nb.relu(nb.reduce_min(v7, axes=(0,), keepdim=False))
+    nb.relu(nb.reduce_min(v7, dim=(0,), keep_dim=False))
     nb.gelu(v7)
     strategies = []
     for func in _groups(nb.build()):

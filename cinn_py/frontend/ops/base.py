@@ -10,7 +10,12 @@ same facts per op as attributes: `infershape`, `inferdtype`, `OpPattern`, `CINNS
 - `compute(tensors, attrs, out_types, names) -> [ComputeTensor]`: the definition in the compute
   DSL used to lower a fused group (None for composite ops, which are decomposed first);
 - `fold`: whether an op of uniform-valued (fill_constant) inputs yields a uniform value that
-  constant folding may compute (`graph_passes.fold_constants`).
+  constant folding may compute (`graph_passes.fold_constants`);
+- `signature`: the NetBuilder method(s) (CINN's argument names and defaults, `signature.py`),
+  generated from it, so adding an op is one `register(OpDef(...))` in one module;
+- `grad`: the gradient rule (None until autodiff lands);
+- `test`: the op's cases for the differential harness (`testing.OpTest`,
+  tests/frontend/net_builder/test_op_harness.py runs every registered op with one).
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import ALL_SCALAR_DTYPES, DType, Expr, bfloat16, dtype_of
+
+if TYPE_CHECKING:
+    from cinn_py.frontend.ops.signature import Signature
+    from cinn_py.frontend.ops.testing import OpTest
 
 Dim = Union[int, Expr]
 """A dim of a frontend shape: a Python int (static) or an int64 expression of symbolic dims."""
@@ -34,6 +43,11 @@ SymbolEnv = Mapping[str, int]
 
 class FrontendError(CinnError, ValueError):
     """A NetBuilder op got operands or attributes it cannot accept (shape, dtype, attribute)."""
+
+
+class UnknownOpError(FrontendError, AttributeError):
+    """`nb.<name>` or `get_op(name)` for a name no op registers (an AttributeError too, so
+    `hasattr(nb, name)` is False)."""
 
 
 class OpPatternKind(enum.IntEnum):
@@ -79,22 +93,55 @@ class OpDef:
     when it is not uniform or not computable statically. None: the op is never folded."""
     arity: int | None = None
     """Number of inputs, or None for variadic ops (concat)."""
+    signature: Signature | None = None
+    """The NetBuilder method(s) of the op; None: the op is only built by passes (emit)."""
+    grad: Callable[..., Any] | None = None
+    """Gradient rule (reserved: autodiff is not implemented yet)."""
+    test: OpTest | None = None
+    """Differential test cases (dtypes, shapes, attributes) for the op harness."""
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        if self.signature is None:
+            return ()
+        return self.signature.methods or (self.name,)
+
+
+def is_variable(x: object) -> bool:
+    """Whether `x` is a NetBuilder `Variable` (duck-typed: op modules cannot import program.py,
+    which imports the registry)."""
+    return isinstance(getattr(x, "type", None), TensorType) and hasattr(x, "name")
 
 
 REGISTRY: dict[str, OpDef] = {}
+METHODS: dict[str, str] = {}
+"""NetBuilder method name -> op name."""
 
 
 def register(op: OpDef) -> OpDef:
     if op.name in REGISTRY:
         raise ValueError(f"op '{op.name}' is registered twice")
+    clash = [m for m in op.methods if m in METHODS]
+    if clash:
+        raise ValueError(f"op '{op.name}': NetBuilder method(s) {clash} already belong to op(s) "
+                         f"{[METHODS[m] for m in clash]}")
     REGISTRY[op.name] = op
+    METHODS.update((m, op.name) for m in op.methods)
     return op
+
+
+def suggest(name: str, names: Sequence[str]) -> str:
+    import difflib  # noqa: PLC0415
+
+    close = difflib.get_close_matches(name, list(names), n=3)
+    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
 def get_op(name: str) -> OpDef:
     op = REGISTRY.get(name)
     if op is None:
-        raise FrontendError(f"unknown op '{name}'; registered ops: {', '.join(sorted(REGISTRY))}")
+        raise UnknownOpError(f"unknown op '{name}'{suggest(name, sorted(REGISTRY))} "
+                             f"(registered ops: {', '.join(sorted(REGISTRY))})")
     return op
 
 

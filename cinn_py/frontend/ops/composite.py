@@ -10,14 +10,18 @@ fusion.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
 )
-from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
+from cinn_py.frontend.ops import testing
+from cinn_py.frontend.ops.shapes import fmt_shape, normalize_axes, normalize_axis, shapes_equal
+from cinn_py.frontend.ops.signature import Signature, attr, boolean, floating, int_list, integer, one_of, tensor
+from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.interp import math_fns
 
 
@@ -34,11 +38,28 @@ def _softmax_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
 
 def _softmax_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
     x = arrays[0]
-    e = np.exp(x - np.max(x, axis=attrs["axis"], keepdims=True))
-    return [(e / np.sum(e, axis=attrs["axis"], keepdims=True)).astype(x.dtype, copy=False)]
+    axes = tuple(attrs["axes"])
+    e = np.exp(x - np.max(x, axis=axes, keepdims=True))
+    return [(e / np.sum(e, axis=axes, keepdims=True)).astype(x.dtype, copy=False)]
 
 
-register(OpDef("softmax", OpPatternKind.kNonFusible, _softmax_infer, _softmax_numpy, composite=True, arity=1))
+def _softmax_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
+    """CINN softmax(x, axes=[-1], mode, data_format): `mode` ("fast"/"accurate") and the layout
+    do not change the result here (both subtract the max)."""
+    if not at["axes"]:
+        raise FrontendError("softmax: argument 'axes' must name at least one axis, got []")
+    return {"axes": normalize_axes(list(at["axes"]), ins[0].ndim, "softmax")}
+
+
+register(OpDef("softmax", OpPatternKind.kNonFusible, _softmax_infer, _softmax_numpy, composite=True, arity=1,
+               signature=Signature((tensor("x"), attr("axes", int_list, (-1,)),
+                                    attr("mode", one_of("fast", "accurate"), "fast"),
+                                    attr("data_format", one_of("AnyLayout", "NCHW", "NHWC"), "AnyLayout")),
+                                   attrs=_softmax_attrs),
+               test=OpTest(testing.FLOATS, lambda d: [
+                   Case((Input(s, low=-4.0, high=4.0),), {"axes": axes})
+                   for s, axes in (((7,), [-1]), ((3, 5), [0]), ((2, 1, 6), [1, 2]), (("S0", 5), [-1]),
+                                   ((1, 5), [-1]))])))
 
 
 # -- gelu -------------------------------------------------------------------------------------------------
@@ -56,7 +77,12 @@ def _gelu_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> l
     return [y.astype(arrays[0].dtype)]
 
 
-register(OpDef("gelu", OpPatternKind.kElementWise, _gelu_infer, _gelu_numpy, composite=True, arity=1))
+register(OpDef("gelu", OpPatternKind.kElementWise, _gelu_infer, _gelu_numpy, composite=True, arity=1,
+               signature=Signature((tensor("x"), attr("approximate", boolean, False)),
+                                   doc="GELU: `x * (0.5 + 0.5 * erf(x / sqrt(2)))`, or the tanh approximation."),
+               test=OpTest(testing.FLOATS, lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"approximate": ap})
+                                                      for s in testing.SHAPES for ap in (False, True)],
+                           rtol=1e-5, atol=1e-5)))
 
 
 # -- rms_norm / layer_norm ------------------------------------------------------------------------------
@@ -101,7 +127,38 @@ def _layer_norm_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv
     return [y.astype(x.dtype, copy=False)]
 
 
+def _norm_attrs(op: str) -> Callable[[Sequence[TensorType], dict[str, Any]], dict[str, Any]]:
+    def attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]:
+        return {"eps": at["eps"], "begin_norm_axis": normalize_axis(at["begin_norm_axis"], ins[0].ndim, op,
+                                                                      "begin_norm_axis"),
+                "param_names": at["param_names"]}
+    return attrs
+
+
+def _norm_cases(params: tuple[str, ...]) -> Callable[[str], list[Case]]:
+    def cases(dtype: str) -> list[Case]:
+        out = []
+        for shape, begin in (((7,), -1), ((3, 5), -1), ((2, 3, 4), 1), (("S0", 6), -1), ((4, 1), -1)):
+            norm = shape[begin:] if begin >= 0 else shape[len(shape) + begin:]
+            for k in range(len(params) + 1):
+                kwargs: dict[str, Any] = {"begin_norm_axis": begin}
+                kwargs.update({p: Input(norm, low=0.5, high=1.5) for p in params[:k]})
+                out.append(Case((Input(shape),), kwargs))
+        return out
+    return cases
+
+
 register(OpDef("rms_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infer("rms_norm", ins, at),
-               _rms_numpy, composite=True, arity=None))
+               _rms_numpy, composite=True, arity=None,
+               signature=Signature((tensor("x"), tensor("weight", optional=True), attr("eps", floating, 1e-6),
+                                    attr("begin_norm_axis", integer, -1)), attrs=_norm_attrs("rms_norm"),
+                                   doc="`x / sqrt(mean(x^2 over axes >= begin_norm_axis) + eps) * weight`."),
+               test=OpTest(testing.FLOATS, _norm_cases(("weight",)), rtol=1e-4, atol=1e-5)))
 register(OpDef("layer_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infer("layer_norm", ins, at),
-               _layer_norm_numpy, composite=True, arity=None))
+               _layer_norm_numpy, composite=True, arity=None,
+               signature=Signature((tensor("x"), tensor("gamma", optional=True), tensor("beta", optional=True),
+                                    attr("eps", floating, 1e-5), attr("begin_norm_axis", integer, -1)),
+                                   attrs=_norm_attrs("layer_norm"),
+                                   doc="`(x - mean) / sqrt(var + eps) * gamma + beta` over the axes >= "
+                                       "begin_norm_axis."),
+               test=OpTest(testing.FLOATS, _norm_cases(("gamma", "beta")), rtol=1e-4, atol=1e-5)))

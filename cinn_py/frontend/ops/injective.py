@@ -20,14 +20,17 @@ from cinn_py.frontend.ops.base import (
     Attrs, Dim, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, register,
 )
 from cinn_py.frontend.ops.elementwise import check_same_dtypes
+from cinn_py.frontend.ops.signature import OpCall, Signature, any_value, attr, int_list, integer, tensor, tensors
+from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
     add_dims, dims_equal, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
-    symbols_of,
+    symbols_of, to_dim,
 )
 from cinn_py.ir import Expr, IntImm, as_expr, const
 
 INT_MAX = 2**31 - 1
+MOVE_DTYPES = ("float32", "float16", "int32", "bool")
 
 
 def _first(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:
@@ -101,8 +104,25 @@ def _broadcast_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Ten
     return cdsl.compute(out.shape, body, out_name)
 
 
+def _broadcast_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
+    shape = at["out_shape"]
+    if not isinstance(shape, (list, tuple)):
+        raise FrontendError(f"broadcast_to: argument 'out_shape' must be a list, got {type(shape).__name__}")
+    dims = tuple(to_dim(v, f"broadcast_to: out_shape[{k}]") for k, v in enumerate(shape))
+    return broadcast_attrs(ins[0], dims, at["broadcast_axes"] or None)
+
+
 register(OpDef("broadcast_to", OpPatternKind.kBroadcast, _broadcast_infer, _broadcast_numpy,
-               _broadcast_compute, fold=_first, arity=1))
+               _broadcast_compute, fold=_first, arity=1,
+               signature=Signature((tensor("x"), attr("out_shape", any_value), attr("broadcast_axes", int_list, ())),
+                                   attrs=_broadcast_sig_attrs,
+                                   doc="Broadcast `x` to `out_shape`; input dim d maps to output axis "
+                                       "`broadcast_axes[d]` (default: trailing alignment)."),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case((Input((1,)),), {"out_shape": [7]}), Case((Input((5,)),), {"out_shape": [3, 5]}),
+                   Case((Input((3,)),), {"out_shape": [3, 4], "broadcast_axes": [0]}),
+                   Case((Input((3, 1)),), {"out_shape": [2, 3, 5], "broadcast_axes": [1, 2]}),
+                   Case((Input(("S0", 1)),), {"out_shape": ["S0", 6]})])))
 
 
 # -- reshape -----------------------------------------------------------------------------------------
@@ -193,8 +213,23 @@ def _reshape_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tenso
     return cdsl.compute(out.shape, body, out_name)
 
 
+def _reshape_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
+    shape = at["shape"]
+    if not isinstance(shape, (list, tuple)):
+        raise FrontendError(f"reshape: argument 'shape' must be a list, got {type(shape).__name__}")
+    raw = [v if isinstance(v, int) and not isinstance(v, bool) and v < 0 else to_dim(v, f"reshape: shape[{k}]")
+           for k, v in enumerate(shape)]
+    return {"shape": reshape_shape(ins[0], raw)}
+
+
 register(OpDef("reshape", OpPatternKind.kInjective, _reshape_infer, _reshape_numpy, _reshape_compute,
-               fold=_first, arity=1))
+               fold=_first, arity=1,
+               signature=Signature((tensor("x"), attr("shape", any_value)), attrs=_reshape_sig_attrs,
+                                   doc="Reshape to `shape` (0 copies the input dim, one -1 is inferred)."),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case((Input((3, 5)),), {"shape": [5, 3]}), Case((Input((2, 1, 6)),), {"shape": [-1]}),
+                   Case((Input((7,)),), {"shape": [7, 1]}), Case((Input(("S0", 6)),), {"shape": [0, 2, 3]}),
+                   Case((Input(("S0", 6)),), {"shape": [-1, 3]})])))
 
 
 # -- transpose ------------------------------------------------------------------------------------------
@@ -229,7 +264,13 @@ def _transpose_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Ten
 
 
 register(OpDef("transpose", OpPatternKind.kInjective, _transpose_infer, _transpose_numpy,
-               _transpose_compute, fold=_first, arity=1))
+               _transpose_compute, fold=_first, arity=1,
+               signature=Signature((tensor("x"), attr("axis", int_list)),
+                                   attrs=lambda ins, at: {"perm": check_perm(ins[0], at["axis"])},
+                                   doc="Permute the dims: output axis k is input axis `axis[k]`."),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case((Input((3, 5)),), {"axis": [1, 0]}), Case((Input((2, 1, 6)),), {"axis": [2, 0, 1]}),
+                   Case((Input(("S0", 5)),), {"axis": [1, 0]}), Case((Input((7,)),), {"axis": [0]})])))
 
 
 # -- slice -----------------------------------------------------------------------------------------------
@@ -313,8 +354,38 @@ def _slice_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorT
     return cdsl.compute(out.shape, body, out_name)
 
 
+def _slice_build(nb: Any, call: OpCall) -> Any:
+    """CINN slice: `strides` empty means 1; `decrease_axis` drops the listed (extent-1) axes of the
+    result (a reshape; all dropped leaves shape [1], as CINN). `infer_flags` is accepted and
+    ignored (Paddle's marker for starts/ends known only at run time)."""
+    a = call.args
+    x = nb.variable(a["x"], call.method, "x")
+    strides = a["strides"] or None
+    out = nb.emit(call.op, (x,), slice_attrs(x.type, a["axes"], a["starts"], a["ends"], strides))
+    drop = {normalize_axis(d, out.ndim, call.method, "decrease_axis entry") for d in a["decrease_axis"]}
+    if not drop:
+        return out
+    for d in sorted(drop):
+        if not (isinstance(out.shape[d], int) and out.shape[d] == 1):
+            raise FrontendError(f"{call.method}: decrease_axis names axis {d}, whose sliced extent is "
+                                f"{fmt_dim(out.shape[d])}, expected 1")
+    keep = [dim for k, dim in enumerate(out.shape) if k not in drop]
+    return nb.reshape(out, keep or [1])
+
+
 register(OpDef("slice", OpPatternKind.kInjective, _slice_infer, _slice_numpy, _slice_compute,
-               fold=_first, arity=1))
+               fold=_first, arity=1,
+               signature=Signature((tensor("x"), attr("axes", int_list), attr("starts", int_list),
+                                    attr("ends", int_list), attr("infer_flags", int_list, ()),
+                                    attr("strides", int_list, ()), attr("decrease_axis", int_list, ())),
+                                   build=_slice_build),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case((Input((7,)),), {"axes": [0], "starts": [1], "ends": [6]}),
+                   Case((Input((3, 5)),), {"axes": [1], "starts": [4], "ends": [0], "strides": [-2]}),
+                   Case((Input((3, 5)),), {"axes": [0, 1], "starts": [1, -3], "ends": [2, 100],
+                                           "decrease_axis": [0]}),
+                   Case((Input(("S0", 6)),), {"axes": [1], "starts": [0], "ends": [6], "strides": [2]}),
+                   Case((Input(("S0", 6)),), {"axes": [0], "starts": [-1], "ends": [INT_MAX]})])))
 
 
 # -- concat ---------------------------------------------------------------------------------------------
@@ -371,4 +442,11 @@ def _concat_fold(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType],
 
 
 register(OpDef("concat", OpPatternKind.kInjective, _concat_infer, _concat_numpy, _concat_compute,
-               fold=_concat_fold, arity=None))
+               fold=_concat_fold, arity=None,
+               signature=Signature((tensors("xs"), attr("axis", integer, 0)),
+                                   attrs=lambda ins, at: {"axis": normalize_axis(at["axis"], ins[0].ndim, "concat")}),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case(([Input((2, 5)), Input((3, 5))],), {"axis": 0}),
+                   Case(([Input((3, 1)), Input((3, 4)), Input((3, 2))],), {"axis": -1}),
+                   Case(([Input(("S0", 2)), Input(("S0", 3))],), {"axis": 1}),
+                   Case(([Input((7,))],), {})])))

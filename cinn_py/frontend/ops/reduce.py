@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend import compute as cdsl
+from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
 )
-from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, numel
+from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
+from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, int_list, tensor
+from cinn_py.frontend.ops.testing import Case, CaseFn, Input, OpTest
 from cinn_py.ir import DType, Expr, IntImm, const
 
 _DSL = {"reduce_sum": cdsl.reduce_sum, "reduce_prod": cdsl.reduce_prod, "reduce_max": cdsl.reduce_max,
@@ -75,7 +78,36 @@ def _make(op: str) -> OpDef:
         count = reduce_count(frontend_dims(x), attrs["axes"])
         return cdsl.compute(out.shape, lambda *i: total[i] / _count_expr(count, x.dtype), out_name)
 
-    return register(OpDef(op, OpPatternKind.kReduction, infer, numpy, compute, fold=_fold(op), arity=1))
+    return register(OpDef(op, OpPatternKind.kReduction, infer, numpy, compute, fold=_fold(op), arity=1,
+                          signature=Signature((tensor("x"), attr("dim", int_list, ()), attr("keep_dim", boolean, False)),
+                                              attrs=lambda ins, at: reduce_dim_attrs(op, ins, at),
+                                              doc=f"{op}(x, dim=[], keep_dim=False): an empty `dim` reduces "
+                                                  "over all axes."),
+                          test=OpTest(_REDUCE_DTYPES.get(op, testing.NUMERIC), _reduce_cases(op))))
+
+
+def reduce_dim_attrs(op: str, ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
+    """CINN's `dim` (empty: all axes; negative: from the end) as sorted axes."""
+    dim = at["dim"]
+    return {"axes": normalize_axes(None if not dim else list(dim), ins[0].ndim, op), "keepdim": at["keep_dim"]}
+
+
+_REDUCE_DTYPES = {"reduce_all": ("bool",), "reduce_any": ("bool",), "reduce_mean": testing.FLOATS}
+_REDUCE_SHAPES = ((1,), (7,), (3, 5), (2, 1, 6), ("S0", 5), (3, "S0", 4))
+
+
+def _reduce_cases(op: str) -> CaseFn:
+    # prod of many values leaves float16's range: keep them near 1
+    low, high = (0.5, 1.5) if op == "reduce_prod" else (-2.0, 2.0)
+
+    def cases(dtype: str) -> list[Case]:
+        out = []
+        for shape in _REDUCE_SHAPES:
+            dims: list[tuple[int, ...]] = [(), (len(shape) - 1,)] + ([(0,), (0, len(shape) - 1)] if len(shape) > 1 else [])
+            for k, dim in enumerate(dims):
+                out.append(Case((Input(shape, low=low, high=high),), {"dim": list(dim), "keep_dim": k % 2 == 1}))
+        return out
+    return cases
 
 
 def frontend_dims(t: cdsl.ComputeTensor) -> tuple[Any, ...]:
@@ -128,6 +160,7 @@ def _fold(op: str) -> Callable[..., Any]:
 
 for _op in _NUMPY:
     _make(_op)
+
 
 
 # -- matmul ----------------------------------------------------------------------------------------------
@@ -183,7 +216,40 @@ def _matmul_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tensor
     return cdsl.compute(out.shape, body, out_name)
 
 
-register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy, _matmul_compute, arity=2))
+def _matmul_build(nb: Any, call: OpCall) -> Any:
+    """CINN matmul: a rank-1 x is a row [1, K] and a rank-1 y a column [K, 1] (numpy's rule; the
+    added dim is dropped from the result, transpose flags do not apply to it); `alpha` scales."""
+    a = call.args
+    x, y = nb.variable(a["x"], call.method, "x"), nb.variable(a["y"], call.method, "y")
+    tx, ty = a["transpose_x"], a["transpose_y"]
+    if x.ndim == 1:
+        x, tx = nb.reshape(x, [1, x.shape[0]]), False
+    if y.ndim == 1:
+        y, ty = nb.reshape(y, [y.shape[0], 1]), False
+    out = nb.emit(call.op, (x, y), {"transpose_x": tx, "transpose_y": ty})
+    if a["x"].ndim == 1 or a["y"].ndim == 1:
+        keep = [d for k, d in enumerate(out.shape)
+                if not (k == out.ndim - 2 and a["x"].ndim == 1) and not (k == out.ndim - 1 and a["y"].ndim == 1)]
+        out = nb.reshape(out, keep)
+    if a["alpha"] != 1.0:
+        out = nb.scale(out, a["alpha"])
+    return out
+
+
+def _matmul_cases(dtype: str) -> list[Case]:
+    def mm(xs: tuple[Any, ...], ys: tuple[Any, ...], **kw: Any) -> Case:
+        return Case((Input(xs, low=-1.0, high=1.0), Input(ys, low=-1.0, high=1.0)), kw)
+    return [mm((3, 5), (5, 4)), mm((1, 7), (7, 1)), mm(("S0", 6), (6, 3)), mm((5, 3), (5, 4), transpose_x=True),
+            mm((3, 5), (4, 5), transpose_y=True), mm((2, 3, 5), (2, 5, 4)), mm((2, 3, 5), (5, 4)),
+            mm((5,), (5, 3)), mm((3, 5), (5,)), mm((5,), (5,))] + ([mm((3, 4), (4, 2), alpha=0.5)] if dtype.startswith("float") else [])
+
+
+register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy, _matmul_compute, arity=2,
+               signature=Signature((tensor("x"), tensor("y"), attr("transpose_x", boolean, False),
+                                    attr("transpose_y", boolean, False), attr("alpha", floating, 1.0)),
+                                   build=_matmul_build, doc="Matrix product over the last two dims "
+                                   "(rank-1 operands as numpy; y of rank 2 or of x's rank)."),
+               test=OpTest(("float32", "float16", "float64", "int32"), _matmul_cases, rtol=1e-4, atol=1e-5)))
 
 
 def reduce_attrs(op_attrs: Attrs, in_type: TensorType) -> tuple[tuple[Any, ...], tuple[int, ...]]:

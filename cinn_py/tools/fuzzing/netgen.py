@@ -159,7 +159,7 @@ class _Gen:
             tuple(d for k, d in enumerate(shape) if k not in axes)
         size = math.prod(SYM_UPPER if isinstance(d, str) else d for d in (shape[k] for k in axes))
         mag = self.mags[v] * (size if op == "reduce_sum" else 1)
-        return self.emit(op, (v,), out, mag, axes=tuple(axes), keepdim=keep)
+        return self.emit(op, (v,), out, mag, dim=tuple(axes), keep_dim=keep)
 
     def composite(self, v: int) -> int:
         shape = self.shapes[v]
@@ -167,7 +167,8 @@ class _Gen:
             return self.unary(v)
         kind = self.rng.choice(("softmax", "rms_norm", "layer_norm", "transpose", "select", "matmul"))
         if kind == "softmax":
-            return self.emit("softmax", (self.squash(v),), shape, 1.0, axis=self.rng.randrange(-len(shape), len(shape)))
+            return self.emit("softmax", (self.squash(v),), shape, 1.0,
+                             axes=(self.rng.randrange(-len(shape), len(shape)),))
         if kind in ("rms_norm", "layer_norm"):
             last = shape[-1]
             size = SYM_UPPER if isinstance(last, str) else last
@@ -176,7 +177,7 @@ class _Gen:
             perm = list(range(len(shape)))
             while perm == sorted(perm):
                 self.rng.shuffle(perm)
-            return self.emit("transpose", (v,), tuple(shape[p] for p in perm), self.mags[v], perm=tuple(perm))
+            return self.emit("transpose", (v,), tuple(shape[p] for p in perm), self.mags[v], axis=tuple(perm))
         if kind == "select" and self.exact[v]:
             w = self.new_input(shape)
             c = self.emit("greater_than", (v, w), shape, 1.0)

@@ -24,7 +24,7 @@ def seed_program():  # type: ignore[no-untyped-def]
     nb = NetBuilder("seed")
     x = nb.create_input("float32", ["S0", 64], "X")
     y = nb.add(nb.multiply(x, 2.0), 1.0)
-    r = nb.multiply(nb.reduce_sum(y, [1], keepdim=True), 2.0)
+    r = nb.multiply(nb.reduce_sum(y, [1], keep_dim=True), 2.0)
     nb.add(nb.broadcast_to(r, ["S0", 64]), 1.0)
     return nb.build()
 
@@ -181,7 +181,7 @@ def test_data_movement_end_to_end() -> None:
     x = nb.create_input("float32", ["S0", 6, 4], "X")
     y = nb.create_input("float32", ["S0", 2, 4], "Y")
     r = nb.reshape(nb.transpose(x, [0, 2, 1]), [0, -1])               # [S0, 24]
-    s = nb.slice(x, [1, 2], [1, 0], [5, 4], [2, 1])                   # [S0, 2, 4]
+    s = nb.slice(x, [1, 2], [1, 0], [5, 4], strides=[2, 1])                   # [S0, 2, 4]
     c = nb.concat([x, y, s], axis=1)                                   # [S0, 10, 4]
     t = nb.slice(c, [0], [-1], [2**31 - 1])                            # last row
     out = [r, c, t, nb.reduce_mean(c, [1, 2])]

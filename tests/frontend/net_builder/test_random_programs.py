@@ -35,7 +35,7 @@ def _apply(nb: NetBuilder, pool: list, s: tuple) -> None:  # type: ignore[type-a
         x = pool[s[2] % len(pool)]
         if x.ndim == 0:
             return
-        pool.append(getattr(nb, s[1])(x, [s[3] % x.ndim], keepdim=s[4]))
+        pool.append(getattr(nb, s[1])(x, [s[3] % x.ndim], keep_dim=s[4]))
     else:
         x = pool[s[1] % len(pool)]
         pool.append(nb.broadcast_to(x, ["S0", 8]))

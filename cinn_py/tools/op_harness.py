@@ -1,0 +1,146 @@
+"""The differential op harness: every registered op with a `test` declaration (`OpDef.test`,
+`cinn_py.frontend.ops.testing`) built through its NetBuilder method, compiled for x86 and run
+against its numpy reference, and NVRTC-compiled for CUDA.
+
+    from cinn_py.tools.op_harness import harness_items, run_x86, compile_cuda
+    for op, dtype, case in harness_items():
+        run_x86(op, dtype, case)
+
+A symbolic dim of a case is bound to `SYMBOL_VALUES` in turn (1 and a non-power-of-two), so the
+same compiled program is checked at several sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from cinn_py.frontend.ops import REGISTRY
+from cinn_py.frontend.ops.base import OpDef
+from cinn_py.frontend.ops.testing import Case, Input, tolerance
+
+SYMBOL_VALUES = (3, 1)
+
+
+def harness_items() -> Iterator[tuple[str, str, int]]:
+    """(op, dtype, case index) of every declared case, in registry order."""
+    for name, op in REGISTRY.items():
+        if op.test is None:
+            continue
+        for dtype in op.test.dtypes:
+            for k in range(len(op.test.cases(dtype))):
+                yield name, dtype, k
+
+
+def tested_ops() -> list[str]:
+    return [name for name, op in REGISTRY.items() if op.test is not None]
+
+
+def case_of(op: str, dtype: str, index: int) -> Case:
+    test = REGISTRY[op].test
+    assert test is not None
+    return test.cases(dtype)[index]
+
+
+def build_case(op: str, dtype: str, case: Case) -> tuple[Any, list[Input]]:
+    """The Program of one case and its inputs in order."""
+    from cinn_py.frontend.net_builder import NetBuilder  # noqa: PLC0415
+
+    opdef = REGISTRY[op]
+    nb = NetBuilder(f"harness_{op}")
+    inputs: list[Input] = []
+
+    def arg(value: Any) -> Any:
+        if isinstance(value, Input):
+            inputs.append(value)
+            return nb.create_input(value.dtype or dtype, list(value.shape), value.name or f"in{len(inputs) - 1}")
+        if isinstance(value, list) and value and all(isinstance(v, Input) for v in value):
+            return [arg(v) for v in value]
+        return value
+
+    args = [arg(a) for a in case.args]
+    kwargs = {k: arg(v) for k, v in case.kwargs.items()}
+    method = getattr(nb, case.method or opdef.methods[0])
+    out = method(*args, **kwargs)
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    return nb.build(outs), inputs
+
+
+def make_arrays(inputs: Sequence[Input], dtype: str, symbols: dict[str, int], seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for inp in inputs:
+        d = np.dtype(inp.dtype or dtype)
+        shape = tuple(symbols[s] if isinstance(s, str) else s for s in inp.shape)
+        if d == np.bool_:
+            arrays.append(rng.random(shape) < 0.5)
+        elif d.kind in "iu":
+            arrays.append(rng.integers(int(np.ceil(inp.low)), int(np.floor(inp.high)) + 1, size=shape).astype(d))
+        else:
+            arrays.append(rng.uniform(inp.low, inp.high, size=shape).astype(d))
+    return arrays
+
+
+def _symbols(inputs: Sequence[Input]) -> list[str]:
+    return sorted({s for inp in inputs for s in inp.shape if isinstance(s, str)})
+
+
+def compare(op: OpDef, dtype: str, got: Any, want: Any, what: str) -> None:
+    assert op.test is not None
+    gots = got if isinstance(got, tuple) else (got,)
+    wants = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(gots, wants):
+        assert g.dtype == w.dtype and g.shape == w.shape, (
+            f"{op.name} [{dtype}] {what}: got {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}")
+        rtol, atol = tolerance(str(w.dtype), op.test)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                                       equal_nan=True, err_msg=f"{op.name} [{dtype}] {what}")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"{op.name} [{dtype}] {what}")
+
+
+def run_x86(op: str, dtype: str, index: int) -> None:
+    """Compile the case for x86 and compare with `Program.run_numpy` at each symbol binding."""
+    from cinn_py.frontend.executor import compile_program  # noqa: PLC0415
+
+    case = case_of(op, dtype, index)
+    program, inputs = build_case(op, dtype, case)
+    compiled = compile_program(program, target="x86")
+    names = _symbols(inputs)
+    for value in SYMBOL_VALUES if names else SYMBOL_VALUES[:1]:
+        arrays = make_arrays(inputs, dtype, {n: value for n in names}, seed=index * 7 + value)
+        want = program.run_numpy(*arrays)
+        got = compiled(*arrays)
+        compare(REGISTRY[op], dtype, got, want, f"case {index} {case.label()} x86 (symbols={value})")
+
+
+def compile_cuda(op: str, dtype: str, index: int) -> int:
+    """NVRTC-compile the auto-scheduled CUDA kernels of the case's groups; returns their count."""
+    import cinn_py  # noqa: PLC0415
+    from cinn_py.frontend.executor import plan  # noqa: PLC0415
+    from cinn_py.tools.fuzz import compile_cuda_auto  # noqa: PLC0415
+
+    program, _ = build_case(op, dtype, case_of(op, dtype, index))
+    groups = plan(program).groups
+    for group in groups:
+        func = group.lower()
+        if func.scalar_args:
+            compile_cuda_auto(func)
+        else:
+            cinn_py.codegen(func, target="cuda", schedule="auto").cubin  # noqa: B018 (NVRTC compiles on access)
+    return len(groups)
+
+
+def cuda_case(op: str, dtype: str) -> int:
+    """The case whose CUDA kernels are compiled: the first with a symbolic dim, else the first."""
+    test = REGISTRY[op].test
+    assert test is not None
+    cases = test.cases(dtype)
+    for k, case in enumerate(cases):
+        program, _ = build_case(op, dtype, case)
+        if program.symbols:
+            return k
+    return 0
