@@ -47,6 +47,8 @@ class ScheduleError(CinnError):
     `primitive` names the primitive (or tactic) that raised it; the message starts with it.
     """
 
+    primitive: str
+
     def __init__(self, message: str, detail: str | None = None, primitive: str = "") -> None:
         super().__init__(message, detail)
         self.primitive = primitive

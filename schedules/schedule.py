@@ -16,24 +16,24 @@ import copy
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cinn_py.ir import (
     AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
     print_ir, using_names,
 )
-from schedules import primitives as P
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (
     BlockNotFoundError, InvalidArgumentError, StaleHandleError, schedule_error,
 )
-from schedules.primitives.cache import cache_read as _cache_read
-from schedules.primitives.cache import cache_write as _cache_write
+from schedules.primitives import get as queries  # the package imports (so registers) every primitive
 from schedules.primitives.for_type import GpuLimits
-from schedules.primitives.reverse_compute_at import reverse_compute_at as _reverse_compute_at
-from schedules.registry import step_kind
+from schedules.registry import PRIMITIVES, Primitive, StepKind, register
 from schedules.state import BlockRV, LoopRV, is_handle
 from schedules.trace import Step, Trace, encode_value
+
+if TYPE_CHECKING:
+    from schedules.tactics.auto import AutoScheduleReport
 
 __all__ = ["IRSchedule"]
 
@@ -42,43 +42,76 @@ BlockLike = BlockRV | str
 NodeLike = BlockRV | LoopRV | str
 
 
-def recorded(kind_name: str) -> Callable[[F], F]:
-    """Record calls of the decorated method as trace steps of kind `kind_name` (outermost
-    calls only: a primitive that uses another one internally records one step)."""
-    kind = step_kind(kind_name)
+def recorded(method: F) -> F:
+    """Record calls of a hand-written (query) method as trace steps; the step kind is the
+    method's name, parameters and returned handles (`list[...]`, one handle, or `None`)."""
+    signature = inspect.signature(method)
+    returns = str(signature.return_annotation)
+    kind = register(StepKind(method.__name__, tuple(signature.parameters)[1:],
+                             "none" if returns == "None" else "list" if returns.startswith("list[") else "one"))
+    return _recording(kind, signature, method, method)
 
-    def decorate(method: F) -> F:
-        signature = inspect.signature(method)
 
-        @functools.wraps(method)
-        def wrapper(self: IRSchedule, *args: Any, **kwargs: Any) -> Any:
-            try:
-                bound = signature.bind(self, *args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{kind_name}: {exc}") from None
-            bound.apply_defaults()
-            params = dict(list(bound.arguments.items())[1:])
-            if self._depth:
-                return method(self, **params)
-            step = self._encode_step(kind.name, kind.params, params)
-            self._current_step = f"{kind_name} (trace step {len(self.trace)})"
-            self._depth += 1
-            try:
-                with using_names(self._names):
-                    result = method(self, **params)
-            finally:
-                self._depth -= 1
-            outputs = [] if result is None else list(result) if isinstance(result, list) else [result]
-            for out in outputs:
-                if is_handle(out):
-                    out.rv_name = self.trace.new_name()
-                    step.outputs.append(out.rv_name)
-            self.trace.append(step)
-            return result
+def generated(method: F) -> F:
+    """Give a declared `IRSchedule` method (signature and docstring only) the body of the primitive
+    registered under its name: resolve the handles to the current nodes, run the pure function,
+    commit the rebuilt function, return the new nodes as handles, record a trace step."""
+    prim = PRIMITIVES.get(method.__name__)
+    if prim is None:
+        raise TypeError(f"IRSchedule.{method.__name__}: no @primitive of that name is registered")
+    signature = inspect.signature(method)
+    _check_declaration(prim, signature)
 
-        return wrapper  # type: ignore[return-value]
+    def body(self: IRSchedule, **params: Any) -> Any:
+        return self._apply(PRIMITIVES[prim.name], params)  # looked up per call: tests may swap one in
 
-    return decorate
+    return _recording(prim.step, signature, body, method)
+
+
+def _check_declaration(prim: Primitive, signature: inspect.Signature) -> None:
+    """The declared method takes the primitive's recorded parameters, in order, with its defaults."""
+    declared = list(signature.parameters.values())[1:]
+    if tuple(p.name for p in declared) != prim.step.params:
+        raise TypeError(f"IRSchedule.{prim.name} declares ({', '.join(p.name for p in declared)}) but the "
+                        f"primitive takes ({', '.join(prim.step.params)})")
+    defaults = {p.name: p.default for p in prim.params}
+    for p in declared:
+        if defaults[p.name] is not inspect.Parameter.empty and p.default != defaults[p.name]:
+            raise TypeError(f"IRSchedule.{prim.name}: '{p.name}' defaults to {p.default!r}, the primitive's "
+                            f"default is {defaults[p.name]!r}")
+
+
+def _recording(kind: StepKind, signature: inspect.Signature, body: Callable[..., Any], declared: F) -> F:
+    """`body` called with the bound arguments; outermost calls only are recorded (a primitive
+    that uses another one internally records one step)."""
+
+    @functools.wraps(declared)
+    def wrapper(self: IRSchedule, *args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{kind.name}: {exc}") from None
+        bound.apply_defaults()
+        params = dict(list(bound.arguments.items())[1:])
+        if self._depth:
+            return body(self, **params)
+        step = self._encode_step(kind.name, kind.params, params)
+        self._current_step = f"{kind.name} (trace step {len(self.trace)})"
+        self._depth += 1
+        try:
+            with using_names(self._names):
+                result = body(self, **params)
+        finally:
+            self._depth -= 1
+        outputs = [] if result is None else list(result) if isinstance(result, list) else [result]
+        for out in outputs:
+            if is_handle(out):
+                out.rv_name = self.trace.new_name()
+                step.outputs.append(out.rv_name)
+        self.trace.append(step)
+        return result
+
+    return wrapper  # type: ignore[return-value]
 
 
 class IRSchedule:
@@ -100,6 +133,8 @@ class IRSchedule:
             raise TypeError(f"IRSchedule needs a LoweredFunc or Module, got {type(func_or_module).__name__}")
         self.gpu_limits = gpu_limits or GpuLimits()
         self.trace = Trace()
+        self.report: AutoScheduleReport | None = None
+        """What the tactics decided, on a schedule `auto_schedule` made (None otherwise)."""
         self._killed: dict[int, str] = {}
         self._indices: dict[int, StmtIndex] = {}
         self._depth = 0
@@ -122,6 +157,13 @@ class IRSchedule:
     def mod(self) -> Module:
         """The scheduled functions as a Module."""
         return Module(self._module_name or self._funcs[0].name, tuple(self._funcs))
+
+    @property
+    def auto_report(self) -> AutoScheduleReport:
+        """`report` under its earlier name (AttributeError on a schedule the tactics did not make)."""
+        if self.report is None:
+            raise AttributeError("this IRSchedule was not made by auto_schedule: it has no report")
+        return self.report
 
     def __str__(self) -> str:
         return print_ir(self._funcs[0]) if len(self._funcs) == 1 else print_ir(self.mod)
@@ -282,39 +324,39 @@ class IRSchedule:
             return self._loop(handle, "get")[1]
         return self._block(handle, "get")[1]
 
-    @recorded("get_block")
+    @recorded
     def get_block(self, name: str) -> BlockRV:
         """The block called `name` (BlockNotFoundError when absent or ambiguous)."""
         if not isinstance(name, str):
             raise TypeError(f"get_block: expected a block name, got {name!r}")
         return self._block_rv(self._block_by_name(name, "get_block")[1])
 
-    @recorded("get_loops")
+    @recorded
     def get_loops(self, block: BlockLike) -> list[LoopRV]:
         """Loops enclosing `block`, outer -> inner. A block without loops first gets a unit loop
         `for (ix, 0, 1)` (CINN `GetLoops` calls `AddUnitLoop`), so the result is never empty."""
         k, realize = self._block(block, "get_loops")
-        loops = P.get_loops(self._funcs[k], realize)
+        loops = queries.get_loops(self._funcs[k], realize)
         if not loops:
             return [self.add_unit_loop(self._block_rv(realize))]
         return [self._loop_rv(loop) for loop in loops]
 
-    @recorded("get_all_blocks")
+    @recorded
     def get_all_blocks(self) -> list[BlockRV]:
         """Every block (root excluded), pre-order, not descending into collected blocks."""
-        return [self._block_rv(b) for f in self._funcs for b in P.get_all_blocks(f)]
+        return [self._block_rv(b) for f in self._funcs for b in queries.get_all_blocks(f)]
 
-    @recorded("get_child_blocks")
+    @recorded
     def get_child_blocks(self, node: NodeLike) -> list[BlockRV]:
         """Blocks nested inside a loop or block (pre-order, outermost ones)."""
         k, stmt = self._node(node, "get_child_blocks")
-        return [self._block_rv(b) for b in P.get_child_blocks(self._funcs[k], stmt)]
+        return [self._block_rv(b) for b in queries.get_child_blocks(self._funcs[k], stmt)]
 
-    @recorded("get_root_block")
+    @recorded
     def get_root_block(self, node: NodeLike | None = None) -> BlockRV:
         """The root block of the function holding `node` (of the only function when omitted)."""
         k = self._node(node, "get_root_block")[0] if node is not None else self._single("get_root_block")
-        return self._block_rv(P.get_root_block(self._funcs[k]))
+        return self._block_rv(queries.get_root_block(self._funcs[k]))
 
     def _single(self, primitive: str) -> int:
         if len(self._funcs) != 1:
@@ -322,184 +364,168 @@ class IRSchedule:
                                  f"the schedule holds {len(self._funcs)} functions; pass a node")
         return 0
 
+    # -- primitives: declared here, implemented by the @primitive functions in schedules.primitives --
+    def _apply(self, prim: Primitive, args: dict[str, Any]) -> Any:
+        values = {p.name: args[p.name] for p in prim.params if p.kind == "value"}
+        values.update({name: getattr(self, attr) for name, attr in prim.from_schedule.items()})
+        if not prim.handle_params:
+            rebuilt = [prim.fn(f, **values) for f in self._funcs]  # all checked before any commit
+            for k, new_func in enumerate(rebuilt):
+                self._commit(k, new_func)
+            return None
+        k, nodes = self._resolve(prim, args)
+        out = prim.fn(self._funcs[k], **nodes, **values)
+        if prim.result == "none":
+            self._commit(k, out)
+            return None
+        new_func, result = out
+        self._commit(k, new_func)
+        if prim.result == "loop":
+            return self._loop_rv(result)
+        if prim.result == "loops":
+            return [self._loop_rv(loop) for loop in result]
+        if prim.result == "block":
+            return self._block_rv(result)
+        return result
+
+    def _resolve(self, prim: Primitive, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The function all handle arguments live in, and the nodes they name (in parameter order,
+        so the first bad argument is the one reported)."""
+        resolvers = {"loop": self._loop, "loops": self._loops, "block": self._block, "node": self._node}
+        found = {p.name: resolvers[p.kind](args[p.name], prim.name) for p in prim.handle_params}
+        funcs = {k for k, _ in found.values()}
+        if len(funcs) > 1:
+            raise schedule_error(InvalidArgumentError, prim.name,
+                                 f"the {' and the '.join(found)} are in different functions", self.mod)
+        return funcs.pop(), {name: node for name, (_, node) in found.items()}
+
     # -- loop transformations -----------------------------------------------------------------------
-    @recorded("split")
+    @generated
     def split(self, loop: LoopRV, factors: Sequence[int | Expr]) -> list[LoopRV]:
         """Split `loop` into len(factors) nested loops (one factor may be -1: inferred)."""
-        k, node = self._loop(loop, "split")
-        new_func, loops = P.split(self._funcs[k], node, factors)
-        self._commit(k, new_func)
-        return [self._loop_rv(lp) for lp in loops]
+        ...
 
-    @recorded("fuse")
+    @generated
     def fuse(self, loops: Sequence[LoopRV]) -> LoopRV:
         """Fuse adjacent, perfectly nested loops into one (`i_j_fused`)."""
-        k, nodes = self._loops(loops, "fuse")
-        new_func, fused = P.fuse(self._funcs[k], nodes)
-        self._commit(k, new_func)
-        return self._loop_rv(fused)
+        ...
 
-    @recorded("reorder")
+    @generated
     def reorder(self, loops: Sequence[LoopRV]) -> None:
         """Permute loops of one nest into the listed order (unlisted loops stay put; guards move
         under the loops they test; statements beside the path are distributed out first)."""
-        k, nodes = self._loops(loops, "reorder")
-        self._commit(k, P.reorder(self._funcs[k], nodes))
+        ...
 
-    @recorded("flatten_loops")
+    @generated
     def flatten_loops(self, loops: Sequence[LoopRV]) -> LoopRV:
         """Fuse a perfectly nested chain and collapse the iteration spaces of its blocks."""
-        k, nodes = self._loops(loops, "flatten_loops")
-        new_func, loop = P.flatten_loops(self._funcs[k], nodes)
-        self._commit(k, new_func)
-        return self._loop_rv(loop)
+        ...
 
-    @recorded("add_unit_loop")
+    @generated
     def add_unit_loop(self, block: BlockLike) -> LoopRV:
         """Wrap `block` in `for (ix, 0, 1)` and return the new loop."""
-        k, realize = self._block(block, "add_unit_loop")
-        new_func, loop = P.add_unit_loop(self._funcs[k], realize)
-        self._commit(k, new_func)
-        return self._loop_rv(loop)
+        ...
 
     # -- loop kinds ------------------------------------------------------------------------------------
-    @recorded("parallel")
+    @generated
     def parallel(self, loop: LoopRV) -> None:
         """Mark a serial loop parallel (CPU thread pool); rejected when it carries a dependence."""
-        k, node = self._loop(loop, "parallel")
-        self._commit(k, P.parallel(self._funcs[k], node))
+        ...
 
-    @recorded("vectorize")
+    @generated
     def vectorize(self, loop: LoopRV, factor: int) -> None:
         """Mark a serial loop `vectorize[factor]` (any extent: x86 adds a scalar tail loop)."""
-        k, node = self._loop(loop, "vectorize")
-        self._commit(k, P.vectorize(self._funcs[k], node, factor))
+        ...
 
-    @recorded("unroll")
+    @generated
     def unroll(self, loop: LoopRV) -> None:
         """Mark a serial loop with a constant extent `unroll`."""
-        k, node = self._loop(loop, "unroll")
-        self._commit(k, P.unroll(self._funcs[k], node))
+        ...
 
-    @recorded("bind")
+    @generated
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
         """Bind a serial loop to `blockIdx.{x,y,z}` or `threadIdx.{x,y,z}`."""
-        k, node = self._loop(loop, "bind")
-        self._commit(k, P.bind(self._funcs[k], node, thread_axis, self.gpu_limits))
+        ...
 
     # -- block attributes and storage --------------------------------------------------------------
-    @recorded("annotate")
+    @generated
     def annotate(self, block: BlockLike, key: str, value: AttrValue) -> None:
         """Set `attrs[key] = value` on a block (int, float, bool or str)."""
-        k, realize = self._block(block, "annotate")
-        self._commit(k, P.annotate(self._funcs[k], realize, key, value))
+        ...
 
-    @recorded("unannotate")
+    @generated
     def unannotate(self, block: BlockLike, key: str) -> None:
         """Remove `attrs[key]` from a block (a missing key only warns, as in CINN)."""
-        k, realize = self._block(block, "unannotate")
-        self._commit(k, P.unannotate(self._funcs[k], realize, key))
+        ...
 
-    @recorded("set_buffer")
+    @generated
     def set_buffer(self, block: BlockLike, memory_type: str) -> None:
         """Move the tensor a block writes to a `global`/`shared`/`local` buffer `_<T>_temp_buffer`."""
-        k, realize = self._block(block, "set_buffer")
-        self._commit(k, P.set_buffer(self._funcs[k], realize, memory_type))
+        ...
 
-    @recorded("sync_threads")
+    @generated
     def sync_threads(self, node: NodeLike, after: bool = True) -> None:
         """Insert `__syncthreads()` after (or before) a loop or block."""
-        k, stmt = self._node(node, "sync_threads")
-        self._commit(k, P.sync_threads(self._funcs[k], stmt, after))
+        ...
 
-    # -- block-level primitives (schedules.primitives.compute_at / compute_inline / reduction / align) --
-    def _on_block_and_loop(self, primitive: str, block: BlockLike, loop: LoopRV) -> tuple[int, Any, For]:
-        kb, realize = self._block(block, primitive)
-        kl, node = self._loop(loop, primitive)
-        if kb != kl:
-            raise schedule_error(InvalidArgumentError, primitive, "the block and the loop are in different functions",
-                                 self.mod)
-        return kb, realize, node
-
-    @recorded("compute_at")
+    # -- block-level primitives (compute_at / compute_inline / reduction / align) ------------------
+    @generated
     def compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
         """Recompute producer `block` (a pure block, or a reduction with its init) under `loop`
         over the region its consumers there need."""
-        k, realize, node = self._on_block_and_loop("compute_at", block, loop)
-        self._commit(k, P.compute_at(self._funcs[k], realize, node, keep_unit_loops))
+        ...
 
-    @recorded("simple_compute_at")
+    @generated
     def simple_compute_at(self, block: BlockLike, loop: LoopRV) -> None:
         """Move `block` under `loop`, matching its outer loops 1:1 by extent (no region analysis)."""
-        k, realize, node = self._on_block_and_loop("simple_compute_at", block, loop)
-        self._commit(k, P.simple_compute_at(self._funcs[k], realize, node))
+        ...
 
-    @recorded("compute_inline")
+    @generated
     def compute_inline(self, block: BlockLike) -> None:
         """Inline producer `block` into every load of its tensor."""
-        k, realize = self._block(block, "compute_inline")
-        self._commit(k, P.compute_inline(self._funcs[k], realize))
+        ...
 
-    @recorded("reverse_compute_inline")
+    @generated
     def reverse_compute_inline(self, block: BlockLike) -> None:
         """Inline consumer `block` into its unique producer."""
-        k, realize = self._block(block, "reverse_compute_inline")
-        self._commit(k, P.reverse_compute_inline(self._funcs[k], realize))
+        ...
 
-    @recorded("rfactor")
+    @generated
     def rfactor(self, loop: LoopRV, rf_axis: int) -> Tensor:
         """Factor the reduction over `loop` into a stage `rf_<T>`; returns that tensor."""
-        k, node = self._loop(loop, "rfactor")
-        new_func, tensor = P.rfactor(self._funcs[k], node, rf_axis)
-        self._commit(k, new_func)
-        return tensor
+        ...
 
-    @recorded("factorize_reduction")
+    @generated
     def factorize_reduction(self, loop: LoopRV, rf_axis: int) -> Tensor:
         """Two-step reduction over `loop` (moved above the reduction's other loops when inside
         them) through `<T>_rf`; returns that tensor."""
-        k, node = self._loop(loop, "factorize_reduction")
-        new_func, tensor = P.factorize_reduction(self._funcs[k], node, rf_axis)
-        self._commit(k, new_func)
-        return tensor
+        ...
 
-    @recorded("decompose_reduction")
+    @generated
     def decompose_reduction(self, block: BlockLike, loop: LoopRV) -> BlockRV:
         """Move reduction `block`'s init block out of its nest to just before `loop` (which must
         enclose both); the update nest below `loop` becomes perfect. Returns the init block."""
-        k, realize, node = self._on_block_and_loop("decompose_reduction", block, loop)
-        new_func, init = P.decompose_reduction(self._funcs[k], realize, node)
-        self._commit(k, new_func)
-        return self._block_rv(init)
+        ...
 
-    @recorded("align_iter_space")
+    @generated
     def align_iter_space(self) -> None:
         """Align every loop nest of each function onto its group's `[spatial, reduce]` space."""
-        aligned = [P.align_iter_space(f) for f in self._funcs]  # all checked before any commit
-        for k, new_func in enumerate(aligned):
-            self._commit(k, new_func)
+        ...
 
-    # -- reverse_compute_at and caches (schedules.primitives.reverse_compute_at / cache) -------------
-    @recorded("reverse_compute_at")
+    # -- reverse_compute_at and caches -----------------------------------------------------------------
+    @generated
     def reverse_compute_at(self, block: BlockLike, loop: LoopRV, keep_unit_loops: bool = False) -> None:
         """Compute consumer `block` at the end of each iteration of its producer's `loop`."""
-        k, realize, node = self._on_block_and_loop("reverse_compute_at", block, loop)
-        self._commit(k, _reverse_compute_at(self._funcs[k], realize, node, keep_unit_loops))
+        ...
 
-    @recorded("cache_read")
+    @generated
     def cache_read(self, block: BlockLike, read_idx: int, memory_type: str) -> BlockRV:
         """Read the `read_idx`-th tensor of `block` through a `<T>_<scope>_temp_buffer` copy;
         returns the copy block."""
-        k, realize = self._block(block, "cache_read")
-        new_func, copy = _cache_read(self._funcs[k], realize, read_idx, memory_type)
-        self._commit(k, new_func)
-        return self._block_rv(copy)
+        ...
 
-    @recorded("cache_write")
+    @generated
     def cache_write(self, block: BlockLike, write_idx: int, memory_type: str) -> BlockRV:
         """Write the `write_idx`-th tensor of `block` into a `<T>_<scope>_temp_buffer` copied back
         to `T` after its nest; returns the copy-back block (named `T`; `block` is renamed)."""
-        k, realize = self._block(block, "cache_write")
-        new_func, copy = _cache_write(self._funcs[k], realize, write_idx, memory_type)
-        self._commit(k, new_func)
-        return self._block_rv(copy)
+        ...

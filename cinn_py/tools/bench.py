@@ -84,7 +84,7 @@ def build_auto(workload: Workload, shape: dict[str, int] | None = None, threads:
     shape = shape or workload.shape
     sch = cp.auto_schedule(workload.lower(shape), target="x86")
     options = {} if threads is None else {"num_threads": threads}
-    return cp.build(sch.func, target="x86", fast_math=True, **options), sch.auto_report
+    return cp.build(sch.func, target="x86", fast_math=True, **options), sch.report
 
 
 def check_result(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> float:

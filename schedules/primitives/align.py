@@ -37,6 +37,7 @@ from schedules.analysis.arith import prove_equal
 from schedules.analysis.loops import StmtIndex, all_blocks, root_block
 from schedules.analysis.regions import const_value, int_like, simplify_index
 from schedules.errors import LoopKindError, ScheduleError, schedule_error
+from schedules.registry import primitive
 from schedules.primitives._tree import replace
 
 __all__ = ["align_iter_space", "AlignError", "group_space"]
@@ -61,6 +62,7 @@ def group_space(func: LoweredFunc) -> tuple[list[Expr], list[Expr]]:
     return [lp.extent for lp in loops[:first_reduce]], [lp.extent for lp in loops[first_reduce:]]
 
 
+@primitive
 def align_iter_space(func: LoweredFunc) -> LoweredFunc:
     """Rewrite every loop nest of `func` into the common `[sp, rb]` form (see the module docstring).
 

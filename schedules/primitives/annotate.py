@@ -13,6 +13,7 @@ import re
 import warnings
 
 from cinn_py.ir import AttrValue, LoweredFunc, ScheduleBlockRealize, check_text, replace_stmt
+from schedules.registry import primitive
 
 __all__ = ["annotate", "unannotate"]
 
@@ -46,6 +47,7 @@ def _with_attrs(func: LoweredFunc, block: ScheduleBlockRealize, attrs: dict[str,
     return replace_stmt(func, block, dataclasses.replace(block, schedule_block=sb))
 
 
+@primitive
 def annotate(func: LoweredFunc, block: ScheduleBlockRealize, key: str, value: AttrValue) -> LoweredFunc:
     """Set `attrs[key] = value` on `block`."""
     _check_key(key, "annotate")
@@ -55,6 +57,7 @@ def annotate(func: LoweredFunc, block: ScheduleBlockRealize, key: str, value: At
     return _with_attrs(func, block, attrs)
 
 
+@primitive
 def unannotate(func: LoweredFunc, block: ScheduleBlockRealize, key: str) -> LoweredFunc:
     """Remove `attrs[key]` from `block`."""
     _check_key(key, "unannotate")

@@ -43,6 +43,7 @@ from schedules.analysis.regions import (
 )
 from schedules.errors import InvalidArgumentError, ScheduleError, StaleHandleError, schedule_error
 from schedules.primitives._tree import replace_many
+from schedules.registry import primitive
 
 __all__ = ["cache_read", "cache_write", "CacheError", "SCOPES"]
 
@@ -238,6 +239,7 @@ def _with_temp(func: LoweredFunc, buffer: Buffer) -> LoweredFunc:
 # ----------------------------------------------------------------------------------------------
 # cache_read
 # ----------------------------------------------------------------------------------------------
+@primitive
 def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
                memory_type: str) -> tuple[LoweredFunc, ScheduleBlockRealize]:
     """Read the `read_idx`-th tensor of `block` through a `memory_type` cache (see the module
@@ -281,6 +283,7 @@ def cache_read(func: LoweredFunc, block: ScheduleBlockRealize, read_idx: int,
 # ----------------------------------------------------------------------------------------------
 # cache_write
 # ----------------------------------------------------------------------------------------------
+@primitive
 def cache_write(func: LoweredFunc, block: ScheduleBlockRealize, write_idx: int,
                 memory_type: str) -> tuple[LoweredFunc, ScheduleBlockRealize]:
     """Write the `write_idx`-th tensor of `block` through a `memory_type` cache and copy it back

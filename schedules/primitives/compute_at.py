@@ -55,6 +55,7 @@ from schedules.primitives._move import (
     same_block,
 )
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
+from schedules.registry import primitive
 
 __all__ = ["simple_compute_at", "compute_at", "LoopMismatchError", "ComputeAtBlockError", "RegionError"]
 
@@ -99,6 +100,7 @@ def _moved_stmt(index: StmtIndex, block: ScheduleBlockRealize, keep_from: int,
 # ----------------------------------------------------------------------------------------------
 # simple_compute_at
 # ----------------------------------------------------------------------------------------------
+@primitive
 def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> LoweredFunc:
     """Fuse `block` into the nest of `loop` by 1:1 loop matching (see the module docstring).
 
@@ -133,6 +135,7 @@ def _stmts(stmt: Stmt) -> list[Stmt]:
 # ----------------------------------------------------------------------------------------------
 # compute_at
 # ----------------------------------------------------------------------------------------------
+@primitive
 def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
                keep_unit_loops: bool = False) -> LoweredFunc:
     """Recompute the producer `block` inside `loop` over the region its consumers there need.

@@ -31,6 +31,7 @@ from schedules.analysis.regions import (
 )
 from schedules.errors import ScheduleError, StaleHandleError, schedule_error
 from schedules.primitives._tree import remove_stmt, replace
+from schedules.registry import primitive
 
 __all__ = [
     "compute_inline", "reverse_compute_inline", "InlineBodyPatternError", "InlineReductionError",
@@ -137,6 +138,7 @@ class _InlineLoads(Mutator):
         return substitute(self.value, dict(zip(self.index_vars, indices)))
 
 
+@primitive
 def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFunc:
     """Inline the producer `block` into every load of its tensor and remove it.
 
@@ -214,6 +216,7 @@ def _show(bounds: tuple[Expr, Expr] | None) -> str:
     return "an unknown range" if bounds is None else f"{print_ir(bounds[0])}..{print_ir(bounds[1])}"
 
 
+@primitive
 def reverse_compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFunc:
     """Inline the consumer `block` into its unique producer and remove it.
 

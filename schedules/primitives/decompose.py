@@ -30,6 +30,7 @@ from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, vars_i
 from schedules.errors import InvalidArgumentError, ScheduleError, schedule_error
 from schedules.primitives._move import fresh_loop_var
 from schedules.primitives._tree import remove_stmt, replace_with_seq
+from schedules.registry import primitive
 
 __all__ = ["DecomposeError", "decompose_reduction"]
 
@@ -104,6 +105,7 @@ def _copy_nest(path: list[Stmt], init: ScheduleBlockRealize, taken: set[str]) ->
     return body
 
 
+@primitive
 def decompose_reduction(func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> tuple[LoweredFunc,
                                                                                               ScheduleBlockRealize]:
     """Move `block`'s init out of its nest to just before `loop`; returns the new function and

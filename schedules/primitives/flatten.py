@@ -22,10 +22,12 @@ from cinn_py.ir import (
 )
 from schedules.analysis.loops import collect_stmts
 from schedules.primitives.fuse import check_fusable, fused_substitution
+from schedules.registry import primitive
 
 __all__ = ["flatten_loops", "add_unit_loop"]
 
 
+@primitive
 def flatten_loops(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, For]:
     """Flatten `loops` into one loop; returns the new function and the loop."""
     check_fusable(func, loops, "flatten_loops")
@@ -65,6 +67,7 @@ def _collapse(block: ScheduleBlockRealize, loops: Sequence[For], fused: Var,
     return dataclasses.replace(block, iter_values=(fused,), schedule_block=new_sb)
 
 
+@primitive
 def add_unit_loop(func: LoweredFunc, block: ScheduleBlockRealize) -> tuple[LoweredFunc, For]:
     """Wrap `block` in a unit loop `for (ix, 0, 1)`."""
     idt = block.iter_values[0].dtype if block.iter_values else (

@@ -44,6 +44,7 @@ from schedules.errors import (
     BindLimitError, IllegalDependenceError, InvalidArgumentError, LoopKindError,
     LoopStartError, NonConstantExtentError, schedule_error,
 )
+from schedules.registry import primitive
 
 __all__ = ["GpuLimits", "parallel", "vectorize", "unroll", "bind", "THREAD_AXES"]
 
@@ -85,6 +86,7 @@ def _retype(func: LoweredFunc, loop: For, **changes: object) -> LoweredFunc:
     return replace_stmt(func, loop, dataclasses.replace(loop, **changes))
 
 
+@primitive
 def parallel(func: LoweredFunc, loop: For) -> LoweredFunc:
     """Mark `loop` parallel (run on the CPU thread pool). Parallel loops do not nest: a loop
     inside (or around) another parallel loop is rejected here rather than by the x86 backend
@@ -106,6 +108,7 @@ def _require_not_nested_parallel(func: LoweredFunc, loop: For) -> None:
                              "the fused loop instead)", func, loop, other)
 
 
+@primitive
 def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:
     """Mark `loop` `vectorize[factor]` (any extent: the x86 backend adds a scalar tail loop)."""
     if isinstance(factor, bool) or not isinstance(factor, int):
@@ -120,6 +123,7 @@ def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:
     return _retype(func, loop, for_type=ForType.VECTORIZED, vectorize_factor=factor)
 
 
+@primitive
 def unroll(func: LoweredFunc, loop: For) -> LoweredFunc:
     """Mark `loop` unrolled."""
     _require_serial(func, loop, "unroll")
@@ -127,6 +131,7 @@ def unroll(func: LoweredFunc, loop: For) -> LoweredFunc:
     return _retype(func, loop, for_type=ForType.UNROLLED)
 
 
+@primitive(from_schedule={"limits": "gpu_limits"})
 def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | None = None) -> LoweredFunc:
     """Bind `loop` to a CUDA grid (`blockIdx.*`) or block (`threadIdx.*`) axis."""
     limits = limits or GpuLimits()

@@ -22,6 +22,7 @@ from schedules.analysis.loops import single_child
 from schedules.errors import (
     InvalidArgumentError, LoopKindError, LoopStartError, NotPerfectlyNestedError, schedule_error,
 )
+from schedules.registry import primitive
 
 __all__ = ["fuse", "check_fusable", "fused_substitution"]
 
@@ -84,6 +85,7 @@ def fused_substitution(loops: Sequence[For], fused: Var) -> dict[Var, Expr]:
     return mapping
 
 
+@primitive
 def fuse(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, For]:
     """Fuse `loops` (outer -> inner); returns the new function and the fused loop."""
     check_fusable(func, loops, "fuse")

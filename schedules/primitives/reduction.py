@@ -51,6 +51,7 @@ from schedules.analysis.regions import const_value, int_like
 from schedules.errors import ScheduleError, StaleHandleError, schedule_error
 from schedules.primitives._tree import replace, replace_many, replace_with_seq
 from schedules.primitives.reorder import reorder
+from schedules.registry import primitive
 
 __all__ = [
     "factorize_reduction", "rfactor", "ReductionBlockError", "RfLoopError", "RfAxisError",
@@ -234,6 +235,7 @@ def _add_temp(func: LoweredFunc, tensor: Tensor) -> LoweredFunc:
     return dataclasses.replace(func, temp_bufs=func.temp_bufs + (tensor.buffer,))
 
 
+@primitive
 def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Tensor]:
     """Two-step reduction over the pure reduce loop `loop` (see the module docstring).
 
@@ -276,6 +278,7 @@ def _hoist_rf_loop(prim: str, func: LoweredFunc, loop: For, drivers: list[For]) 
     return moved, StmtIndex(moved).by_uid[loop.uid]  # type: ignore[return-value]
 
 
+@primitive
 def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Tensor]:
     """Factor the reduction over `loop` into a separate partial-reduction stage `rf_<T>`.
 

@@ -35,10 +35,12 @@ from schedules.analysis.deps import check_permutation_legal, loop_carries_depend
 from schedules.analysis.loops import StmtIndex, vars_in
 from schedules.errors import InvalidArgumentError, NotAChainError, schedule_error
 from schedules.primitives._tree import replace_with_seq
+from schedules.registry import primitive
 
 __all__ = ["reorder"]
 
 
+@primitive
 def reorder(func: LoweredFunc, loops: Sequence[For]) -> LoweredFunc:
     """Reorder `loops` of one chain into the listed order."""
     if len({id(lp) for lp in loops}) != len(loops):

@@ -26,10 +26,12 @@ from schedules.primitives._move import (
     resolve_handles, same_block,
 )
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
+from schedules.registry import primitive
 
 __all__ = ["reverse_compute_at", "RegionError"]
 
 
+@primitive
 def reverse_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
                        keep_unit_loops: bool = False) -> LoweredFunc:
     """Compute the consumer `block` at the end of each iteration of its producer's `loop`.

@@ -28,12 +28,14 @@ from schedules.analysis.loops import vars_in
 from schedules.errors import (
     ExtentMismatchError, InvalidArgumentError, LoopKindError, LoopStartError, schedule_error,
 )
+from schedules.registry import primitive
 
 __all__ = ["split"]
 
 _KEEPS_KIND = (ForType.SERIAL, ForType.UNROLLED, ForType.PARALLEL)
 
 
+@primitive
 def split(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> tuple[LoweredFunc, list[For]]:
     """Split `loop` by `factors`; returns the new function and the new loops, outer -> inner."""
     name = loop.loop_var.name

@@ -20,6 +20,7 @@ from cinn_py.ir import (
 )
 from schedules.analysis.loops import StmtIndex, first_store
 from schedules.errors import BufferError, InvalidArgumentError, schedule_error
+from schedules.registry import primitive
 
 __all__ = ["set_buffer", "sync_threads", "SYNC_THREADS"]
 
@@ -34,6 +35,7 @@ class _Rebuffer(Mutator):
         return tensor.with_buffer(self.new) if tensor.buffer.name == self.old else tensor
 
 
+@primitive
 def set_buffer(func: LoweredFunc, block: ScheduleBlockRealize, memory_type: str) -> LoweredFunc:
     """Move the tensor `block` writes to buffer `_<T>_temp_buffer` in `memory_type`."""
     if not isinstance(memory_type, str):
@@ -58,6 +60,7 @@ def set_buffer(func: LoweredFunc, block: ScheduleBlockRealize, memory_type: str)
     return dataclasses.replace(new_func, temp_bufs=temps)
 
 
+@primitive
 def sync_threads(func: LoweredFunc, node: Stmt, after: bool = True) -> LoweredFunc:
     """Insert `__syncthreads()` after (or before) `node` (a loop or a block)."""
     if not isinstance(after, bool):

@@ -55,7 +55,7 @@ class AutoScheduleError(ScheduleError):
 
 @dataclass
 class AutoScheduleReport:
-    """What the tactics decided (attached to the returned schedule as `sch.auto_report`)."""
+    """What the tactics decided (the returned schedule's `sch.report`)."""
 
     target: str
     config: ScheduleConfig
@@ -163,11 +163,11 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
 
     Returns:
         The IRSchedule (its `.func` is the scheduled function, its `.trace` the primitives
-        applied; `.auto_report` says what the tactics decided).
+        applied; `.report` says what the tactics decided).
 
     Never fails on a valid group: when the CUDA tiling tactics do not apply (nests that cannot
     share one `[spatial, reduce]` space, ...), the group gets the single-block schedule of
-    `cuda_fallback`; the x86 scheduler falls back plan by plan. `auto_report.fallbacks` says why.
+    `cuda_fallback`; the x86 scheduler falls back plan by plan. `report.fallbacks` says why.
     """
     tgt = _check_args(func, target, config)
     cfg = config or _tuned_config(func, tgt, build_schedule_config(analyze_group(func)))
@@ -175,12 +175,12 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
     if not tgt.is_gpu:
         mm = _try_matmul_x86(func, tgt, matmul, report)
         if mm is not None:
-            mm.auto_report = report  # type: ignore[attr-defined]
+            mm.report = report
             return mm
         sch, result = x86_schedule(lambda: IRSchedule(func), cfg)
         report.strategy, report.inlined = f"x86-{result.plan}", result.inlined
         report.nests, report.fallbacks = result.nests, report.fallbacks + result.fallbacks
-        sch.auto_report = report  # type: ignore[attr-defined]
+        sch.report = report
         return sch
     sch = IRSchedule(func)
     try:
@@ -194,7 +194,7 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
         gpu_bind(cross_thread_reduce(sch.func))
     except (ScheduleError, CompileError) as err:
         sch = _cuda_fallback(func, report, err)
-    sch.auto_report = report  # type: ignore[attr-defined]
+    sch.report = report
     return sch
 
 

@@ -260,12 +260,14 @@ def method_signature(name: str) -> str:
 
 
 def primitive_function(name: str) -> object | None:
-    """The pure function in schedules.primitives that implements `name` (None for `get`)."""
-    for module in ("schedules.primitives", "schedules.primitives.cache"):
-        fn = getattr(importlib.import_module(module), name, None)
-        if inspect.isfunction(fn):
-            return fn
-    return None
+    """The pure function registered (`@primitive`) under `name`, or the query function of that
+    name (None for `get`)."""
+    from schedules.primitives import get as queries
+    from schedules.registry import PRIMITIVES
+
+    prim = PRIMITIVES.get(name)
+    fn = prim.fn if prim is not None else getattr(queries, name, None)
+    return fn if inspect.isfunction(fn) else None
 
 
 class _CallGraph:

@@ -11,8 +11,9 @@ import cinn_py as cp
 from cinn_py import ir
 from cinn_py.ir import For, LoweredFunc, Mutator
 from schedules import IRSchedule, Trace
-from schedules import primitives as P
 from schedules.bisect import BisectResult, bisect_trace
+from schedules.primitives.for_type import unroll
+from schedules.registry import PRIMITIVES
 
 
 def _program() -> LoweredFunc:
@@ -46,7 +47,7 @@ class _ShrinkInnermost(Mutator):
 
 
 def _bad_unroll(func: LoweredFunc, loop: For) -> LoweredFunc:
-    marked = P.for_type.unroll(func, loop)
+    marked = unroll(func, loop)
     return dataclasses.replace(marked, body=_ShrinkInnermost(loop.uid).visit(marked.body))
 
 
@@ -58,10 +59,15 @@ def test_correct_trace_reports_ok() -> None:
     assert "keep the results" in result.format()
 
 
+def _swap(monkeypatch: pytest.MonkeyPatch, name: str, fn: object) -> None:
+    """Replace the registered primitive `name`'s function for this test."""
+    monkeypatch.setitem(PRIMITIVES, name, dataclasses.replace(PRIMITIVES[name], fn=fn))
+
+
 def test_monkeypatched_primitive_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
     func = _program()
     sch = _schedule(func)                 # recorded with the correct primitives
-    monkeypatch.setattr(P, "unroll", _bad_unroll)    # replays now use the broken unroll
+    _swap(monkeypatch, "unroll", _bad_unroll)    # replays now use the broken unroll
     result = bisect_trace(sch.trace, func)
     assert not result.ok
     assert result.step is not None and result.step.kind == "unroll"
@@ -80,7 +86,7 @@ def test_culprit_in_the_middle_with_given_inputs(monkeypatch: pytest.MonkeyPatch
     loops = sch.get_loops("B")
     sch.unroll(loops[1])                   # step 2: will be broken
     sch.compute_inline("B")                # later steps are fine but come after the culprit
-    monkeypatch.setattr(P, "unroll", _bad_unroll)
+    _swap(monkeypatch, "unroll", _bad_unroll)
     x = np.arange(48, dtype=np.float32).reshape(8, 6)
     result = bisect_trace(sch.trace, func, inputs={"A": x})
     assert result.step_index == 1 and result.num_steps == 3 and result.step is not None and result.step.kind == "unroll"
@@ -90,10 +96,10 @@ def test_step_that_raises_is_the_culprit(monkeypatch: pytest.MonkeyPatch) -> Non
     func = _program()
     sch = _schedule(func)
 
-    def crash(*args: object) -> LoweredFunc:
+    def crash(*args: object, **kwargs: object) -> LoweredFunc:
         raise KeyError("internal bug")
 
-    monkeypatch.setattr(P, "split", crash)
+    _swap(monkeypatch, "split", crash)
     result = bisect_trace(sch.trace, func)
     assert result.step is not None and result.step.kind == "split"
     assert "raised KeyError" in result.difference

@@ -23,7 +23,7 @@ from cinn_py.tools.fuzzing.strategies import fuzz_cases, program_specs
 from cinn_py.tools.fuzzing.worker import Summary, run_in_process, run_with_workers
 from cinn_py.interp import run_ir
 from cinn_py.ir import reset_name_ids, structural_equal
-from schedules import primitives as SP
+from schedules.registry import PRIMITIVES
 
 ROOT = Path(__file__).resolve().parents[2]
 CI_SEED = 20240601
@@ -143,11 +143,11 @@ def _broken_split(func, loop, factors):  # type: ignore[no-untyped-def]
     return dataclasses.replace(new_func, body=_ShrinkInnermost(loops[-1].uid).visit(new_func.body)), loops
 
 
-_REAL_SPLIT = SP.split
+_REAL_SPLIT = PRIMITIVES["split"].fn
 
 
 def test_wrong_schedule_primitive_is_caught_shrunk_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SP, "split", _broken_split)
+    monkeypatch.setitem(PRIMITIVES, "split", dataclasses.replace(PRIMITIVES["split"], fn=_broken_split))
     opts = fuzz.Options(x86=False, steps=8)
     for index in range(40):
         result = fuzz.check_case(11, index, opts)

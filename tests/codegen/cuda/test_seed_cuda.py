@@ -16,9 +16,12 @@ import cinn_py as cp
 from cinn_py.ir import For, LoweredFunc, reset_name_ids
 from codegen.cuda import generate_cuda
 from schedules.analysis.loops import enclosing_loops, find_block
-from schedules.primitives import (
-    align_iter_space, bind, compute_inline, factorize_reduction, simple_compute_at, split,
-)
+from schedules.primitives.align import align_iter_space
+from schedules.primitives.compute_at import simple_compute_at
+from schedules.primitives.compute_inline import compute_inline
+from schedules.primitives.for_type import bind
+from schedules.primitives.reduction import factorize_reduction
+from schedules.primitives.split import split
 from schedules.primitives.storage import set_buffer
 from cinn_py.tools.demo import seed_program as seed_func, seed_reference
 from tests.codegen.cuda.test_cuda_codegen import kernel_text
