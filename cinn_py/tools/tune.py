@@ -10,7 +10,9 @@ fused first), the search space is the group's tactic parameters:
   (tiles that fit the vector register file: mr*nv accumulators + nv B vectors + 1 broadcast),
   vector width (`lanes`: native, half), k block `kc`, whether B panels are packed;
 * other groups: vector width in bits and `min_parallel_work` (how much work a nest needs before
-  its outer loop is run on the thread pool: the task granularity).
+  its outer loop is run on the thread pool: the task granularity); groups with a reduction also
+  the reduction strategy: vectors of partial results (`reduce_vectors`) and whether elementwise
+  stages are computed inside the reduction's vector loop (`fuse_reduce_producers`).
 
 The defaults are always trial 0; the other candidates are a seeded random sample without
 repetition. Each candidate is scheduled, compiled and timed in a worker (after a warm-up, the
@@ -130,9 +132,15 @@ def _matmul_space(info: Any, native_bits: int) -> list[dict[str, Any]]:
     return space
 
 
-def _group_space(native_bits: int) -> list[dict[str, Any]]:
+GROUP_KNOBS = ("vector_width_bits", "min_parallel_work", "reduce_vectors", "fuse_reduce_producers")
+"""The `ScheduleConfig` fields the tuner searches for a group that is not a matmul."""
+
+
+def _group_space(native_bits: int, has_reduce: bool) -> list[dict[str, Any]]:
     widths = sorted({128, 256, native_bits})
-    return [{"vector_width_bits": w, "min_parallel_work": g} for w in widths for g in (1024, 4096, 16384, 65536)]
+    reduce_strategies = [(v, f) for v in (0, 1, 2, 4) for f in (False, True)] if has_reduce else [(0, False)]
+    return [{"vector_width_bits": w, "min_parallel_work": g, "reduce_vectors": v, "fuse_reduce_producers": f}
+            for w in widths for g in (1024, 4096, 16384, 65536) for v, f in reduce_strategies]
 
 
 def candidates_for(func: LoweredFunc, trials: int, seed: int = 0) -> tuple[str, list[Candidate]]:
@@ -148,9 +156,11 @@ def candidates_for(func: LoweredFunc, trials: int, seed: int = 0) -> tuple[str, 
         space = [fit_params(info, _params(p)).as_dict() for p in _matmul_space(info, bits)]
         kind, key = "matmul", matmul_key(info)
     else:
-        cfg = build_schedule_config(analyze_group(func))
-        default = {"vector_width_bits": cfg.vector_width_bits, "min_parallel_work": cfg.min_parallel_work}
-        space = _group_space(bits)
+        group = analyze_group(func)
+        # the default is what schedule="auto" does without a record: the native vector width
+        cfg = dataclasses.replace(build_schedule_config(group), vector_width_bits=bits)
+        default = {knob: getattr(cfg, knob) for knob in GROUP_KNOBS}
+        space = _group_space(bits, group.has_reduce)
         kind, key = "group", group_key(func)
     unique = list({tuple(sorted(p.items())): p for p in space if p != default}.values())
     random.Random(seed).shuffle(unique)

@@ -12,8 +12,11 @@ into the row loop", as the project's hand schedules do:
 3. every block is `simple_compute_at`ed into the row loop of the last nest, in program order:
    one row is read from memory once and stays in L1 while every stage uses it (the exp pass of
    a softmax writes its row buffer once, and the sum reads it from L1);
-4. intermediates become `local` (privatised per task and shrunk to one row by the backend);
-5. the stages' innermost loops are vectorised with the native lanes, the row loop is parallel.
+4. with `ScheduleConfig.fuse_reduce_producers` (a tuning knob), an elementwise stage a partial-sum
+   block reads is split like the rfactor loop and computed inside it (softmax's exp summed as it
+   is produced, `fuse_producers_into_rfactors`);
+5. intermediates become `local` (privatised per task and shrunk to one row by the backend);
+6. the stages' innermost loops are vectorised with the native lanes, the row loop is parallel.
 
 **Column reductions** (`C[j] = sum_k X[k, j]`, the reduce loop outside the contiguous axis):
 the reduce loop is split into `tasks` slices that are `rfactor`ed into `rf_C[t, j]` and run in
@@ -29,14 +32,14 @@ from collections.abc import Sequence
 from cinn_py.ir import Block, Call, Var, walk
 from schedules.analysis.loops import all_blocks, find_block, root_body
 from schedules.analysis.regions import const_value
-from schedules.errors import schedule_error
+from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
 from schedules.tactics.config import ScheduleConfig
 from schedules.tactics.group import BlockInfo, analyze_group, block_info, is_init_name, loops_of
 from schedules.tactics.x86_nest import TacticNotApplicable, contiguous_store, lanes_for, parallel_worth
 
 __all__ = [
-    "accumulators", "nests", "spatial_loops", "not_applicable", "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
+    "accumulators", "fuse_producers_into_rfactors", "nests", "spatial_loops", "not_applicable", "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
 ]
 
 COLUMN_TASKS = 8
@@ -50,14 +53,17 @@ def nests(sch: IRSchedule) -> list[list[str]]:
     return [[b.name for b in all_blocks(stmt)] for stmt in stmts]
 
 
-def accumulators(extent: int | None, lanes: int, cheap: bool = True) -> int:
+def accumulators(extent: int | None, lanes: int, cheap: bool = True, vectors: int = 0) -> int:
     """Partial results per row: two vectors for a cheap reduced value on rows of at least four
     vectors (two independent add chains hide the add latency; measured on rmsnorm and row sums,
     16 lanes: 32 partial sums beat 16 and 64), one vector when the value calls a transcendental
     (softmax's exp: the registers go to the polynomial; 0.81 ms with 16 vs 1.05 ms with 64), 0
-    (no rfactor) when the row is shorter than two vectors."""
+    (no rfactor) when the row is shorter than two vectors. `vectors` > 0 (a tuned
+    `ScheduleConfig.reduce_vectors`) asks for that many vectors where the row has room."""
     if extent is not None and extent < 2 * lanes:
         return 0
+    if vectors > 0:
+        return vectors * lanes if extent is None or extent >= vectors * lanes else lanes
     if cheap and (extent is None or extent >= 4 * lanes):
         return 2 * lanes
     return lanes
@@ -85,11 +91,11 @@ def _fuse_rows(sch: IRSchedule, block: str, n_spatial: int) -> None:
         sch.fuse(sch.get_loops(block)[:n_spatial])
 
 
-def _rfactor(sch: IRSchedule, block: str, lanes: int) -> tuple[str, int] | None:
+def _rfactor(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig) -> tuple[str, int] | None:
     """Split + rfactor the single reduce loop of `block` over `acc` lanes; (rf block, acc)."""
     loops = loops_of(sch.func, block)
-    body = block_info_of(sch, block).realize.schedule_block.body
-    acc = accumulators(const_value(loops[-1].extent), lanes, cheap=not any(isinstance(n, Call) for n in walk(body)))
+    cheap = not _calls(sch, block, with_producers=cfg.fuse_reduce_producers)
+    acc = accumulators(const_value(loops[-1].extent), lanes, cheap, cfg.reduce_vectors)
     if acc == 0:
         return None
     handles = sch.get_loops(block)
@@ -97,6 +103,15 @@ def _rfactor(sch: IRSchedule, block: str, lanes: int) -> tuple[str, int] | None:
     axis = len(block_info_of(sch, block).realize.schedule_block.iter_vars) - 1
     rf = sch.rfactor(inner, axis)
     return rf.name, acc
+
+
+def _calls(sch: IRSchedule, block: str, with_producers: bool) -> bool:
+    """The reduced value calls a function (exp, ...); with `with_producers` also the elementwise
+    blocks whose tensors it reads (they will be computed in the reduction's loop)."""
+    info = analyze_group(sch.func)
+    me = next(b for b in info.blocks if b.name == block)
+    bodies = [me] + ([b for t in me.read for b in info.producers_of(t) if not b.is_reduce] if with_producers else [])
+    return any(isinstance(n, Call) for b in bodies for n in walk(b.realize.schedule_block.body))
 
 
 def schedule_rows(sch: IRSchedule, cfg: ScheduleConfig, names: Sequence[str] | None = None) -> str:
@@ -112,7 +127,7 @@ def schedule_rows(sch: IRSchedule, cfg: ScheduleConfig, names: Sequence[str] | N
     rf_blocks: dict[str, int] = {}
     for main in mains:
         if block_info_of(sch, main).is_reduce and len(loops_of(sch.func, main)) == 2:
-            done = _rfactor(sch, main, lanes_for(sch, main, cfg))
+            done = _rfactor(sch, main, lanes_for(sch, main, cfg), cfg)
             if done is not None:
                 rf_blocks[done[0]] = done[1]
     interest = {b for n in groups for b in n} | set(rf_blocks) | {f"{r}__reduce_init" for r in rf_blocks}
@@ -121,13 +136,54 @@ def schedule_rows(sch: IRSchedule, cfg: ScheduleConfig, names: Sequence[str] | N
     own = _nest_of(sch, last)
     for block in reversed([b for b in order if b not in own]):
         sch.simple_compute_at(block, sch.get_loops(last)[0])
+    fused = fuse_producers_into_rfactors(sch, rf_blocks) if cfg.fuse_reduce_producers else []
     _make_local(sch, [b for b in order if b != last])
     for block in order:
-        _vectorize_stage(sch, block, rf_blocks, cfg)
+        if block not in fused:
+            _vectorize_stage(sch, block, rf_blocks, cfg)
     row = sch.get_loops(last)[0]
     if parallel_worth(sch, row, last, cfg):
         sch.parallel(row)
-    return f"fused row loop over {len(order)} blocks, {len(rf_blocks)} rfactor-vectorised reductions"
+    note = f", {'/'.join(fused)} fused into the partial-sum loop" if fused else ""
+    return f"fused row loop over {len(order)} blocks, {len(rf_blocks)} rfactor-vectorised reductions{note}"
+
+
+def fuse_producers_into_rfactors(sch: IRSchedule, rf_blocks: dict[str, int]) -> list[str]:
+    """Compute each elementwise stage that a partial-sum block reads inside that block's vector
+    loop (softmax: `E = exp(X - M)` is summed as it is produced, one pass over the row instead
+    of two). The stage's column loop is split like the rfactor loop and `simple_compute_at`ed
+    into it; a stage that cannot move (its loop does not match, or the dependence check refuses
+    it) keeps its own loop. Returns the moved blocks (vectorised with the partial-sum loop)."""
+    fused: list[str] = []
+    for rf, acc in rf_blocks.items():
+        for producer in _row_producers(sch, rf):
+            trial = sch.fork()
+            try:
+                trial.split(trial.get_loops(producer)[-1], [-1, acc])
+                trial.simple_compute_at(producer, trial.get_loops(rf)[-1])
+            except ScheduleError:
+                continue
+            sch.adopt(trial)
+            fused.append(producer)
+    return fused
+
+
+def _row_producers(sch: IRSchedule, rf: str) -> list[str]:
+    """The injective blocks in `rf`'s row loop, with a single column loop, whose tensor `rf`
+    reads: candidates for computing inside `rf`'s partial-sum loop."""
+    info = analyze_group(sch.func)
+    rf_info = next(b for b in info.blocks if b.name == rf)
+    rf_loops = loops_of(sch.func, rf)
+    if len(rf_loops) != 3:
+        return []
+    found = []
+    for block in info.blocks:
+        if block.is_reduce or block.is_init or len(block.written) != 1 or block.written[0] not in rf_info.read:
+            continue
+        loops = loops_of(sch.func, block.name)
+        if len(loops) == 2 and loops[0] is rf_loops[0]:
+            found.append(block.name)
+    return found
 
 
 def not_applicable(sch: IRSchedule, tactic: str, why: str) -> TacticNotApplicable:
@@ -166,7 +222,7 @@ def schedule_reduce_all(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str
     """A reduction onto a scalar (no spatial loop): `acc` partial results in a vector loop."""
     if len(loops_of(sch.func, block)) != 1:
         raise not_applicable(sch, "reduce-all tactic", f"'{block}' needs exactly one reduce loop")
-    done = _rfactor(sch, block, lanes_for(sch, block, cfg))
+    done = _rfactor(sch, block, lanes_for(sch, block, cfg), cfg)
     if done is None:
         return "serial (short reduction)"
     rf, acc = done

@@ -64,6 +64,29 @@ def test_tune_a_generic_group_and_a_program(db: Path) -> None:
         tune(matmul_func(cp.sym("M"), 16, 16), trials=1, workers="inline", progress=False)
 
 
+def test_reduction_groups_search_the_reduction_strategy() -> None:
+    """The default candidate is what schedule="auto" does (the host's native width); a group
+    with a reduction also searches partial-sum vectors and producer fusion, and every such
+    candidate schedules to the same result."""
+    from cinn_py.target import host
+    from cinn_py.tools.tune import GROUP_KNOBS, schedule_candidate
+    from tests.tactics.conftest import softmax
+
+    fn = softmax(8, 256)
+    key, cands = candidates_for(fn, trials=40)
+    default = cands[0].as_dict()
+    assert set(default) == set(GROUP_KNOBS) and "group_" in key
+    assert default["vector_width_bits"] == host().cpu.vector_bits
+    assert (default["reduce_vectors"], default["fuse_reduce_producers"]) == (0, False)
+    strategies = {(c.as_dict()["reduce_vectors"], c.as_dict()["fuse_reduce_producers"]) for c in cands}
+    assert len(strategies) >= 4 and any(fuse for _, fuse in strategies)
+    x = np.random.default_rng(0).standard_normal((8, 256), dtype=np.float32)
+    want = cp.build(fn, target="x86", schedule="auto")(x)
+    for cand in [c for c in cands if c.as_dict()["fuse_reduce_producers"]][:2]:
+        got = cp.build(schedule_candidate(fn, cand).func, target="x86")(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
 def test_database_round_trip_merge_and_bad_files(tmp_path: Path) -> None:
     path = tmp_path / "db.json"
     one = TuningDB.load(path)

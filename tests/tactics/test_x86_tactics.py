@@ -197,6 +197,31 @@ def test_softmax_is_one_row_loop_with_exp_computed_once() -> None:
     assert cp.print_ir(sch.func).count("exp(") == 1
 
 
+@pytest.mark.parametrize("rows, cols, vectors", [(6, 1024, 0), (cp.sym("R"), 96, 0), (6, 1024, 4), (5, 100, 2), (4, 33, 0)])
+def test_softmax_exp_fused_into_its_partial_sums(rows: Any, cols: int, vectors: int) -> None:
+    """Reduction strategy knobs: with `fuse_reduce_producers` the exp stage is computed inside
+    the sum's partial-sum vector loop (by the rule one vector of partial sums, the value being a
+    transcendental; the max keeps two), still once; `reduce_vectors` sets the partial sums of
+    both reductions. Results match numpy."""
+    func = softmax(rows, cols)
+    cfg = replace(build_schedule_config(analyze_group(func)), vector_width_bits=512,
+                  fuse_reduce_producers=True, reduce_vectors=vectors)
+    sch = auto_schedule(func, target="x86", config=cfg)
+    assert "E fused into the partial-sum loop" in sch.auto_report.nests["*"], sch.auto_report
+    e_loops = [lp for lp in walk(sch.func.body) if isinstance(lp, For)
+               and any(getattr(b, "name", "") == "E" for b in walk(lp.body))]
+    innermost = e_loops[-1]
+    sum_lanes, max_lanes = (16 * vectors, 16 * vectors) if vectors else (16, 32 if cols >= 64 else 16)
+    assert innermost.vectorize_factor == sum_lanes, cp.print_ir(innermost)
+    assert "rf_S" in cp.print_ir(innermost)                       # exp and its sum: one loop
+    assert cp.print_ir(sch.func).count("exp(") == 1
+    assert _headers(sch)[1].startswith(f"vectorize[{max_lanes}] {max_lanes}")  # the max's partial results
+    x = _rand(np.random.default_rng(3), rows if isinstance(rows, int) else 6, cols) * 4
+    (got,) = _run(func, sch, [x])
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
 def test_large_outputs_stream() -> None:
     from cinn_py.ir import NONTEMPORAL_ATTR
 
