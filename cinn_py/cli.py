@@ -1,6 +1,7 @@
 """The `cinn-py` command line.
 
-    cinn-py dump-ir FILE [--schedule SCRIPT] [--stage S] [--decls]   print the IR after a stage
+    cinn-py dump-ir FILE [--schedule SCRIPT | --auto] [--target T] [--stage STEP | --diff A B] [--decls]
+                                                            print what pipeline steps produce
     cinn-py codegen FILE [--schedule SCRIPT] --target cuda|x86 [--emit WHAT]   print generated code
     cinn-py run FILE [--schedule SCRIPT] [--dims S1=3,S2=5]   compile for x86, run on random
                                                              inputs, compare with the interpreter
@@ -14,8 +15,10 @@
 FILE is a `.ir` file (IR text, as the printer writes it, optionally with `// decl` lines) or a
 Python file that builds tensors with the compute DSL and names what to lower: it assigns
 `func` (a LoweredFunc) or `args` (the tensors to lower, inputs then outputs; the function is
-named after `name` or the file stem). SCRIPT is a Python file run with `sch` (an IRSchedule of
-FILE's function), `cp` (cinn_py) and `func` in scope.
+named after `name` or the file stem). For `dump-ir`, FILE may also be a NetBuilder script: a
+Python file that assigns `program` (a `Program`, `cp.NetBuilder(...)...build()`); dump-ir then shows
+every step from `decompose` on. SCRIPT is a Python file run with `sch` (an IRSchedule of FILE's
+function), `cp` (cinn_py) and `func` in scope.
 
 Compiler errors print as `error: ...` with the IR excerpt and exit with status 1; `--debug`
 shows the Python traceback instead.
@@ -24,6 +27,7 @@ shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import runpy
@@ -31,11 +35,15 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import LoweredFunc, Module, print_ir
-from cinn_py.target import Target
+from cinn_py.target import KINDS, Target
+
+if TYPE_CHECKING:
+    from cinn_py.frontend.program import Program
+    from cinn_py.pipeline import ScheduleLike, StepOutput
 
 
 class CliError(CinnError):
@@ -84,39 +92,117 @@ def apply_schedule(program: LoweredFunc | Module, script: Path) -> Any:
     return sch
 
 
-STAGES = ("lowered", "scheduled", "simplified", "gpu", "all")
+def load_source(path: Path) -> Program | LoweredFunc | Module:
+    """What `dump-ir` reads: FILE's function(s), or the NetBuilder `program` a script assigns."""
+    if path.suffix == ".py" and path.exists():
+        namespace = runpy.run_path(str(path), run_name="__cinn_py__")
+        if "program" in namespace:
+            return _as_program(path, namespace["program"])
+    return load_program(path)
 
 
-def stage_outputs(ns: argparse.Namespace) -> list[tuple[str, Any]]:
-    """(stage name, IR) for every stage up to `ns.stage`: lowered -> scheduled -> simplified -> gpu."""
-    program: Any = load_program(Path(ns.file))
-    outputs: list[tuple[str, Any]] = [("lowered", program)]
-    if ns.schedule:
-        program = apply_schedule(program, Path(ns.schedule)).func
-        outputs.append(("scheduled", program))
-    if ns.stage in ("simplified", "gpu", "all"):
-        from cinn_py.driver import as_lowered_func
-        from cinn_py.passes import simplify_func
+def _as_program(path: Path, program: Any) -> Program:
+    from cinn_py.frontend.program import Program
 
-        program = simplify_func(as_lowered_func(program))
-        outputs.append(("simplified", program))
-    if ns.stage in ("gpu", "all"):
-        from cinn_py.driver import lower_for_target
+    if not isinstance(program, Program):
+        raise CliError(f"{path}: `program` must be a NetBuilder Program (`cp.NetBuilder(...)...build()`), "
+                       f"got a {type(program).__name__}")
+    return program
 
-        outputs.append(("gpu", lower_for_target(program, "cuda")))
-    if ns.stage == "all":
-        return outputs
-    wanted = {"lowered": "lowered", "scheduled": "scheduled" if ns.schedule else "lowered"}.get(ns.stage, ns.stage)
-    return [next(item for item in outputs if item[0] == wanted)]
+
+def _wanted_steps(ns: argparse.Namespace, is_program: bool) -> list[str]:
+    """The steps to print: `--diff A B`, `--stage STEP`, `--stage all` (every step the input has,
+    up to `codegen`), or by default `schedule` for functions and `optimize`, `fuse` for programs."""
+    from cinn_py.pipeline import PROGRAM_STEPS, STEPS, check_step
+
+    if ns.diff:
+        wanted = [check_step(name) for name in ns.diff]
+    elif ns.stage == "all":
+        wanted = [s for s in STEPS[:STEPS.index("codegen") + 1] if is_program or s not in PROGRAM_STEPS[:3]]
+    elif ns.stage is not None:
+        wanted = [check_step(ns.stage)]
+    else:
+        wanted = ["optimize", "fuse"] if is_program else ["schedule"]
+    missing = [s for s in wanted if not is_program and s in PROGRAM_STEPS[:3]]
+    if missing:
+        raise CliError(f"step '{missing[0]}' needs a NetBuilder program (a .py FILE that assigns `program`); "
+                       f"{ns.file} holds functions, whose steps are lower, schedule, target_passes, codegen, load")
+    return wanted
+
+
+def _schedule_of(ns: argparse.Namespace, source: Program | LoweredFunc | Module) -> ScheduleLike:
+    """The `schedule` step's schedule: none, `--auto`, or `--schedule SCRIPT` (run once on FILE)."""
+    from cinn_py.frontend.program import Program
+
+    if ns.schedule and ns.auto:
+        raise CliError("--schedule SCRIPT and --auto exclude each other")
+    if ns.auto:
+        return "auto"
+    if not ns.schedule:
+        return None
+    if isinstance(source, Program):
+        raise CliError("--schedule applies a script to one function; a NetBuilder program has one function per "
+                       "fused group: use --auto")
+    sch = apply_schedule(source, Path(ns.schedule))
+    scheduled = {f.name: f for f in (sch.mod.functions if isinstance(source, Module) else (sch.func,))}
+    return lambda func: scheduled[func.name]
+
+
+def step_outputs(ns: argparse.Namespace) -> tuple[Program | LoweredFunc | Module, list[StepOutput]]:
+    """FILE and what each step the command line asks for produced, in pipeline order."""
+    from cinn_py.frontend.program import Program
+    from cinn_py.pipeline import STEPS, dumped, trace
+
+    source = load_source(Path(ns.file))
+    is_program = isinstance(source, Program)
+    wanted = _wanted_steps(ns, is_program)
+    until = max(wanted, key=STEPS.index)
+    funcs_or_program = source if isinstance(source, Program) else _functions(source)
+    outputs = dumped(trace(funcs_or_program, Target.parse(ns.target), _schedule_of(ns, source), until=until,
+                           show_codegen="codegen" in wanted))
+    return source, [o for o in outputs if o.step in wanted]
+
+
+def _functions(source: LoweredFunc | Module) -> list[LoweredFunc]:
+    return list(source.functions) if isinstance(source, Module) else [source]
 
 
 def cmd_dump_ir(ns: argparse.Namespace) -> int:
-    outputs = stage_outputs(ns)
-    for name, program in outputs:
-        if len(outputs) > 1:
-            print(f"// ----- stage: {name} -----")
-        print(print_ir(program, decls=ns.decls))
+    from cinn_py.frontend.program import Program
+    from cinn_py.pipeline import step_text
+
+    source, outputs = step_outputs(ns)
+    if ns.diff:
+        print(_diff(outputs, ns.diff[0], ns.diff[1], ns.decls))
+        return 0
+    headers = len(outputs) > 1 or (isinstance(source, Program) and ns.stage is None)
+    if isinstance(source, Program) and ns.stage is None:
+        print(f"// ----- program: {source.name} (as built) -----\n{source}")
+    for output in outputs:
+        if headers:
+            print(f"// ----- {output.step}: {output.unit} -----")
+        print(step_text(output, decls=ns.decls))
     return 0
+
+
+def _diff(outputs: list[StepOutput], a: str, b: str, decls: bool) -> str:
+    """A unified diff from step `a` to step `b`: unit by unit when both steps have the same units
+    (two function steps, or two program steps), else the whole of each step's text."""
+    from cinn_py.pipeline import step_text
+
+    def texts(step: str) -> dict[str, str]:
+        return {o.unit: step_text(o, decls=decls) for o in outputs if o.step == step}
+
+    old, new = texts(a), texts(b)
+    if list(old) != list(new):
+        old, new = {"": "\n\n".join(old.values())}, {"": "\n\n".join(new.values())}
+    chunks = []
+    for unit in old:
+        where = f"/{unit}" if unit else ""
+        lines = list(difflib.unified_diff(old[unit].splitlines(), new[unit].splitlines(), f"{a}{where}",
+                                          f"{b}{where}", lineterm=""))
+        chunks.append("\n".join(lines) if lines else f"// {a} and {b} are the same{' for ' + unit if unit else ''}")
+    return "\n".join(chunks)
 
 
 def _scheduled_program(ns: argparse.Namespace) -> Any:
@@ -206,16 +292,26 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return run_demo(verbose=not ns.quiet)
 
 
+def _steps_help() -> str:
+    from cinn_py.pipeline import PIPELINE
+
+    return "pipeline steps:\n" + "\n".join(f"  {step.name:<14} {step.doc}" for step in PIPELINE)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cinn-py", description="CINN-style kernel compiler in Python")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
     sub = parser.add_subparsers(dest="command", required=True)
-    dump = sub.add_parser("dump-ir", help="print the lowered (and optionally scheduled) IR")
-    dump.add_argument("file", help=".ir file or Python file building tensors")
+    dump = sub.add_parser("dump-ir", help="print what the pipeline's steps produce (IR, groups, code)",
+                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_steps_help())
+    dump.add_argument("file", help=".ir file, Python file building tensors, or NetBuilder script (`program`)")
     dump.add_argument("--schedule", metavar="SCRIPT", help="schedule script run with `sch` in scope")
+    dump.add_argument("--auto", action="store_true", help="the schedule step runs the automatic scheduler")
+    dump.add_argument("--target", choices=KINDS, default="cuda", help="target of the later steps (default cuda)")
     dump.add_argument("--decls", action="store_true", help="prefix the `// decl` header (parseable)")
-    dump.add_argument("--stage", choices=STAGES, default="scheduled",
-                      help="which IR to print (default: after the schedule, if any)")
+    dump.add_argument("--stage", metavar="STEP", help="print what this pipeline step produced, or `all` steps "
+                      "up to codegen (default: schedule; for a program: the program, optimize and fuse)")
+    dump.add_argument("--diff", nargs=2, metavar=("A", "B"), help="unified diff from step A's output to B's")
     dump.set_defaults(handler=cmd_dump_ir)
 
     gen = sub.add_parser("codegen", help="print generated CUDA C / PTX / LLVM IR / assembly")

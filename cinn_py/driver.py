@@ -61,10 +61,7 @@ def codegen(func_or_schedule: Any, target: TargetLike = "cuda", fast_math: bool 
 
     `schedule="auto"` auto-schedules the function for `target` first (one config; use
     `schedules.tactics.auto_schedule_buckets` for the per-bucket kernels of symbolic shapes)."""
-    pipeline.check_schedule(schedule)
-    tgt = Target.parse(target)
-    func = pipeline.schedule_step(as_lowered_func(func_or_schedule), tgt, schedule)
-    return pipeline.codegen_step(pipeline.target_passes(func, tgt), tgt, fast_math, **options)
+    return pipeline.generate(as_lowered_func(func_or_schedule), target, fast_math, schedule, **options)
 
 
 def lower_for_target(func_or_schedule: Any, target: TargetLike) -> LoweredFunc:

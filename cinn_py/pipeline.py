@@ -6,22 +6,25 @@
 - `optimize`: graph passes (constant folding, CSE, DCE).
 - `fuse`: partition into fused groups (`FusionPlan`).
 - `lower`: each group becomes one ScheduleBlock `LoweredFunc`.
-- `schedule`: none (serial loop nests as lowered) or the automatic group scheduler.
+- `schedule`: none (serial loop nests as lowered), the automatic group scheduler, or (for the
+  command line) a schedule script.
 - `target_passes`: the target's post-lowering passes (`Target.passes`; CUDA: cross-thread
   reduction, bind lowering, index simplification; x86: none).
 - `codegen`: the backend generates code (`Backend.generate`).
-- `load`: the backend loads it as a callable kernel (`Backend.load`; `Backend.build` does
-  codegen and load in one call through the backend's compile cache).
+- `load`: the backend loads it as a callable kernel (`Backend.build`: codegen and load in one
+  call through the backend's compile cache).
 
 `compile_program(program, target)` runs all of them; `build(func, target)` the last four on one
-function. `CINN_PY_DUMP_IR=DIR` writes what every step produced to `DIR/NN_<step>[_<func>].txt`
-(numbered in pipeline order); `cinn-py dump-ir --stage NAME` prints the same steps.
+function. Both run `trace_program` / `trace_func`, generators of `StepOutput(step, unit, value)`,
+which is also what `CINN_PY_DUMP_IR=DIR` and `cinn-py dump-ir --stage/--diff` observe: the
+variable writes what every step produced to `DIR/NN_<step>_<unit>.txt` (NN is the step's place in
+`STEPS`, the unit the program's name for the program steps and the function's for the others).
 
-    >>> from cinn_py.pipeline import STEPS, FUNC_STEPS
+    >>> from cinn_py.pipeline import STEPS, PROGRAM_STEPS, FUNC_STEPS
     >>> STEPS
     ('decompose', 'optimize', 'fuse', 'lower', 'schedule', 'target_passes', 'codegen', 'load')
-    >>> FUNC_STEPS
-    ('schedule', 'target_passes', 'codegen', 'load')
+    >>> PROGRAM_STEPS, FUNC_STEPS
+    (('decompose', 'optimize', 'fuse', 'lower'), ('schedule', 'target_passes', 'codegen', 'load'))
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from cinn_py.backend import get_backend
 from cinn_py.frontend.fusion import FusionPlan, fuse
@@ -41,11 +44,15 @@ from cinn_py.frontend.program import Program, bind_inputs, pack
 from cinn_py.ir import LoweredFunc, print_ir
 from cinn_py.lowering.group import lower_group
 from cinn_py.passes import run_passes
+from cinn_py.runtime.checked import resolve_checked
 from cinn_py.runtime.program import CompiledProgram
 from cinn_py.target import Target, TargetLike
 
 DUMP_ENV = "CINN_PY_DUMP_IR"
 SCHEDULES = (None, "auto")
+# What the `schedule` step takes: None (as lowered), "auto", or a function that schedules (the CLI's
+# schedule scripts); the public build entry points accept the first two.
+ScheduleLike = Union[str, None, Callable[[LoweredFunc], LoweredFunc]]
 
 
 @dataclass(frozen=True)
@@ -61,49 +68,86 @@ PIPELINE: tuple[Step, ...] = (
     Step("optimize", "graph passes: constant folding, CSE, DCE"),
     Step("fuse", "partition the op graph into fused groups"),
     Step("lower", "each group becomes one ScheduleBlock LoweredFunc"),
-    Step("schedule", "no schedule (as lowered) or the automatic group scheduler"),
+    Step("schedule", "no schedule (as lowered), the automatic group scheduler, or a schedule script"),
     Step("target_passes", "the target's post-lowering passes (Target.passes)"),
     Step("codegen", "the backend generates code (Backend.generate)"),
-    Step("load", "the backend loads the code as a callable kernel (Backend.load)"),
+    Step("load", "the backend loads the code as a callable kernel (Backend.build)"),
 )
 STEPS: tuple[str, ...] = tuple(s.name for s in PIPELINE)
 PROGRAM_STEPS = STEPS[:4]
 FUNC_STEPS = STEPS[4:]
 
 
-# -- dumping ---------------------------------------------------------------------------------------
-def _text(value: Any) -> str:
-    """What a step produced, as text: IR through the printer, generated code's source/IR."""
-    if isinstance(value, FusionPlan):
-        return "\n\n".join(str(g) for g in value.groups)
+@dataclass(frozen=True)
+class StepOutput:
+    """What one step produced for one unit: the program (program steps) or one function."""
+
+    step: str
+    unit: str
+    value: Any
+
+
+def check_step(name: str) -> str:
+    """`name` if it is a step; a ValueError listing the steps otherwise."""
+    if name not in STEPS:
+        raise ValueError(f"unknown pipeline step '{name}'; the steps are: {', '.join(STEPS)}")
+    return name
+
+
+def _through(until: str, step: str) -> bool:
+    """Whether a trace that stops after `until` still runs `step`."""
+    return STEPS.index(step) <= STEPS.index(until)
+
+
+# -- text and dumping ----------------------------------------------------------------------------------
+def step_text(output: StepOutput, decls: bool = False) -> str:
+    """What a step produced, as text: IR through the printer, a program/plan as its listing,
+    generated code as its source (CUDA C) or LLVM IR, a loaded kernel as its repr."""
+    value = output.value
+    if output.step == "load":
+        return repr(value)
     if isinstance(value, LoweredFunc):
-        return print_ir(value)
-    for attribute in ("source", "llvm_ir"):  # CUDA GeneratedCode / x86 GeneratedCode and kernels
+        return print_ir(value, decls=decls)
+    for attribute in ("source", "llvm_ir"):  # CUDA / x86 GeneratedCode
         text = getattr(value, attribute, None)
         if isinstance(text, str):
             return text
-    return str(value)
+    return str(value) if isinstance(value, (Program, FusionPlan)) else repr(value)
 
 
-def dump(step: str, value: Any, unit: str = "") -> None:
-    """Write `value` to `$CINN_PY_DUMP_IR/NN_<step>[_<unit>].txt` when the variable is set."""
+def dump_dir() -> Path | None:
+    """`$CINN_PY_DUMP_IR` as a directory, or None when the variable is unset or empty."""
     directory = os.environ.get(DUMP_ENV)
-    if not directory:
-        return
-    path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
-    suffix = f"_{re.sub(r'[^A-Za-z0-9_.-]', '_', unit)}" if unit else ""
-    (path / f"{STEPS.index(step):02d}_{step}{suffix}.txt").write_text(_text(value) + "\n")
+    return Path(directory) if directory else None
 
 
-# -- the function steps ------------------------------------------------------------------------------
+def dump_path(directory: Path, output: StepOutput) -> Path:
+    """`DIR/NN_<step>_<unit>.txt`: numbered in pipeline order, so `ls` lists the steps in order."""
+    unit = re.sub(r"[^A-Za-z0-9_.-]", "_", output.unit)
+    return directory / f"{STEPS.index(output.step):02d}_{output.step}_{unit}.txt"
+
+
+def dumped(outputs: Iterator[StepOutput]) -> Iterator[StepOutput]:
+    """Pass `outputs` through, writing each to `$CINN_PY_DUMP_IR` when the variable is set."""
+    directory = dump_dir()
+    for output in outputs:
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            dump_path(directory, output).write_text(step_text(output) + "\n")
+        yield output
+
+
+# -- the function steps ----------------------------------------------------------------------------------
 def check_schedule(schedule: Any) -> None:
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be None (build the function as given) or 'auto', got {schedule!r}")
 
 
-def schedule_step(func: LoweredFunc, target: Target, schedule: str | None) -> LoweredFunc:
-    """`schedule`: the function as given (None) or auto-scheduled for `target` ("auto")."""
+def schedule_step(func: LoweredFunc, target: Target, schedule: ScheduleLike) -> LoweredFunc:
+    """`schedule`: the function as given (None), auto-scheduled for `target` ("auto"), or what a
+    scheduling function returns."""
+    if callable(schedule):
+        return schedule(func)
     check_schedule(schedule)
     if schedule is None:
         return func
@@ -127,49 +171,140 @@ def _lowered(target: Target, options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "lowered": True} if target.passes else options
 
 
-def _bucket_step(func: LoweredFunc, target: Target, fast_math: bool, **options: Any) -> Any:
-    """`schedule` .. `load` for a GPU function with symbolic dims under `schedule="auto"`: one
+def _generate_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The build options that shape the code (the bounds checks, resolved as the build resolves
+    them), so the `codegen` step shows what `load` builds."""
+    return {**options, "checked": resolve_checked(options.get("checked"))}
+
+
+def _trace_buckets(func: LoweredFunc, target: Target, fast_math: bool, until: str,
+                   **options: Any) -> Iterator[StepOutput]:
+    """The function steps for a GPU function with symbolic dims under `schedule="auto"`: one
     auto-scheduled kernel per shape bucket behind a host dispatch (built now, so a broken bucket
     fails the build rather than its first call)."""
     tactics = importlib.import_module("schedules.tactics")
     buckets = [(pred, sch.func) for pred, sch in tactics.auto_schedule_buckets(func, target=target)]
-    for index, (_, bucket) in enumerate(buckets):
-        dump("schedule", bucket, f"{func.name}_bucket{index}")
-    return get_backend(target).build(func, target, fast_math=fast_math, buckets=buckets, **options)
+    names = [f"{func.name}_bucket{index}" for index in range(len(buckets))]
+    for name, (_, bucket) in zip(names, buckets):
+        yield StepOutput("schedule", name, bucket)
+    if not _through(until, "target_passes"):
+        return
+    dispatch = get_backend(target).build(func, target, fast_math=fast_math, buckets=buckets, **options)
+    codes = getattr(dispatch, "codes", ())
+    for name, code in zip(names, codes):
+        yield StepOutput("target_passes", name, code.func)
+    if _through(until, "codegen"):
+        for name, code in zip(names, codes):
+            yield StepOutput("codegen", name, code)
+    if _through(until, "load"):
+        yield StepOutput("load", func.name, dispatch)
+
+
+def trace_func(func: LoweredFunc, target: TargetLike = "x86", schedule: ScheduleLike = None,
+               fast_math: bool = False, until: str = "load", show_codegen: bool | None = None,
+               **options: Any) -> Iterator[StepOutput]:
+    """`schedule` -> `target_passes` -> `codegen` -> `load` for one function, as a generator of
+    what each step produced, stopping after `until`. `load` builds through the backend's compile
+    cache, so the `codegen` step generates code separately: when `show_codegen` is true, or when
+    it is None and `codegen` is the last step or `$CINN_PY_DUMP_IR` is set."""
+    check_step(until)
+    if show_codegen is None:
+        show_codegen = until == "codegen" or dump_dir() is not None
+    tgt = Target.parse(target)
+    if schedule == "auto" and tgt.is_gpu and func.scalar_args:
+        yield from _trace_buckets(func, tgt, fast_math, until, **options)
+        return
+    yield from _trace_one(func, tgt, schedule, fast_math, until, _generate_options(options) if show_codegen else None,
+                          options)
+
+
+def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, fast_math: bool, until: str,
+               codegen_options: dict[str, Any] | None, options: dict[str, Any]) -> Iterator[StepOutput]:
+    """The function steps for one kernel; `codegen` runs when `codegen_options` is given."""
+    scheduled = schedule_step(func, target, schedule)
+    yield StepOutput("schedule", func.name, scheduled)
+    if not _through(until, "target_passes"):
+        return
+    lowered = target_passes(scheduled, target)
+    yield StepOutput("target_passes", func.name, lowered)
+    if codegen_options is not None and _through(until, "codegen"):
+        yield StepOutput("codegen", func.name, codegen_step(lowered, target, fast_math, **codegen_options))
+    if _through(until, "load"):
+        kernel = get_backend(target).build(lowered, target, fast_math=fast_math, **_lowered(target, options))
+        yield StepOutput("load", func.name, kernel)
+
+
+def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = False, schedule: str | None = None,
+             **options: Any) -> Any:
+    """`schedule` -> `target_passes` -> `codegen` for one function (one schedule, also for
+    symbolic GPU shapes); returns the backend's generated code."""
+    check_schedule(schedule)
+    outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen", options, {})))
+    return outputs[-1].value
 
 
 def build(func: LoweredFunc, target: TargetLike = "x86", fast_math: bool = False, schedule: str | None = None,
           **options: Any) -> Any:
     """`schedule` -> `target_passes` -> `codegen` -> `load` for one function; returns the Kernel."""
     check_schedule(schedule)
-    tgt = Target.parse(target)
-    backend = get_backend(tgt)
-    if schedule == "auto" and tgt.is_gpu and func.scalar_args:
-        return _bucket_step(func, tgt, fast_math, **options)
-    scheduled = schedule_step(func, tgt, schedule)
-    dump("schedule", scheduled, func.name)
-    lowered = target_passes(scheduled, tgt)
-    dump("target_passes", lowered, func.name)
-    if os.environ.get(DUMP_ENV):
-        dump("codegen", codegen_step(lowered, tgt, fast_math, **options), func.name)
-    kernel = backend.build(lowered, tgt, fast_math=fast_math, **_lowered(tgt, options))
-    dump("load", repr(kernel), func.name)
+    kernel: Any = None
+    for output in dumped(trace_func(func, target, schedule, fast_math, "load", None, **options)):
+        kernel = output.value
     return kernel
 
 
 # -- the program steps -------------------------------------------------------------------------------
-def program_steps(program: Program) -> list[tuple[str, Any]]:
-    """(step name, result) of `decompose`, `optimize`, `fuse` and `lower` (one LoweredFunc per group)."""
+def trace_program(program: Program, until: str = "lower") -> Iterator[StepOutput]:
+    """`decompose` .. `lower` (one output per group's LoweredFunc), stopping after `until`."""
     if not isinstance(program, Program):
         raise TypeError(f"expected a Program (NetBuilder.build()), got {type(program).__name__}")
+    check_step(until)
     decompose, *graph_passes = DEFAULT_PASSES
-    decomposed = decompose(program)
-    optimized = decomposed
+    current = decompose(program)
+    yield StepOutput("decompose", program.name, current)
+    if not _through(until, "optimize"):
+        return
     for graph_pass in graph_passes:
-        optimized = graph_pass(optimized)
-    fusion = fuse(optimized)
-    funcs = [lower_group(g) for g in fusion.groups]
-    return [("decompose", decomposed), ("optimize", optimized), ("fuse", fusion), ("lower", funcs)]
+        current = graph_pass(current)
+    yield StepOutput("optimize", program.name, current)
+    if not _through(until, "fuse"):
+        return
+    fusion = fuse(current)
+    yield StepOutput("fuse", program.name, fusion)
+    if _through(until, "lower"):
+        for group in fusion.groups:
+            func = lower_group(group)
+            yield StepOutput("lower", func.name, func)
+
+
+def trace(source: Program | Sequence[LoweredFunc], target: TargetLike = "x86", schedule: ScheduleLike = None,
+          fast_math: bool = False, until: str = "load", show_codegen: bool | None = None,
+          **options: Any) -> Iterator[StepOutput]:
+    """Every step, stopping after `until`: for a Program all of them (the function steps for each
+    group's function in turn); for functions the `lower` output is each function as given."""
+    check_step(until)
+    if isinstance(source, Program):
+        funcs: list[LoweredFunc] = []
+        for output in trace_program(source, until=until if until in PROGRAM_STEPS else "lower"):
+            funcs += [output.value] if output.step == "lower" else []
+            yield output
+    else:
+        funcs = list(source)
+        yield from (StepOutput("lower", f.name, f) for f in funcs)
+    if until in FUNC_STEPS:
+        for func in funcs:
+            yield from trace_func(func, target, schedule, fast_math, until, show_codegen, **options)
+
+
+def _outputs_of(outputs: Sequence[StepOutput], step: str) -> list[Any]:
+    return [o.value for o in outputs if o.step == step]
+
+
+def program_steps(program: Program) -> tuple[FusionPlan, list[LoweredFunc]]:
+    """`decompose` .. `lower`: the fusion plan and one LoweredFunc per group (dumped when
+    `$CINN_PY_DUMP_IR` is set)."""
+    outputs = list(dumped(trace_program(program)))
+    return _outputs_of(outputs, "fuse")[0], _outputs_of(outputs, "lower")
 
 
 def compile_program(program: Program, target: TargetLike = "x86", schedule: str | None = None,
@@ -181,17 +316,9 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
     """
     check_schedule(schedule)
     tgt = Target.parse(target)
-    results = program_steps(program)
-    for name, value in results:
-        if name == "lower":
-            for func in value:
-                dump(name, func, func.name)
-        else:
-            dump(name, value)
-    fusion: FusionPlan = results[2][1]
-    funcs: list[LoweredFunc] = results[3][1]
-    kernels = [build(f, tgt, fast_math=fast_math, schedule=schedule) for f in funcs]
-    return CompiledProgram(program, fusion, funcs, kernels, tgt.name)
+    outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
+    fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
+    return CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"), tgt.name)
 
 
 def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any]) -> Any:
@@ -199,15 +326,15 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
     from cinn_py.interp import run_ir  # noqa: PLC0415
 
     arrays, env = bind_inputs(program, inputs)
-    results = dict(program_steps(program))
-    fusion: FusionPlan = results["fuse"]
+    fusion, funcs = program_steps(program)
     values = {id(v): arrays[v.name] for v in fusion.program.inputs}
-    for group, func in zip(fusion.groups, results["lower"]):
+    for group, func in zip(fusion.groups, funcs):
         outs = run_ir(func, {v.name: values[id(v)] for v in group.args}, env)
         values.update({id(v): outs[v.name] for v in group.outputs})
     return pack([values[id(v)] for v in fusion.program.outputs])
 
 
-
-__all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "Step", "build", "codegen_step",
-           "compile_program", "dump", "program_steps", "run_interpreted", "schedule_step", "target_passes"]
+__all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step", "StepOutput",
+           "build", "check_step", "codegen_step", "compile_program", "dump_dir", "dump_path", "dumped",
+           "generate", "program_steps", "run_interpreted", "schedule_step", "step_text", "target_passes", "trace",
+           "trace_func", "trace_program"]

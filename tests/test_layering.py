@@ -76,3 +76,33 @@ def test_each_package_imports_first_in_a_fresh_interpreter(package: str) -> None
     result = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, text=True,
                             cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+# The frontend is a leaf: it builds, optimises and fuses programs and imports (even lazily) only
+# the IR core (and the interpreter's math table); compiling a program is the pipeline's job (cinn_py/pipeline.py imports the frontend).
+FRONTEND = "cinn_py/frontend"
+FRONTEND_MAY_IMPORT = ("cinn_py.frontend", "cinn_py.ir", "cinn_py.diagnostics", "cinn_py.symbolic",
+                       "cinn_py.interp")  # the IR interpreter's math table: numpy semantics of the ops
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.add(arg.value)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / FRONTEND).rglob("*.py")), ids=lambda p: p.name)
+def test_frontend_is_a_leaf(path: Path) -> None:
+    ours = {m for m in _imported_modules(path) if m.split(".")[0] in PACKAGES}
+    bad = sorted(m for m in ours if not any(m == ok or m.startswith(ok + ".") for ok in FRONTEND_MAY_IMPORT))
+    assert not bad, (f"{path.relative_to(ROOT)} imports {bad}: the frontend imports only "
+                     f"{FRONTEND_MAY_IMPORT} (the pipeline compiles programs, cinn_py/pipeline.py)")

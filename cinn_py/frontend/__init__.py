@@ -1,6 +1,10 @@
 """Front ends that build tensor programs: the compute DSL (`compute.py`, TVM te / CINN lang style)
 and the op-level `NetBuilder` (`net_builder.py` -> `Program`, decomposition, graph passes,
-fusion, `compile_program`; see docs/net_builder.md)."""
+fusion; see docs/net_builder.md).
+
+The frontend is a leaf: it imports only the IR core (`cinn_py.ir`, `cinn_py.symbolic`, the
+interpreter's math table). Compiling a `Program` is the pipeline's job (`cinn_py.compile_program`,
+`cinn_py.pipeline`), which imports the frontend, never the other way round."""
 
 from __future__ import annotations
 
@@ -18,9 +22,7 @@ _EXPORTS = {
     "decompose": "cinn_py.frontend.decompose",
     "optimize": "cinn_py.frontend.graph_passes",
     "fuse": "cinn_py.frontend.fusion",
-    "plan": "cinn_py.frontend.executor",
-    "compile_program": "cinn_py.frontend.executor",
-    "CompiledProgram": "cinn_py.frontend.executor",
+    "plan": "cinn_py.frontend.fusion",
 }
 
 

@@ -39,16 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from cinn_py.frontend.graph_passes import optimize
 from cinn_py.frontend.ops import OpPatternKind as K
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import Dim, FrontendError
 from cinn_py.frontend.ops.shapes import dims_equal, numel, shapes_equal, symbols_of
 from cinn_py.frontend.program import Operator, Program, Variable
-
-if TYPE_CHECKING:
-    from cinn_py.ir import LoweredFunc
 
 _PRODUCER_TO_CONSUMER: dict[K, frozenset[K]] = {
     K.kElementWise: frozenset({K.kElementWise, K.kBroadcast, K.kInjective, K.kReduction, K.kOutFusible}),
@@ -167,12 +164,6 @@ class Group:
     @property
     def args(self) -> tuple[Variable, ...]:
         return self.inputs + self.shape_inputs
-
-    def lower(self) -> LoweredFunc:
-        """The group as one LoweredFunc: `cinn_py.lower(name, [inputs..., outputs...])`."""
-        from cinn_py.lowering.group import lower_group  # noqa: PLC0415 - lowering is above the frontend
-
-        return lower_group(self)
 
     def __str__(self) -> str:
         ins = ", ".join(v.name for v in self.args)
@@ -308,3 +299,11 @@ def _shape_inputs(program: Program, ops: Sequence[Operator], inputs: Sequence[Va
         if all(c is not carrier for c in extra) and all(c is not carrier for c in inputs):
             extra.append(carrier)
     return tuple(extra)
+
+
+def plan(program: Program) -> FusionPlan:
+    """The fused groups of `program` after the default graph passes (what `compile_program`
+    builds; `cinn_py.lowering.group.lower_group` lowers one)."""
+    if not isinstance(program, Program):
+        raise TypeError(f"expected a Program (NetBuilder.build()), got {type(program).__name__}")
+    return fuse(optimize(program))

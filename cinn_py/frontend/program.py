@@ -9,8 +9,8 @@ input arrays' shapes when the program runs. `str(program)` prints one op per lin
       ...
 
 `run_numpy(*inputs)` evaluates the graph op by op with numpy (the differential oracle);
-`run_reference(*inputs)` runs the compiled pipeline (decompose, graph passes, fusion, lowering)
-through the IR interpreter, group by group.
+`cinn_py.pipeline.run_interpreted(program, inputs)` runs the compiled pipeline (decompose, graph
+passes, fusion, lowering) through the IR interpreter, group by group.
 """
 
 from __future__ import annotations
@@ -158,12 +158,6 @@ class Program:
             result = get_op(op.type).numpy([values[id(v)] for v in op.inputs], op.attrs, env)
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
-
-    def run_reference(self, *inputs: Any) -> Any:
-        """Run the compiled pipeline (decompose, passes, fusion, lowering) in the IR interpreter."""
-        from cinn_py.pipeline import run_interpreted  # noqa: PLC0415 - the pipeline is above the frontend
-
-        return run_interpreted(self, _positional(inputs))
 
 
 def _positional(inputs: tuple[Any, ...]) -> Sequence[Any] | Mapping[str, Any]:

@@ -388,7 +388,8 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
     """A NetBuilder program through `compile_program(..., schedule="auto")` on x86 vs
     `Program.run_numpy`, and the auto-scheduled CUDA kernels of its groups through NVRTC."""
     import cinn_py  # noqa: PLC0415
-    from cinn_py.frontend.executor import plan  # noqa: PLC0415
+    from cinn_py.frontend.fusion import plan  # noqa: PLC0415
+    from cinn_py.lowering.group import lower_group  # noqa: PLC0415
 
     spec, rng = make_net_case(seed, index)
     result = Result(index, "ok")
@@ -406,7 +407,7 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
         if nvrtc_available() and index % max(opts.auto_cuda_every, 1) == 0:
             stage = "auto-cuda"
             for group in plan(program).groups:
-                compile_cuda_auto(group.lower())
+                compile_cuda_auto(lower_group(group))
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except Exception as exc:  # noqa: BLE001 - after the reference, every exception is a failure

@@ -104,7 +104,7 @@ def compare(op: OpDef, dtype: str, got: Any, want: Any, what: str) -> None:
 
 def run_x86(op: str, dtype: str, index: int) -> None:
     """Compile the case for x86 and compare with `Program.run_numpy` at each symbol binding."""
-    from cinn_py.frontend.executor import compile_program  # noqa: PLC0415
+    from cinn_py.pipeline import compile_program  # noqa: PLC0415
 
     case = case_of(op, dtype, index)
     program, inputs = build_case(op, dtype, case)
@@ -120,13 +120,14 @@ def run_x86(op: str, dtype: str, index: int) -> None:
 def compile_cuda(op: str, dtype: str, index: int) -> int:
     """NVRTC-compile the auto-scheduled CUDA kernels of the case's groups; returns their count."""
     import cinn_py  # noqa: PLC0415
-    from cinn_py.frontend.executor import plan  # noqa: PLC0415
+    from cinn_py.frontend.fusion import plan  # noqa: PLC0415
+    from cinn_py.lowering.group import lower_group  # noqa: PLC0415
     from cinn_py.tools.fuzz import compile_cuda_auto  # noqa: PLC0415
 
     program, _ = build_case(op, dtype, case_of(op, dtype, index))
     groups = plan(program).groups
     for group in groups:
-        func = group.lower()
+        func = lower_group(group)
         if func.scalar_args:
             compile_cuda_auto(func)
         else:

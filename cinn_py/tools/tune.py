@@ -380,9 +380,10 @@ def _groups(func_or_program: Any) -> list[LoweredFunc]:
     if isinstance(func_or_program, LoweredFunc):
         return [func_or_program]
     if isinstance(func_or_program, Program):
-        from cinn_py.frontend.executor import plan
+        from cinn_py.frontend.fusion import plan
+        from cinn_py.lowering.group import lower_group
 
-        return [g.lower() for g in plan(func_or_program).groups]  # the groups compile_program builds
+        return [lower_group(g) for g in plan(func_or_program).groups]  # the groups compile_program builds
     func = getattr(func_or_program, "func", None)
     if isinstance(func, LoweredFunc):
         return [func]

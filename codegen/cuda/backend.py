@@ -29,7 +29,9 @@ class CudaBackend:
     def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> GeneratedCode:
         _check_target(target)
         arch = _arch(options.pop("arch", target.arch))
-        return generate_cuda(func, fast_math=fast_math, arch=arch, **options)
+        # build's spelling of the extra NVRTC flags (`nvrtc_options`) works here too
+        extra = tuple(options.pop("nvrtc_options", ())) + tuple(options.pop("options", ()))
+        return generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, **options)
 
     def load(self, code: GeneratedCode) -> Any:
         from codegen.cuda.kernel import Kernel  # noqa: PLC0415 - PyCUDA loads only to launch

@@ -58,9 +58,9 @@ def test_dump_ir_with_schedule_script(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "serial for (i, 0, 4)" in out and "serial for (i_0, 0, 8)" in out
 
 
-def test_dump_ir_all_stages(capsys: pytest.CaptureFixture[str]) -> None:
+def test_dump_ir_schedule_step(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "dump-ir", str(ROOT / "examples/seed_example.py"), "--schedule",
-                        str(ROOT / "examples/seed_schedule.py"), "--stage", "simplified")
+                        str(ROOT / "examples/seed_schedule.py"), "--stage", "schedule")
     assert code == 0
     assert "thread_bind[threadIdx.x] for (rb_3, 0ll, 32ll)" in out
 

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.frontend.executor import lower_group, plan
+from cinn_py.frontend.fusion import plan
+from cinn_py.lowering.group import lower_group
 from cinn_py.tools.fuzz import nvrtc_available
 from schedules.tactics import auto_schedule_buckets
 from schedules.testing import random_inputs

@@ -161,6 +161,7 @@ def test_net_builder_matmul_bias_relu_is_one_matmul_group() -> None:
     from cinn_py.frontend.fusion import fuse
     from cinn_py.frontend.graph_passes import optimize
     from cinn_py.frontend.net_builder import NetBuilder
+    from cinn_py.lowering.group import lower_group
 
     nb = NetBuilder("linear")
     x = nb.create_input("float32", ["S0", 40], "X")
@@ -169,7 +170,7 @@ def test_net_builder_matmul_bias_relu_is_one_matmul_group() -> None:
     nb.relu(nb.add(nb.matmul(x, w), b))
     program = nb.build()
     (group,) = fuse(optimize(program)).groups
-    sch = auto_schedule(group.lower(), "x86")
+    sch = auto_schedule(lower_group(group), "x86")
     assert sch.auto_report.strategy == "x86-matmul"
     assert any("fused on the output panel" in n for n in sch.auto_report.notes), sch.auto_report.notes
     kern = cp.build(sch, target="x86")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.frontend.executor import lower_group, plan
+from cinn_py.frontend.fusion import plan
+from cinn_py.lowering.group import lower_group
 from cinn_py.frontend.net_builder import NetBuilder
 from schedules.tactics import auto_schedule, auto_schedule_buckets
 

@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cinn_py.frontend.executor import compile_program, plan
+from cinn_py.frontend.fusion import plan
+from cinn_py.pipeline import compile_program
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops import FrontendError
 
