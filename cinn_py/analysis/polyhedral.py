@@ -23,6 +23,7 @@ from cinn_py.analysis.sites import Access, BlockSite, collect_sites
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import Add, Expr, For, IntImm, LoweredFunc, ScheduleBlockRealize, Var, print_ir_marked, walk
 from cinn_py.symbolic.analyzer import Analyzer
+from cinn_py.symbolic.linear import var_ranges
 
 
 class AnalysisError(CinnError):
@@ -118,7 +119,7 @@ class PolyContext:
     # -- text building -----------------------------------------------------------------------------
     def analyzer(self, site: BlockSite, upto: int | None = None) -> Analyzer:
         loops = site.loops if upto is None else site.loops[:upto]
-        return Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in loops})
+        return Analyzer(var_ranges(loops))
 
     def params(self, extra: Sequence[Var] = ()) -> list[Var]:
         """Symbolic dims of the function, then `extra` (outer loop vars used as parameters)."""

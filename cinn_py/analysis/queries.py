@@ -22,6 +22,7 @@ from cinn_py.ir import (
     Add, Expr, For, IntImm, LoweredFunc, Max, Min, Sub, Tensor, UIntImm, Var, as_expr, print_ir_marked, walk,
 )
 from cinn_py.symbolic.analyzer import Analyzer, VarRanges
+from cinn_py.symbolic.linear import var_ranges as loop_ranges
 
 Region = tuple[tuple[Expr, Expr], ...]
 
@@ -123,7 +124,7 @@ def _isl_region(ctx: PolyContext, reads: list, rank: int) -> Region | None:
         region_set = elems if region_set is None else region_set.union(elems)
         outer_loops = list(site.loops[: depth + 1])
     assert region_set is not None
-    an = Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in outer_loops})
+    an = Analyzer(loop_ranges(outer_loops))
     context = _param_context(ctx, outer_loops)
     dtype = outer_loops[-1].loop_var.dtype
     out: list[tuple[Expr, Expr]] = []
@@ -144,7 +145,7 @@ def _param_context(ctx: PolyContext, loops: list[For]) -> isl.Set:
     constraints = ctx.param_constraints(params)
     known = set(params)
     for k, lp in enumerate(loops):
-        an = Analyzer({q.loop_var: (q.min, q.extent) for q in loops[:k]})
+        an = Analyzer(loop_ranges(loops[:k]))
         lo = affine_text(lp.min, ctx.names, known, an)
         hi = affine_text(Add(lp.min, lp.extent), ctx.names, known, an)
         v = ctx.names.name(lp.loop_var)
@@ -162,7 +163,7 @@ def _interval_region(reads: list, rank: int) -> Region | None:
         hi_all: Expr | None = None
         an = Analyzer()
         for site, depth, acc in reads:
-            inner = Analyzer({lp.loop_var: (lp.min, lp.extent) for lp in site.loops[depth + 1:]})
+            inner = Analyzer(loop_ranges(site.loops[depth + 1:]))
             lo, hi = inner.bounds.interval(inner.poly(acc.indices[k]))
             if lo is None or hi is None:
                 return None
@@ -189,7 +190,7 @@ def is_always_true(cond: Expr, var_ranges: VarRanges | None = None,
     """True when `cond` holds for every value of the vars in their ranges (`{v: (min, extent)}`
     and/or the given enclosing loops); False means "not proven". Exact for affine guards."""
     ranges: dict[Var, tuple[Expr | int, Expr | int]] = dict(var_ranges or {})
-    ranges.update({lp.loop_var: (lp.min, lp.extent) for lp in loops})
+    ranges.update(loop_ranges(loops))
     an = Analyzer(ranges)
     simplified = an.simplify(cond)
     if isinstance(simplified, UIntImm) and simplified.dtype.is_bool:

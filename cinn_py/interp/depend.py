@@ -27,6 +27,7 @@ from cinn_py.ir import (
     Add, Alloc, And, BinaryOp, Block, Broadcast, Cast, Evaluate, Expr, For, Free, IfThenElse, Let, Load, Max,
     Min, Minus, Mul, Or, Ramp, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Sub, Var, substitute, walk,
 )
+from cinn_py.symbolic.linear import mixed_radix
 
 CoefFn = Callable[[dict[str, Any]], int]
 Coefs = dict[str, CoefFn]
@@ -201,23 +202,13 @@ def injective(dims: list[Coefs | None], extents: dict[str, int], env: dict[str, 
         for dim in dims:
             if dim is None:
                 continue
-            terms = sorted(((abs(int(f(env))), extents[v], v) for v, f in dim.items() if v in unresolved),
-                           reverse=True)
-            terms = [t for t in terms if t[0] != 0]
-            if not terms or not _mixed_radix(terms):
+            terms = {v: (abs(int(f(env))), extents[v]) for v, f in dim.items() if v in unresolved}
+            terms = {v: t for v, t in terms.items() if t[0] != 0}
+            if not terms or not mixed_radix(terms.values()):
                 continue
-            unresolved -= {v for _, _, v in terms}
+            unresolved -= set(terms)
             progress = True
     return not unresolved
-
-
-def _mixed_radix(terms: list[tuple[int, int, str]]) -> bool:
-    tail = 0
-    for coef, extent, _ in reversed(terms):
-        if coef <= tail:
-            return False
-        tail += coef * (extent - 1)
-    return True
 
 
 def match_reduction(acc: BodyAccesses, loop_vars: frozenset[str]) -> ReducePattern | None:

@@ -1,4 +1,7 @@
-"""Producer/consumer queries and the dependence checks of the block-level primitives.
+"""Dependences for the schedule primitives: producer/consumer queries and the same-iteration
+criterion of the block-level primitives, and loop-carried dependences of the loop-level ones.
+
+## Moving blocks (compute_at, simple_compute_at, reverse_compute_at, compute_inline)
 
 Blocks depend on each other through buffers (a reduction `C` and its `C__reduce_init` share `_C`),
 so every query keys accesses by buffer name.
@@ -13,22 +16,59 @@ kept. Injectivity is proved syntactically: `(e / d, e % d)` pairs recover `e`, a
 sum `c1*v1 + c2*v2 + ...` (each coefficient above the span of the smaller terms) recovers each
 `v`. This decides the aligned, tiled nests of the seed (`sp / S2`, `sp % S2` with a symbolic
 `S2`), which islpy cannot: division by a parameter is not quasi-affine.
+
+## Loop-carried dependences (parallel, vectorize, bind, reorder)
+
+A loop `L` carries a dependence when two different iterations of `L` (same outer iteration) touch
+the same element of a buffer and at least one of them writes it. `loop_carries_dependence`
+answers in two tiers:
+
+1. *Fast syntactic path* (decides the common cases without islpy): every conflicting pair of
+   accesses under `L` (two accesses to one buffer, one a write) has the same index tuple (as
+   expressions of loop vars, after substituting block iter values and simplifying) and some
+   component of that tuple (after recovering `e` from an `(e / d, e % d)` pair) is linear in `L`
+   and the loops under it, `c*L + sum c_k v_k + rest`, with either `sum |c_k| (extent_k - 1) < c`
+   (L is the most significant digit) or `c (extent_L - 1) < gcd(c_k)` (L fits under the others).
+   Then the element determines `L`'s value and no dependence crosses iterations. This path also
+   decides symbolic divisors (`sp / S2`, `sp % S2`), which are not quasi-affine.
+2. *Exact path* (`cinn_py.analysis`, islpy) when a pair is left undecided: the per-access conflict
+   relations of the blocks under `L`, restricted to equal outer iterations and different
+   iterations of `L`, must be empty. Non-quasi-affine accesses are over-approximated there, so
+   the answer errs towards "carried": the primitives reject rather than risk a race.
+
+With `allow_accumulation`, a reduction update block's read-modify-write of its own accumulator
+(`T[s] = T[s] op body`: the store and the loads at the store's indices) is not counted when `L`
+drives only reduce iter vars of that block: every iteration of `L` adds into the same element,
+and the order of an associative, commutative accumulation is free (reorder) or becomes a
+cross-thread reduction (`bind(threadIdx.*)`, CINN's `ReplaceCrossThreadReduction`). Every other
+conflict still counts. So after `factorize_reduction` the rf loop may be bound to `threadIdx.x`
+(the rf blocks index `T_rf` by it, so each thread writes its own slot; the write-back only
+accumulates), while a block that reads the reduction's output inside the loop keeps it illegal.
+
+The index algebra (linear forms, `(e / d, e % d)` recovery, the mixed-radix injectivity rule)
+is `cinn_py.symbolic.linear`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
 from cinn_py.ir import (
-    Add, Div, Expr, For, IntImm, LoweredFunc, Mod, Mul, ScheduleBlockRealize, Sub, Var, substitute, walk,
+    Evaluate, Expr, For, IfThenElse, Let, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var, substitute,
+    walk,
 )
-from schedules.analysis.arith import prove_equal
-from schedules.analysis.loops import StmtIndex, all_blocks
-from schedules.analysis.regions import (
-    Access, accesses, block_buffers_read, block_buffers_written, const_value, simplify_index,
-)
+from cinn_py.symbolic.linear import determines, is_injective, var_ranges
+from schedules.analysis.arith import prove_equal, simplify_index
+from schedules.analysis.loops import all_blocks, collect_stmts, stmt_children
+from schedules.analysis.regions import Access, accesses, block_buffers_read, block_buffers_written
+from schedules.errors import IllegalDependenceError, schedule_error
 
 __all__ = [
-    "producers", "consumers", "blocks_between", "buffer_conflicts", "is_injective", "same_iteration",
-    "writers_of", "readers_of", "argument_buffers",
+    "LoopAccess", "argument_buffers", "blocks_between", "buffer_conflicts", "check_permutation_legal",
+    "consumers", "drives_only_reduce_vars", "is_reduce_loop", "loop_accesses", "loop_carries_dependence",
+    "producers", "readers_of", "same_iteration", "writers_of",
 ]
 
 
@@ -84,97 +124,6 @@ def buffer_conflicts(a: ScheduleBlockRealize, b: ScheduleBlockRealize) -> list[t
 
 
 # ----------------------------------------------------------------------------------------------
-# Injectivity of an index tuple in a set of loop vars
-# ----------------------------------------------------------------------------------------------
-def is_injective(indices: tuple[Expr, ...], loops: list[For]) -> bool:
-    """True when distinct values of the loop vars of `loops` (each in its range, starting at 0)
-    always give distinct index tuples (the other vars held fixed)."""
-    wanted = {loop.loop_var: loop for loop in loops}
-    components = _recover_div_mod([simplify_index(e) for e in indices])
-    covered: set[Var] = set()
-    for comp in components:
-        used = {n for n in walk(comp) if isinstance(n, Var) and n in wanted}
-        if not used:
-            continue
-        if used & covered or not _mixed_radix(comp, used, wanted):
-            return False
-        covered |= used
-    return covered == set(wanted)
-
-
-def _recover_div_mod(components: list[Expr]) -> list[Expr]:
-    """Replace a pair `(e / d, e % d)` by `e` (together they determine `e`)."""
-    out = list(components)
-    changed = True
-    while changed:
-        changed = False
-        for k, c in enumerate(out):
-            if not isinstance(c, Div):
-                continue
-            for m, other in enumerate(out):
-                if isinstance(other, Mod) and other.a == c.a and other.b == c.b:
-                    rest = [x for j, x in enumerate(out) if j not in (k, m)]
-                    out = rest + [simplify_index(c.a)]
-                    changed = True
-                    break
-            if changed:
-                break
-    return out
-
-
-def _mixed_radix(comp: Expr, used: set[Var], loops: dict[Var, For]) -> bool:
-    """`comp` is `sum c_k * v_k + rest` (rest free of `used`) with positive constant c_k such that
-    each c_k exceeds the largest value of the terms with smaller coefficients."""
-    terms = _linear_terms(comp, used)
-    if terms is None:
-        return False
-    # A loop of one iteration makes its term a constant (a split by 1 gives `i + i_0`), so it
-    # is left out. The rest is ordered by coefficient, ties by name: Vars have no Python order
-    # (`<` builds an IR LT), and equal coefficients must still be compared, not crash.
-    terms = sorted((t for t in terms if const_value(loops[t[1]].extent) != 1), key=lambda t: (t[0], t[1].name))
-    span = 0  # largest value of the terms seen so far
-    for coef, var in terms:
-        if coef <= span:
-            return False
-        loop = loops[var]
-        if const_value(loop.min) != 0:
-            return False
-        extent = const_value(loop.extent)
-        if extent is None:
-            # A symbolic extent is fine only for the largest coefficient (nothing above it).
-            if (coef, var) != terms[-1]:
-                return False
-            continue
-        span += coef * (extent - 1)
-    return True
-
-
-def _linear_terms(e: Expr, used: set[Var]) -> list[tuple[int, Var]] | None:
-    """(coefficient, var) of each var of `used` in `e`, when `e` is linear in them."""
-    coefs: dict[Var, int] = {}
-
-    def visit(node: Expr, scale: int) -> bool:
-        if isinstance(node, Var) and node in used:
-            coefs[node] = coefs.get(node, 0) + scale
-            return True
-        if not any(isinstance(n, Var) and n in used for n in walk(node)):
-            return True
-        if isinstance(node, Add):
-            return visit(node.a, scale) and visit(node.b, scale)
-        if isinstance(node, Sub):
-            return visit(node.a, scale) and visit(node.b, -scale)
-        if isinstance(node, Mul):
-            for x, y in ((node.a, node.b), (node.b, node.a)):
-                if isinstance(y, IntImm):
-                    return visit(x, scale * y.value)
-        return False
-
-    if not visit(e, 1) or any(c <= 0 for c in coefs.values()):
-        return None
-    return [(c, v) for v, c in coefs.items()]
-
-
-# ----------------------------------------------------------------------------------------------
 # The same-iteration criterion
 # ----------------------------------------------------------------------------------------------
 def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], y_loops: list[For],
@@ -194,8 +143,186 @@ def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], 
         return not any(isinstance(n, Var) and n in private for n in walk(e))
 
     common = tuple(a for a, b in zip(x_idx, y_idx) if free(a) and free(b) and prove_equal(a, b))
-    return is_injective(common, shared)
+    return is_injective(common, var_ranges(shared))
 
 
-def index_of(func: LoweredFunc) -> StmtIndex:
-    return StmtIndex(func)
+
+@dataclass(frozen=True)
+class LoopAccess:
+    """One load or store under a loop, indices in terms of loop vars."""
+
+    buffer: str
+    indices: tuple[Expr, ...]
+    is_write: bool
+    block: int
+    """uid of the enclosing block realize (0 outside blocks)."""
+    reduction_self: bool
+    """A reduction update block's access to the buffer it accumulates into."""
+
+
+def loop_accesses(node: Stmt) -> list[LoopAccess]:
+    """Every access under `node`, with block iter vars replaced by their bound values."""
+    return list(_accesses(node, {}, 0, None))
+
+
+def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str | None) -> Iterator[LoopAccess]:
+    if isinstance(node, ScheduleBlockRealize):
+        sb = node.schedule_block
+        values = [substitute(v, mapping) for v in node.iter_values]
+        inner = {**mapping, **dict(zip(sb.iter_vars, values))}
+        is_reduce = any(v.is_reduce_axis for v in sb.iter_vars)
+        stores = [s for s in collect_stmts(sb.body, Store)]
+        red = stores[0].tensor.buffer.name if is_reduce and stores else None
+        yield from _accesses(sb.body, inner, node.uid, red)
+        return
+    if isinstance(node, Store):
+        idx = tuple(simplify_index(substitute(e, mapping)) for e in node.indices)
+        buf = node.tensor.buffer.name
+        yield LoopAccess(buf, idx, True, block, buf == red_buffer)
+        yield from _loads((node.value, *node.indices), mapping, block, red_buffer)
+        return
+    if isinstance(node, For):
+        yield from _loads((node.min, node.extent), mapping, block, red_buffer)
+    elif isinstance(node, IfThenElse):
+        yield from _loads((node.condition,), mapping, block, red_buffer)
+    elif isinstance(node, (Evaluate, Let)):
+        yield from _loads((node.value if isinstance(node, Evaluate) else node.body,), mapping, block, red_buffer)
+    for child in stmt_children(node):
+        yield from _accesses(child, mapping, block, red_buffer)
+
+
+def _loads(exprs: tuple[Any, ...], mapping: dict[Var, Expr], block: int, red: str | None) -> Iterator[LoopAccess]:
+    for e in exprs:
+        if e is None:
+            continue
+        for n in walk(e):
+            if isinstance(n, Load):
+                idx = tuple(simplify_index(substitute(i, mapping)) for i in n.indices)
+                buf = n.tensor.buffer.name
+                yield LoopAccess(buf, idx, False, block, buf == red)
+
+
+def is_reduce_loop(loop: For) -> bool:
+    """True when every block under `loop` binds its var only into reduce iter vars (and at least
+    one does): the loop is a reduction axis of every block below (vectorize rejects these)."""
+    blocks = collect_stmts(loop.body, ScheduleBlockRealize)
+    used = [b for b in blocks if _uses(b, loop.loop_var)]
+    return bool(used) and all(drives_only_reduce_vars(b, loop.loop_var) for b in used)
+
+
+def drives_only_reduce_vars(realize: ScheduleBlockRealize, var: Var) -> bool:
+    """`var` is used by `realize`'s iter values, and only by its reduce iter vars."""
+    uses = [v.is_reduce_axis for v, e in zip(realize.schedule_block.iter_vars, realize.iter_values)
+            if any(isinstance(n, Var) and n == var for n in walk(e))]
+    return bool(uses) and all(uses)
+
+
+def _uses(realize: ScheduleBlockRealize, var: Var) -> bool:
+    return any(isinstance(n, Var) and n == var for e in realize.iter_values for n in walk(e))
+
+
+def loop_carries_dependence(func: LoweredFunc, loop: For, allow_accumulation: bool = False) -> bool:
+    """True unless no two different iterations of `loop` conflict (see the module docstring)."""
+    inner = {lp.loop_var: lp for lp in collect_stmts(loop.body, For)}
+    accesses = loop_accesses(loop.body)
+    accumulating = _accumulating_blocks(loop) if allow_accumulation else set()
+    undecided = [(w, other) for w in accesses if w.is_write for other in accesses
+                 if other.buffer == w.buffer and not _independent(w, other, loop, inner, accumulating)]
+    if not undecided:
+        return False
+    if any(a.block == 0 or b.block == 0 for a, b in undecided):
+        return True  # loads in guards/bounds outside blocks: not modelled by the islpy analysis
+    return _isl_carried(func, loop, allow_accumulation)
+
+
+def _accumulating_blocks(loop: For) -> set[int]:
+    """uids of the reduction blocks under `loop` that it drives only through reduce iter vars."""
+    return {b.uid for b in collect_stmts(loop.body, ScheduleBlockRealize)
+            if any(v.is_reduce_axis for v in b.schedule_block.iter_vars) and drives_only_reduce_vars(b, loop.loop_var)}
+
+
+def _independent(w: LoopAccess, other: LoopAccess, loop: For, inner: dict[Var, For], accumulating: set[int]) -> bool:
+    if w.block in accumulating and other.block == w.block and w.reduction_self and other.reduction_self \
+            and other.indices == w.indices:
+        return True
+    return other.indices == w.indices and determines(w.indices, loop.loop_var, var_ranges((loop, *inner.values())))
+
+
+# --------------------------------------------------------------------------------------------
+# Exact path: cinn_py.analysis (islpy)
+# --------------------------------------------------------------------------------------------
+def _isl_carried(func: LoweredFunc, loop: For, allow_accumulation: bool) -> bool:
+    from cinn_py import analysis as isl_analysis  # noqa: PLC0415 (islpy is heavy; only when needed)
+
+    try:
+        if not allow_accumulation:
+            return isl_analysis.loop_carries_dependence(func, loop)
+        return _isl_carried_except_accumulation(isl_analysis.PolyContext(func), loop)
+    except isl_analysis.AnalysisError:
+        return True
+
+
+def _isl_carried_except_accumulation(ctx: Any, loop: For) -> bool:
+    """`cinn_py.analysis.loop_carries_dependence`, per access pair, skipping the accumulator
+    pair of the reduction blocks that `loop` drives only through reduce iter vars."""
+    import islpy as isl  # noqa: PLC0415
+
+    sites = ctx.sites_under(loop)
+    if any(collect_stmts(s.realize.schedule_block.body, For) for s in sites):
+        return True  # a loop inside a block body is a parameter of the analysis: not exact
+    accumulating = _accumulating_blocks(loop)
+    rels = {id(s): [ctx.access_relation(s, a) for a in s.accesses()] for s in sites}
+    for first in sites:
+        skip = _accumulator_accesses(first) if first.realize.uid in accumulating else []
+        for second in sites:
+            different = _different_iterations(ctx, loop, first, second)
+            for x in rels[id(first)]:
+                for y in rels[id(second)]:
+                    if not (x.access.is_write or y.access.is_write) \
+                            or x.access.tensor.buffer.name != y.access.tensor.buffer.name:
+                        continue
+                    if first is second and x.access in skip and y.access in skip:
+                        continue
+                    conflict = isl.UnionMap.from_map(x.relation).apply_range(
+                        isl.UnionMap.from_map(y.relation).reverse())
+                    if not conflict.intersect(different).is_empty():
+                        return True
+    return False
+
+
+def _different_iterations(ctx: Any, loop: For, first: Any, second: Any) -> Any:
+    """`first[a] -> second[b]` with equal loops outside `loop` and different `loop` values."""
+    import islpy as isl  # noqa: PLC0415
+
+    depth = next(k for k, lp in enumerate(first.loops) if lp is loop)
+    ins = [f"a{k}" for k in range(len(first.loops))]
+    outs = [f"b{k}" for k in range(len(second.loops))]
+    cond = " and ".join([f"a{k} = b{k}" for k in range(depth)] + [f"a{depth} != b{depth}"])
+    params = ctx.params(ctx.free_params([], set()))
+    prefix = "[" + ", ".join(ctx.names.name(p) for p in params) + "] -> "
+    head = f"{ctx.stmt_names[id(first)]}[{', '.join(ins)}] -> {ctx.stmt_names[id(second)]}[{', '.join(outs)}]"
+    return isl.UnionMap(f"{prefix}{{ {head} : {cond} }}")
+
+
+def _accumulator_accesses(site: Any) -> list[Any]:
+    """The store of a reduction update block and its loads at the same indices."""
+    accesses = site.accesses()
+    writes = [a for a in accesses if a.is_write]
+    if len(writes) != 1:
+        return []
+    store = writes[0]
+    return [a for a in accesses if a.tensor.buffer.name == store.tensor.buffer.name and a.indices == store.indices]
+
+
+
+def check_permutation_legal(func: LoweredFunc, chain: list[Stmt], new_chain: list[Stmt], primitive: str) -> None:
+    """Raise IllegalDependenceError unless every loop that changes position carries no
+    dependence (reduction accumulation ignored): then every pair of dependent instances keeps
+    its relative order, which the loops that stay in place decide."""
+    for old, new in zip(chain, new_chain):
+        if old is new or not isinstance(old, For):
+            continue
+        if loop_carries_dependence(func, old, allow_accumulation=True):
+            raise schedule_error(IllegalDependenceError, primitive, f"loop '{old.loop_var.name}' carries a "
+                                 "dependence (an element written in one iteration is accessed in another), so "
+                                 "moving it could reverse that order", func, old)

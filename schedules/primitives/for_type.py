@@ -4,7 +4,7 @@ All four need a *serial* loop ("loop is not serial" in CINN's static impl) and k
 uid (the loop is re-kinded, not replaced). Beyond CINN they check legality:
 
 - `parallel`, `vectorize` and `bind(blockIdx.*)`: the loop must carry no dependence
-  (`schedules.analysis.deps.loop_carries_dependence`, reductions included: a parallel
+  (`schedules.analysis.dependence.loop_carries_dependence`, reductions included: a parallel
   reduction loop would race).
 - `bind(threadIdx.*)`: same, except that the accumulation of a reduction block that the loop
   drives only through reduce iter vars is allowed: the CUDA backend rewrites it into a
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from cinn_py.ir import For, ForType, LoweredFunc, is_const_int, replace_stmt
 from schedules.analysis.arith import as_int
-from schedules.analysis.deps import is_reduce_loop, loop_carries_dependence
+from schedules.analysis.dependence import is_reduce_loop, loop_carries_dependence
 from schedules.analysis.loops import StmtIndex, collect_stmts
 from schedules.errors import (
     BindLimitError, IllegalDependenceError, InvalidArgumentError, LoopKindError,

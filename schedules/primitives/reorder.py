@@ -19,7 +19,7 @@ What lies between the shallowest and the deepest listed loop:
   that holds the path.
 
 Rejected when an extent or min would use a loop var that moves below it, or when the permutation
-could reverse a dependence (`schedules.analysis.deps`): every moved loop must carry no dependence
+could reverse a dependence (`schedules.analysis.dependence`): every moved loop must carry no dependence
 other than a reduction's own accumulation, decided syntactically when each conflicting access
 pair has one index tuple that determines the loop, and exactly with islpy (`cinn_py.analysis`)
 otherwise; non-affine indices count as conflicts.
@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Stmt, new_uid, replace_stmt
-from schedules.analysis.deps import check_permutation_legal, loop_carries_dependence
+from schedules.analysis.dependence import check_permutation_legal, loop_carries_dependence
 from schedules.analysis.loops import StmtIndex, vars_in
 from schedules.errors import InvalidArgumentError, NotAChainError, schedule_error
 from schedules.primitives._tree import replace_with_seq

@@ -15,7 +15,7 @@ from cinn_py.ir import (
     Add, And, Block, DType, Expr, For, GE, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Sub,
     Var, print_ir, substitute, unique_name, walk,
 )
-from schedules.analysis.dependence import is_injective
+from cinn_py.symbolic.linear import is_injective, var_ranges
 from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
 from schedules.analysis.regions import (
     accesses, block_buffers_read, const_value, index_bounds, int_like, loop_ranges, simplify_index,
@@ -204,7 +204,7 @@ def _check_coverage(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
     loops = target + [For(var, int_like(0, extent), extent, Block(())) for var, extent in extra]
     units = {lp.loop_var: lp.min for lp in loops if const_value(lp.extent) == 1}
     fixed = tuple(simplify_index(substitute(v, units)) for v in values)
-    if not is_injective(fixed, [lp for lp in loops if lp.loop_var not in units]):
+    if not is_injective(fixed, var_ranges(lp for lp in loops if lp.loop_var not in units)):
         raise schedule_error(IllegalDependenceError, prim, f"under loop '{loop.loop_var.name}' block "
                              f"'{block.name}' would compute some instances more than once (its new iter "
                              f"values {', '.join(print_ir(v) for v in values)} do not determine the "

@@ -1,0 +1,175 @@
+"""Linear forms of index expressions over loop variables, and what an index tuple determines.
+
+The syntactic dependence tests (schedule primitives' legality, the interpreter's vectoriser) ask
+whether the element an access touches determines a loop's iteration. They decide it without
+islpy, which also covers symbolic divisors (`sp / S2`, `sp % S2` with a symbolic `S2`: not
+quasi-affine), from three facts:
+
+- `linear_form`: an index component as `sum k_a * a + rest`, `rest` free of the loop vars;
+- `recover_div_mod`: a pair `(e / d, e % d)` of components determines `e` (C's identity
+  `e == (e / d) * d + e % d`), also for a product divisor read as nested divisions;
+- `mixed_radix`: `sum c_k * v_k` over `0 <= v_k < n_k` is injective when, sorted by coefficient,
+  each coefficient exceeds the largest value of the smaller terms (a mixed-radix number).
+
+`is_injective` (distinct points of a box give distinct index tuples) and `determines` (the tuple
+fixes one loop var given the others' ranges) combine them. Ranges map a var to `(min, extent)`
+(`VarRanges`, what the simplifier's `Analyzer` takes; `var_ranges(loops)` builds them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence, Set
+
+from cinn_py.ir import Add, Div, Expr, For, Mod, Mul, Sub, Var, is_const_int, walk
+from cinn_py.symbolic import const_bounds, simplify
+from cinn_py.symbolic.analyzer import VarRanges
+
+__all__ = ["determines", "is_injective", "linear_form", "mixed_radix", "recover_div_mod", "var_ranges"]
+
+
+def var_ranges(loops: Iterable[For]) -> dict[Var, tuple[Expr, Expr]]:
+    """Loop var -> (min, extent) of each loop."""
+    return {lp.loop_var: (lp.min, lp.extent) for lp in loops}
+
+
+def _uses(e: Expr, vars_: Set[Var]) -> set[Var]:
+    return {n for n in walk(e) if isinstance(n, Var) and n in vars_}
+
+
+def linear_form(e: Expr, wanted: Set[Var], linear_in: Set[Var] | None = None) -> dict[Expr, int] | None:
+    """`e` as `sum k_a * a + rest` where `rest` uses no var of `wanted`: the integer coefficient
+    of each atom `a`. Atoms are the vars of `wanted` and, for the vars outside `linear_in`, the
+    largest non-linear subterms over them (`i / 4` in `i / 4 + j` when `linear_in` is `{j}`).
+    None when a var of `linear_in` (default: every var of `wanted`) occurs non-linearly."""
+    strict = wanted if linear_in is None else linear_in
+    coefs: dict[Expr, int] = {}
+
+    def visit(node: Expr, scale: int) -> bool:
+        used = _uses(node, wanted)
+        if not used:
+            return True
+        if isinstance(node, Var):
+            coefs[node] = coefs.get(node, 0) + scale
+            return True
+        if isinstance(node, Add):
+            return visit(node.a, scale) and visit(node.b, scale)
+        if isinstance(node, Sub):
+            return visit(node.a, scale) and visit(node.b, -scale)
+        if isinstance(node, Mul):
+            for x, y in ((node.a, node.b), (node.b, node.a)):
+                if is_const_int(y):
+                    return visit(x, scale * int(y.value))
+        if used & strict:
+            return False
+        coefs[node] = coefs.get(node, 0) + scale
+        return True
+
+    return coefs if visit(e, 1) else None
+
+
+def mixed_radix(terms: Iterable[tuple[int, int | None]]) -> bool:
+    """Whether `sum c * v` over `(c, n)` terms (`0 <= v < n`; `n` None when not constant) takes
+    distinct values at distinct points: sorted by coefficient, each positive coefficient exceeds
+    the largest value of the smaller terms; an unknown extent is allowed for the largest only.
+    Terms with `n == 1` are constants and ignored."""
+    ordered = sorted((t for t in terms if t[1] != 1), key=lambda t: t[0])
+    span = 0  # the largest value of the terms seen so far
+    for k, (coef, extent) in enumerate(ordered):
+        if coef <= span:
+            return False
+        if extent is None:
+            if k != len(ordered) - 1:
+                return False
+            continue
+        span += coef * (extent - 1)
+    return True
+
+
+def recover_div_mod(components: Sequence[Expr]) -> list[Expr]:
+    """`components` with every pair `(e / d, e % d)` replaced by `e`, to a fixed point. A divisor
+    that is a product is also read as nested divisions, `e / (a * b) == (e / b) / a` (C's
+    truncation nests): a fused 3-d nest indexes `(f / (S0 * S1), (f / S1) % S0, f % S1)`, which
+    recovers `f / S1` and then `f`."""
+    out = list(components)
+    changed = True
+    while changed:
+        changed = False
+        for k, d in enumerate(out):
+            if not isinstance(d, Div):
+                continue
+            pair = next(((m, form) for form in _div_forms(d) for m, other in enumerate(out)
+                         if isinstance(other, Mod) and other.a == form.a and other.b == form.b), None)
+            if pair is not None:
+                m, form = pair
+                out = [x for j, x in enumerate(out) if j not in (k, m)] + [simplify(form.a)]
+                changed = True
+                break
+    return out
+
+
+def _div_forms(d: Div) -> list[Div]:
+    """`d` and, for a product divisor `a * b`, its nested forms `(e / b) / a` and `(e / a) / b`."""
+    forms = [d]
+    if isinstance(d.b, Mul):
+        a, b = d.b.a, d.b.b
+        forms += [Div(Div(d.a, b), a), Div(Div(d.a, a), b)]
+    return forms
+
+
+def _const(e: Expr | int) -> int | None:
+    if isinstance(e, int):
+        return e
+    return int(e.value) if is_const_int(e) else None
+
+
+def is_injective(indices: Sequence[Expr], ranges: VarRanges) -> bool:
+    """True when distinct points of the box `ranges` (every var starting at 0) always give
+    distinct index tuples, other variables held fixed: after `recover_div_mod`, the vars split
+    into disjoint groups, one per component, each a mixed-radix sum there."""
+    wanted = set(ranges)
+    covered: set[Var] = set()
+    for comp in recover_div_mod([simplify(e) for e in indices]):
+        used = _uses(comp, wanted)
+        if not used:
+            continue
+        coefs = linear_form(comp, used)
+        if used & covered or coefs is None or any(c <= 0 for c in coefs.values()):
+            return False
+        terms = {v: (c, _const(ranges[v][1])) for v, c in coefs.items() if isinstance(v, Var)}
+        if any(n != 1 and _const(ranges[v][0]) != 0 for v, (_, n) in terms.items()):
+            return False
+        if not mixed_radix(terms.values()):
+            return False
+        covered |= used
+    return covered == wanted
+
+
+def determines(indices: Sequence[Expr], key: Var, ranges: VarRanges) -> bool:
+    """True when the value of the index tuple fixes `key` (the vars of `ranges` in their ranges,
+    everything else fixed): some component is `c*key + sum c_k a_k + rest` with either
+    `sum |c_k| span(a_k) < |c|` (key is the most significant digit) or
+    `|c| span(key) < gcd(c_k)` (key fits under the others)."""
+    wanted = set(ranges)
+    for comp in recover_div_mod(indices):
+        terms = linear_form(comp, wanted, linear_in={key})
+        if terms is None or terms.get(key, 0) == 0:
+            continue
+        c = abs(terms.pop(key))
+        spans = [(abs(k), _span(atom, ranges)) for atom, k in terms.items() if k]
+        known = [(k, s) for k, s in spans if s is not None]
+        if len(known) == len(spans) and sum(k * s for k, s in known) < c:
+            return True
+        own = _span(key, ranges)
+        if spans and own is not None and c * own < math.gcd(*(k for k, _ in spans)):
+            return True
+    return False
+
+
+def _span(atom: Expr, ranges: VarRanges) -> int | None:
+    """max - min of `atom` over the ranges, when constant."""
+    if isinstance(atom, Var) and atom in ranges:
+        extent = _const(ranges[atom][1])
+        return None if extent is None else extent - 1
+    bounds = const_bounds(atom, ranges)
+    return None if bounds is None else bounds[1] - bounds[0]
