@@ -21,11 +21,12 @@ from cinn_py.frontend.ops.base import (
 )
 from cinn_py.frontend.ops.shapes import dims_equal, eval_shape, fmt_dim, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
-    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, operand, optional, string, tensor,
+    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, one_of, operand, optional,
+    string, tensor,
 )
 from cinn_py.frontend.ops.testing import Case, Input, OpTest, binary_cases, unary_cases
 from cinn_py.interp import math_fns
-from cinn_py.ir import And, DType, EQ, Expr, GE, GT, LE, LT, Minus, NE, Not, Or, bool_, const, dtype_of
+from cinn_py.ir import And, DType, EQ, Expr, GE, GT, INTRINSICS, LE, LT, Minus, Mod, NE, Not, Or, bool_, const, dtype_of
 
 ExprFn = Callable[..., Expr]
 NpFn = Callable[..., Any]
@@ -79,8 +80,9 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                  result: Callable[[TensorType, Attrs], DType] | None = None, *,
                  signature: Signature | None = None, test: OpTest | None = None,
                  methods: tuple[str, ...] = (), low: float = -2.0, high: float = 2.0,
-                 y_low: float | None = None, y_high: float | None = None,
-                 dtypes: tuple[str, ...] | None = None, rtol: float | None = None) -> OpDef:
+                 y_low: float | None = None, y_high: float | None = None, y_avoid_zero: bool = False,
+                 specials: bool = False, dtypes: tuple[str, ...] | None = None,
+                 rtol: float | None = None) -> OpDef:
     """Register an elementwise op: `expr_fn(attrs, *loads)` builds the element expression and
     `np_fn(attrs, *arrays)` its numpy reference. Unless given, the NetBuilder signature is CINN's
     `(x)` for unary ops and `(x, y, axis=-1)` for binary ones, and the harness runs the default
@@ -110,8 +112,9 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                      else Signature((operand("x"), operand("y"), attr("axis", integer, -1)), build=binary_build,
                                     methods=methods))
     if test is None:
-        cases = (unary_cases(low, high) if arity == 1
-                 else binary_cases(low, high, y_low, y_high, scalar=None if kind == BOOL else 2.0))
+        cases = (unary_cases(low, high, specials=specials) if arity == 1
+                 else binary_cases(low, high, y_low, y_high, scalar=None if kind == BOOL else 2.0,
+                                   y_avoid_zero=y_avoid_zero))
         test = OpTest(dtypes or DTYPES[kind], cases, rtol=rtol)
     return register(OpDef(name, OpPatternKind.kElementWise, infer, numpy, compute,
                           fold=_np_fold(numpy), arity=arity, signature=signature, test=test))
@@ -195,12 +198,52 @@ _elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda 
 _elementwise("minimum", 2, NUMERIC, lambda at, a, b: cdsl.minimum(a, b), lambda at, a, b: np.minimum(a, b),
              methods=("min", "minimum"))
 _elementwise("pow", 2, FLOAT, lambda at, a, b: cdsl.pow(a, b), lambda at, a, b: np.power(a, b), low=0.25, high=2.0)
+_elementwise("atan2", 2, FLOAT, lambda at, a, b: cdsl.atan2(a, b), lambda at, a, b: np.arctan2(a, b))
+
+
+def _c_rem(a: Expr, b: Expr) -> Expr:
+    """C remainder (sign of the dividend): `%` on integers, `fmod` on floats."""
+    return cdsl.fmod(a, b) if a.dtype.is_float else Mod(a, b)
+
+
+def _floor_mod(a: Expr, b: Expr) -> Expr:
+    """Python/numpy `%` (sign of the divisor): the C remainder, plus b when the signs differ."""
+    r = _c_rem(a, b)
+    zero = const(0, a.dtype)
+    return cdsl.select(And(NE(r, zero), NE(LT(r, zero), LT(b, zero))), r + b, r)
+
+
+def _floor_divide(a: Expr, b: Expr) -> Expr:
+    if a.dtype.is_float:
+        return cdsl.floor(a / b)
+    zero = const(0, a.dtype)
+    q = a / b  # truncates toward zero
+    inexact_negative = And(NE(Mod(a, b), zero), NE(LT(a, zero), LT(b, zero)))
+    return cdsl.select(inexact_negative, q - const(1, a.dtype), q)
+
+
+# CINN: `mod` is the floor modulo (Python's %, sign of the divisor), `remainder` the truncated
+# remainder (C's % / fmod, sign of the dividend); floor_divide rounds the quotient down.
+_elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b), lambda at, a, b: np.floor_divide(a, b),
+             low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True, rtol=1e-3)
+_elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b), lambda at, a, b: np.mod(a, b),
+             low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
+_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b), lambda at, a, b: np.fmod(a, b),
+             low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
 
 # -- logic and comparisons -> bool ------------------------------------------------------------------
-_elementwise("logical_and", 2, BOOL, lambda at, a, b: And(a, b), lambda at, a, b: a & b)
-_elementwise("logical_or", 2, BOOL, lambda at, a, b: Or(a, b), lambda at, a, b: a | b)
-_elementwise("logical_not", 1, ANY, lambda at, a: Not(a) if a.dtype.is_bool else EQ(a, const(0, a.dtype)),
-             lambda at, a: np.logical_not(a), lambda t, at: bool_)
+def truth(a: Expr) -> Expr:
+    """`a` as bool (nonzero is true), as CINN's logical ops cast their operands."""
+    return a if a.dtype.is_bool else NE(a, const(0, a.dtype))
+
+
+_elementwise("logical_and", 2, ANY, lambda at, a, b: And(truth(a), truth(b)), lambda at, a, b: np.logical_and(a, b),
+             lambda t, at: bool_)
+_elementwise("logical_or", 2, ANY, lambda at, a, b: Or(truth(a), truth(b)), lambda at, a, b: np.logical_or(a, b),
+             lambda t, at: bool_)
+_elementwise("logical_xor", 2, ANY, lambda at, a, b: NE(truth(a), truth(b)), lambda at, a, b: np.logical_xor(a, b),
+             lambda t, at: bool_)
+_elementwise("logical_not", 1, ANY, lambda at, a: Not(truth(a)), lambda at, a: np.logical_not(a), lambda t, at: bool_)
 
 
 def _bool_result(t: TensorType, attrs: Attrs) -> DType:
@@ -230,6 +273,73 @@ _elementwise("sigmoid", 1, FLOAT, lambda at, a: cdsl.sigmoid(a),
              lambda at, a: np.ones((), a.dtype) / (np.ones((), a.dtype) + np.exp(-a)))
 
 
+def _intrinsic(name: str, low: float = -2.0, high: float = 2.0, kind: str = FLOAT, **kw: Any) -> OpDef:
+    """A unary op that is one math intrinsic of the IR (its numpy reference is the intrinsic's)."""
+    fn = getattr(cdsl, name)
+    ref = INTRINSICS[name].reference
+    return _elementwise(kw.pop("op", name), 1, kind, lambda at, a: fn(a), lambda at, a: ref(a), low=low, high=high,
+                        **kw)
+
+
+for _name in ("sin", "cos", "tan", "sinh", "cosh", "atan", "asinh", "cbrt"):
+    _intrinsic(_name)
+for _name in ("log2", "log10"):
+    _intrinsic(_name, 0.1, 3.0)
+_intrinsic("log1p", -0.5, 3.0)
+_intrinsic("asin", -0.95, 0.95)
+_intrinsic("acos", -0.95, 0.95)
+_intrinsic("atanh", -0.9, 0.9)
+_intrinsic("acosh", 1.0, 4.0)
+for _name in ("floor", "ceil", "round", "trunc"):   # the identity on integers (CINN too)
+    _intrinsic(_name, -4.0, 4.0, kind=NUMERIC)
+for _name, _op in (("isnan", "is_nan"), ("isinf", "is_inf"), ("isfinite", "is_finite")):
+    _intrinsic(_name, kind=NUMERIC, op=_op, result=lambda t, at: bool_, specials=True)
+
+
+def _sign(a: Expr) -> Expr:
+    zero = const(0, a.dtype)
+    if a.dtype.is_uint:
+        return cdsl.select(GT(a, zero), const(1, a.dtype), zero)
+    return cdsl.select(GT(a, zero), const(1, a.dtype), cdsl.select(LT(a, zero), const(-1, a.dtype), zero))
+
+
+_elementwise("sign", 1, NUMERIC, lambda at, a: _sign(a), lambda at, a: np.sign(a))
+_elementwise("reciprocal", 1, FLOAT, lambda at, a: const(1, a.dtype) / a, lambda at, a: np.ones((), a.dtype) / a,
+             low=0.25, high=3.0)
+_elementwise("identity", 1, ANY, lambda at, a: a, lambda at, a: a.copy())
+_elementwise("relu6", 1, NUMERIC,
+             lambda at, a: cdsl.minimum(cdsl.maximum(a, const(0, a.dtype)), const(at["threshold"], a.dtype)),
+             lambda at, a: np.minimum(np.maximum(a, np.zeros((), a.dtype)), np.asarray(at["threshold"], a.dtype)),
+             signature=Signature((tensor("a"), attr("threshold", number, 6.0)), attrs=lambda ins, at: {
+                 "threshold": scalar_of(at["threshold"], ins[0].dtype, "relu6")},
+                 doc="`min(max(a, 0), threshold)`."),
+             test=OpTest(testing.NUMERIC, lambda d: [Case((Input(s, low=-8.0, high=8.0),), {"threshold": t})
+                                                     for s in testing.SHAPES for t in (6, 3)]))
+_elementwise("leaky_relu", 1, FLOAT,
+             lambda at, a: cdsl.select(GE(a, const(0, a.dtype)), a, a * const(at["alpha"], a.dtype)),
+             lambda at, a: np.where(a >= 0, a, a * np.asarray(at["alpha"], a.dtype)),
+             signature=Signature((tensor("x"), attr("alpha", floating, 0.01)), doc="`x` if x >= 0 else `alpha * x`."),
+             test=OpTest(testing.FLOATS, lambda d: [Case((Input(s),), {"alpha": al})
+                                                    for s in testing.SHAPES for al in (0.01, 0.2)]))
+
+
+def _clip_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]:
+    d = ins[0].dtype
+    lo, hi = scalar_of(at["min"], d, "clip"), scalar_of(at["max"], d, "clip")
+    if lo > hi:
+        raise FrontendError(f"clip: argument 'min' ({lo}) must not exceed 'max' ({hi})")
+    return {"min": lo, "max": hi}
+
+
+_elementwise("clip", 1, NUMERIC,
+             lambda at, a: cdsl.minimum(cdsl.maximum(a, const(at["min"], a.dtype)), const(at["max"], a.dtype)),
+             lambda at, a: np.clip(a, np.asarray(at["min"], a.dtype), np.asarray(at["max"], a.dtype)),
+             signature=Signature((tensor("x"), attr("min", number), attr("max", number)), attrs=_clip_attrs,
+                                 doc="Clamp `x` to [min, max]."),
+             test=OpTest(testing.NUMERIC, lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"min": -1, "max": 2})
+                                                     for s in testing.SHAPES]))
+
+
 def _scale_expr(at: Attrs, a: Expr) -> Expr:
     # CINN scale: bias_after_scale ? x * scale + bias : (x + bias) * scale
     s, b = _const(at, "scale", a), _const(at, "bias", a)
@@ -253,6 +363,25 @@ _elementwise("scale", 1, NUMERIC, _scale_expr, _scale_np, signature=Signature(
     test=OpTest(testing.NUMERIC, lambda d: [
         Case((Input(s),), {"scale": 2.0 if d.startswith("float") else 3, "bias": 1, "bias_after_scale": after})
         for s in testing.SHAPES for after in (True, False)]))
+
+
+def _dropout_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]:
+    p = at["dropout_prob"]
+    if not 0.0 <= p <= 1.0:
+        raise FrontendError(f"dropout_infer: argument 'dropout_prob' must be in [0, 1], got {p}")
+    # downgrade_in_infer: training dropped without rescaling, so inference scales by (1 - p);
+    # upscale_in_train: training rescaled already, inference is the identity
+    factor = 1.0 - p if at["dropout_implementation"] == "downgrade_in_infer" else 1.0
+    return {"scale": scalar_of(factor, ins[0].dtype, "dropout_infer"), "bias": scalar_of(0, ins[0].dtype, "dropout_infer"),
+            "bias_after_scale": True}
+
+
+_elementwise("dropout_infer", 1, FLOAT, _scale_expr, _scale_np, signature=Signature(
+    (tensor("x"), attr("dropout_prob", floating, 0.5),
+     attr("dropout_implementation", one_of("downgrade_in_infer", "upscale_in_train"), "downgrade_in_infer")),
+    attrs=_dropout_attrs, doc="Dropout at inference: `x * (1 - dropout_prob)` (downgrade_in_infer) or `x`."),
+    test=OpTest(testing.FLOATS, lambda d: [Case((Input(s),), {"dropout_prob": 0.25, "dropout_implementation": impl})
+                                           for s in testing.SHAPES for impl in ("downgrade_in_infer", "upscale_in_train")]))
 
 
 def _cast_result(t: TensorType, attrs: Attrs) -> DType:

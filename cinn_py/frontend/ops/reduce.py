@@ -22,7 +22,7 @@ from cinn_py.frontend.ops.base import (
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, int_list, tensor
 from cinn_py.frontend.ops.testing import Case, CaseFn, Input, OpTest
-from cinn_py.ir import DType, Expr, IntImm, const
+from cinn_py.ir import DType, Expr, IntImm, bfloat16, const, dtype_of, float16, float32
 
 _DSL = {"reduce_sum": cdsl.reduce_sum, "reduce_prod": cdsl.reduce_prod, "reduce_max": cdsl.reduce_max,
         "reduce_min": cdsl.reduce_min, "reduce_all": cdsl.reduce_all, "reduce_any": cdsl.reduce_any,
@@ -31,6 +31,9 @@ _NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,
     "reduce_all": np.all, "reduce_any": np.any, "reduce_mean": np.mean,
 }
+
+
+_ACCUMULATING = ("reduce_sum", "reduce_prod", "reduce_mean")
 
 
 def reduced_shape(shape: Sequence[Any], axes: Sequence[int], keepdim: bool) -> tuple[Any, ...]:
@@ -65,18 +68,23 @@ def _make(op: str) -> OpDef:
 
     def numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
         x = arrays[0]
-        out = _NUMPY[op](x, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"])
+        wide = x.astype(accumulator(dtype_of(x.dtype)).to_numpy(), copy=False) if op in _ACCUMULATING else x
+        out = _NUMPY[op](wide, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"])
         return [np.asarray(out).astype(x.dtype, copy=False)]
 
     def compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                 out_name: str) -> cdsl.ComputeTensor:
         x = ins[0]
-        total = _reduce_compute(op, x, attrs["axes"], attrs["keepdim"], out,
-                                out_name if op != "reduce_mean" else out_name + "__sum")
-        if op != "reduce_mean":
+        acc = accumulator(x.dtype) if op in _ACCUMULATING else x.dtype
+        direct = op != "reduce_mean" and acc == x.dtype
+        total = _reduce_compute(op, x, attrs["axes"], attrs["keepdim"], out, acc,
+                                out_name if direct else out_name + ("__sum" if op == "reduce_mean" else "__acc"))
+        if direct:
             return total
+        if op != "reduce_mean":
+            return cdsl.compute(out.shape, lambda *i: cdsl.cast(total[i], x.dtype), out_name)
         count = reduce_count(frontend_dims(x), attrs["axes"])
-        return cdsl.compute(out.shape, lambda *i: total[i] / _count_expr(count, x.dtype), out_name)
+        return cdsl.compute(out.shape, lambda *i: cdsl.cast(total[i] / _count_expr(count, acc), x.dtype), out_name)
 
     return register(OpDef(op, OpPatternKind.kReduction, infer, numpy, compute, fold=_fold(op), arity=1,
                           signature=Signature((tensor("x"), attr("dim", int_list, ()), attr("keep_dim", boolean, False)),
@@ -110,6 +118,12 @@ def _reduce_cases(op: str) -> CaseFn:
     return cases
 
 
+def accumulator(d: DType) -> DType:
+    """The dtype sums and products accumulate in: float32 for 16-bit floats (their 11 or 8
+    significant bits lose whole addends after a few hundred terms), else the dtype itself."""
+    return float32 if d in (float16, bfloat16) else d
+
+
 def frontend_dims(t: cdsl.ComputeTensor) -> tuple[Any, ...]:
     """A DSL tensor's shape as frontend Dims (ints for static dims)."""
     return tuple(d.value if isinstance(d, IntImm) else d for d in t.shape)
@@ -122,7 +136,7 @@ def _count_expr(count: Any, dtype: DType) -> Expr:
 
 
 def _reduce_compute(op: str, x: cdsl.ComputeTensor, axes: Sequence[int], keepdim: bool,
-                    out: TensorType, name: str) -> cdsl.ComputeTensor:
+                    out: TensorType, acc: DType, name: str) -> cdsl.ComputeTensor:
     rvars = {a: cdsl.reduce_axis(x.shape[a]) for a in axes}
     reducer = _DSL[op]
 
@@ -136,7 +150,7 @@ def _reduce_compute(op: str, x: cdsl.ComputeTensor, axes: Sequence[int], keepdim
                     next(it)
             else:
                 index.append(next(it))
-        return reducer(x[tuple(index)], list(rvars.values()))
+        return reducer(cdsl.cast(x[tuple(index)], acc), list(rvars.values()))
 
     return cdsl.compute(out.shape, body, name)
 
@@ -197,7 +211,8 @@ def _matmul_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) ->
     x, y = arrays
     x = np.swapaxes(x, -1, -2) if attrs["transpose_x"] else x
     y = np.swapaxes(y, -1, -2) if attrs["transpose_y"] else y
-    return [np.matmul(x, y).astype(arrays[0].dtype, copy=False)]
+    acc = accumulator(dtype_of(x.dtype)).to_numpy()
+    return [np.matmul(x.astype(acc, copy=False), y.astype(acc, copy=False)).astype(arrays[0].dtype, copy=False)]
 
 
 def _matmul_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
@@ -211,9 +226,13 @@ def _matmul_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tensor
         xi = batch + ((k, i) if attrs["transpose_x"] else (i, k))
         yb = batch if y.ndim > 2 else ()
         yj = yb + ((j, k) if attrs["transpose_y"] else (k, j))
-        return cdsl.reduce_sum(x[xi] * y[yj], [k])
+        return cdsl.reduce_sum(cdsl.cast(x[xi], acc) * cdsl.cast(y[yj], acc), [k])
 
-    return cdsl.compute(out.shape, body, out_name)
+    acc = accumulator(x.dtype)
+    if acc == x.dtype:
+        return cdsl.compute(out.shape, body, out_name)
+    total = cdsl.compute(out.shape, body, out_name + "__acc")
+    return cdsl.compute(out.shape, lambda *i: cdsl.cast(total[i], x.dtype), out_name)
 
 
 def _matmul_build(nb: Any, call: OpCall) -> Any:

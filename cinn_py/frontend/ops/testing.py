@@ -38,6 +38,10 @@ class Input:
     low: float = -2.0
     high: float = 2.0
     name: str | None = None
+    avoid_zero: bool = False
+    """Keep values away from 0 (|v| >= 0.5; integers nonzero): divisors."""
+    specials: bool = False
+    """Plant NaN, +inf and -inf among float values (is_nan, is_inf, is_finite)."""
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,10 @@ def tolerance(dtype: str, test: OpTest) -> tuple[float, float]:
 
 # -- case generators ------------------------------------------------------------------------------------
 def unary_cases(low: float = -2.0, high: float = 2.0, shapes: Sequence[SpecShape] = SHAPES,
-                **kwargs: Any) -> CaseFn:
-    """One case per shape, values in [low, high]."""
+                specials: bool = False, **kwargs: Any) -> CaseFn:
+    """One case per shape, values in [low, high] (with NaN/inf planted under `specials`)."""
     def cases(dtype: str) -> list[Case]:
-        return [Case((Input(s, low=low, high=high),), dict(kwargs)) for s in shapes]
+        return [Case((Input(s, low=low, high=high, specials=specials),), dict(kwargs)) for s in shapes]
     return cases
 
 
@@ -105,15 +109,16 @@ BROADCASTS: tuple[tuple[SpecShape, SpecShape, int], ...] = (
 
 def binary_cases(low: float = -2.0, high: float = 2.0, y_low: float | None = None, y_high: float | None = None,
                  shapes: Sequence[SpecShape] = SHAPES, broadcasts: Sequence[tuple[SpecShape, SpecShape, int]] = BROADCASTS,
-                 scalar: float | None = None) -> CaseFn:
+                 scalar: float | None = None, y_avoid_zero: bool = False) -> CaseFn:
     """Equal shapes, CINN `axis` broadcasts and (with `scalar`) a Python-number operand."""
     ylo = low if y_low is None else y_low
     yhi = high if y_high is None else y_high
 
     def cases(dtype: str) -> list[Case]:
-        out = [Case((Input(s, low=low, high=high), Input(s, low=ylo, high=yhi))) for s in shapes]
-        out += [Case((Input(a, low=low, high=high), Input(b, low=ylo, high=yhi)), {"axis": axis})
-                for a, b, axis in broadcasts]
+        def y(shape: SpecShape) -> Input:
+            return Input(shape, low=ylo, high=yhi, avoid_zero=y_avoid_zero)
+        out = [Case((Input(s, low=low, high=high), y(s))) for s in shapes]
+        out += [Case((Input(a, low=low, high=high), y(b)), {"axis": axis}) for a, b, axis in broadcasts]
         if scalar is not None:
             value: Any = int(scalar) if dtype.startswith(("int", "uint")) else scalar
             out.append(Case((Input((3, 5), low=low, high=high), value)))
