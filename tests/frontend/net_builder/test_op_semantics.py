@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cinn_py.frontend import NetBuilder, compile_program
+from cinn_py.frontend import NetBuilder
+from cinn_py.pipeline import compile_program
 from cinn_py.frontend.ops.base import FrontendError, UnknownOpError
 
 
