@@ -2,7 +2,7 @@
 numpy (and PyTorch).
 
     python -m cinn_py.tools.bench [NAMES ...] [--repeat N] [--threads T] [--tiny] [--no-auto]
-                                  [--json] [--plot FILE.png]
+                                  [--json] [--plot FILE.png] [--peers torch.compile,numba]
     results = run_benchmarks(names=None, repeat=20, threads=None)
     print(format_table(results))
 
@@ -22,6 +22,8 @@ Measurement, per workload:
   argument validation and the parallel launch included), with preallocated outputs (`out=`);
   the hand and auto kernels are called alternately, so both see the same machine load;
   numpy and torch run their idiomatic expressions (allocating their outputs, as users do);
+  `--peers` adds torch.compile of the torch expression and numba loops (`bench_peers`; numba
+  writes into a preallocated output), each checked against numpy first;
 - GB/s counts the bytes every input is read once plus the output written once;
 - memory bandwidth is measured as the faster of two copies of a 128 MiB float32 buffer (beyond
   the last-level cache): numpy's `np.copyto` (one thread) and a cinn-py parallel vectorised
@@ -47,6 +49,7 @@ from typing import Any
 import numpy as np
 
 import cinn_py as cp
+from cinn_py.tools.bench_peers import PEERS
 from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
 from cinn_py.ir import LoweredFunc
@@ -203,9 +206,9 @@ def time_bracketed(fns: Sequence[Callable[[], Any]], probe: CopyProbe, repeat: i
 
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
                  seed: int = 0, compare: bool = True, probe: CopyProbe | None = None,
-                 auto: bool = True) -> dict[str, Any]:
-    """Build, verify and time one workload (hand schedule, and with `auto` the automatic one);
-    returns its result row (see `run_benchmarks`). With `probe`, copies are timed right before
+                 auto: bool = True, peers: Sequence[str] = ()) -> dict[str, Any]:
+    """Build, verify and time one workload (hand schedule, and with `auto` the automatic one;
+    with `compare` numpy, torch and `peers`); returns its result row (see `run_benchmarks`). With `probe`, copies are timed right before
     and after the calls (`local_bandwidth_gbs`)."""
     shape = workload.tiny if tiny else workload.shape
     t0 = time.perf_counter()
@@ -247,7 +250,7 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
         row["auto_gbs"] = moved / row["auto_ms"] / 1e6
         row["auto_x_hand"] = ms / row["auto_ms"]
     if compare:
-        _compare(row, workload, arrays, repeat)
+        _compare(row, workload, arrays, repeat, peers)
     return row
 
 
@@ -257,7 +260,8 @@ def _pool_threads() -> int:
     return threadpool.get_num_threads()
 
 
-def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], repeat: int) -> None:
+def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], repeat: int,
+             peers: Sequence[str] = ()) -> None:
     np_times = time_call(lambda: workload.numpy(*arrays), repeat, warmup=1, budget_s=3.0)
     row["numpy_ms"] = statistics.median(np_times) * 1e3
     row["x_numpy"] = row["numpy_ms"] / row["ms"]
@@ -265,13 +269,80 @@ def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], 
     torch = _torch()
     if torch is None or workload.torch is None:
         row["torch_ms"] = row["x_torch"] = None
-        return
-    tensors = [torch.from_numpy(a) for a in arrays]
-    with torch.no_grad():
-        torch_fn = workload.torch
-        t_times = time_call(lambda: torch_fn(torch, *tensors), repeat, warmup=2, budget_s=3.0)
-    row["torch_ms"] = statistics.median(t_times) * 1e3
-    row["x_torch"] = row["torch_ms"] / row["ms"]
+    else:
+        tensors = [torch.from_numpy(a) for a in arrays]
+        with torch.no_grad():
+            torch_fn = workload.torch
+            t_times = time_call(lambda: torch_fn(torch, *tensors), repeat, warmup=2, budget_s=3.0)
+        row["torch_ms"] = statistics.median(t_times) * 1e3
+        row["x_torch"] = row["torch_ms"] / row["ms"]
+    for peer in peers:
+        row[_peer_key(peer)] = _time_peer(peer, workload, arrays, repeat, row.setdefault("peer_notes", {}))
+
+
+def _peer_key(peer: str) -> str:
+    return peer.replace(".", "_").replace("-", "_") + "_ms"
+
+
+def _time_peer(peer: str, workload: Workload, arrays: list[np.ndarray], repeat: int,
+               notes: dict[str, str]) -> float | None:
+    """Median ms of `peer` (see `bench_peers`) on `workload`, its result checked against numpy;
+    None (with a note) when the peer is not installed, has no version of the workload, fails
+    or computes a wrong result: a peer never stops the benchmark."""
+    try:
+        call = _peer_call(peer, workload, arrays, notes)
+        if call is None:
+            return None
+        with _no_grad():
+            got = call()
+            check_result(f"{workload.name} ({peer})", np.asarray(got), workload.numpy(*arrays), workload.rtol,
+                         workload.atol)
+            times = time_call(call, repeat, warmup=2, budget_s=5.0)
+    except Exception as err:  # noqa: BLE001 (a peer's own failure is reported, never fatal)
+        first = str(err).splitlines()[0][:200] if str(err) else ""
+        notes[peer] = f"{type(err).__name__}: {first}"
+        return None
+    return statistics.median(times) * 1e3
+
+
+def _peer_call(peer: str, workload: Workload, arrays: list[np.ndarray],
+               notes: dict[str, str]) -> Callable[[], Any] | None:
+    """A no-argument call of `peer` on `arrays` returning a numpy array (None: unavailable)."""
+    from cinn_py.tools import bench_peers  # noqa: PLC0415
+
+    if peer == "torch.compile":
+        torch = _torch()
+        if torch is None or workload.torch is None:
+            notes[peer] = "torch not installed" if torch is None else "no PyTorch version"
+            return None
+        tensors = [torch.from_numpy(a) for a in arrays]
+        compiled = bench_peers.torch_compiled(torch, workload.torch)
+        return lambda: compiled(*tensors).numpy()
+    numba = _optional("numba")
+    kernel = None if numba is None else bench_peers.numba_kernel(numba, workload.name)
+    if kernel is None:
+        notes[peer] = "numba not installed" if numba is None else "no numba version"
+        return None
+    out = np.empty_like(workload.numpy(*arrays))
+
+    def run() -> np.ndarray:
+        kernel(*arrays, out)
+        return out
+    return run
+
+
+def _optional(module: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        return None
+
+
+def _no_grad() -> Any:
+    import contextlib  # noqa: PLC0415
+
+    torch = _torch()
+    return contextlib.nullcontext() if torch is None else torch.no_grad()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,23 +359,28 @@ def select(names: Sequence[str] | None) -> list[Workload]:
 
 
 def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads: int | None = None,
-                   tiny: bool = False, compare: bool = True, auto: bool = True) -> list[dict[str, Any]]:
+                   tiny: bool = False, compare: bool = True, auto: bool = True,
+                   peers: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Run the suite; one dict per workload with keys `name, description, shape, ms` (median of
     the hand-scheduled kernel), `auto_ms, auto_min_ms, auto_gbs, auto_x_hand` (hand ms / auto
     ms), `auto_x_numpy, auto_plan, auto_nests, auto_fallbacks, auto_build_s, auto_max_abs_err`
     (the automatic schedule's; `auto_ms` and `auto_x_hand` are None with `auto=False`),
     `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed right before and after
     this workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
-    x_torch` (None without torch), `max_abs_err, build_s, threads, targets` (which targets of
+    x_torch` (None without torch), per requested peer (`bench_peers.PEERS`) `torch_compile_ms`
+    / `numba_ms` (None when unavailable; `peer_notes` says why), `max_abs_err, build_s, threads, targets` (which targets of
     the benchmark issue apply and whether they are met) and the bandwidth figures
     `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` of this run."""
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"run_benchmarks: repeat must be a positive int, got {repeat!r}")
     workloads = select(names)
+    unknown = [p for p in peers if p not in PEERS]
+    if unknown:
+        raise BenchmarkError(f"bench: unknown peer(s) {unknown}; available: {', '.join(PEERS)}")
     n = (1 << 16) if tiny else BANDWIDTH_ELEMENTS
     before = measure_bandwidth(threads=threads, n=n)
     probe = CopyProbe(n, threads)
-    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto)
+    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto, peers=peers)
                for workload in workloads]
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
@@ -337,8 +413,9 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
              f"% BW is against BW@run, the cinn-py copy timed right before/after each workload; "
              f"threads: {first['threads']}; GB/s, % BW, x numpy and x torch are the hand schedule's; "
              f"auto x hand = hand ms / auto ms"]
+    peers = [p for p in PEERS if any(_peer_key(p) in r for r in results)]
     header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
-              "x numpy", "torch ms", "x torch", "targets")
+              "x numpy", "torch ms", "x torch", *(f"{p} ms" for p in peers), "targets")
     rows: list[tuple[str, ...]] = [header]
     for r in results:
         shape = "x".join(str(v) for v in r["shape"].values())
@@ -346,7 +423,8 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
         rows.append((r["name"], shape, f"{r['ms']:.3f}", _opt(r.get("auto_ms"), ".3f"),
                      _opt(r.get("auto_x_hand"), ".2f", "x"), f"{r['gbs']:.1f}", f"{r['local_bandwidth_gbs']:.1f}",
                      f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"), _opt(r.get("x_numpy"), ".1f", "x"),
-                     _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"), targets or "-"))
+                     _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"),
+                     *(_opt(r.get(_peer_key(p)), ".2f") for p in peers), targets or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
     for k, row in enumerate(rows):
         lines.append("  ".join(cell.ljust(w) if c in (0, 1, len(header) - 1) else cell.rjust(w)
@@ -370,6 +448,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     parser.add_argument("--plot", metavar="FILE.png", help="also write a bar chart (needs matplotlib: cinn-py[plot])")
+    parser.add_argument("--peers", default="", metavar="LIST",
+                        help=f"comma-separated peers to time too: {', '.join(PEERS)} (see cinn_py.tools.bench_peers)")
     return parser
 
 
@@ -378,7 +458,9 @@ def run_from_args(ns: argparse.Namespace) -> int:
         from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
 
         require_matplotlib()  # before the (long) run, not after it
-    results = run_benchmarks(ns.names, repeat=ns.repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto)
+    peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
+    results = run_benchmarks(ns.names, repeat=ns.repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto,
+                             peers=peers)
     print(json.dumps(results, indent=1, default=str) if ns.json else format_table(results))
     if ns.plot:
         from cinn_py.tools.bench_plot import plot_results  # noqa: PLC0415

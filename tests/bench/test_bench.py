@@ -103,3 +103,35 @@ def test_unknown_names_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="repeat"):
         bench.run_benchmarks(["relu"], repeat=0, tiny=True)
     assert bench.main(["nope", "--tiny"]) == 1
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_numba_peer_matches_numpy_at_tiny_shape(name: str) -> None:
+    numba = pytest.importorskip("numba")
+    from cinn_py.tools.bench_peers import numba_kernel
+
+    w = WORKLOADS[name]
+    kernel = numba_kernel(numba, name)
+    assert kernel is not None
+    arrays = w.inputs(w.tiny, np.random.default_rng(5))
+    want = w.numpy(*arrays)
+    out = np.empty_like(want)
+    kernel(*arrays, out)
+    np.testing.assert_allclose(out, want, rtol=max(w.rtol, 1e-4), atol=max(w.atol, 1e-4))
+
+
+def test_peers_columns_and_a_failing_peer_is_a_note(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from cinn_py.tools import bench_peers
+
+    pytest.importorskip("numba")
+    rows = bench.run_benchmarks(["softmax"], repeat=2, tiny=True, auto=False, peers=["numba"])
+    assert rows[0]["numba_ms"] > 0 and "numba ms" in bench.format_table(rows)
+
+    def broken(numba: object, name: str) -> object:
+        return lambda *args: args[-1].fill(7.0)       # a wrong result
+    monkeypatch.setattr(bench_peers, "numba_kernel", broken)
+    rows = bench.run_benchmarks(["relu"], repeat=2, tiny=True, auto=False, peers=["numba"])
+    assert rows[0]["numba_ms"] is None and "differs from numpy" in rows[0]["peer_notes"]["numba"]
+    with pytest.raises(bench.BenchmarkError, match="unknown peer"):
+        bench.run_benchmarks(["relu"], tiny=True, peers=["halide"])
