@@ -145,9 +145,21 @@ def _tuned_config(func: LoweredFunc, target: Target, cfg: ScheduleConfig) -> Sch
     from schedules.tactics.tuning_db import lookup_group
 
     cfg = dataclasses.replace(cfg, vector_width_bits=target.cpu.vector_bits)
+    llc = _last_level_cache(target)
+    if llc is not None:  # outputs of half the last-level cache or more would evict it: stream them
+        cfg = dataclasses.replace(cfg, streaming_store_bytes=llc // 2)
     params = lookup_group(func, target.name) or {}
     known = {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(cfg)}}
     return dataclasses.replace(cfg, **known) if known else cfg
+
+
+def _last_level_cache(target: Target) -> int | None:
+    """Bytes of the CPU's last-level cache, when the OS tells it."""
+    for level in ("L3", "L2"):
+        size = target.cpu.cache(level)
+        if size:
+            return size
+    return None
 
 
 def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: ScheduleConfig | None = None,

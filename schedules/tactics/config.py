@@ -107,8 +107,8 @@ class ScheduleConfig:
     min_parallel_work: int = 4096
     """x86: a nest with fewer (static) iterations is not worth a thread-pool dispatch."""
     streaming_store_bytes: int = 16 << 20
-    """x86: group outputs of at least this many bytes (half the last-level cache) get streaming
-    (non-temporal) stores."""
+    """x86: group outputs of at least this many bytes get streaming (non-temporal) stores
+    (`auto_schedule` sets it to half the target's last-level cache when the OS reports it)."""
     reduce_vectors: int = 0
     """x86 reduction strategy: vector registers of partial results per rfactor-vectorised
     reduction (0: the tactic's rule, `x86_reduce.accumulators`)."""

@@ -233,6 +233,21 @@ def test_large_outputs_stream() -> None:
     assert "!nontemporal" in code.llvm_ir
 
 
+@pytest.mark.parametrize("l3, streams", [(32 << 20, False), (4 << 20, True)])
+def test_streaming_threshold_is_half_the_last_level_cache(l3: int, streams: bool) -> None:
+    """A 4 MB output streams past a 4 MB last-level cache, not past a 32 MB one (the target's
+    caches, as the OS reports them)."""
+    from cinn_py.ir import NONTEMPORAL_ATTR
+    from cinn_py.target import CpuLimits, Target
+
+    host = Target.x86()
+    limits = CpuLimits(512, host.cpu.cores, (("L1d", 48 << 10), ("L2", 1 << 20), ("L3", l3)))
+    target = replace(host, limits=limits)
+    sch = auto_schedule(_elementwise((1024, 1024)), target=target)
+    assert (NONTEMPORAL_ATTR in cp.print_ir(sch.func)) == streams, sch.auto_report.nests
+    assert sch.auto_report.config.streaming_store_bytes == l3 // 2
+
+
 def test_parallel_on_fused_symbolic_3d_nest() -> None:
     """Regression: `parallel` on the fused loop of a (7, S0, S1) nest raised
     IllegalDependenceError (the dependence check could not see that (f / (S0*S1), (f / S1) % S0,
