@@ -98,9 +98,9 @@ def decompose(program: Program) -> Program:
 
 
 def _rewrite(nb: NetBuilder, op: Operator, ins: list[Variable]) -> Variable:
-    rule = RULES.get(op.type)
+    rule = RULES.get(op.type) or get_op(op.type).decompose
     if rule is None:
-        if get_op(op.type).composite:  # a registry entry without a rule is a bug in this module
+        if get_op(op.type).composite:  # a composite op needs a rule here or its OpDef.decompose
             raise NotImplementedError(f"decompose: composite op '{op.type}' has no decomposition rule")
         return nb.emit(op.type, ins, dict(op.attrs), name=op.output.name)
     return rule(nb, ins, dict(op.attrs), op.output.name)

@@ -95,6 +95,9 @@ class OpDef:
     """Number of inputs, or None for variadic ops (concat)."""
     signature: Signature | None = None
     """The NetBuilder method(s) of the op; None: the op is only built by passes (emit)."""
+    decompose: Callable[..., Any] | None = None
+    """For a composite op: `decompose(builder, inputs, attrs, out_name) -> Variable` builds it from
+    primitive ops, the last one named `out_name` (decompose.py's RULES hold the older ones)."""
     grad: Callable[..., Any] | None = None
     """Gradient rule (reserved: autodiff is not implemented yet)."""
     test: OpTest | None = None

@@ -112,3 +112,33 @@ def test_logical_not_of_int_tensor() -> None:
     assert str(out.dtype) == "bool"
     (got,) = _run(nb, [out], np.array([0, 1, -2, 0], np.int32))
     assert got.tolist() == [True, False, False, True]
+
+
+def test_random_ops_are_seeded_and_have_the_right_distribution() -> None:
+    nb = NetBuilder("rnd")
+    u = nb.uniform_random([100, 100], min=-2.0, max=3.0, seed=7)
+    u_again = nb.uniform_random([100, 100], min=-2.0, max=3.0, seed=7)
+    u_other = nb.uniform_random([100, 100], min=-2.0, max=3.0, seed=8)
+    g = nb.gaussian_random([100, 100], mean=1.0, std=2.0, seed=3)
+    a, b, c, n = _run(nb, [u, u_again, u_other, g])
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert a.min() >= -2.0 and a.max() < 3.0 and abs(a.mean() - 0.5) < 0.05 and abs(a.std() - 5 / 12**0.5) < 0.05
+    assert abs(n.mean() - 1.0) < 0.06 and abs(n.std() - 2.0) < 0.06
+    # neighbours are not correlated (a linear congruential counter would be)
+    assert abs(np.corrcoef(a.reshape(-1)[:-1], a.reshape(-1)[1:])[0, 1]) < 0.03
+
+
+def test_batchnorm_returns_a_list_and_nn_argument_errors() -> None:
+    nb = NetBuilder("bn")
+    x = nb.create_input("float32", [2, 3, 4, 4], "X")
+    p = [nb.create_input("float32", [3], n) for n in ("S", "B", "M", "V")]
+    (y,) = nb.batchnorm(x, *p)
+    assert y.shape == (2, 3, 4, 4)
+    with pytest.raises(FrontendError, match=r"batchnorm: argument 'scale' must be float32\[4\]"):
+        nb.batchnorm(x, *p, data_layout="NHWC")
+    with pytest.raises(FrontendError, match="pool2d: argument 'adaptive' = True is not supported"):
+        nb.pool2d(x, "avg", [2, 2], adaptive=True)
+    with pytest.raises(FrontendError, match="conv2d: x .* has 3 channels; with groups=2"):
+        nb.conv2d(x, nb.create_input("float32", [4, 3, 3, 3], "W"), groups=2)
+    with pytest.raises(FrontendError, match=r"pool2d: argument 'pooling_type' must be one of 'max', 'avg', got 'min'"):
+        nb.pool2d(x, "min", [2, 2])
