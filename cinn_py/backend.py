@@ -29,17 +29,29 @@ BACKENDS: dict[str, str] = {
 
 @runtime_checkable
 class GeneratedCode(Protocol):
-    """What `Backend.generate` returns: the generated text and what `load` needs."""
+    """What `Backend.generate` returns: the generated text, the function it was generated from
+    (after the target's passes) and the bounds checks of a checked build; a backend's class adds
+    what its `load` needs (x86: object code; CUDA: launch dims, NVRTC products)."""
 
     @property
     def func(self) -> LoweredFunc: ...
 
+    @property
+    def checks(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def text(self) -> str:
+        """The main generated text: LLVM IR (x86), CUDA C (CUDA)."""
+        ...
+
 
 @runtime_checkable
 class Kernel(Protocol):
-    """What `Backend.load` returns: `kernel(*inputs, out=None)` -> output array(s)."""
+    """What `Backend.load` returns: `kernel(*inputs, out=None)` -> output array(s). Backends
+    derive from `cinn_py.runtime.kernel.KernelBase` (result packing, bounds-check errors)."""
 
     func: LoweredFunc
+    checks: tuple[str, ...] | None
 
     def __call__(self, *args: Any, out: Any = None) -> Any: ...
 

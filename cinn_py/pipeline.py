@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from cinn_py.backend import get_backend
+from cinn_py.backend import GeneratedCode, get_backend
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, pack
@@ -108,10 +108,8 @@ def step_text(output: StepOutput, decls: bool = False) -> str:
         return repr(value)
     if isinstance(value, LoweredFunc):
         return print_ir(value, decls=decls)
-    for attribute in ("source", "llvm_ir"):  # CUDA / x86 GeneratedCode
-        text = getattr(value, attribute, None)
-        if isinstance(text, str):
-            return text
+    if isinstance(value, GeneratedCode):
+        return value.text
     return str(value) if isinstance(value, (Program, FusionPlan)) else repr(value)
 
 

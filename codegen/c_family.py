@@ -11,9 +11,9 @@ already a safe identifier prints as is, anything else (`a.b`, `int`, a newline, 
 a readable, collision-free spelling, so a user name can neither break the C nor inject code.
 Differs from CINN, which prints names verbatim (its frontend only creates identifiers).
 
-`inline_schedule_blocks` removes `ScheduleBlockRealize` wrappers (substituting iter vars by
-their bound values), which every C-family backend needs first: CINN does the same before codegen
-(`optim::ReplaceScheduleBlock...`), since C has no notion of a schedule block.
+The printer takes schedule-block-free IR: `cinn_py.passes.inline_blocks.inline_schedule_blocks`
+(run by the GPU target's `gpu_bind` pass) removes the `ScheduleBlockRealize` wrappers first, as
+CINN does before codegen, since C has no notion of a schedule block.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Add, And, BinaryOp, Block, Buffer, Call, Cast, DType, Div, EQ, Evaluate, Expr, FloatImm, For, ForType, GE,
-    GT, IdentifierMap, IfThenElse, IntImm, LE, LT, Let, Load, Max, Min, Minus, Mod, Mul, Mutator, NE, Not, Or,
+    GT, IdentifierMap, IfThenElse, IntImm, LE, LT, Let, Load, Max, Min, Minus, Mod, Mul, NE, Not, Or,
     Reduce, ScheduleBlockRealize, Select, Stmt, Store, StringImm, Sub, Tensor, UIntImm, Var, int32,
-    is_const_int, print_ir, quote_string, substitute,
+    is_const_int, print_ir, quote_string,
 )
 from cinn_py.passes.flatten import flatten_index, flatten_numel
 
@@ -92,19 +92,6 @@ def _unrolled_steps(node: Stmt, budget: int) -> int | None:
             return None
         total += steps
     return total if total <= budget else None
-
-
-class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
-        block = node.schedule_block
-        mapping = dict(zip(block.iter_vars, (self.visit(v) for v in node.iter_values)))
-        body = substitute(self.visit(block.body), mapping)
-        return body
-
-
-def inline_schedule_blocks(stmt: Stmt) -> Stmt:
-    """Replace every ScheduleBlockRealize by its body with iter vars substituted."""
-    return _BlockInliner().visit(stmt)
 
 
 def buffer_hint(buffer_name: str) -> str:

@@ -27,28 +27,13 @@ import dataclasses
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Cast, CudaAxisInfo, Expr, For, ForType, IfThenElse, IntImm, LT, LoweredFunc, Max, Mutator,
-    ScheduleBlockRealize, Stmt, Var, int32, int64, is_const_int, print_ir_marked, substitute, walk,
+    Stmt, Var, int32, int64, is_const_int, print_ir_marked, substitute, walk,
 )
 from cinn_py.passes.gpu_buffers import AXES, BOUND_VAR_PREFIXES, interval, is_bound_var, scope_buffers
 from cinn_py.passes.gpu_sync import check_races
+from cinn_py.passes.inline_blocks import inline_schedule_blocks
 
-__all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gpu_bind", "inline_schedule_blocks",
-           "interval", "is_bound_var"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Schedule block inlining
-# ---------------------------------------------------------------------------------------------
-class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
-        block = node.schedule_block
-        mapping = dict(zip(block.iter_vars, (self.visit(v) for v in node.iter_values)))
-        return substitute(self.visit(block.body), mapping)
-
-
-def inline_schedule_blocks(stmt: Stmt) -> Stmt:
-    """Replace every ScheduleBlockRealize by its body with the iter vars substituted."""
-    return _BlockInliner().visit(stmt)
+__all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gpu_bind", "interval", "is_bound_var"]
 
 
 # ---------------------------------------------------------------------------------------------

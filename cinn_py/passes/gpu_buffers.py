@@ -41,6 +41,7 @@ from cinn_py.ir import (
     Buffer, Call, CudaAxisInfo, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator, Stmt, Store,
     Tensor, Var, int32, int64, is_const_int, walk,
 )
+from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
 from cinn_py.passes.gpu_accesses import Access, Context, Interval, children, collect_accesses, interval
 from cinn_py.passes.gpu_index import (
     BLOCK, CONST, THREAD, drop_kinds, flat_index, owned_by_one_thread, split_kinds,
@@ -315,28 +316,6 @@ class _RangeCollector:
             None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(known, found)]
 
 
-def _resized(buffer: Buffer, ranges: list[Interval | None]) -> Buffer:
-    shape: list[Expr] = []
-    for dim, rng in zip(buffer.shape, ranges):
-        if rng is None or rng[0] < 0:
-            shape.append(dim)
-            continue
-        size = rng[1] + 1
-        if isinstance(dim, IntImm):
-            size = min(size, dim.value)
-        shape.append(IntImm(dim.dtype if isinstance(dim, IntImm) else int32, size))
-    new_shape = tuple(shape)
-    return buffer if new_shape == buffer.shape else dataclasses.replace(buffer, shape=new_shape)
-
-
-class _BufferRebinder(Mutator):
-    def __init__(self, buffers: dict[str, Buffer]) -> None:
-        self.buffers = buffers
-
-    def visit_tensor(self, tensor: Tensor) -> Tensor:
-        new = self.buffers.get(tensor.buffer.name)
-        return tensor if new is None or new is tensor.buffer else tensor.with_buffer(new)
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,9 +335,9 @@ def scope_buffers(body: Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[St
     collector.visit(body)
     scoped = {n.tensor.buffer.name: n.tensor.buffer for n in walk(body) if isinstance(n, (Load, Store))}
     for name, ranges in collector.ranges.items():
-        new = _resized(scoped[name], ranges)
+        new = resized_to_ranges(scoped[name], ranges)
         if new is not scoped[name]:
             resized[name] = new
     if resized:
-        body = _BufferRebinder(resized).visit(body)
+        body = BufferRebinder(resized).visit(body)
     return body, resized

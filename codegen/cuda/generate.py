@@ -48,6 +48,11 @@ class GeneratedCode:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
+    def text(self) -> str:
+        """The CUDA C source (what `cinn-py dump-ir --stage codegen` prints)."""
+        return self.source
+
+    @property
     def compiled(self) -> CompiledCuda:
         """The NVRTC products (compiled on first access).
 

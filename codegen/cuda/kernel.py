@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.diagnostics import CinnError, CompileError, OutOfBoundsAccessError
+from cinn_py.diagnostics import CinnError, CompileError
 from cinn_py.ir import ArgIO, LoweredFunc
+from cinn_py.runtime.kernel import KernelBase
 from codegen.cuda.generate import GeneratedCode
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -69,7 +70,7 @@ def param_format(code: GeneratedCode) -> str:
     return "".join(fmt)
 
 
-class Kernel:
+class Kernel(KernelBase):
     """`kernel(*inputs, out=None)` -> output array(s); see the module docstring."""
 
     def __init__(self, code: GeneratedCode, func: LoweredFunc) -> None:
@@ -80,6 +81,7 @@ class Kernel:
 
         self.code = code
         self.func = func
+        self.checks = code.checks
         self.host_validator = ArgValidator(func, device="cpu")
         self.device_validator = ArgValidator(func, device="cuda")
         drv, self._gpuarray = _pycuda()
@@ -127,8 +129,7 @@ class Kernel:
             for dev, meta in zip(dev_out, bound.outputs):
                 dev.get(ary=meta.array)
             return out
-        results = [dev.get() for dev in dev_out]
-        return results[0] if len(results) == 1 else tuple(results)
+        return self.results([dev.get() for dev in dev_out])
 
     def _call_device(self, args: tuple[Any, ...], out: Any) -> Any:
         bound = self.device_validator.validate(args, out)
@@ -142,7 +143,7 @@ class Kernel:
         self._launch([m.ptr for m in bound.inputs], out_ptrs, bound.symbols)
         if out is not None:
             return out
-        return outs[0] if len(outs) == 1 else outs
+        return self.results(outs)
 
     def _allocate_like(self, ref: Any, shape: tuple[int, ...], tensor: Any) -> Any:
         module = type(ref).__module__.split(".")[0]
@@ -194,11 +195,7 @@ class Kernel:
         if not status[0]:
             return
         self._drv.memcpy_htod(ptr, np.zeros(2, dtype=np.int64))
-        checks = self.code.checks or ()
-        k = int(status[0]) - 1
-        what = checks[k] if 0 <= k < len(checks) else f"bounds check {k}"
-        raise OutOfBoundsAccessError(f"kernel '{self.func.name}' (checked build): the {what}: the index was "
-                                     f"{int(status[1])}; the access went to element 0 instead")
+        raise self.out_of_bounds(int(status[0]) - 1, int(status[1]), "the access went to element 0 instead")
 
     def _opt_in_shared(self, dynamic: int) -> None:
         """Kernels using more than 48 KiB of shared memory must opt in (once per size increase)."""

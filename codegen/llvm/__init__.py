@@ -42,11 +42,16 @@ class GeneratedCode:
     llvm_ir: str
     asm: str
     unoptimized_ir: str
-    func: LoweredFunc | None = field(default=None, repr=False, compare=False)
-    object_code: bytes = field(default=b"", repr=False, compare=False)
+    func: LoweredFunc = field(repr=False, compare=False)
+    object_code: bytes = field(repr=False, compare=False)
     fast_math: bool = False
     checks: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """The bounds checks of a checked build (what an OutOfBoundsAccessError status refers to)."""
+
+    @property
+    def text(self) -> str:
+        """The optimised LLVM IR (what `cinn-py dump-ir --stage codegen` prints)."""
+        return self.llvm_ir
 
 
 def _check_func(func: Any) -> LoweredFunc:

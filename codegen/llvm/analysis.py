@@ -1,9 +1,9 @@
 """IR analyses the LLVM backend needs before emitting code.
 
 - `nontemporal_buffers`: buffers whose blocks ask for streaming stores.
-- `inline_schedule_blocks`: ScheduleBlockRealize -> its body with iter vars replaced by their
-  iter values (codegen needs no block structure; CINN's codegen sees the same after lowering);
-  in blocks with the `fp_contract` attribute, float `a * b + c` becomes `fmuladd(a, b, c)`.
+- `inline_blocks_x86`: `cinn_py.passes.inline_blocks.inline_schedule_blocks` (ScheduleBlockRealize
+  -> its body with iter vars replaced by their iter values) where, in blocks with the
+  `fp_contract` attribute, float `a * b + c` becomes `fmuladd(a, b, c)`.
 - `lane_stride`: how an index moves from one lane to the next in a `vectorize[F]` loop (0:
   invariant, 1: contiguous, k: strided, None: not affine), which picks vector load/store vs
   broadcast vs gather/scatter.
@@ -21,9 +21,10 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
     For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
-    ScheduleBlockRealize, Select, Stmt, Store,
-    StringImm, Sub, UIntImm, Var, print_ir_marked, substitute, walk,
+    ScheduleBlock, ScheduleBlockRealize, Select, Stmt, Store,
+    StringImm, Sub, UIntImm, Var, print_ir_marked, walk,
 )
+from cinn_py.passes.inline_blocks import inline_schedule_blocks
 
 
 class _Contract(Mutator):
@@ -38,15 +39,11 @@ class _Contract(Mutator):
         return node if a is node.a and b is node.b else Add(a, b)
 
 
-class _BlockInliner(Mutator):
-    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> Stmt:
-        block = node.schedule_block
-        body = self.visit(block.body)
-        if block.attr(FP_CONTRACT_ATTR):
-            body = _Contract().visit(body)
-        mapping = dict(zip(block.iter_vars, node.iter_values))
-        body = substitute(body, mapping)
-        return body if isinstance(body, Block) else Block((body,))
+def _contract_block(block: ScheduleBlock, body: Stmt) -> Stmt:
+    """The x86 rewrite of an inlined block's body: FMA contraction where the block asks for it."""
+    if block.attr(FP_CONTRACT_ATTR):
+        body = _Contract().visit(body)
+    return body if isinstance(body, Block) else Block((body,))
 
 
 def nontemporal_buffers(stmt: Stmt) -> frozenset[str]:
@@ -56,9 +53,10 @@ def nontemporal_buffers(stmt: Stmt) -> frozenset[str]:
                      for st in walk(n.schedule_block.body) if isinstance(st, Store))
 
 
-def inline_schedule_blocks(stmt: Stmt) -> Stmt:
-    """`stmt` with every schedule block replaced by its (iter-value substituted) body."""
-    return _BlockInliner().visit(stmt)
+def inline_blocks_x86(stmt: Stmt) -> Stmt:
+    """`stmt` with every schedule block replaced by its (iter-value substituted) body, float
+    `a * b + c` contracted in `fp_contract` blocks (the shared pass `inline_schedule_blocks`)."""
+    return inline_schedule_blocks(stmt, _contract_block)
 
 
 def check_loops(func: LoweredFunc, body: Stmt) -> None:

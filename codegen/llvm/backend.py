@@ -34,7 +34,7 @@ class X86Backend:
         return generate_x86(func, fast_math=fast_math, **options)
 
     def load(self, code: GeneratedCode, num_threads: int | None = None) -> Kernel:
-        if code.func is None or not code.object_code:
+        if not code.object_code:
             raise CompileError("x86 backend: load needs code from X86Backend.generate (with its object code)")
         loaded = LoadedObject(code.object_code)
         return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,

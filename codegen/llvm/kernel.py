@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.diagnostics import OutOfBoundsAccessError
 from cinn_py.ir import ArgIO, LoweredFunc
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.args import ArgValidator, FastCall, data_ptr, storage_dtype
+from cinn_py.runtime.kernel import KernelBase
 from codegen.llvm.jit import LoadedObject, parallel_runtime
 from codegen.llvm.module import oob_index_symbol
 from codegen.llvm.stmts import STATUS_NOMEM, STATUS_OUT_OF_BOUNDS
@@ -42,7 +42,7 @@ def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return np.ndarray(shape, dtype, raw, (-data_ptr(raw)) % ALIGNMENT)
 
 
-class Kernel:
+class Kernel(KernelBase):
     """A compiled LoweredFunc. Attributes: `func`, `llvm_ir` (optimised), `asm`, `fast_math`,
     `num_threads` (None: the thread pool's setting), `symbol` (C name of the entry point)."""
 
@@ -109,7 +109,7 @@ class Kernel:
         call_args = [next(ins).ptr if a.io is ArgIO.INPUT else next(outs).ptr if a.io is ArgIO.OUTPUT
                      else bound.symbols[a.var.name] for a in self.func.args]  # type: ignore[union-attr]
         self._run(call_args)
-        return results[0] if len(results) == 1 else tuple(results)
+        return self.results(results)
 
     def _call_fast(self, fast: FastCall, out: Any) -> Any:
         """A call whose signature was validated before (see `ArgValidator.fast_call`)."""
@@ -132,7 +132,7 @@ class Kernel:
         status = self._entry(*call_args)
         if status:
             self._raise_status(status)
-        return results[0] if len(results) == 1 else tuple(results)
+        return self.results(results)
 
     def _run(self, call_args: Any) -> None:
         threads = self.num_threads or threadpool.get_num_threads()
@@ -149,6 +149,5 @@ class Kernel:
         if self.checks is not None and 0 <= k < len(self.checks):
             # looked up only now: LLVM drops the global when it proves every check redundant
             index = ctypes.c_int64.from_address(self._loaded.address(oob_index_symbol(self.symbol))).value
-            raise OutOfBoundsAccessError(f"kernel '{self.func.name}' (checked build): the {self.checks[k]}: "
-                                         f"the index was {index}; the access was not made")
+            raise self.out_of_bounds(k, index, "the access was not made")
         raise RuntimeError(f"kernel '{self.func.name}': generated code returned status {status}")

@@ -31,7 +31,7 @@ from llvmlite import ir
 
 from cinn_py.ir import Buffer, LoweredFunc, int64
 from codegen.llvm import types as T
-from codegen.llvm.analysis import buffers_used, check_loops, inline_schedule_blocks, nontemporal_buffers
+from codegen.llvm.analysis import buffers_used, check_loops, inline_blocks_x86, nontemporal_buffers
 from codegen.llvm.intrinsics import MathEmitter
 from codegen.llvm.names import symbol_name, value_name
 from codegen.llvm.privatize import task_only_buffers
@@ -61,7 +61,7 @@ class CodegenUnit:
         self.math = MathEmitter(self.module, fast_math)
         check_loops(func, func.body)
         self.nontemporal = nontemporal_buffers(func.body)
-        self.body = inline_schedule_blocks(func.body)
+        self.body = inline_blocks_x86(func.body)
         self.arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
         self.temps = self._temp_buffers()
         self._counter = 0

@@ -26,9 +26,10 @@ import dataclasses
 from typing import Any
 
 from cinn_py.ir import (
-    Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Tensor, UIntImm, Var, int32,
+    Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Var,
     substitute, walk,
 )
+from cinn_py.passes.buffer_resize import BufferRebinder, IndexRange, resized_to_ranges
 from cinn_py.symbolic import Analyzer, to_poly
 
 
@@ -49,7 +50,7 @@ def privatize_local_buffers(loop: For, private: list[Buffer]) -> tuple[Stmt, lis
         if buf.name in collapsible:
             resized[buf.name] = _shrink(buf, new_accesses.get(buf.name, []), ranges)
     if any(resized[b.name] is not b for b in private if b.name in resized):
-        body = _Rebind(resized).visit(body)
+        body = BufferRebinder(resized).visit(body)
     return body, [resized.get(b.name, b) for b in private]
 
 
@@ -87,21 +88,19 @@ def _shrink(buf: Buffer, accesses: list[tuple[Expr, ...]], ranges: dict[Var, tup
     if not accesses or any(len(a) != len(buf.shape) for a in accesses):
         return buf
     analyzer = Analyzer(ranges)  # type: ignore[arg-type]
-    shape: list[Expr] = []
-    for axis, dim in enumerate(buf.shape):
-        hi = -1
-        for idx in accesses:
-            lo_hi = analyzer.const_bounds(idx[axis])
-            if lo_hi is None or lo_hi[0] is None or lo_hi[1] is None or lo_hi[0] < 0:
-                hi = None  # type: ignore[assignment]
-                break
-            hi = max(hi, int(lo_hi[1]))
-        if hi is None or (isinstance(dim, (IntImm, UIntImm)) and hi + 1 >= int(dim.value)):
-            shape.append(dim)
-        else:
-            shape.append(IntImm(dim.dtype if dim.dtype.is_integral else int32, hi + 1))
-    new_shape = tuple(shape)
-    return buf if new_shape == buf.shape else dataclasses.replace(buf, shape=new_shape)
+    return resized_to_ranges(buf, [_axis_range(analyzer, [idx[axis] for idx in accesses])
+                                   for axis in range(len(buf.shape))])
+
+
+def _axis_range(analyzer: Analyzer, indices: list[Expr]) -> IndexRange | None:
+    """The constant `(lo, hi)` all of `indices` stay within; None when one is unbounded."""
+    lo, hi = 0, -1
+    for index in indices:
+        bounds = analyzer.const_bounds(index)
+        if bounds is None or bounds[0] is None or bounds[1] is None:
+            return None
+        lo, hi = min(lo, int(bounds[0])), max(hi, int(bounds[1]))
+    return lo, hi
 
 
 class _Collapse(Mutator):
@@ -124,15 +123,6 @@ class _Collapse(Mutator):
         if node.tensor.buffer.name in self.names:
             return dataclasses.replace(node, indices=self._indices(node.indices))
         return node
-
-
-class _Rebind(Mutator):
-    def __init__(self, buffers: dict[str, Buffer]) -> None:
-        self.buffers = buffers
-
-    def visit_tensor(self, tensor: Tensor) -> Tensor:
-        new = self.buffers.get(tensor.buffer.name)
-        return tensor if new is None or new is tensor.buffer else tensor.with_buffer(new)
 
 
 def task_only_buffers(body: Stmt, private: list[Buffer]) -> set[str]:

@@ -35,7 +35,7 @@ from cinn_py.ir import (
 from cinn_py.symbolic import Analyzer
 from codegen.llvm import types as T
 from codegen.llvm.analysis import (
-    LaneInfo, buffers_used, inline_schedule_blocks, lane_stride, vars_used, varies, vectorizable,
+    LaneInfo, buffers_used, inline_blocks_x86, lane_stride, vars_used, varies, vectorizable,
 )
 from codegen.llvm.emitter import ExprEmitter, flat_index
 from codegen.llvm.names import value_name as local_name
@@ -192,7 +192,7 @@ class FunctionEmitter(ExprEmitter):
                 self.stmt(s.false_case)
 
     def s_ScheduleBlockRealize(self, s: ScheduleBlockRealize) -> None:
-        self.stmt(inline_schedule_blocks(s))
+        self.stmt(inline_blocks_x86(s))
 
     def s_Evaluate(self, s: Evaluate) -> None:
         if isinstance(s.value, Call) and s.value.name == "__syncthreads":
