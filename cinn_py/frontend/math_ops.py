@@ -62,7 +62,7 @@ def call_intrinsic(name: str, *args: Operand) -> Expr:
 def _typed_call(info: Intrinsic, exprs: tuple[Expr, ...]) -> Expr:
     arg_dtype = exprs[0].dtype
     if not info.accepts(arg_dtype):
-        need = "a floating-point" if info.arg_kind.value == "float" else "a numeric"
+        need = {"float": "a floating-point", "int": "an integer"}.get(info.arg_kind.value, "a numeric")
         if arg_dtype.element_of().is_integral and (info.int_identity or info.result_bool):
             return _integer_case(info, exprs[0])
         raise LoweringError(f"{info.name}: needs {need} operand, got {arg_dtype}; "

@@ -10,6 +10,9 @@ Dtype rules (`ArgKind`):
   has that dtype. float16/bfloat16 calls stay in their own dtype in the IR; backends widen them
   to float32 to compute, as CINN's CUDA runtime does.
 - `NUMERIC`: signed/unsigned integer or float (`abs`).
+- `INT`: signed/unsigned integers of one dtype (`bitwise_and/or/xor/not`, `left_shift`,
+  `right_shift` (arithmetic for signed, logical for unsigned, as C's `>>`), `clz`, `popc`); shift
+  counts outside [0, bits) are undefined, as in C.
 - `result_bool`: the result is bool (`isnan`, `isinf`, `isfinite`).
 
 `reference` is the numpy definition of the semantics (C semantics where C and numpy differ:
@@ -31,6 +34,7 @@ from cinn_py.ir.dtype import DType, bool_
 class ArgKind(enum.Enum):
     FLOAT = "float"
     NUMERIC = "numeric"
+    INT = "int"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,8 @@ class Intrinsic:
         elem = dtype.element_of()
         if self.arg_kind is ArgKind.FLOAT:
             return elem.is_float
+        if self.arg_kind is ArgKind.INT:
+            return elem.is_integral
         return elem.is_float or elem.is_integral
 
     def result_dtype(self, arg_dtype: DType) -> DType:
@@ -95,6 +101,44 @@ _PREDICATES: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+def _unsigned_view(x: np.ndarray) -> np.ndarray:
+    arr = np.asarray(x)
+    return arr.view(np.dtype(f"u{arr.dtype.itemsize}"))
+
+
+def _popc(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of the two's-complement pattern."""
+    arr = np.asarray(x)
+    u = _unsigned_view(arr).astype(np.uint64)
+    count = np.zeros(u.shape, np.uint64)
+    for _ in range(arr.dtype.itemsize * 8):
+        count += u & np.uint64(1)
+        u = u >> np.uint64(1)
+    return count.astype(arr.dtype)[()]
+
+
+def _clz(x: np.ndarray) -> np.ndarray:
+    """Leading zero bits of the two's-complement pattern (the width for 0), as CUDA's `__clz`."""
+    arr = np.asarray(x)
+    bits = arr.dtype.itemsize * 8
+    u = _unsigned_view(arr).astype(np.uint64)
+    count = np.full(u.shape, bits, np.int64)
+    for k in range(bits):  # the highest set bit k leaves bits - 1 - k leading zeros
+        count = np.where((u >> np.uint64(k)) & np.uint64(1), bits - 1 - k, count)
+    return count.astype(arr.dtype)[()]
+
+
+def _right_shift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.right_shift(a, b)  # numpy: arithmetic for signed, logical for unsigned (as C)
+
+
+_INTEGER: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
+    "bitwise_and": (2, np.bitwise_and), "bitwise_or": (2, np.bitwise_or), "bitwise_xor": (2, np.bitwise_xor),
+    "bitwise_not": (1, np.invert), "left_shift": (2, np.left_shift), "right_shift": (2, _right_shift),
+    "clz": (1, _clz), "popc": (1, _popc),
+}
+
+
 def _build_table() -> dict[str, Intrinsic]:
     table: dict[str, Intrinsic] = {}
     for name, fn in _UNARY_FLOAT.items():
@@ -107,6 +151,8 @@ def _build_table() -> dict[str, Intrinsic]:
     table["pow"] = Intrinsic("pow", 2, ArgKind.FLOAT, np.power)
     table["atan2"] = Intrinsic("atan2", 2, ArgKind.FLOAT, np.arctan2)
     table["fmod"] = Intrinsic("fmod", 2, ArgKind.FLOAT, np.fmod)
+    for name, (arity, fn) in _INTEGER.items():
+        table[name] = Intrinsic(name, arity, ArgKind.INT, fn)
     return table
 
 

@@ -48,6 +48,15 @@ _FAST_F32_MATH = {"exp": "__expf", "log": "__logf", "log2": "__log2f", "log10": 
                   "sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "pow": "__powf",
                   "tanh": "cinn_fast_tanh"}
 _PREDICATES = ("isnan", "isinf", "isfinite")
+_INT_OPERATORS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "bitwise_not": "~",
+                  "left_shift": "<<", "right_shift": ">>"}
+
+
+def _bit_count_function(name: str, arg: DType) -> str:
+    """CUDA's `__clz/__clzll/__popc/__popcll` (32- and 64-bit operands only)."""
+    if arg.bits not in (32, 64):
+        raise CompileError(f"CUDA codegen: '{name}' on {arg}: only 32- and 64-bit integers are supported")
+    return f"__{name}{'ll' if arg.bits == 64 else ''}"
 # (element dtype, lanes) -> CUDA vector type for vectorised loads/stores.
 VECTOR_TYPES = {("float32", 2): "float2", ("float32", 4): "float4", ("float64", 2): "double2",
                 ("int32", 2): "int2", ("int32", 4): "int4", ("float16", 2): "__half2",
@@ -158,6 +167,10 @@ class CudaPrinter(CFamilyPrinter):
         return Call("cinn_checked_index", (wide, size, IntImm(int32, len(self.checks) - 1)), int64)
 
     def call(self, node: Call) -> str:
+        if node.name in _INT_OPERATORS:  # C operators on integers (C semantics: >> is arithmetic for signed)
+            op = _INT_OPERATORS[node.name]
+            return f"({op}{self.expr(node.args[0])})" if len(node.args) == 1 else \
+                f"({self.expr(node.args[0])} {op} {self.expr(node.args[1])})"
         args = ", ".join(self.expr(a) for a in node.args)
         if lookup_intrinsic(node.name) is None:
             return f"{self.call_name(node)}({args})"  # runtime helper (cinn_block_reduce_...) or intrinsic
@@ -167,6 +180,8 @@ class CudaPrinter(CFamilyPrinter):
         arg = node.args[0].dtype
         if node.name in _PREDICATES:
             return node.name
+        if arg.is_integral and node.name in ("clz", "popc"):
+            return _bit_count_function(node.name, arg)
         if arg.is_integral:
             if node.name != "abs":
                 raise CompileError(f"CUDA codegen: math function '{node.name}' on integer type {arg}")

@@ -33,7 +33,9 @@ _LIBM = {"tanh": "tanh", "erf": "erf", "expm1": "expm1", "log1p": "log1p", "cbrt
          "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "tan": "tan", "sinh": "sinh", "cosh": "cosh",
          "asin": "asin", "acos": "acos", "atan": "atan", "atan2": "atan2"}
 SUPPORTED = frozenset(_LLVM_INTRINSIC) | frozenset(_LIBM) | {"rsqrt", "sigmoid", "fmod", "isnan",
-                                                             "isinf", "isfinite"}
+                                                             "isinf", "isfinite", "bitwise_and", "bitwise_or",
+                                                             "bitwise_xor", "bitwise_not", "left_shift",
+                                                             "right_shift", "clz", "popc"}
 
 
 class MathEmitter:
@@ -75,6 +77,10 @@ class MathEmitter:
         """`name(args)`; `args` are register values of IR dtype `arg_dtype` (lanes matched)."""
         if name == "abs" and arg_dtype.is_integral:
             return _int_abs(b, args[0], arg_dtype)
+        if name in _INTEGER:
+            if not arg_dtype.is_integral:
+                raise CompileError(f"x86 codegen: '{name}' needs integer arguments, got {arg_dtype}")
+            return _INTEGER[name](self, b, args, arg_dtype)
         if not arg_dtype.is_float:
             raise CompileError(f"x86 codegen: math function '{name}' needs float arguments, got {arg_dtype}")
         is_f32 = scalar_reg_type(arg_dtype) == F32
@@ -127,6 +133,29 @@ def _isfinite(m: MathEmitter, b: ir.IRBuilder, args: list[ir.Value]) -> ir.Value
 _SPECIAL: dict[str, Callable[[MathEmitter, ir.IRBuilder, list[ir.Value]], ir.Value]] = {
     "rsqrt": _rsqrt, "sigmoid": _sigmoid, "fmod": _fmod, "isnan": _isnan, "isinf": _isinf,
     "isfinite": _isfinite,
+}
+
+
+def _bit_count(m: MathEmitter, b: ir.IRBuilder, name: str, v: ir.Value) -> ir.Value:
+    """llvm.ctlz / llvm.ctpop (overloaded on the integer or vector type); ctlz(0) is the width."""
+    t = v.type
+    scalar_t = t.element if isinstance(t, ir.VectorType) else t
+    suffix = f"i{scalar_t.width}" if not isinstance(t, ir.VectorType) else f"v{t.count}i{scalar_t.width}"
+    if name == "llvm.ctpop":
+        return b.call(m._declare(f"{name}.{suffix}", t, [t]), [v])
+    fn = m._declare(f"{name}.{suffix}", t, [t, ir.IntType(1)])
+    return b.call(fn, [v, ir.Constant(ir.IntType(1), 0)])
+
+
+_INTEGER: dict[str, Callable[[MathEmitter, ir.IRBuilder, list[ir.Value], DType], ir.Value]] = {
+    "bitwise_and": lambda m, b, a, d: b.and_(a[0], a[1]),
+    "bitwise_or": lambda m, b, a, d: b.or_(a[0], a[1]),
+    "bitwise_xor": lambda m, b, a, d: b.xor(a[0], a[1]),
+    "bitwise_not": lambda m, b, a, d: b.not_(a[0]),
+    "left_shift": lambda m, b, a, d: b.shl(a[0], a[1]),
+    "right_shift": lambda m, b, a, d: b.lshr(a[0], a[1]) if d.is_uint else b.ashr(a[0], a[1]),
+    "clz": lambda m, b, a, d: _bit_count(m, b, "llvm.ctlz", a[0]),
+    "popc": lambda m, b, a, d: _bit_count(m, b, "llvm.ctpop", a[0]),
 }
 
 

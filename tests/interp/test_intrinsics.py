@@ -33,7 +33,8 @@ def _call(name: str, dtype: str, arity: int, n: int) -> ir.LoweredFunc:
                        n_inputs=arity, out_dtype=out_dtype)
 
 
-@pytest.mark.parametrize("name", sorted(intrinsics.INTRINSICS))
+@pytest.mark.parametrize("name", sorted(n for n, i in intrinsics.INTRINSICS.items()
+                                         if i.arg_kind is not intrinsics.ArgKind.INT))
 def test_every_table_intrinsic_float32_and_float64(name: str) -> None:
     info = intrinsics.INTRINSICS[name]
     lo, hi = _DOMAIN.get(name, (-3, 3))
@@ -49,6 +50,21 @@ def test_every_table_intrinsic_float32_and_float64(name: str) -> None:
         else:
             assert out.dtype == np.dtype(dtype)
             np.testing.assert_allclose(out, expected.astype(dtype), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, i in intrinsics.INTRINSICS.items()
+                                         if i.arg_kind is intrinsics.ArgKind.INT))
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_integer_intrinsics(name: str, dtype: str) -> None:
+    info = intrinsics.INTRINSICS[name]
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(0, 100, 37).astype(dtype) - (np.asarray(50, dtype) if dtype != "uint8" else 0)
+          for _ in range(info.arity)]
+    if name.endswith("shift"):
+        xs[1] = rng.integers(0, 7, 37).astype(dtype)
+    out = run_ir(_call(name, dtype, info.arity, 37), {f"A{k}": x for k, x in enumerate(xs)})["C"]
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out, info.reference(*xs))
 
 
 def test_all_interpreter_names_are_in_the_table_or_aliases() -> None:

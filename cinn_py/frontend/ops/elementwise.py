@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend import compute as cdsl
+from cinn_py.frontend.math_ops import call_intrinsic
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype, is_variable, register,
@@ -32,7 +33,7 @@ ExprFn = Callable[..., Expr]
 NpFn = Callable[..., Any]
 
 # dtype classes an op accepts
-FLOAT, NUMERIC, BOOL, ANY = "floating-point", "numeric", "bool", "any"
+FLOAT, NUMERIC, BOOL, ANY, INTEGER = "floating-point", "numeric", "bool", "any", "integer"
 
 
 def _accepts(kind: str, d: DType) -> bool:
@@ -42,6 +43,8 @@ def _accepts(kind: str, d: DType) -> bool:
         return not d.is_bool
     if kind == BOOL:
         return d.is_bool
+    if kind == INTEGER:
+        return d.is_integral
     return True
 
 
@@ -120,7 +123,8 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                           fold=_np_fold(numpy), arity=arity, signature=signature, test=test))
 
 
-DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",), ANY: ("float32", "int32", "bool")}
+DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",), ANY: ("float32", "int32", "bool"),
+          INTEGER: ("int32", "int64", "int8", "uint8")}
 
 
 # -- CINN's axis broadcasting of binary operands -----------------------------------------------------------
@@ -294,6 +298,25 @@ for _name in ("floor", "ceil", "round", "trunc"):   # the identity on integers (
     _intrinsic(_name, -4.0, 4.0, kind=NUMERIC)
 for _name, _op in (("isnan", "is_nan"), ("isinf", "is_inf"), ("isfinite", "is_finite")):
     _intrinsic(_name, kind=NUMERIC, op=_op, result=lambda t, at: bool_, specials=True)
+
+
+# -- bitwise (integers; C semantics: >> is arithmetic on signed, logical on unsigned dtypes) -----------
+def _bits(name: str) -> ExprFn:
+    return lambda at, *xs: call_intrinsic(name, *xs)
+
+
+def _bits_np(name: str) -> NpFn:
+    ref = INTRINSICS[name].reference
+    return lambda at, *xs: ref(*xs)
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0)
+for _name in ("left_shift", "right_shift"):   # shift counts in [0, 7): defined for every dtype
+    _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0, y_low=0.0, y_high=6.0)
+_elementwise("bitwise_not", 1, INTEGER, _bits("bitwise_not"), _bits_np("bitwise_not"), low=-100.0, high=100.0)
+for _name in ("clz", "popc"):   # CUDA's __clz/__popc: 32- and 64-bit integers (as CINN)
+    _elementwise(_name, 1, INTEGER, _bits(_name), _bits_np(_name), low=-1000.0, high=1000.0, dtypes=("int32", "int64"))
 
 
 def _sign(a: Expr) -> Expr:
