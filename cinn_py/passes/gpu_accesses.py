@@ -9,12 +9,9 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cinn_py.ir import (
-    Add, Cast, Div, Expr, For, IfThenElse, IntImm, Load, Max, Min, Mod, Mul, Select, Stmt, Store, Sub, Tensor,
-    UIntImm, Var, walk,
-)
-
-Interval = tuple[int, int]
+from cinn_py.ir import Expr, For, IfThenElse, Load, Stmt, Store, Tensor, walk
+from cinn_py.symbolic.integer import IntInterval as Interval
+from cinn_py.symbolic.integer import int_interval
 
 # ---------------------------------------------------------------------------------------------
 # Accesses in program order, with their enclosing loops and branches
@@ -112,39 +109,8 @@ def collect_accesses(root: Stmt, names: Iterable[str]) -> dict[str, list[Access]
 
 
 def interval(e: Expr, env: dict[str, Interval]) -> Interval | None:
-    """Constant [lo, hi] of an integer index expression given variable ranges, or None."""
-    if isinstance(e, (IntImm, UIntImm)):
-        return (e.value, e.value)
-    if isinstance(e, Var):
-        return env.get(e.name)
-    if isinstance(e, Cast):
-        return interval(e.v, env)
-    if isinstance(e, (Add, Sub, Mul, Min, Max)):
-        a, b = interval(e.a, env), interval(e.b, env)
-        if a is None or b is None:
-            return None
-        if isinstance(e, Add):
-            return (a[0] + b[0], a[1] + b[1])
-        if isinstance(e, Sub):
-            return (a[0] - b[1], a[1] - b[0])
-        if isinstance(e, Min):
-            return (min(a[0], b[0]), min(a[1], b[1]))
-        if isinstance(e, Max):
-            return (max(a[0], b[0]), max(a[1], b[1]))
-        corners = [x * y for x in a for y in b]
-        return (min(corners), max(corners))
-    if isinstance(e, (Div, Mod)) and isinstance(e.b, IntImm) and e.b.value > 0:
-        a = interval(e.a, env)
-        if a is None or a[0] < 0:
-            return None
-        c = e.b.value
-        if isinstance(e, Div):
-            return (a[0] // c, a[1] // c)
-        return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, min(a[1], c - 1))
-    if isinstance(e, Select):
-        t, f = interval(e.true_value, env), interval(e.false_value, env)
-        return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
-    return None
+    """Constant [lo, hi] of an integer index expression given variable ranges by name, or None."""
+    return int_interval(e, lambda var: env.get(var.name))
 
 
 def children(node: object) -> list[Stmt | Expr]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cinn_py import ir
-from cinn_py.symbolic.integer import c_div, c_mod, eval_bool, eval_int
+from cinn_py.symbolic.integer import c_div, c_mod, eval_bool, eval_int, int_interval
 
 
 @pytest.mark.parametrize(("a", "b", "q", "r"), [
@@ -41,3 +41,19 @@ def test_eval_int_rejects_unbound_symbols_and_non_integer_nodes() -> None:
         eval_int(n, {})
     with pytest.raises(ValueError, match="not an integer expression"):
         eval_int(ir.FloatImm(ir.float32, 1.5), {})
+
+
+def test_int_interval_over_variable_intervals() -> None:
+    i, j = ir.Var("i", ir.int32), ir.Var("j", ir.int32)
+    c = lambda v: ir.IntImm(ir.int32, v)  # noqa: E731
+    env = {"i": (0, 7), "j": (2, 3)}
+    box = lambda e: int_interval(e, lambda v: env.get(v.name))  # noqa: E731
+    assert box(ir.Add(ir.Mul(i, c(4)), j)) == (2, 31)
+    assert box(ir.Sub(j, i)) == (-5, 3) and box(ir.Minus(i)) == (-7, 0)
+    assert box(ir.Div(i, c(4))) == (0, 1) and box(ir.Mod(i, c(4))) == (0, 3)
+    assert box(ir.Mod(j, c(4))) == (2, 3)  # one period: exact
+    assert box(ir.Select(ir.LT(i, j), i, c(9))) == (0, 9)
+    assert box(ir.Min(i, j)) == (0, 3) and box(ir.Max(i, j)) == (2, 7)
+    assert box(ir.Ramp(i, c(2), 4)) == (0, 13)
+    assert box(ir.Div(ir.Sub(j, c(5)), c(2))) is None  # negative dividend: truncation is not floor
+    assert box(ir.Div(i, j)) is None and box(ir.Var("n", ir.int32)) is None

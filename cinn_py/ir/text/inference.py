@@ -104,24 +104,12 @@ class TensorInference:
     # -- bounds ---------------------------------------------------------------------------------
     def interval(self, e: E.Expr, depth: int = 0) -> Interval | None:
         """Constant [lo, hi] of an integer index over the enclosing loops, if computable."""
+        # imported here: cinn_py.symbolic builds on the IR package this module is part of
+        from cinn_py.symbolic.integer import int_interval  # noqa: PLC0415
+
         if depth > 64:
             return None
-        if isinstance(e, (E.IntImm, E.UIntImm)):
-            return (e.value, e.value)
-        if isinstance(e, E.Var):
-            return self.var_interval(e, depth)
-        if isinstance(e, E.Ramp) and isinstance(e.stride, (E.IntImm, E.UIntImm)):
-            base = self.interval(e.base, depth + 1)
-            if base is None:
-                return None
-            span = e.stride.value * (e.lanes - 1)
-            return (base[0] + min(0, span), base[1] + max(0, span))
-        if isinstance(e, E.BinaryOp):
-            a, b = self.interval(e.a, depth + 1), self.interval(e.b, depth + 1)
-            if a is None or b is None:
-                return None
-            return _combine(type(e), a, b)
-        return None
+        return int_interval(e, lambda var: self.var_interval(var, depth + 1))
 
     def var_interval(self, var: E.Var, depth: int) -> Interval | None:
         if self.iters.get(var.name):
@@ -238,22 +226,3 @@ def _replace(node: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(node, **changes)
-
-
-def _combine(op: type, a: Interval, b: Interval) -> Interval | None:
-    if op is E.Add:
-        return (a[0] + b[0], a[1] + b[1])
-    if op is E.Sub:
-        return (a[0] - b[1], a[1] - b[0])
-    if op is E.Mul:
-        products = [x * y for x in a for y in b]
-        return (min(products), max(products))
-    if op is E.Div and b[0] == b[1] and b[0] > 0 and a[0] >= 0:
-        return (a[0] // b[0], a[1] // b[0])
-    if op is E.Mod and b[0] == b[1] and b[0] > 0 and a[0] >= 0:
-        return (0, min(a[1], b[0] - 1))
-    if op is E.Min:
-        return (min(a[0], b[0]), min(a[1], b[1]))
-    if op is E.Max:
-        return (max(a[0], b[0]), max(a[1], b[1]))
-    return None
