@@ -22,12 +22,12 @@ from cinn_py.ir import (
     AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
     print_ir, using_names,
 )
+from cinn_py.target import GpuLimits
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (
     BlockNotFoundError, InvalidArgumentError, StaleHandleError, schedule_error,
 )
 from schedules.primitives import get as queries  # the package imports (so registers) every primitive
-from schedules.primitives.for_type import GpuLimits
 from schedules.registry import PRIMITIVES, Primitive, StepKind, register
 from schedules.state import BlockRV, LoopRV, is_handle
 from schedules.trace import Step, Trace, encode_value

@@ -34,9 +34,9 @@ the lowered and aligned nests, symbolic divisors included) and exact with islpy
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from cinn_py.ir import For, ForType, LoweredFunc, is_const_int, replace_stmt
+from cinn_py.target import GpuLimits  # the Target's limits (bind checks the thread/block ones)
 from schedules.analysis.arith import as_int
 from schedules.analysis.dependence import is_reduce_loop, loop_carries_dependence
 from schedules.analysis.loops import StmtIndex, collect_stmts
@@ -49,15 +49,6 @@ from schedules.registry import primitive
 __all__ = ["GpuLimits", "parallel", "vectorize", "unroll", "bind", "THREAD_AXES"]
 
 THREAD_AXES = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
-
-
-@dataclass(frozen=True)
-class GpuLimits:
-    """Launch limits `bind` checks (CUDA compute capability >= 5: 1024 threads per block)."""
-
-    max_threads_per_block: int = 1024
-    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
-    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
 
 
 def _require_serial(func: LoweredFunc, loop: For, primitive: str) -> None:

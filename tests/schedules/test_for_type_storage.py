@@ -10,7 +10,7 @@ from schedules import (
     BindLimitError, BufferError, IllegalDependenceError, InvalidArgumentError,
     IRSchedule, LoopKindError, NonConstantExtentError,
 )
-from schedules.primitives.for_type import GpuLimits
+from cinn_py.target import GpuLimits
 from schedules.testing import check_schedule
 
 
