@@ -11,14 +11,12 @@ import dataclasses
 from collections.abc import Sequence
 
 from cinn_py.ir import Buffer, Expr, IntImm, Mutator, Tensor, int32
-
-IndexRange = tuple[int, int]
-"""The inclusive `(lo, hi)` an index takes."""
+from cinn_py.symbolic.integer import IntInterval
 
 
-def resized_to_ranges(buffer: Buffer, ranges: Sequence[IndexRange | None]) -> Buffer:
-    """`buffer` with each dim cut to `hi + 1` of its index range (never grown); a dim whose range
-    is unknown (None) or reaches below 0 keeps its extent."""
+def resized_to_ranges(buffer: Buffer, ranges: Sequence[IntInterval | None]) -> Buffer:
+    """`buffer` with each dim cut to `hi + 1` of its inclusive index range `(lo, hi)` (never
+    grown); a dim whose range is unknown (None) or reaches below 0 keeps its extent."""
     shape: list[Expr] = []
     for dim, rng in zip(buffer.shape, ranges):
         if rng is None or rng[0] < 0:
@@ -43,4 +41,4 @@ class BufferRebinder(Mutator):
         return tensor if new is None or new is tensor.buffer else tensor.with_buffer(new)
 
 
-__all__ = ["BufferRebinder", "IndexRange", "resized_to_ranges"]
+__all__ = ["BufferRebinder", "resized_to_ranges"]

@@ -29,8 +29,9 @@ from cinn_py.ir import (
     Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Var,
     substitute, walk,
 )
-from cinn_py.passes.buffer_resize import BufferRebinder, IndexRange, resized_to_ranges
+from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
 from cinn_py.symbolic import Analyzer, to_poly
+from cinn_py.symbolic.integer import IntInterval
 
 
 def privatize_local_buffers(loop: For, private: list[Buffer]) -> tuple[Stmt, list[Buffer]]:
@@ -92,7 +93,7 @@ def _shrink(buf: Buffer, accesses: list[tuple[Expr, ...]], ranges: dict[Var, tup
                                    for axis in range(len(buf.shape))])
 
 
-def _axis_range(analyzer: Analyzer, indices: list[Expr]) -> IndexRange | None:
+def _axis_range(analyzer: Analyzer, indices: list[Expr]) -> IntInterval | None:
     """The constant `(lo, hi)` all of `indices` stay within; None when one is unbounded."""
     lo, hi = 0, -1
     for index in indices:
