@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -370,7 +371,8 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     x_torch` (None without torch), per requested peer (`bench_peers.PEERS`) `torch_compile_ms`
     / `numba_ms` (None when unavailable; `peer_notes` says why), `max_abs_err, build_s, threads, targets` (which targets of
     the benchmark issue apply and whether they are met) and the bandwidth figures
-    `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` of this run."""
+    `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` and the load averages `load_before,
+    load_after` (1/5/15 minutes) of this run."""
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"run_benchmarks: repeat must be a positive int, got {repeat!r}")
     workloads = select(names)
@@ -378,6 +380,7 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     if unknown:
         raise BenchmarkError(f"bench: unknown peer(s) {unknown}; available: {', '.join(PEERS)}")
     n = (1 << 16) if tiny else BANDWIDTH_ELEMENTS
+    load_before = _load_average()
     before = measure_bandwidth(threads=threads, n=n)
     probe = CopyProbe(n, threads)
     results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto, peers=peers)
@@ -385,11 +388,22 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
     bw = {key: max(before[key], after[key]) for key in before}
+    load = {"load_before": load_before, "load_after": _load_average()}
     for workload, row in zip(workloads, results):
         row.update(bw)
+        row.update(load)
         row["pct_bw"] = 100.0 * row["gbs"] / row["local_bandwidth_gbs"]
         row["targets"] = _targets(workload, row)
     return results
+
+
+def _load_average() -> tuple[float, float, float] | None:
+    """The 1/5/15-minute load averages (None where the OS has none): on a shared machine every
+    figure is only meaningful with the load it was taken under."""
+    try:
+        return os.getloadavg()
+    except OSError:
+        return None
 
 
 def _targets(workload: Workload, row: dict[str, Any]) -> dict[str, bool]:
@@ -412,7 +426,8 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
              f"{first['cinn_copy_gbs']:.1f} GB/s (best before/after: {first['bandwidth_gbs']:.1f} GB/s); "
              f"% BW is against BW@run, the cinn-py copy timed right before/after each workload; "
              f"threads: {first['threads']}; GB/s, % BW, x numpy and x torch are the hand schedule's; "
-             f"auto x hand = hand ms / auto ms"]
+             f"auto x hand = hand ms / auto ms; load average (1/5/15 min) before {_fmt_load(first.get('load_before'))}, "
+             f"after {_fmt_load(first.get('load_after'))}"]
     peers = [p for p in PEERS if any(_peer_key(p) in r for r in results)]
     header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
               "x numpy", "torch ms", "x torch", *(f"{p} ms" for p in peers), "targets")
@@ -432,6 +447,10 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _fmt_load(load: Sequence[float] | None) -> str:
+    return "-" if load is None else "/".join(f"{v:.2f}" for v in load)
 
 
 def _opt(value: float | None, fmt: str, suffix: str = "") -> str:

@@ -71,6 +71,7 @@ def test_suite_table_and_cli_on_tiny_shapes(capsys: pytest.CaptureFixture[str]) 
     table = bench.format_table(results)
     assert "relu" in table and "rmsnorm" in table and "BW@run" in table
     assert "auto ms" in table.splitlines()[1] and "auto x hand" in table.splitlines()[1]
+    assert len(results[0]["load_before"]) == 3 and "load average (1/5/15 min) before " in table.splitlines()[0]
     assert bench.main(["relu", "--tiny", "--repeat", "2", "--threads", "1"]) == 0
     assert "relu" in capsys.readouterr().out
 
