@@ -5,8 +5,8 @@
     cinn-py codegen FILE [--schedule SCRIPT] --target cuda|x86 [--emit WHAT]   print generated code
     cinn-py run FILE [--schedule SCRIPT] [--dims S1=3,S2=5]   compile for x86, run on random
                                                              inputs, compare with the interpreter
-    cinn-py bench [NAMES...] [--repeat N] [--threads T] [--json] [--plot F]   x86 benchmarks:
-                                                            hand and auto schedules vs numpy
+    cinn-py bench [NAMES...] [--repeat N] [--threads T] [--json] [--plot F] [--peers P]   x86
+                                                            benchmarks: hand and auto schedules vs numpy and peers
     cinn-py tune FILE [--trials N] [--workers process|ray|inline] [--dims M=512] [--db PATH]
                                                             tune the auto scheduler's parameters
                                                             into the tuning database
@@ -260,13 +260,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
 def cmd_bench(ns: argparse.Namespace) -> int:
     from cinn_py.tools import bench
 
-    argv = list(ns.names) + ["--repeat", str(ns.repeat)]
-    if ns.threads:
-        argv += ["--threads", str(ns.threads)]
-    argv += [flag for flag, on in (("--tiny", ns.tiny), ("--no-auto", ns.no_auto), ("--json", ns.json)) if on]
-    if ns.plot:
-        argv += ["--plot", ns.plot]
-    return int(bench.main(argv) or 0)
+    return bench.run_reporting_errors(ns)
 
 
 def cmd_tune(ns: argparse.Namespace) -> int:
@@ -332,15 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fast-math", action="store_true")
     run.set_defaults(handler=cmd_run)
 
-    bench = sub.add_parser("bench", help="x86 benchmarks, hand and auto schedules, against numpy (median ms, "
-                                         "GB/s, %% of bandwidth)")
-    bench.add_argument("names", nargs="*", help="workloads to run (default: all)")
-    bench.add_argument("--repeat", type=int, default=20)
-    bench.add_argument("--threads", type=int)
-    bench.add_argument("--tiny", action="store_true", help="tiny sizes: a quick correctness run")
-    bench.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
-    bench.add_argument("--json", action="store_true", help="print the results as JSON")
-    bench.add_argument("--plot", metavar="FILE.png", help="write a bar chart (needs matplotlib: cinn-py[plot])")
+    from cinn_py.tools import bench as bench_tool  # its own parser: one list of bench options
+
+    bench = sub.add_parser("bench", help="x86 benchmarks, hand and auto schedules, against numpy and the peers "
+                                         "(median ms, GB/s, %% of bandwidth)")
+    bench_tool.build_parser(bench)
     bench.set_defaults(handler=cmd_bench)
 
     tune = sub.add_parser("tune", help="tune the x86 auto schedule's parameters into the tuning database")

@@ -488,14 +488,18 @@ def run_from_args(ns: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `cinn-py bench` / `python -m cinn_py.tools.bench`; returns the exit status."""
-    ns = build_parser().parse_args(argv)
+def run_reporting_errors(ns: argparse.Namespace) -> int:
+    """`run_from_args`, with a benchmark's or argument's error printed as one line and exit status 1."""
     try:
         return run_from_args(ns)
     except (CinnError, ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m cinn_py.tools.bench` (`cinn-py bench` shares its parser); the exit status."""
+    return run_reporting_errors(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

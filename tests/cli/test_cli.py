@@ -151,3 +151,16 @@ def test_bench_json_and_no_auto_are_forwarded(capsys: pytest.CaptureFixture[str]
     code, out, _ = _run(capsys, "bench", "colsum", "--repeat", "1", "--tiny", "--json", "--no-auto")
     assert code == 0 and [row["name"] for row in json.loads(out)] == ["colsum"]
     assert json.loads(out)[0]["auto_ms"] is None
+
+
+def test_bench_has_every_option_of_the_bench_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    # `cinn-py bench` and `python -m cinn_py.tools.bench` share one parser: --peers reaches the run
+    import json
+
+    code, out, _ = _run(capsys, "bench", "relu", "--repeat", "1", "--tiny", "--json", "--no-auto", "--peers", "numba")
+    assert code == 0 and "numba_ms" in json.loads(out)[0]
+
+
+def test_bench_bad_repeat_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "bench", "relu", "--repeat", "0", "--tiny")
+    assert code == 1 and "repeat must be a positive int" in err and "Traceback" not in err
