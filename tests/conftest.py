@@ -1,6 +1,6 @@
 """Shared fixtures: a fresh name context per test (CINN's ResetNameId), no tuning database unless a
 test asks for one (the user's tuned parameters must not change what tests see), a fresh on-disk
-kernel cache (`cache_dir`), the `cuda` marker, and checked builds (bounds-checked kernels: an
+kernel cache (`cache_dir`), the `cuda` marker (a GPU when there is one, else the CPU emulator), and checked builds (bounds-checked kernels: an
 out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbage or a crash)."""
 
 from __future__ import annotations
@@ -55,17 +55,33 @@ def _has_gpu() -> bool:
         return False
 
 
+_GPU = pytest.StashKey[bool]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a GPU, every `cuda` test runs its kernels in the CPU emulator (`cuda_emulated`)."""
     # get_closest_marker, not `"cuda" in item.keywords`: keywords also hold path segments, so
     # every test under tests/codegen/cuda/ would count as marked.
-    if not any(item.get_closest_marker("cuda") is not None for item in items):
+    cuda_items = [item for item in items if item.get_closest_marker("cuda") is not None]
+    if not cuda_items:
         return
-    if _has_gpu():
+    config.stash[_GPU] = _has_gpu()
+    if config.stash[_GPU]:
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and PyCUDA")
-    for item in items:
-        if item.get_closest_marker("cuda") is not None:
-            item.add_marker(skip)
+    for item in cuda_items:
+        item.add_marker(pytest.mark.cuda_emulated)
+
+
+@pytest.fixture(autouse=True)
+def _cuda_emulation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cuda_emulated` tests build CUDA kernels for the CPU emulator (`CINN_PY_CUDA=emulate`)."""
+    if request.node.get_closest_marker("cuda_emulated") is not None:
+        monkeypatch.setenv("CINN_PY_CUDA", "emulate")
+
+
+def has_gpu(config: pytest.Config) -> bool:
+    """Whether this session launches `cuda` tests on a GPU (False: in the emulator)."""
+    return config.stash.get(_GPU, False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

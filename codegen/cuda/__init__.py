@@ -18,6 +18,7 @@ from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_pre
 from codegen.cuda.dispatch import signature as _dispatch_signature
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import LaunchInfo, TempSpace
+from codegen.cuda.loader import KernelLoader, resolve_emulate
 from codegen.cuda.nvrtc import CompiledCuda, compile_cuda
 
 __all__ = [
@@ -36,26 +37,28 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
     into a `BucketDispatch` named after `func` (CINN's BucketLower: each call binds the symbolic
     dims from the input shapes, picks the first bucket whose predicate holds, and computes that
     kernel's launch dims and symbol arguments on the host). `arch="auto"` compiles for the current
-    device; an explicit `sm_XX` must match it (`sm_90` for H100).
+    device; an explicit `sm_XX` must match it (`sm_90` for H100). `emulate` (default from
+    `$CINN_PY_CUDA`, see `codegen.cuda.loader`): run the kernel in the CPU emulator instead of on a
+    GPU (`EmulatedCudaKernel`, same call interface); `race_check` (emulator only): also run each
+    launch under ThreadSanitizer and raise `DataRaceError` on a data race.
     """
-    from codegen.cuda.kernel import Kernel, device_arch  # noqa: PLC0415
-
     extra = tuple(options.pop("nvrtc_options", ()))
     buckets = options.pop("buckets", None)
     checked = resolve_checked(options.pop("checked", None))
     lowered = bool(options.pop("lowered", False))
+    loader = KernelLoader(resolve_emulate(options.pop("emulate", None)), bool(options.pop("race_check", False)))
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
-    if arch == "auto":
-        arch = device_arch()
+    arch = loader.arch(arch)
     if buckets is not None:
         dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra,
-                                  checked=checked)
+                                  checked=checked, loader=loader)
         if _dispatch_signature(dispatch.func) != _dispatch_signature(func):
             raise CompileError(f"build_cuda: the buckets of '{func.name}' take different arguments than "
                                f"'{func.name}' itself; every bucket must have its signature")
-        for code in dispatch.codes:
-            _ = code.cubin  # compile every bucket now: a broken bucket fails the build, not a later call
+        for index, code in enumerate(dispatch.codes):
+            # Compile every bucket now: a broken bucket fails the build, not a later call.
+            _ = dispatch.kernel(index) if loader.emulate else code.cubin
         return dispatch
     code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked, lowered=lowered)
-    return Kernel(code, func)
+    return loader(code, func)

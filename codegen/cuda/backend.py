@@ -9,6 +9,7 @@ from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
 from codegen.cuda import build_cuda
 from codegen.cuda.generate import GeneratedCode, generate_cuda
+from codegen.cuda.loader import KernelLoader, resolve_emulate
 
 
 def _check_target(target: Target) -> None:
@@ -22,7 +23,7 @@ def _arch(arch: str) -> str:
 
 
 class CudaBackend:
-    """CUDA C through NVRTC, launched with PyCUDA (see `codegen.cuda`)."""
+    """CUDA C through NVRTC, launched with PyCUDA, or run on the CPU by the emulator (see `codegen.cuda`)."""
 
     name = "cuda"
 
@@ -33,10 +34,12 @@ class CudaBackend:
         extra = tuple(options.pop("nvrtc_options", ())) + tuple(options.pop("options", ()))
         return generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, **options)
 
-    def load(self, code: GeneratedCode) -> Any:
-        from codegen.cuda.kernel import Kernel  # noqa: PLC0415 - PyCUDA loads only to launch
-
-        return Kernel(code, code.func)
+    def load(self, code: GeneratedCode, **options: Any) -> Any:
+        """A PyCUDA Kernel, or the CPU emulator's (`emulate`, `race_check`: see `codegen.cuda.loader`)."""
+        loader = KernelLoader(resolve_emulate(options.pop("emulate", None)), bool(options.pop("race_check", False)))
+        if options:
+            raise TypeError(f"cuda backend load: unknown options {sorted(options)}")
+        return loader(code, code.func)
 
     def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Any:
         _check_target(target)

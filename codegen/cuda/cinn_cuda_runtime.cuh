@@ -27,7 +27,9 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-// NVRTC has no <cstdint>.
+// NVRTC has no <cstdint>.  (The CPU emulator, codegen/cuda/emulator, takes them from the host's
+// <stdint.h>, whose int64_t may be `long`.)
+#ifndef CINN_CUDA_EMULATION
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -36,6 +38,7 @@ typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long int uint64_t;
+#endif
 
 // ------------------------------------------------------------------------------------------
 // Scalar math helpers that CUDA lacks as single functions.

@@ -19,6 +19,7 @@ from cinn_py.ir import (
 )
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import eval_bool
+from codegen.cuda.loader import KernelLoader
 
 _OP_WORDS: dict[type, str] = {
     Add: "ADD", Sub: "SUB", Mul: "MUL", Div: "DIV", Mod: "MOD", EQ: "EQ", NE: "NE",
@@ -66,7 +67,7 @@ class BucketDispatch:
 
     def __init__(self, buckets: Sequence[tuple[Expr, LoweredFunc]], fast_math: bool = False,
                  arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = (),
-                 checked: bool = False) -> None:
+                 checked: bool = False, loader: KernelLoader | None = None) -> None:
         if not buckets:
             raise ValueError("BucketDispatch: needs at least one (predicate, LoweredFunc) bucket")
         first = buckets[0][1]
@@ -90,6 +91,7 @@ class BucketDispatch:
             generate_cuda(func, fast_math=fast_math, arch=arch, options=options,
                           kernel_name=bucket_kernel_name(self.name, pred), checked=checked)
             for pred, func in buckets)
+        self.loader = loader or KernelLoader()
         self._kernels: dict[int, Any] = {}
         self._validators: dict[str, Any] = {}
 
@@ -103,11 +105,9 @@ class BucketDispatch:
                          + "; ".join(str(p) for p in self.predicates))
 
     def kernel(self, index: int) -> Any:
-        """The launched Kernel of bucket `index` (loaded on first use; needs a GPU)."""
+        """The launched Kernel of bucket `index` (loaded on first use: on the GPU, or emulated)."""
         if index not in self._kernels:
-            from codegen.cuda.kernel import Kernel  # noqa: PLC0415
-
-            self._kernels[index] = Kernel(self.codes[index], self.func)
+            self._kernels[index] = self.loader(self.codes[index], self.func)
         return self._kernels[index]
 
     def __call__(self, *args: Any, out: Any = None) -> Any:

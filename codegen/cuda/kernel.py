@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from cinn_py.diagnostics import CinnError, CompileError
-from cinn_py.ir import ArgIO, LoweredFunc
+from cinn_py.ir import LoweredFunc
 from cinn_py.runtime.kernel import KernelBase
 from codegen.cuda.generate import GeneratedCode
+from codegen.cuda.launch import check_alignment, kernel_arguments
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 """Shared memory (static + dynamic) a kernel may use without opting in (CUDA's default)."""
@@ -156,28 +157,13 @@ class Kernel(KernelBase):
         return self._gpuarray.empty(shape, dtype=_np_dtype(tensor))
 
     def _launch(self, in_ptrs: list[int], out_ptrs: list[int], symbols: dict[str, int]) -> None:
-        align = self.code.vector_alignment
-        for ptr in (*in_ptrs, *out_ptrs):
-            if align > 1 and ptr % align:
-                raise ValueError(f"kernel '{self.func.name}': a tensor pointer (0x{ptr:x}) is not {align}-byte "
-                                 "aligned, which this kernel's vectorised loads/stores need; pass a fresh "
-                                 "(not offset) tensor")
+        check_alignment(self.code, self.func.name, (*in_ptrs, *out_ptrs))
         grid, block, shared = self.code.launch.launch_dims(symbols)
         if 0 in grid or 0 in block:
             return  # empty tensors: nothing to compute
         self._opt_in_shared(shared)
-        scalars = [np.int64(symbols[v.name]) if v.dtype.bits == 64 else np.int32(symbols[v.name])
-                   for v in self.code.func.scalar_args]
-        # Arguments in signature order: inputs, outputs, the symbolic dims, then the temp spaces.
-        ins, outs, scalar_iter = iter(in_ptrs), iter(out_ptrs), iter(scalars)
-        params: list[Any] = []
-        for arg in self.code.func.args:
-            if arg.io is ArgIO.INPUT:
-                params.append(np.uintp(next(ins)))
-            elif arg.io is ArgIO.OUTPUT:
-                params.append(np.uintp(next(outs)))
-            else:
-                params.append(next(scalar_iter))
+        packed = {"P": np.uintp, "q": np.int64, "i": np.int32}
+        params = [packed[kind](value) for kind, value in kernel_arguments(self.code, in_ptrs, out_ptrs, symbols)]
         params.extend(np.uintp(ptr) for ptr in self._temp_pointers(symbols))
         try:
             self._function.prepared_call(grid, block, *params, shared_size=shared)

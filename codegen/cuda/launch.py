@@ -5,11 +5,15 @@ computes the same `grid_x .. block_z` from the `int64` symbol arguments).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cinn_py.ir import DType, Expr, Var
+from cinn_py.ir import ArgIO, DType, Expr, Var
 from cinn_py.symbolic.integer import eval_int as symbolic_eval_int
+
+if TYPE_CHECKING:
+    from codegen.cuda.generate import GeneratedCode
 
 # CUDA limits (compute capability >= 3.0).
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -105,3 +109,32 @@ def _check_limits(grid: Dim3, block: Dim3) -> None:
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise ValueError(f"launch: {threads} threads per block exceed CUDA's limit {MAX_THREADS_PER_BLOCK}")
+
+
+# -- host logic shared by the PyCUDA Kernel and the CPU emulator's EmulatedCudaKernel ---------------
+def kernel_arguments(code: GeneratedCode, in_ptrs: Sequence[int], out_ptrs: Sequence[int],
+                     symbols: Mapping[str, int]) -> list[tuple[str, int]]:
+    """`(kind, value)` of the kernel's own parameters in signature order (inputs, outputs and the
+    symbolic dims as the function declares them; the temp spaces follow, appended by the loader).
+    kind is the PyCUDA prepare letter: `P` pointer, `q` int64, `i` int32."""
+    ins, outs = iter(in_ptrs), iter(out_ptrs)
+    params: list[tuple[str, int]] = []
+    for arg in code.func.args:
+        if arg.io is ArgIO.INPUT:
+            params.append(("P", next(ins)))
+        elif arg.io is ArgIO.OUTPUT:
+            params.append(("P", next(outs)))
+        elif arg.var is not None:
+            params.append(("q" if arg.var.dtype.bits == 64 else "i", int(symbols[arg.var.name])))
+    return params
+
+
+def check_alignment(code: GeneratedCode, func_name: str, ptrs: Iterable[int]) -> None:
+    """Raise ValueError when a tensor pointer misses the alignment vectorised accesses need."""
+    align = code.vector_alignment
+    for ptr in ptrs:
+        if align > 1 and ptr % align:
+            raise ValueError(f"kernel '{func_name}': a tensor pointer (0x{ptr:x}) is not {align}-byte "
+                             "aligned, which this kernel's vectorised loads/stores need; pass a fresh "
+                             "(not offset) tensor")
+
