@@ -131,6 +131,24 @@ def run_x86(op: str, dtype: str, index: int) -> None:
         compare(REGISTRY[op], dtype, got, want, f"case {index} {case.label()} x86 (symbols={value})")
 
 
+def run_cuda_emulated(op: str, dtype: str, index: int) -> None:
+    """Build the case's auto-scheduled CUDA kernels, run them in the CPU emulator and compare with
+    `Program.run_numpy` at each symbol binding (`cinn_py.tools.testing.cuda`)."""
+    from cinn_py.pipeline import compile_program  # noqa: PLC0415
+    from cinn_py.tools.testing.cuda import cuda_emulation  # noqa: PLC0415
+
+    case = case_of(op, dtype, index)
+    program, inputs = build_case(op, dtype, case)
+    with cuda_emulation():
+        compiled = compile_program(program, target="cuda", schedule="auto")
+    names = _symbols(inputs)
+    for value in SYMBOL_VALUES if names else SYMBOL_VALUES[:1]:
+        arrays = make_arrays(inputs, dtype, {n: value for n in names}, seed=index * 7 + value)
+        want = program.run_numpy(*arrays)
+        got = compiled(*arrays)
+        compare(REGISTRY[op], dtype, got, want, f"case {index} {case.label()} CUDA emulated (symbols={value})")
+
+
 def compile_cuda(op: str, dtype: str, index: int) -> int:
     """NVRTC-compile the auto-scheduled CUDA kernels of the case's groups; returns their count."""
     import cinn_py  # noqa: PLC0415

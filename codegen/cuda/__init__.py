@@ -18,7 +18,7 @@ from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_pre
 from codegen.cuda.dispatch import signature as _dispatch_signature
 from codegen.cuda.generate import GeneratedCode, generate_cuda
 from codegen.cuda.launch import LaunchInfo, TempSpace
-from codegen.cuda.loader import KernelLoader, resolve_emulate
+from codegen.cuda.loader import KernelLoader
 from codegen.cuda.nvrtc import CompiledCuda, compile_cuda
 
 __all__ = [
@@ -46,7 +46,7 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
     buckets = options.pop("buckets", None)
     checked = resolve_checked(options.pop("checked", None))
     lowered = bool(options.pop("lowered", False))
-    loader = KernelLoader(resolve_emulate(options.pop("emulate", None)), bool(options.pop("race_check", False)))
+    loader = KernelLoader.from_options(options)
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
     arch = loader.arch(arch)

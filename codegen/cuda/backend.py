@@ -9,7 +9,7 @@ from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
 from codegen.cuda import build_cuda
 from codegen.cuda.generate import GeneratedCode, generate_cuda
-from codegen.cuda.loader import KernelLoader, resolve_emulate
+from codegen.cuda.loader import KernelLoader
 
 
 def _check_target(target: Target) -> None:
@@ -36,7 +36,7 @@ class CudaBackend:
 
     def load(self, code: GeneratedCode, **options: Any) -> Any:
         """A PyCUDA Kernel, or the CPU emulator's (`emulate`, `race_check`: see `codegen.cuda.loader`)."""
-        loader = KernelLoader(resolve_emulate(options.pop("emulate", None)), bool(options.pop("race_check", False)))
+        loader = KernelLoader.from_options(options)
         if options:
             raise TypeError(f"cuda backend load: unknown options {sorted(options)}")
         return loader(code, code.func)

@@ -2,8 +2,9 @@
 
 `build_cuda(..., emulate=None)` reads `CINN_PY_CUDA`: unset or `gpu` loads through PyCUDA (needs a
 GPU), `emulate` runs every kernel in the CPU emulator (`codegen.cuda.emulator`); `emulate=True`/
-`False` overrides the variable. `race_check=True` (emulator only) also runs each launch under
-ThreadSanitizer and raises `DataRaceError` on unsynchronised accesses.
+`False` overrides the variable. `race_check=True` (emulator only; default from
+`CINN_PY_CUDA_RACE_CHECK=1`) also runs each launch under ThreadSanitizer and raises
+`DataRaceError` on unsynchronised shared-memory accesses.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from cinn_py.ir import LoweredFunc
 from codegen.cuda.generate import GeneratedCode
 
 EMULATE_ENV = "CINN_PY_CUDA"
+RACE_CHECK_ENV = "CINN_PY_CUDA_RACE_CHECK"
 _MODES = {"": False, "gpu": False, "emulate": True}
 DEFAULT_EMULATED_ARCH = "sm_90"
 """What `arch="auto"` means in the emulator (there is no device to ask)."""
+
+
+def resolve_race_check(race_check: bool | None) -> bool:
+    """`race_check` as given, else `$CINN_PY_CUDA_RACE_CHECK` (`1`: on)."""
+    if race_check is not None:
+        return bool(race_check)
+    return os.environ.get(RACE_CHECK_ENV, "").strip() not in ("", "0")
 
 
 def resolve_emulate(emulate: bool | None) -> bool:
@@ -41,6 +50,14 @@ class KernelLoader:
     def __post_init__(self) -> None:
         if self.race_check and not self.emulate:
             raise ValueError("build_cuda: race_check=True needs the CPU emulator (emulate=True or CINN_PY_CUDA=emulate)")
+
+    @staticmethod
+    def from_options(options: dict[str, Any]) -> KernelLoader:
+        """Pop `emulate` and `race_check` from build options (defaults from the environment);
+        race checking from the environment applies to emulated builds only."""
+        emulate = resolve_emulate(options.pop("emulate", None))
+        race_check = options.pop("race_check", None)
+        return KernelLoader(emulate, resolve_race_check(race_check) if race_check is not None or emulate else False)
 
     def __call__(self, code: GeneratedCode, func: LoweredFunc) -> Any:
         if self.emulate:

@@ -1,5 +1,9 @@
 """g++ builds of a generated CUDA translation unit against the emulation header.
 
+The launch runtime (`include/cuda_emu_runtime.cpp`: fibers, barriers, warp collectives) is built
+once as a shared library loaded with RTLD_GLOBAL; each kernel library resolves against it, so a
+kernel build compiles only the header and the kernel.
+
 The kernel source is written unchanged to `kernel.cu`; a small driver file includes it and exports
 the launch entry (`cinn_emu_launch(params, dims, dynamic_shared)`, the kernel's parameters passed
 like `cuLaunchKernel`'s `kernelParams`: one pointer to each argument's value) and the error text
@@ -34,6 +38,7 @@ from cinn_py.runtime.cache import CompileCache, fingerprint_key
 from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME, runtime_header
 
 EMU_HEADER = "cuda_emu.h"
+EMU_RUNTIME = "cuda_emu_runtime.cpp"
 CXX_ENV = "CXX"
 BASE_FLAGS = ("-std=c++20", "-fno-strict-aliasing", "-w", "-fPIC")
 LIBRARY_FLAGS = ("-O1", "-g0", "-shared")
@@ -57,6 +62,7 @@ extern "C" const char* cinn_emu_error(void) {{ return cinn_emu::g_error; }}
 """
 
 _RACE_MAIN = r"""
+#include "cuda_emu_runtime.cpp"
 #include <stdio.h>
 #include <vector>
 
@@ -100,7 +106,8 @@ int main(int argc, char** argv) {
 
 @functools.lru_cache(maxsize=1)
 def emulator_header() -> str:
-    return _include_dir().joinpath(EMU_HEADER).read_text(encoding="utf-8")
+    """The emulation header and the launch runtime's source (both go into every cache key)."""
+    return "".join(_include_dir().joinpath(name).read_text(encoding="utf-8") for name in (EMU_HEADER, EMU_RUNTIME))
 
 
 def _include_dir() -> Path:
@@ -132,11 +139,14 @@ def _key(source: str, kernel_name: str, flavour: str, flags: tuple[str, ...]) ->
 
 
 def _build(source: str, kernel_name: str, flags: tuple[str, ...], race_main: bool, out_name: str) -> bytes:
-    """Run the compiler in a scratch folder; the bytes of the product."""
+    """Run the compiler in a scratch folder; the bytes of the product (kernel_name "": the runtime)."""
     with tempfile.TemporaryDirectory(prefix="cinn-emu-build-") as tmp:
         folder = Path(tmp)
-        (folder / "kernel.cu").write_text(source, encoding="utf-8")
-        driver = _DRIVER.format(kernel=kernel_name) + (_RACE_MAIN if race_main else "")
+        if kernel_name:
+            (folder / "kernel.cu").write_text(source, encoding="utf-8")
+            driver = _DRIVER.format(kernel=kernel_name) + (_RACE_MAIN if race_main else "")
+        else:
+            driver = source
         (folder / "driver.cpp").write_text(driver, encoding="utf-8")
         cmd = [compiler(), *BASE_FLAGS, *flags, f"-I{_include_dir()}", f"-I{_runtime_dir()}",
                "-include", EMU_HEADER, "driver.cpp", "-o", out_name]
@@ -167,7 +177,7 @@ def _cached_file(source: str, kernel_name: str, flavour: str, flags: tuple[str, 
         blob = _build(source, kernel_name, flags, race_main, f"kernel{suffix}")
         DISK_CACHE.store(key, {"flavour": flavour}, blob)
     folder = Path(tempfile.mkdtemp(prefix="cinn-emu-"))
-    path = folder / f"{kernel_name}{suffix}"
+    path = folder / f"{kernel_name or 'cinn_emu_runtime'}{suffix}"
     path.write_bytes(blob)
     path.chmod(0o700)
     with _LOCK:
@@ -175,8 +185,17 @@ def _cached_file(source: str, kernel_name: str, flavour: str, flags: tuple[str, 
     return path
 
 
+@functools.lru_cache(maxsize=1)
+def runtime_library() -> ctypes.CDLL:
+    """The launch runtime (`cuda_emu_runtime.cpp`), built once and loaded with RTLD_GLOBAL: every
+    kernel library resolves `cinn_emu::launch`, the barriers and the thread state against it."""
+    path = _cached_file(f'#include "{EMU_RUNTIME}"\n', "", "runtime", LIBRARY_FLAGS, False, ".so")
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
 def shared_library(source: str, kernel_name: str) -> ctypes.CDLL:
     """The kernel built as a `.so` and loaded (each distinct build is loaded once per process)."""
+    runtime_library()
     path = _cached_file(source, kernel_name, "so", LIBRARY_FLAGS, False, ".so")
     lib = _load(str(path))
     lib.cinn_emu_launch.restype = ctypes.c_int

@@ -111,7 +111,7 @@ class EmulatedCudaKernel(KernelBase):
 
 def _poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     array = np.empty(shape, dtype=dtype)
-    array.view(np.uint8)[...] = _POISON
+    array.reshape(-1).view(np.uint8)[...] = _POISON
     return array
 
 

@@ -1,7 +1,9 @@
 """The differential op harness (cinn_py/tools/op_harness.py): every registered op that declares
 test cases (`OpDef.test`) runs compiled for x86 against its numpy reference for each case and
 dtype, and its CUDA kernels compile with NVRTC (one case per op and dtype). CI runs every case
-of an op's first dtype and a third of the others; CINN_OP_HARNESS_FULL=1 runs them all."""
+of an op's first dtype and a third of the others; CINN_OP_HARNESS_FULL=1 runs them all. The CUDA
+kernels of each op's first dtype also run in the CPU emulator against numpy (all dtypes with
+CINN_OP_HARNESS_FULL=1)."""
 
 from __future__ import annotations
 
@@ -34,3 +36,13 @@ CUDA_ITEMS = sorted({(o, d) for o, d, _ in ITEMS if REGISTRY[o].test.cuda})  # t
 @pytest.mark.parametrize(("op", "dtype"), CUDA_ITEMS, ids=[f"{o}-{d}" for o, d in CUDA_ITEMS])
 def test_cuda_compiles(op: str, dtype: str) -> None:
     assert op_harness.compile_cuda(op, dtype, op_harness.cuda_case(op, dtype)) >= 1
+
+
+FULL = os.environ.get("CINN_OP_HARNESS_FULL") == "1"
+EMULATED_ITEMS = [(o, d) for o, d in CUDA_ITEMS if FULL or d == REGISTRY[o].test.dtypes[0]]  # type: ignore[union-attr]
+
+
+@pytest.mark.cuda_emulated
+@pytest.mark.parametrize(("op", "dtype"), EMULATED_ITEMS, ids=[f"{o}-{d}" for o, d in EMULATED_ITEMS])
+def test_cuda_emulated_matches_numpy(op: str, dtype: str) -> None:
+    op_harness.run_cuda_emulated(op, dtype, op_harness.cuda_case(op, dtype))
