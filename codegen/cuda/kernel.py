@@ -39,6 +39,10 @@ _DEFAULT_SHARED_LIMIT = 48 * 1024
 """Shared memory (static + dynamic) a kernel may use without opting in (CUDA's default)."""
 
 
+_EMULATOR_HINT = ("without a GPU, run the kernel in the CPU emulator: build(..., emulate=True) or "
+                  "CINN_PY_CUDA=emulate (docs/cuda_emulation.md)")
+
+
 class CudaRuntimeError(CinnError):
     """The CUDA driver rejected a module load or a launch."""
 
@@ -49,9 +53,10 @@ def _pycuda() -> tuple[Any, Any]:
         import pycuda.driver as drv  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
         import pycuda.gpuarray as gpuarray  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
     except ImportError as exc:
-        raise CompileError("build_cuda: PyCUDA is not installed (pip install 'cinn-py[cuda]')") from exc
+        raise CompileError("build_cuda: PyCUDA is not installed (pip install 'cinn-py[cuda]')",
+                           _EMULATOR_HINT) from exc
     except Exception as exc:  # no driver / no device
-        raise CompileError(f"build_cuda: cannot initialise CUDA through PyCUDA: {exc}") from exc
+        raise CompileError(f"build_cuda: cannot initialise CUDA through PyCUDA: {exc}", _EMULATOR_HINT) from exc
     return drv, gpuarray
 
 

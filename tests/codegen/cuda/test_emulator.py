@@ -85,9 +85,11 @@ GOLDENS: dict[str, Callable[[], LoweredFunc]] = {
 
 @pytest.mark.parametrize("name", sorted(GOLDENS))
 def test_golden_kernels_match_the_interpreter(name: str) -> None:
+    """...and the kernels that use shared memory are free of shared-memory races (ThreadSanitizer)."""
     func = GOLDENS[name]()
     half = any(t.dtype.bits == 16 for t in func.inputs)
-    _check_against_interpreter(func, rtol=1e-2 if half else 1e-5)
+    uses_shared = "__shared__" in generate_cuda(func).source
+    _check_against_interpreter(func, rtol=1e-2 if half else 1e-5, race_check=uses_shared)
 
 
 def test_symbolic_fp16_fast_math_at_several_sizes() -> None:
@@ -216,3 +218,33 @@ def test_trap_fails_the_launch() -> None:
 def test_race_check_needs_the_emulator() -> None:
     with pytest.raises(ValueError, match="race_check"):
         build_cuda(goldens.elementwise().func, emulate=False, race_check=True)
+
+
+def _reversed_rows_through_dynamic_shared() -> LoweredFunc:
+    """Rows of symbolic length staged through a symbolic-size (dynamic, `extern __shared__`) buffer."""
+    S0 = cp.sym("S0")
+    A = cp.placeholder((4, S0), "float32", "A")
+    B = cp.compute((4, S0), lambda i, j: A[i, j] * 2.0, "B")
+    C = cp.compute((4, S0), lambda i, j: B[i, S0 - 1 - j] + 1.0, "C")
+    s = IRSchedule(cp.lower("rev", [A, C]))
+    for name in ("B", "C"):
+        loops = s.get_loops(name)
+        s.bind(loops[0], "blockIdx.x")
+        _, inner = s.split(loops[1], [-1, 64])
+        s.bind(inner, "threadIdx.x")
+    s.set_buffer("B", "shared")
+    s.sync_threads(s.get_loops("B")[0], after=True)
+    return s.func
+
+
+def test_dynamic_shared_memory_with_symbolic_size() -> None:
+    func = _reversed_rows_through_dynamic_shared()
+    kernel = build_cuda(func, emulate=True, race_check=True)
+    assert "extern __shared__" in kernel.source
+    for n in (1, 64, 100):
+        a = np.random.default_rng(n).standard_normal((4, n)).astype(np.float32)
+        np.testing.assert_allclose(kernel(a), (a * 2)[:, ::-1] + 1)
+        assert kernel.code.launch.launch_dims({"S0": n})[2] >= n * 4  # one float per column of the block's row
+    broken = EmulatedCudaKernel(_broken(kernel.code, "__syncthreads();", ""), func, race_check=True)
+    with pytest.raises(DataRaceError, match="data race on shared buffer 'B_temp_buffer'"):
+        broken(np.ones((4, 100), np.float32))
