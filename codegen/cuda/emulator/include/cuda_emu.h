@@ -151,6 +151,13 @@ inline int __float_as_int(float f) { int v; memcpy(&v, &f, 4); return v; }
 inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
 inline long long __double_as_longlong(double d) { long long v; memcpy(&v, &d, 8); return v; }
 
+// Integer bit intrinsics: CUDA defines __clz(0) == 32 / __clzll(0) == 64, the GCC builtins leave
+// 0 undefined, hence the guard.
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+
 // CUDA's min/max: integer overloads compare in the common type, floating ones are fminf/fmaxf
 // (a NaN operand yields the other operand).
 template <class A, class B>
