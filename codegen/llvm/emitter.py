@@ -26,6 +26,7 @@ from cinn_py.ir import (
     Load, LogicalOp, Max, Min, Minus, Mod, Mul, NE, Not, Ramp, Reduce, Select, StringImm, Sub, Tensor,
     UIntImm, Var, bool_, int64, int8, print_ir, walk,
 )
+from cinn_py.passes.flatten import flatten_index
 from codegen.llvm import types as T
 from codegen.llvm.analysis import LaneInfo, lane_stride
 from codegen.llvm.intrinsics import MathEmitter
@@ -38,35 +39,22 @@ def flat_index(tensor: Tensor, indices: tuple[Expr, ...]) -> Expr:
     """Row-major element offset of `tensor[indices]` as an int64 IR expression.
 
     Strides come from the buffer's shape (the storage layout) when its rank matches, else from
-    the tensor's shape. Constant strides are folded so that the lane-stride analysis sees them.
+    the tensor's shape; the offset is the shared `cinn_py.passes.flatten.flatten_index` over
+    int64 indices and dims (the lane-stride analysis reads its constant factors).
     """
     shape = tensor.buffer.shape if len(tensor.buffer.shape) == len(indices) else tensor.shape
     if len(shape) != len(indices):
         raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
                            f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
-    flat: Expr | None = None
-    stride: Expr = IntImm(int64, 1)
-    for idx, dim in zip(reversed(indices), reversed(shape)):
-        term = _mul64(_to_i64(idx), stride)
-        flat = term if flat is None else Add(term, flat)
-        stride = _mul64(stride, _to_i64(dim))
-    return flat if flat is not None else IntImm(int64, 0)
+    if not indices:
+        return IntImm(int64, 0)
+    return flatten_index(tuple(_to_i64(i) for i in indices), tuple(_to_i64(d) for d in shape))
 
 
 def _to_i64(e: Expr) -> Expr:
     if isinstance(e, (IntImm, UIntImm)):
         return IntImm(int64, int(e.value))
     return e if e.dtype.element_of() == int64 else Cast(int64, e)
-
-
-def _mul64(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(int64, a.value * b.value)
-    if isinstance(b, IntImm) and b.value == 1:
-        return a
-    if isinstance(a, IntImm) and a.value == 1:
-        return b
-    return Mul(a, b)
 
 
 class ExprEmitter:
