@@ -31,6 +31,7 @@ from cinn_py.ir import (
     Block, Cast, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Tensor, UIntImm, Var, as_expr, child_fields, print_ir, substitute, walk,
 )
+from cinn_py.symbolic.access import Access
 from cinn_py.symbolic.analyzer import Analyzer
 
 
@@ -71,16 +72,6 @@ def _text(e: Expr) -> str:
     return print_ir(e)
 
 
-@dataclass(frozen=True)
-class _Access:
-    tensor: Tensor
-    indices: tuple[Expr, ...]
-    is_write: bool
-    conditions: tuple[tuple[Expr, bool], ...]
-    """`if` guards and `select` conditions over the block's loop vars, with the branch taken."""
-    store: Store | None
-
-
 def check_access_bounds(func: LoweredFunc) -> list[IndexCheck]:
     """The verdict on every index that is not proven in range, in program order."""
     ctx = PolyContext(func)
@@ -95,12 +86,12 @@ def check_access_bounds(func: LoweredFunc) -> list[IndexCheck]:
     return out
 
 
-def _check_index(ctx: PolyContext, site: BlockSite, an: Analyzer, acc: _Access, k: int,
+def _check_index(ctx: PolyContext, site: BlockSite, an: Analyzer, acc: Access, k: int,
                  index: Expr) -> IndexCheck | None:
     if k >= len(acc.tensor.shape) or index.dtype.lanes != 1:
         return None  # rank mismatches are the verifier's; vectors appear only after scheduling
     extent = acc.tensor.shape[k]
-    if not acc.conditions and an.prove_le(as_expr(0, index.dtype), index) and _prove_lt(an, index, extent):
+    if not acc.guards and an.prove_le(as_expr(0, index.dtype), index) and _prove_lt(an, index, extent):
         return None
     verdict = _isl_verdict(ctx, site, an, acc, index, extent)
     if verdict is Verdict.IN_RANGE:
@@ -119,18 +110,18 @@ def _prove_lt(an: Analyzer, index: Expr, extent: Expr) -> bool:
     return an.prove_lt(index, extent)
 
 
-def _isl_verdict(ctx: PolyContext, site: BlockSite, an: Analyzer, acc: _Access, index: Expr,
+def _isl_verdict(ctx: PolyContext, site: BlockSite, an: Analyzer, acc: Access, index: Expr,
                  extent: Expr) -> Verdict:
     params, dims, constraints, exact = ctx.domain_parts(site)
     known = set(params) | {lp.loop_var for lp in site.loops}
-    for v in _free_vars((index, extent, *(c for c, _ in acc.conditions))):
+    for v in _free_vars((index, extent, *(c for c, _ in acc.guards))):
         if v not in known:
             return Verdict.UNKNOWN  # a var no loop binds and that is no parameter (a block-local loop)
     idx = affine_text(index, ctx.names, known, an)
     ext = affine_text(extent, ctx.names, known, an)
     if idx is None or ext is None:
         return Verdict.UNKNOWN
-    for cond, taken in acc.conditions:
+    for cond, taken in acc.guards:
         text = condition_text(cond, ctx.names, known, an)
         if text is None:
             exact = False
@@ -157,8 +148,8 @@ def _free_vars(exprs: tuple[Expr, ...]) -> Iterator[Var]:
 # ------------------------------------------------------------------------------------------------
 # Accesses with their select / if conditions
 # ------------------------------------------------------------------------------------------------
-def _accesses(site: BlockSite) -> list[_Access]:
-    out: list[_Access] = []
+def _accesses(site: BlockSite) -> list[Access]:
+    out: list[Access] = []
     # the site's own `if` guards are part of its domain (PolyContext.domain_parts)
     stack: list[tuple[Stmt, tuple[tuple[Expr, bool], ...]]] = [(site.realize.schedule_block.body, ())]
     while stack:
@@ -178,7 +169,7 @@ def _accesses(site: BlockSite) -> list[_Access]:
             for index in stmt.indices:
                 _loads(index, guards, site, stmt, out)
             indices = tuple(substitute(i, site.iter_map) for i in stmt.indices)
-            out.append(_Access(stmt.tensor, indices, True, guards, stmt))
+            out.append(Access(stmt.tensor, indices, True, guards, store=stmt))
         elif isinstance(stmt, For):
             stack.append((stmt.body, guards))  # its var is block-local: such accesses end UNKNOWN
         else:
@@ -192,7 +183,7 @@ def _stmt_exprs(stmt: Stmt) -> list[Expr]:
 
 
 def _loads(expr: Expr, guards: tuple[tuple[Expr, bool], ...], site: BlockSite, store: Store | None,
-           out: list[_Access]) -> None:
+           out: list[Access]) -> None:
     """Every Load under `expr` with the select branches above it (iterative: deep trees)."""
     stack: list[tuple[Expr, tuple[tuple[Expr, bool], ...]]] = [(expr, guards)]
     while stack:
@@ -205,7 +196,7 @@ def _loads(expr: Expr, guards: tuple[tuple[Expr, bool], ...], site: BlockSite, s
             continue
         if isinstance(node, Load):
             indices = tuple(substitute(i, site.iter_map) for i in node.indices)
-            out.append(_Access(node.tensor, indices, False, conds, store))
+            out.append(Access(node.tensor, indices, False, conds, store=store))
             stack.extend((i, conds) for i in reversed(node.indices))
             continue
         if isinstance(node, (Var, IntImm, UIntImm, FloatImm, StringImm)):

@@ -12,21 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cinn_py.ir import (
-    Block, Expr, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Tensor, Var,
+    Block, Expr, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var,
     substitute, walk,
 )
+from cinn_py.symbolic.access import Access
 
 SchedItem = int | For
-
-
-@dataclass(frozen=True)
-class Access:
-    """One load or store of a block, indices in loop vars; `guards` restrict it further."""
-
-    tensor: Tensor
-    indices: tuple[Expr, ...]
-    is_write: bool
-    guards: tuple[tuple[Expr, bool], ...] = ()
 
 
 @dataclass(frozen=True)

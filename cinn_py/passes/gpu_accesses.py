@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from cinn_py.ir import Expr, For, IfThenElse, Load, Stmt, Store, Tensor, walk
+from cinn_py.symbolic.access import Access
 from cinn_py.symbolic.integer import IntInterval as Interval
 from cinn_py.symbolic.integer import int_interval
 
@@ -17,16 +17,7 @@ from cinn_py.symbolic.integer import int_interval
 # Accesses in program order, with their enclosing loops and branches
 # ---------------------------------------------------------------------------------------------
 Context = tuple[object, ...]
-"""Enclosing statements, outermost first: a `For`, or `(IfThenElse, branch)`."""
-
-
-@dataclass(frozen=True)
-class Access:
-    """One Load or Store of a buffer."""
-
-    indices: tuple[Expr, ...]
-    is_store: bool
-    context: Context
+"""Enclosing statements, outermost first: a `For`, or `(IfThenElse, branch)` (`Access.context`)."""
 
 
 class ProgramOrderWalker:
@@ -98,7 +89,7 @@ class _AccessCollector(ProgramOrderWalker):
     def _record(self, tensor: Tensor, indices: tuple[Expr, ...], is_store: bool) -> None:
         found = self.accesses.get(tensor.buffer.name)
         if found is not None:
-            found.append(Access(indices, is_store, tuple(self.context)))
+            found.append(Access(tensor, indices, is_store, context=tuple(self.context)))
 
 
 def collect_accesses(root: Stmt, names: Iterable[str]) -> dict[str, list[Access]]:

@@ -117,7 +117,7 @@ dominates = _dominates
 
 def privatizable(accesses: list[Access], symbols: set[str]) -> bool:
     """Whether a local buffer with these accesses needs one element per thread (see module doc)."""
-    if not accesses or not accesses[0].is_store:
+    if not accesses or not accesses[0].is_write:
         return False
     first = accesses[0]
     if any(a.indices != first.indices for a in accesses):

@@ -101,7 +101,7 @@ def temp_spaces(func: LoweredFunc, names: dict[str, str]) -> tuple[TempSpace, ..
     spaces = []
     for buf in buffers:
         found = accesses[buf.name]
-        zero = not found or not found[0].is_store
+        zero = not found or not found[0].is_write
         spaces.append(TempSpace(names.get(buf.name, buf.name), buf.dtype, _to_int64(_num_elements(buf)), zero))
     return tuple(spaces)
 

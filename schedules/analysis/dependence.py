@@ -52,7 +52,6 @@ is `cinn_py.symbolic.linear`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from cinn_py.ir import (
@@ -62,11 +61,12 @@ from cinn_py.ir import (
 from cinn_py.symbolic.linear import determines, is_injective, var_ranges
 from schedules.analysis.arith import prove_equal, simplify_index
 from schedules.analysis.loops import all_blocks, collect_stmts, stmt_children
-from schedules.analysis.regions import Access, accesses, block_buffers_read, block_buffers_written
+from cinn_py.symbolic.access import Access
+from schedules.analysis.regions import accesses, block_buffers_read, block_buffers_written
 from schedules.errors import IllegalDependenceError, schedule_error
 
 __all__ = [
-    "LoopAccess", "argument_buffers", "blocks_between", "buffer_conflicts", "check_permutation_legal",
+    "argument_buffers", "blocks_between", "buffer_conflicts", "check_permutation_legal",
     "consumers", "drives_only_reduce_vars", "is_reduce_loop", "loop_accesses", "loop_carries_dependence",
     "producers", "readers_of", "same_iteration", "writers_of",
 ]
@@ -147,25 +147,14 @@ def same_iteration(x: Access, y: Access, shared: list[For], x_loops: list[For], 
 
 
 
-@dataclass(frozen=True)
-class LoopAccess:
-    """One load or store under a loop, indices in terms of loop vars."""
-
-    buffer: str
-    indices: tuple[Expr, ...]
-    is_write: bool
-    block: int
-    """uid of the enclosing block realize (0 outside blocks)."""
-    reduction_self: bool
-    """A reduction update block's access to the buffer it accumulates into."""
+def loop_accesses(node: Stmt) -> list[Access]:
+    """Every access under `node`, with block iter vars replaced by their bound values, indices
+    simplified, and `accumulates` set on a reduction update block's accesses to its buffer."""
+    return list(_accesses(node, {}, None, None))
 
 
-def loop_accesses(node: Stmt) -> list[LoopAccess]:
-    """Every access under `node`, with block iter vars replaced by their bound values."""
-    return list(_accesses(node, {}, 0, None))
-
-
-def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str | None) -> Iterator[LoopAccess]:
+def _accesses(node: Any, mapping: dict[Var, Expr], block: ScheduleBlockRealize | None,
+              red_buffer: str | None) -> Iterator[Access]:
     if isinstance(node, ScheduleBlockRealize):
         sb = node.schedule_block
         values = [substitute(v, mapping) for v in node.iter_values]
@@ -173,12 +162,11 @@ def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str |
         is_reduce = any(v.is_reduce_axis for v in sb.iter_vars)
         stores = [s for s in collect_stmts(sb.body, Store)]
         red = stores[0].tensor.buffer.name if is_reduce and stores else None
-        yield from _accesses(sb.body, inner, node.uid, red)
+        yield from _accesses(sb.body, inner, node, red)
         return
     if isinstance(node, Store):
         idx = tuple(simplify_index(substitute(e, mapping)) for e in node.indices)
-        buf = node.tensor.buffer.name
-        yield LoopAccess(buf, idx, True, block, buf == red_buffer)
+        yield Access(node.tensor, idx, True, block=block, accumulates=node.tensor.buffer.name == red_buffer)
         yield from _loads((node.value, *node.indices), mapping, block, red_buffer)
         return
     if isinstance(node, For):
@@ -191,15 +179,15 @@ def _accesses(node: Any, mapping: dict[Var, Expr], block: int, red_buffer: str |
         yield from _accesses(child, mapping, block, red_buffer)
 
 
-def _loads(exprs: tuple[Any, ...], mapping: dict[Var, Expr], block: int, red: str | None) -> Iterator[LoopAccess]:
+def _loads(exprs: tuple[Any, ...], mapping: dict[Var, Expr], block: ScheduleBlockRealize | None,
+           red: str | None) -> Iterator[Access]:
     for e in exprs:
         if e is None:
             continue
         for n in walk(e):
             if isinstance(n, Load):
                 idx = tuple(simplify_index(substitute(i, mapping)) for i in n.indices)
-                buf = n.tensor.buffer.name
-                yield LoopAccess(buf, idx, False, block, buf == red)
+                yield Access(n.tensor, idx, False, block=block, accumulates=n.tensor.buffer.name == red)
 
 
 def is_reduce_loop(loop: For) -> bool:
@@ -230,7 +218,7 @@ def loop_carries_dependence(func: LoweredFunc, loop: For, allow_accumulation: bo
                  if other.buffer == w.buffer and not _independent(w, other, loop, inner, accumulating)]
     if not undecided:
         return False
-    if any(a.block == 0 or b.block == 0 for a, b in undecided):
+    if any(a.block is None or b.block is None for a, b in undecided):
         return True  # loads in guards/bounds outside blocks: not modelled by the islpy analysis
     return _isl_carried(func, loop, allow_accumulation)
 
@@ -241,9 +229,9 @@ def _accumulating_blocks(loop: For) -> set[int]:
             if any(v.is_reduce_axis for v in b.schedule_block.iter_vars) and drives_only_reduce_vars(b, loop.loop_var)}
 
 
-def _independent(w: LoopAccess, other: LoopAccess, loop: For, inner: dict[Var, For], accumulating: set[int]) -> bool:
-    if w.block in accumulating and other.block == w.block and w.reduction_self and other.reduction_self \
-            and other.indices == w.indices:
+def _independent(w: Access, other: Access, loop: For, inner: dict[Var, For], accumulating: set[int]) -> bool:
+    if w.block is not None and w.block.uid in accumulating and other.block is w.block and w.accumulates \
+            and other.accumulates and other.indices == w.indices:
         return True
     return other.indices == w.indices and determines(w.indices, loop.loop_var, var_ranges((loop, *inner.values())))
 

@@ -12,12 +12,11 @@ one place the schedules simplify and prove), which keeps the generated extents r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cinn_py.ir import (
     Add, Div, Expr, For, IntImm, Load, Max, Min, Mod, Mul, ScheduleBlockRealize, Stmt, Sub, Tensor, Var,
     int32, substitute, walk,
 )
+from cinn_py.symbolic.access import Access
 from schedules.analysis.arith import simplify_index
 from schedules.analysis.loops import block_stores
 
@@ -40,28 +39,14 @@ def iter_binding(block: ScheduleBlockRealize) -> dict[Var, Expr]:
     return dict(zip(block.schedule_block.iter_vars, block.iter_values))
 
 
-@dataclass(frozen=True)
-class Access:
-    """One load or store of a block; `indices` are in terms of loop vars (iter values bound)."""
-
-    block: ScheduleBlockRealize
-    tensor: Tensor
-    indices: tuple[Expr, ...]
-    is_write: bool
-
-    @property
-    def buffer(self) -> str:
-        return self.tensor.buffer.name
-
-
 def accesses(block: ScheduleBlockRealize) -> list[Access]:
     """Every store and load of `block` with the block's iter vars replaced by its iter values."""
     binding = iter_binding(block)
     out: list[Access] = []
     for store in block_stores(block):
-        out.append(Access(block, store.tensor, tuple(substitute(i, binding) for i in store.indices), True))
+        out.append(Access(store.tensor, tuple(substitute(i, binding) for i in store.indices), True, block=block))
     for load in _loads(block.schedule_block.body):
-        out.append(Access(block, load.tensor, tuple(substitute(i, binding) for i in load.indices), False))
+        out.append(Access(load.tensor, tuple(substitute(i, binding) for i in load.indices), False, block=block))
     return out
 
 

@@ -157,7 +157,7 @@ def _box(index: StmtIndex, accs: list[Access], shape: tuple[Expr, ...]) -> tuple
 def _access_box(index: StmtIndex, acc: Access, shape: tuple[Expr, ...]) -> tuple[Region, bool]:
     from cinn_py.symbolic import prove_ge, prove_le  # noqa: PLC0415 (keep import light)
 
-    ranges = loop_ranges(index.enclosing_loops(acc.block))
+    ranges = loop_ranges(index.enclosing_loops(_block_of(acc)))
     box: Region = []
     inside = True
     for idx, dim in zip(acc.indices, shape):
@@ -167,6 +167,12 @@ def _access_box(index: StmtIndex, acc: Access, shape: tuple[Expr, ...]) -> tuple
             bounds, inside = (int_like(0, dim), last), False
         box.append(bounds)
     return box, inside
+
+
+def _block_of(acc: Access) -> ScheduleBlockRealize:
+    if acc.block is None:  # `regions.accesses` records the block of every access it returns
+        raise LookupError(f"cache: the access of '{acc.buffer}' has no block")
+    return acc.block
 
 
 def _same_region(a: Region, b: Region) -> bool:
@@ -186,9 +192,9 @@ def _union(a: tuple[Expr, Expr], b: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
 def _is_box(index: StmtIndex, acc: Access) -> bool:
     """The access touches every element of its bounding box: each index is a distinct loop var
     of the block's loops (plus a loop-invariant offset) and no guard encloses the block."""
-    if any(isinstance(a, IfThenElse) for a in index.ancestors(acc.block)):
+    if any(isinstance(a, IfThenElse) for a in index.ancestors(_block_of(acc))):
         return False
-    loop_vars = {lp.loop_var for lp in index.enclosing_loops(acc.block)}
+    loop_vars = {lp.loop_var for lp in index.enclosing_loops(_block_of(acc))}
     seen: set[Var] = set()
     for idx in acc.indices:
         used = [v for v in walk(idx) if isinstance(v, Var) and v in loop_vars]

@@ -54,7 +54,7 @@ def test_read_before_write_keeps_the_buffer() -> None:
     i = Var("i", I64)
     one = E.FloatImm(dt.float32, 1.0)
     body = _loop(i, _store(T, i, Load(T, (i,)) + one))
-    assert [a.is_store for a in collect_accesses(body, ["_T"])["_T"]] == [False, True]
+    assert [a.is_write for a in collect_accesses(body, ["_T"])["_T"]] == [False, True]
     assert not _private(body)
 
 
