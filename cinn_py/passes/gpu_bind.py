@@ -10,7 +10,7 @@
    the symbolic dims (`CudaAxisInfo`);
 3. every bound `For` is replaced by its body with the loop variable replaced by the variable
    `threadIdx.x` / `blockIdx.y` ... (same dtype as the loop var; the CUDA printer prints it as
-   `(int)threadIdx.x`), wrapped in `if (threadIdx.x < extent)` when the loop's extent may be
+   `(int)threadIdx.x`; by 0 when that launch dim is 1), wrapped in `if (threadIdx.x < extent)` when the loop's extent may be
    smaller than the launch dim;
 4. shared and local buffers get the storage one block / one thread needs
    (`gpu_buffers.scope_buffers`: per-iteration privatisation of local buffers, thread/block
@@ -104,8 +104,11 @@ class _Binder(Mutator):
         dims = self.info.grid_dims if node.for_type is ForType.GPU_BLOCK else self.info.block_dims
         launch_dim = dims[node.bind_offset]
         var = Var(axis, node.loop_var.dtype)
+        # a launch dim of 1: the variable is always 0, and says so to the buffer scoping (a row
+        # statistic written at index 0 and read at `blockIdx.x` of a one-block grid is one element)
+        value: Expr = IntImm(var.dtype, 0) if is_const_int(launch_dim, 1) else var
         self.active[axis] = node
-        body = self.visit(substitute(node.body, {node.loop_var: var}))
+        body = self.visit(substitute(node.body, {node.loop_var: value}))
         del self.active[axis]
         if _same_value(node.extent, launch_dim):
             return body

@@ -126,8 +126,10 @@ def _const(e: Expr | int) -> int | None:
 def is_injective(indices: Sequence[Expr], ranges: VarRanges) -> bool:
     """True when distinct points of the box `ranges` (every var starting at 0) always give
     distinct index tuples, other variables held fixed: after `recover_div_mod`, the vars split
-    into disjoint groups, one per component, each a mixed-radix sum there."""
-    wanted = set(ranges)
+    into disjoint groups, one per component, each a mixed-radix sum there. A var whose range has
+    one point (a loop of extent 1: a row of a one-row reduction) has nothing to distinguish and
+    need not occur."""
+    wanted = {v for v, (_, extent) in ranges.items() if _const(extent) != 1}
     covered: set[Var] = set()
     for comp in recover_div_mod([simplify(e) for e in indices]):
         used = _uses(comp, wanted)

@@ -230,8 +230,8 @@ def test_vectorized_half2(nvrtc_compile) -> None:
 
 
 def test_unaligned_vectorize_falls_back_to_scalar(nvrtc_compile) -> None:
-    A = cp.placeholder((1026,), "float32", "A")
-    B = cp.compute((1024,), lambda i: A[i + 1] + A[i + 2], "B")
+    A = cp.placeholder((2050,), "float32", "A")
+    B = cp.compute((2048,), lambda i: A[i + 1] + A[i + 2], "B")
     s = IRSchedule(cp.lower("v", [A, B]))
     b, t, v = s.split(s.get_loops("B")[0], [-1, 256, 4])
     s.bind(b, "blockIdx.x")
