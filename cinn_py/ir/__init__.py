@@ -37,7 +37,7 @@ from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked, quote_string
 from cinn_py.ir.verifier import verify
 from cinn_py.ir.visitor import (
-    BINDER_FIELDS, Mutator, Visitor, child_fields, names_in, replace_stmt, snake_name, substitute, walk,
+    BINDER_FIELDS, Mutator, Visitor, child_fields, child_nodes, names_in, replace_stmt, snake_name, substitute, walk,
 )
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
-    "as_expr", "assert_structural_equal", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "compile_context",
+    "as_expr", "assert_structural_equal", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "child_nodes", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
     "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "new_uid",

@@ -48,6 +48,17 @@ def child_fields(node: object) -> Iterator[tuple[str, Any]]:
             yield f.name, getattr(node, f.name)
 
 
+def child_nodes(node: object) -> list[Expr | Stmt]:
+    """The expression and statement children of a node, in field order (tuples flattened one
+    level; binders, tensors, buffers and attributes left out): for walkers that recurse by hand."""
+    out: list[Expr | Stmt] = []
+    for _, value in child_fields(node):
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, (Expr, Stmt)):
+                out.append(item)
+    return out
+
+
 class Visitor:
     """Read-only traversal; override `visit_<node>` methods, call `generic_visit` to recurse."""
 

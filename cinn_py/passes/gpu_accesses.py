@@ -5,10 +5,9 @@ and the CUDA printer.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
-from cinn_py.ir import Expr, For, IfThenElse, Load, Stmt, Store, Tensor, walk
+from cinn_py.ir import Expr, For, IfThenElse, Load, Stmt, Store, Tensor, child_nodes, walk
 from cinn_py.symbolic.access import Access
 from cinn_py.symbolic.integer import IntInterval as Interval
 from cinn_py.symbolic.integer import int_interval
@@ -80,7 +79,7 @@ class _AccessCollector(ProgramOrderWalker):
         self._record(store.tensor, store.indices, True)
 
     def other_stmt(self, node: Stmt) -> None:
-        for child in children(node):
+        for child in child_nodes(node):
             if isinstance(child, Stmt):
                 self.stmt(child)
             else:
@@ -102,14 +101,3 @@ def collect_accesses(root: Stmt, names: Iterable[str]) -> dict[str, list[Access]
 def interval(e: Expr, env: dict[str, Interval]) -> Interval | None:
     """Constant [lo, hi] of an integer index expression given variable ranges by name, or None."""
     return int_interval(e, lambda var: env.get(var.name))
-
-
-def children(node: object) -> list[Stmt | Expr]:
-    out: list[Stmt | Expr] = []
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype"):
-            continue
-        value = getattr(node, f.name)
-        items = value if isinstance(value, tuple) else (value,)
-        out.extend(v for v in items if isinstance(v, (Stmt, Expr)))
-    return out

@@ -39,10 +39,10 @@ from collections.abc import Callable, Iterable
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Buffer, Call, CudaAxisInfo, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator, Stmt, Store,
-    Tensor, Var, int32, int64, is_const_int, walk,
+    Tensor, Var, child_nodes, int32, int64, is_const_int, walk,
 )
 from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
-from cinn_py.passes.gpu_accesses import Access, Context, Interval, children, collect_accesses, interval
+from cinn_py.passes.gpu_accesses import Access, Context, Interval, collect_accesses, interval
 from cinn_py.passes.gpu_index import (
     BLOCK, CONST, THREAD, drop_kinds, flat_index, owned_by_one_thread, split_kinds,
 )
@@ -301,7 +301,7 @@ class _RangeCollector:
             return
         if isinstance(node, (Load, Store)):
             self._record(node.tensor, node.indices)
-        for child in children(node):
+        for child in child_nodes(node):
             self.visit(child)
 
     def _record(self, tensor: Tensor, indices: tuple[Expr, ...]) -> None:

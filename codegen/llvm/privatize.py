@@ -27,7 +27,7 @@ from typing import Any
 
 from cinn_py.ir import (
     Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Var,
-    substitute, walk,
+    child_nodes, substitute, walk,
 )
 from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
 from cinn_py.symbolic import Analyzer, to_poly
@@ -142,17 +142,5 @@ def _uses_outside_parallel(node: Any, out: set[str]) -> None:
     elif isinstance(node, (Alloc, Free)):
         out.add(node.buffer.name)
     if isinstance(node, (Expr, Stmt)):
-        for child in _children(node):
+        for child in child_nodes(node):
             _uses_outside_parallel(child, out)
-
-
-def _children(node: Any) -> list[Any]:
-    out: list[Any] = []
-    for f in dataclasses.fields(node):
-        if f.name in ("loop_var", "symbol", "uid", "tensor", "dtype", "buffer"):
-            continue
-        value = getattr(node, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            if isinstance(item, (Expr, Stmt)):
-                out.append(item)
-    return out
