@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cinn_py.ir import (
-    Add, Alloc, And, BinaryOp, Block, Broadcast, Cast, Evaluate, Expr, For, Free, IfThenElse, Let, Load, Max,
-    Min, Minus, Mul, Or, Ramp, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Sub, Var, substitute, walk,
+    Add, Alloc, And, BinaryOp, Block, Evaluate, Expr, For, Free, IfThenElse, IntImm, Let, Load, Max, Min, Mul,
+    Or, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Var, substitute, walk,
 )
-from cinn_py.symbolic.linear import mixed_radix
+from cinn_py.symbolic.linear import affine_coefficients, mixed_radix
 
 CoefFn = Callable[[dict[str, Any]], int]
 Coefs = dict[str, CoefFn]
@@ -120,10 +120,12 @@ def free_vars(e: Expr) -> set[str]:
 
 
 class AffineAnalyzer:
-    """Affine coefficients of index expressions in a set of loop variables.
+    """Affine coefficients of index expressions in a set of loop variables, as run-time closures.
 
-    `compile_int(expr)` turns a loop-invariant coefficient expression into a run-time closure, or
-    returns None if it cannot (it reads memory or a variable bound inside the body).
+    The coefficients come from `cinn_py.symbolic.linear.affine_coefficients` (the vector lane of
+    a `Ramp` under the key `LANE`); `compile_int(expr)` turns each loop-invariant coefficient into
+    a closure over the environment, or returns None if it cannot (it reads memory or a variable
+    bound inside the body). `lanes` is the widest vector index seen.
     """
 
     def __init__(self, loop_vars: frozenset[str], compile_int: Callable[[Expr], CoefFn | None]) -> None:
@@ -133,63 +135,22 @@ class AffineAnalyzer:
 
     def coefs(self, e: Expr) -> Coefs | None:
         """{var: coefficient} with e == sum(coef * var) + (invariant), or None if not affine."""
-        if not (free_vars(e) & self.loop_vars) and not isinstance(e, Ramp):
-            return {}
-        if isinstance(e, Var):
-            return {e.name: _const(1)}
-        if isinstance(e, (Add, Sub)):
-            return _merge(self.coefs(e.a), self.coefs(e.b), -1 if isinstance(e, Sub) else 1)
-        if isinstance(e, Minus):
-            return _scale(self.coefs(e.v), _const(-1))
-        if isinstance(e, Mul):
-            return self._mul(e)
-        if isinstance(e, Cast) and e.dtype.is_integral and e.v.dtype.is_integral:
-            return self.coefs(e.v)
-        if isinstance(e, Broadcast):
-            return self.coefs(e.value)
-        if isinstance(e, Ramp):
-            return self._ramp(e)
-        return None
-
-    def _mul(self, e: Mul) -> Coefs | None:
-        for const_side, var_side in ((e.a, e.b), (e.b, e.a)):
-            if free_vars(const_side) & self.loop_vars:
-                continue
-            factor = self.compile_int(const_side)
-            return None if factor is None else _scale(self.coefs(var_side), factor)
-        return None
-
-    def _ramp(self, e: Ramp) -> Coefs | None:
-        if free_vars(e.stride) & self.loop_vars:
+        found = affine_coefficients(e, self.loop_vars, lane=LANE)
+        if found is None:
             return None
-        stride = self.compile_int(e.stride)
-        if stride is None:
-            return None
-        self.lanes = max(self.lanes, e.lanes)
-        return _merge(self.coefs(e.base), {LANE: stride}, 1)
+        out: Coefs = {}
+        for name, coef in found.items():
+            fn = _const(int(coef.value)) if isinstance(coef, IntImm) else self.compile_int(coef)
+            if fn is None:
+                return None
+            out[name] = fn
+        if LANE in out:
+            self.lanes = max(self.lanes, e.dtype.lanes)
+        return out
 
 
 def _const(value: int) -> CoefFn:
     return lambda env: value
-
-
-def _merge(a: Coefs | None, b: Coefs | None, sign: int) -> Coefs | None:
-    if a is None or b is None:
-        return None
-    out = dict(a)
-    for name, fb in b.items():
-        fa = out.get(name)
-        if fa is None:
-            out[name] = fb if sign == 1 else (lambda env, f=fb: -f(env))
-        else:
-            out[name] = lambda env, f=fa, g=fb: f(env) + sign * g(env)
-    return out
-
-
-def _scale(c: Coefs | None, factor: CoefFn) -> Coefs | None:
-    if c is None:
-        return None
-    return {name: (lambda env, f=f: int(factor(env)) * f(env)) for name, f in c.items()}
 
 
 def injective(dims: list[Coefs | None], extents: dict[str, int], env: dict[str, Any]) -> bool:

@@ -11,6 +11,10 @@ quasi-affine), from three facts:
 - `mixed_radix`: `sum c_k * v_k` over `0 <= v_k < n_k` is injective when, sorted by coefficient,
   each coefficient exceeds the largest value of the smaller terms (a mixed-radix number).
 
+`affine_coefficients` is the run-time variant (the interpreter's vectoriser): the coefficients
+may be symbolic (`i * S1`), returned as loop-invariant expressions to evaluate once the symbols
+are known, and a vector index (`Ramp`) counts its lane as one more variable.
+
 `is_injective` (distinct points of a box give distinct index tuples) and `determines` (the tuple
 fixes one loop var given the others' ranges) combine them. Ranges map a var to `(min, extent)`
 (`VarRanges`, what the simplifier's `Analyzer` takes; `var_ranges(loops)` builds them).
@@ -21,11 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence, Set
 
-from cinn_py.ir import Add, Div, Expr, For, Mod, Mul, Sub, Var, is_const_int, walk
+from cinn_py.ir import (
+    Add, Broadcast, Cast, Div, Expr, For, IntImm, Minus, Mod, Mul, Ramp, Sub, Var, int64, is_const_int, walk,
+)
 from cinn_py.symbolic import const_bounds, simplify
 from cinn_py.symbolic.analyzer import VarRanges
 
-__all__ = ["determines", "is_injective", "linear_form", "mixed_radix", "recover_div_mod", "var_ranges"]
+__all__ = ["affine_coefficients", "determines", "is_injective", "linear_form", "mixed_radix", "recover_div_mod",
+           "var_ranges"]
 
 
 def var_ranges(loops: Iterable[For]) -> dict[Var, tuple[Expr, Expr]]:
@@ -66,6 +73,71 @@ def linear_form(e: Expr, wanted: Set[Var], linear_in: Set[Var] | None = None) ->
         return True
 
     return coefs if visit(e, 1) else None
+
+
+def affine_coefficients(e: Expr, loop_vars: Set[str], lane: str | None = None) -> dict[str, Expr] | None:
+    """`e` as `sum c_v * v + rest` over the loop vars named in `loop_vars`: the coefficient of
+    each var that occurs, an int64 expression free of the loop vars (symbolic coefficients such
+    as `S1` in `i * S1` allowed); `rest` is free of them too. With `lane` set, a
+    `Ramp(base, stride, lanes)` counts as `base + stride * <lane>` (its coefficient under the key
+    `lane`); a `Broadcast` is its value and an integer-to-integer `Cast` its operand. None when a
+    loop var occurs non-affinely (in a product of two of them, a division, a call, ...)."""
+    if not _uses_names(e, loop_vars) and not isinstance(e, Ramp):
+        return {}
+    if isinstance(e, Var):
+        return {e.name: IntImm(int64, 1)}
+    if isinstance(e, (Add, Sub)):
+        a, b = affine_coefficients(e.a, loop_vars, lane), affine_coefficients(e.b, loop_vars, lane)
+        return None if a is None or b is None else _add_coefs(a, b, -1 if isinstance(e, Sub) else 1)
+    if isinstance(e, Minus):
+        return _scale_coefs(affine_coefficients(e.v, loop_vars, lane), IntImm(int64, -1))
+    if isinstance(e, Mul):
+        for factor, term in ((e.a, e.b), (e.b, e.a)):
+            if not _uses_names(factor, loop_vars):
+                return _scale_coefs(affine_coefficients(term, loop_vars, lane), factor)
+        return None
+    if isinstance(e, Cast) and e.dtype.is_integral and e.v.dtype.is_integral:
+        return affine_coefficients(e.v, loop_vars, lane)
+    if isinstance(e, Broadcast):
+        return affine_coefficients(e.value, loop_vars, lane)
+    if isinstance(e, Ramp) and lane is not None and not _uses_names(e.stride, loop_vars):
+        base = affine_coefficients(e.base, loop_vars, lane)
+        return None if base is None else _add_coefs(base, {lane: _as_int64(e.stride)}, 1)
+    return None
+
+
+def _uses_names(e: Expr, names: Set[str]) -> bool:
+    return any(isinstance(n, Var) and n.name in names for n in walk(e))
+
+
+def _as_int64(e: Expr) -> Expr:
+    return e if e.dtype == int64 else Cast(int64, e)
+
+
+def _add_coefs(a: dict[str, Expr], b: dict[str, Expr], sign: int) -> dict[str, Expr]:
+    out = dict(a)
+    for name, coef in b.items():
+        term = coef if sign == 1 else _mul(IntImm(int64, -1), coef)
+        out[name] = term if name not in out else _add(out[name], term)
+    return out
+
+
+def _scale_coefs(coefs: dict[str, Expr] | None, factor: Expr) -> dict[str, Expr] | None:
+    return None if coefs is None else {name: _mul(_as_int64(factor), c) for name, c in coefs.items()}
+
+
+def _add(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(int64, a.value + b.value)
+    return Add(a, b)
+
+
+def _mul(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(int64, a.value * b.value)
+    if is_const_int(a, 1):
+        return b
+    return a if is_const_int(b, 1) else Mul(a, b)
 
 
 def mixed_radix(terms: Iterable[tuple[int, int | None]]) -> bool:

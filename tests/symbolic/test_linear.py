@@ -8,7 +8,9 @@ import pytest
 from cinn_py import ir
 from cinn_py.ir import Block, For, Var
 from cinn_py.ir import dtype as dt
-from cinn_py.symbolic.linear import determines, is_injective, linear_form, mixed_radix, recover_div_mod, var_ranges
+from cinn_py.symbolic.linear import (
+    affine_coefficients, determines, is_injective, linear_form, mixed_radix, recover_div_mod, var_ranges,
+)
 
 I32 = dt.int32
 N = Var("N", I32, lower_bound=ir.const(1, I32), is_symbolic_constant=True)
@@ -74,3 +76,41 @@ def test_determines_most_significant_or_lowest_digit() -> None:
     assert not determines((ov * c(4) + kv,), ov, ranges)      # overlapping digits
     assert not determines((kv,), ov, ranges)                  # o does not occur
     assert determines((ir.Div(ov * c(8) + kv, c(2)), ir.Mod(ov * c(8) + kv, c(2))), ov, ranges)
+
+
+def _coefficient_values(coefs: dict[str, ir.Expr] | None, env: dict[str, int]) -> dict[str, int] | None:
+    from cinn_py.symbolic.integer import eval_int
+
+    return None if coefs is None else {name: eval_int(c, env) for name, c in coefs.items()}
+
+
+def test_affine_coefficients_are_loop_invariant_expressions() -> None:
+    i, j, k = Var("i", I32), Var("j", I32), Var("k", dt.int64)
+    loops = {"i", "j", "k"}
+    # Symbolic coefficients (a row-major index over a symbolic row length), subtraction, negation,
+    # and an int32 -> int64 cast of a loop var.
+    index = (i * N + j) * ir.const(2, I32) - ir.Minus(j) + N
+    coefs = affine_coefficients(index, loops)
+    assert coefs is not None and set(coefs) == {"i", "j"}
+    assert all(c.dtype == dt.int64 for c in coefs.values())
+    assert _coefficient_values(coefs, {"N": 5}) == {"i": 10, "j": 3}
+    assert _coefficient_values(affine_coefficients(k + ir.Cast(dt.int64, i * 4), loops), {}) == {"k": 1, "i": 4}
+    assert affine_coefficients(N * N + 3, loops) == {}
+
+
+def test_affine_coefficients_count_a_ramp_lane_as_a_variable() -> None:
+    i = Var("i", I32)
+    vec = ir.Ramp(i * 8, ir.const(2, I32), 4) + ir.Broadcast(N, 4)
+    assert _coefficient_values(affine_coefficients(vec, {"i"}, lane="lane"), {}) == {"i": 8, "lane": 2}
+    assert affine_coefficients(vec, {"i"}) is None  # no lane key: a vector index is not affine
+    assert affine_coefficients(ir.Ramp(i, i, 4), {"i"}, lane="lane") is None  # stride varies
+
+
+@pytest.mark.parametrize("index", [
+    lambda i, j: i * j,                      # product of two loop vars
+    lambda i, j: i / ir.const(4, I32) + j,   # a division
+    lambda i, j: ir.Min(i, j),
+])
+def test_affine_coefficients_refuse_non_affine_uses(index) -> None:  # type: ignore[no-untyped-def]
+    i, j = Var("i", I32), Var("j", I32)
+    assert affine_coefficients(index(i, j), {"i", "j"}) is None
