@@ -43,6 +43,10 @@ _EXPORTS: dict[str, str] = {
     "build": "cinn_py.driver",
     "codegen": "cinn_py.driver",
     "tune": "cinn_py.driver",
+    "compile": "cinn_py.driver",
+    "Executable": "cinn_py.runtime.executable",
+    "DefaultHostTarget": "cinn_py.target",
+    "DefaultNVGPUTarget": "cinn_py.target",
     # errors
     "CinnError": "cinn_py.diagnostics",
     "ParseError": "cinn_py.diagnostics",

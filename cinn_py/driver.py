@@ -70,6 +70,24 @@ def lower_for_target(func_or_schedule: Any, target: TargetLike) -> LoweredFunc:
     return pipeline.target_passes(as_lowered_func(func_or_schedule), target)
 
 
+def compile(program: Any, target: TargetLike = "x86", schedule: str | None = "auto",  # noqa: A001
+            fast_math: bool = False) -> Any:
+    """Compile a NetBuilder `Program` for `target`: an `Executable` (`cinn_py.runtime.executable`)
+    whose `run({"x": array, ...})` returns the outputs by name. Every group is auto-scheduled
+    unless `schedule=None` (serial loop nests as lowered)."""
+    from cinn_py.runtime.executable import Executable  # noqa: PLC0415
+
+    _check_program(program, "compile")
+    return Executable(pipeline.compile_program(program, target, schedule, fast_math))
+
+
+def _check_program(program: Any, what: str) -> None:
+    from cinn_py.frontend.program import Program  # noqa: PLC0415
+
+    if not isinstance(program, Program):
+        raise TypeError(f"{what}: expected a NetBuilder Program (NetBuilder.build()), got {type(program).__name__}")
+
+
 def tune(func_or_program: Any, target: TargetLike = "x86", trials: int = 16, **options: Any) -> Any:
     """Tune the auto scheduler's parameters for every group of `func_or_program` and keep the
     best in the tuning database that `schedule="auto"` reads (`cinn_py.tools.tune.tune`,

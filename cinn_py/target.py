@@ -186,6 +186,17 @@ def host() -> Target:
     return Target.x86()
 
 
+# CINN's Python spellings (`cinn.common.DefaultHostTarget()`), so CINN's op tests port unchanged.
+def DefaultHostTarget() -> Target:  # noqa: N802
+    """CINN's name for the host CPU target (`host()`)."""
+    return host()
+
+
+def DefaultNVGPUTarget() -> Target:  # noqa: N802
+    """CINN's name for the CUDA target of the local GPU's architecture (else sm_90)."""
+    return Target.cuda()
+
+
 _BY_NAME = {"x86": host, "cuda": Target.cuda}
 
 
@@ -239,4 +250,4 @@ def _device_arch() -> str | None:
     return f"sm_{major}{minor}" if err == driver.CUresult.CUDA_SUCCESS else None
 
 
-__all__ = ["CpuLimits", "GpuLimits", "Target", "TargetLike", "host"]
+__all__ = ["CpuLimits", "DefaultHostTarget", "DefaultNVGPUTarget", "GpuLimits", "Target", "TargetLike", "host"]

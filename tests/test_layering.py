@@ -85,6 +85,13 @@ FRONTEND_MAY_IMPORT = ("cinn_py.frontend", "cinn_py.ir", "cinn_py.diagnostics", 
                        "cinn_py.interp")  # the IR interpreter's math table: numpy semantics of the ops
 
 
+def _function_level_imports(path: Path) -> set[str]:
+    """Modules imported inside a function body (not when the module itself is imported)."""
+    tree = ast.parse(path.read_text(), str(path))
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return {node.module for f in funcs for node in ast.walk(f) if isinstance(node, ast.ImportFrom) and node.module}
+
+
 def _imported_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
     found: set[str] = set()
@@ -100,9 +107,15 @@ def _imported_modules(path: Path) -> set[str]:
     return found
 
 
+# The one exception, by API: CINN puts compile-and-run on the program
+# (`Program.build_and_get_output`), so that method reaches the driver lazily, inside the function.
+FRONTEND_LAZY_API = {"program.py": "cinn_py.driver"}
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / FRONTEND).rglob("*.py")), ids=lambda p: p.name)
 def test_frontend_is_a_leaf(path: Path) -> None:
     ours = {m for m in _imported_modules(path) if m.split(".")[0] in PACKAGES}
+    ours -= {FRONTEND_LAZY_API.get(path.name, "")} & _function_level_imports(path)
     bad = sorted(m for m in ours if not any(m == ok or m.startswith(ok + ".") for ok in FRONTEND_MAY_IMPORT))
     assert not bad, (f"{path.relative_to(ROOT)} imports {bad}: the frontend imports only "
                      f"{FRONTEND_MAY_IMPORT} (the pipeline compiles programs, cinn_py/pipeline.py)")

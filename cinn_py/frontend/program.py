@@ -159,6 +159,56 @@ class Program:
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
 
+    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
+                             fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
+                             scope: Any = None) -> list[np.ndarray]:
+        """CINN's compile-and-run call: feed `feed_datas[i]` to input `feed_list[i]` (every input,
+        as Variables or names), compile for `target` (a `cinn_py.Target`, "x86"/"cuda" or
+        `cinn_py.DefaultHostTarget()`) with the automatic schedule, and return the arrays of
+        `fetch_list` (any variables of the program, intermediates included) in that order.
+
+        `passes` and `scope` exist for CINN's signature: cinn-py runs its own fixed graph passes
+        and owns its buffers, so a non-empty `passes` or a `scope` is refused, not ignored."""
+        if list(passes):
+            raise FrontendError(f"build_and_get_output: argument 'passes': cinn-py runs its fixed graph passes "
+                                f"(decompose, constant folding, CSE, DCE, fusion); choosing CINN passes by name "
+                                f"is not supported, expected [] got {list(passes)}")
+        if scope is not None:
+            raise FrontendError(f"build_and_get_output: argument 'scope': cinn-py allocates its own buffers, "
+                                f"expected None got {type(scope).__name__}")
+        feeds = self._feeds(feed_list, feed_datas)
+        fetch = [self._own_variable(v, "fetch_list") for v in fetch_list]
+        if not fetch:
+            raise FrontendError("build_and_get_output: argument 'fetch_list': expected at least one variable, got []")
+        # the program is compiled for exactly the fetched variables (dead ops are dropped)
+        from cinn_py.driver import compile as compile_program  # noqa: PLC0415 - the frontend is a leaf
+
+        unique = list({id(v): v for v in fetch}.values())
+        by_name = compile_program(Program(self.name, self.inputs, self.ops, unique), target).run(feeds)
+        return [by_name[v.name] for v in fetch]
+
+    def _feeds(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any]) -> dict[str, Any]:
+        names = [self._own_variable(v, "feed_list").name for v in feed_list]
+        if len(names) != len(feed_datas):
+            raise FrontendError(f"build_and_get_output: arguments 'feed_list'/'feed_datas': expected one array per "
+                                f"variable, got {len(names)} variables and {len(feed_datas)} arrays")
+        not_inputs = [n for n in names if n not in {v.name for v in self.inputs}]
+        missing = [v.name for v in self.inputs if v.name not in names]
+        if not_inputs or missing or len(set(names)) != len(names):
+            raise FrontendError(f"build_and_get_output: argument 'feed_list': expected each input of program "
+                                f"'{self.name}' once {[v.name for v in self.inputs]}, got {names}")
+        return dict(zip(names, feed_datas))
+
+    def _own_variable(self, var: Variable | str, argument: str) -> Variable:
+        known = {v.name: v for v in self.inputs}
+        known.update({out.name: out for op in self.ops for out in op.outputs})
+        name = var if isinstance(var, str) else getattr(var, "name", None)
+        found = known.get(name) if isinstance(name, str) else None
+        if found is None or (isinstance(var, Variable) and found is not var):
+            raise FrontendError(f"build_and_get_output: argument '{argument}': expected variables of program "
+                                f"'{self.name}', got {var!r}")
+        return found
+
 
 def _positional(inputs: tuple[Any, ...]) -> Sequence[Any] | Mapping[str, Any]:
     if len(inputs) == 1 and isinstance(inputs[0], Mapping):
