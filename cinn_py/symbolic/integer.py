@@ -18,11 +18,18 @@ from collections.abc import Callable, Mapping
 
 from cinn_py.ir import (
     EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Cast, Div, Expr, IntImm, Max, Min, Minus, Mod, Mul, Not, Or,
-    Ramp, Select, Sub, UIntImm, Var,
+    Ramp, Select, Sub, UIntImm, Var, is_const_int,
 )
 
 IntInterval = tuple[int, int]
 """Inclusive [lo, hi]."""
+
+
+def as_int(e: Expr | int) -> int | None:
+    """The Python int of an integer immediate (or of an int), else None."""
+    if isinstance(e, int):
+        return e
+    return int(e.value) if is_const_int(e) else None
 
 
 def c_div(a: int, b: int) -> int:
@@ -125,4 +132,4 @@ def _combine(op: type[BinaryOp], a: IntInterval, b: IntInterval) -> IntInterval 
     return (a[0] % c, a[1] % c) if a[0] // c == a[1] // c else (0, min(a[1], c - 1))
 
 
-__all__ = ["IntInterval", "c_div", "c_mod", "eval_bool", "eval_int", "int_interval"]
+__all__ = ["IntInterval", "as_int", "c_div", "c_mod", "eval_bool", "eval_int", "int_interval"]

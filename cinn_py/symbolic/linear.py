@@ -30,6 +30,7 @@ from cinn_py.ir import (
 )
 from cinn_py.symbolic import const_bounds, simplify
 from cinn_py.symbolic.analyzer import VarRanges
+from cinn_py.symbolic.integer import as_int
 
 __all__ = ["affine_coefficients", "determines", "is_injective", "linear_form", "mixed_radix", "recover_div_mod",
            "var_ranges"]
@@ -189,19 +190,13 @@ def _div_forms(d: Div) -> list[Div]:
     return forms
 
 
-def _const(e: Expr | int) -> int | None:
-    if isinstance(e, int):
-        return e
-    return int(e.value) if is_const_int(e) else None
-
-
 def is_injective(indices: Sequence[Expr], ranges: VarRanges) -> bool:
     """True when distinct points of the box `ranges` (every var starting at 0) always give
     distinct index tuples, other variables held fixed: after `recover_div_mod`, the vars split
     into disjoint groups, one per component, each a mixed-radix sum there. A var whose range has
     one point (a loop of extent 1: a row of a one-row reduction) has nothing to distinguish and
     need not occur."""
-    wanted = {v for v, (_, extent) in ranges.items() if _const(extent) != 1}
+    wanted = {v for v, (_, extent) in ranges.items() if as_int(extent) != 1}
     covered: set[Var] = set()
     for comp in recover_div_mod([simplify(e) for e in indices]):
         used = _uses(comp, wanted)
@@ -210,8 +205,8 @@ def is_injective(indices: Sequence[Expr], ranges: VarRanges) -> bool:
         coefs = linear_form(comp, used)
         if used & covered or coefs is None or any(c <= 0 for c in coefs.values()):
             return False
-        terms = {v: (c, _const(ranges[v][1])) for v, c in coefs.items() if isinstance(v, Var)}
-        if any(n != 1 and _const(ranges[v][0]) != 0 for v, (_, n) in terms.items()):
+        terms = {v: (c, as_int(ranges[v][1])) for v, c in coefs.items() if isinstance(v, Var)}
+        if any(n != 1 and as_int(ranges[v][0]) != 0 for v, (_, n) in terms.items()):
             return False
         if not mixed_radix(terms.values()):
             return False
@@ -243,7 +238,7 @@ def determines(indices: Sequence[Expr], key: Var, ranges: VarRanges) -> bool:
 def _span(atom: Expr, ranges: VarRanges) -> int | None:
     """max - min of `atom` over the ranges, when constant."""
     if isinstance(atom, Var) and atom in ranges:
-        extent = _const(ranges[atom][1])
+        extent = as_int(ranges[atom][1])
         return None if extent is None else extent - 1
     bounds = const_bounds(atom, ranges)
     return None if bounds is None else bounds[1] - bounds[0]

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.ir import Expr, const, is_const_int
+from cinn_py.ir import Expr, const
+from cinn_py.symbolic.integer import as_int
 
 __all__ = ["simplify_index", "prove_equal", "as_int", "product"]
-
-
-def as_int(e: Expr | int) -> int | None:
-    """The Python int of an integer immediate (or int), else None."""
-    if isinstance(e, int):
-        return e
-    return int(e.value) if is_const_int(e) else None  # type: ignore[attr-defined]
 
 
 def simplify_index(e: Expr) -> Expr:
