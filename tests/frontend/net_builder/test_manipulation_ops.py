@@ -1,0 +1,99 @@
+"""CINN semantics of the shape-manipulation ops (squeeze, expand_dims, reverse/flip, tile, pad,
+split, slice_assign) beyond the harness's differential cases: signatures, multiple results,
+fusion into one group, and the FrontendErrors of bad arguments."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from cinn_py.frontend import NetBuilder, plan
+from cinn_py.frontend.ops.base import FrontendError
+from cinn_py.pipeline import compile_program
+
+
+def test_signatures_follow_cinn() -> None:
+    nb = NetBuilder("sig")
+    want = {"squeeze": "(a, axes=())", "expand_dims": "(x, axes)", "reverse": "(x, axis)", "flip": "(x, axis)",
+            "split": "(x, num_or_sections, axis=0)", "tile": "(x, repeat_times)",
+            "pad": "(x, paddings, pad_value=0.0)",
+            "slice_assign": "(x, assign, axes, starts, ends, strides=())"}
+    assert {m: str(inspect.signature(getattr(nb, m))) for m in want} == want
+
+
+def test_split_returns_one_variable_per_section() -> None:
+    nb = NetBuilder("split")
+    x = nb.create_input("float32", ["S0", 7], "X")
+    parts = nb.split(x, [2, -1, 1], axis=-1)
+    assert isinstance(parts, list) and [p.shape[1] for p in parts] == [2, 4, 1]
+    equal = nb.split(nb.create_input("int32", [6, 2], "Y"), [3])
+    assert [p.shape for p in equal] == [(2, 2)] * 3
+    xs = np.arange(21, dtype=np.float32).reshape(3, 7)
+    got = compile_program(nb.build(parts), "x86")(xs, np.zeros((6, 2), np.int32))
+    for g, w in zip(got, np.split(xs, [2, 6], axis=1)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_chain_of_manipulation_ops_is_one_group_and_matches_numpy() -> None:
+    nb = NetBuilder("chain")
+    x = nb.create_input("float32", ["S0", 6], "X")
+    a, b = nb.split(nb.exp(x), [2, -1], axis=1)
+    y = nb.concat([nb.flip(a, [1]), nb.tile(b, [1, 1])], axis=1)
+    z = nb.pad(nb.expand_dims(y, [0]), [[0, 0], [0, 0], [1, 2]], pad_value=-1.0)
+    out = nb.slice_assign(nb.squeeze(z, [0]), nb.relu(a), axes=[1], starts=[0], ends=[2])
+    program = nb.build([out])
+    assert len(plan(program).groups) == 1
+    compiled = compile_program(program, "x86")
+    for rows in (1, 4):
+        xs = np.random.default_rng(rows).standard_normal((rows, 6)).astype(np.float32)
+        e = np.exp(xs)
+        want = np.pad(np.concatenate([e[:, 1::-1], e[:, 2:]], axis=1), [(0, 0), (1, 2)], constant_values=-1)
+        want[:, :2] = np.maximum(e[:, :2], 0)
+        np.testing.assert_allclose(compiled(xs), want, rtol=1e-6)
+
+
+def test_squeeze_without_axes_keeps_symbolic_dims() -> None:
+    nb = NetBuilder("sq")
+    x = nb.create_input("float32", [1, "S0", 1, 3], "X")
+    assert nb.squeeze(x).shape[1:] == (3,) and str(nb.squeeze(x).shape[0]) == "S0"
+
+
+def test_tile_with_more_repeats_than_rank_adds_leading_axes() -> None:
+    nb = NetBuilder("tile")
+    x = nb.create_input("int32", [2, 3], "X")
+    out = nb.tile(x, [2, 1, 2])
+    assert out.shape == (2, 2, 6)
+    xs = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(compile_program(nb.build([out]), "x86")(xs), np.tile(xs, [2, 1, 2]))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda nb, x: nb.squeeze(x, [1]), "squeeze: argument 'axes' names axis 1 of [S0, 6], whose extent is 6, expected 1"),
+    (lambda nb, x: nb.expand_dims(x, []), "expand_dims: argument 'axes' must name at least one new axis"),
+    (lambda nb, x: nb.expand_dims(x, [3]), "expand_dims: argument 'axes' entry 3 is out of range for a tensor of rank 3"),
+    (lambda nb, x: nb.flip(x, [0, -2]), "reverse: argument 'axis' [0, -2] names the same axis twice"),
+    (lambda nb, x: nb.tile(x, [0]), "tile: argument 'repeat_times'[0] must be >= 1, got 0"),
+    (lambda nb, x: nb.pad(x, [[1, 1]]), "pad: argument 'paddings' must have one [before, after] pair per axis"),
+    (lambda nb, x: nb.pad(x, [[1, -1], [0, 0]]), "pad: argument 'paddings'[0] must be non-negative, got [1, -1]"),
+    (lambda nb, x: nb.pad(x, 3), "pad: argument 'paddings' must be a list of [before, after] pairs, got 3"),
+    (lambda nb, x: nb.pad(nb.cast(x, "int32"), [[0, 0], [1, 1]], pad_value=0.5),
+     "pad: argument 'pad_value': value 0.5 is not representable in int32"),
+    (lambda nb, x: nb.split(x, [4], axis=1), "split: axis 1 of [S0, 6] has extent 6, not divisible into 4 equal"),
+    (lambda nb, x: nb.split(x, [2], axis=0), "split: axis 0 has the symbolic extent S0, which cannot be checked"),
+    (lambda nb, x: nb.split(x, [2, 2], axis=1), "split: sections [2, 2] sum to 4, but axis 1 of [S0, 6] has extent 6"),
+    (lambda nb, x: nb.split(x, [-1, -1], axis=1), "split: argument 'num_or_sections' [-1, -1] must hold"),
+    (lambda nb, x: nb.split(x, [4, 3, -1], axis=1), "split: sections [4, 3, -1] exceed the extent 6 of axis 1"),
+    (lambda nb, x: nb.slice_assign(x, x, [1], [0], [3]),
+     "slice_assign: argument 'assign' has shape [S0, 6], but the slice of [S0, 6] it replaces has shape [S0, 3]"),
+    (lambda nb, x: nb.slice_assign(x, nb.cast(x, "int32"), [1], [0], [6]),
+     "slice_assign: operands have different dtypes float32 and int32"),
+    (lambda nb, x: nb.slice_assign(x, x, [0], [1], [3]), "slice_assign: axis 0 has the symbolic extent S0"),
+])
+def test_bad_arguments_raise_frontend_errors(call, message: str) -> None:  # type: ignore[no-untyped-def]
+    nb = NetBuilder("bad")
+    x = nb.create_input("float32", ["S0", 6], "X")
+    with pytest.raises(FrontendError) as info:
+        call(nb, x)
+    assert message in str(info.value)
