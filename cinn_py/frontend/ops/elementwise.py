@@ -23,7 +23,7 @@ from cinn_py.frontend.ops.base import (
 from cinn_py.frontend.ops.shapes import dims_equal, eval_shape, fmt_dim, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
     OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, one_of, operand, optional,
-    string, tensor,
+    string, tensor, tensors,
 )
 from cinn_py.frontend.ops.testing import Case, Input, OpTest, binary_cases, unary_cases
 from cinn_py.interp import math_fns
@@ -458,6 +458,63 @@ register(OpDef("select", OpPatternKind.kElementWise, _infer_select, _select_nump
                test=OpTest(("float32", "float16", "int32", "bool"), lambda d: [
                    Case((Input(s, "bool"), Input(s), Input(s))) for s in testing.SHAPES] + [
                    Case((Input((3, 5), "bool"), Input((5,)), Input((3, 1))))])))
+
+
+# -- isclose, sum ----------------------------------------------------------------------------------------
+def _isclose_expr(at: Attrs, a: Expr, b: Expr) -> Expr:
+    """`|a - b| <= atol + rtol * |b|` (numpy's isclose; equal infinities are close); NaNs are
+    close to each other only under equal_nan."""
+    close = Or(EQ(a, b), LE(cdsl.abs(a - b), const(at["atol"], a.dtype) + const(at["rtol"], a.dtype) * cdsl.abs(b)))
+    return Or(close, And(cdsl.isnan(a), cdsl.isnan(b))) if at["equal_nan"] else close
+
+
+def _isclose_build(nb: Any, call: OpCall) -> Any:
+    a = call.args
+    ins = binary_operands(nb, call.method, a["x"], a["y"], -1)
+    return nb.emit(call.op, ins, {"rtol": a["rtol"], "atol": a["atol"], "equal_nan": a["equal_nan"]})
+
+
+_elementwise("isclose", 2, FLOAT, _isclose_expr,
+             lambda at, a, b: np.isclose(a, b, rtol=at["rtol"], atol=at["atol"], equal_nan=at["equal_nan"]),
+             lambda t, at: bool_,
+             signature=Signature((operand("x"), operand("y"), attr("rtol", floating, 1e-5), attr("atol", floating, 1e-8),
+                                  attr("equal_nan", boolean, False)), build=_isclose_build,
+                                 doc="Elementwise `|x - y| <= atol + rtol * |y|` (numpy.isclose)."),
+             test=OpTest(("float32", "float64"), lambda d: [
+                 Case((Input(s, low=-1.0, high=1.0, specials=True), Input(s, low=-1.0, high=1.0)),
+                      {"rtol": 0.5, "atol": 0.1, "equal_nan": en}) for s in testing.SHAPES for en in (False, True)]))
+
+
+def _sum_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    if not ins:
+        raise FrontendError("sum: argument 'inputs' must name at least one Variable")
+    check_same_shapes("sum", ins)
+    check_same_dtypes("sum", ins)
+    _check_kind("sum", NUMERIC, ins[0])
+    return [ins[0]]
+
+
+def _sum_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    total = arrays[0].copy()
+    for a in arrays[1:]:
+        total = total + a
+    return [total.astype(arrays[0].dtype, copy=False)]
+
+
+def _sum_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
+                 out_name: str) -> cdsl.ComputeTensor:
+    def body(*idx: Expr) -> Expr:
+        total: Expr = ins[0][idx]
+        for t in ins[1:]:
+            total = total + t[idx]
+        return total
+    return cdsl.compute(out.shape, body, out_name)
+
+
+register(OpDef("sum", OpPatternKind.kElementWise, _sum_infer, _sum_numpy, _sum_compute, fold=_np_fold(_sum_numpy),
+               arity=None, signature=Signature((tensors("inputs"),), doc="Elementwise sum of equally shaped inputs."),
+               test=OpTest(testing.NUMERIC, lambda d: [Case(([Input(s) for _ in range(n)],))
+                                                       for s in testing.SHAPES for n in (1, 3)])))
 
 
 # -- fill_constant ------------------------------------------------------------------------------------

@@ -31,7 +31,10 @@ Op = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 DIMS = (1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 32, 33, 64)
 _LIMIT = 50.0
-UNARY = ("tanh", "sigmoid", "relu", "abs", "negative", "erf", "gelu", "exp", "sqrt", "scale")
+UNARY = ("tanh", "sigmoid", "relu", "abs", "negative", "erf", "gelu", "exp", "sqrt", "scale",
+         "sin", "cos", "atan", "relu6", "leaky_relu", "clip", "identity", "dropout_infer")
+# continuous ops only: a rounding op (floor, sign, ...) turns a last-bit difference between a fused
+# kernel and numpy into a difference of 1
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum", "divide")
 REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 RTOL = 2e-4
@@ -120,35 +123,47 @@ class _Gen:
             s, b = self.rng.choice((0.5, 2.0, -1.5)), self.rng.choice((0.0, 1.0, -0.25))
             return self.emit("scale", (v,), shape, abs(s) * mag + abs(b), scale=s, bias=b,
                              bias_after_scale=self.rng.random() < 0.5)
-        bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0}.get(fn, mag)
+        if fn == "leaky_relu":
+            return self.emit(fn, (v,), shape, mag, alpha=0.1)
+        if fn == "clip":
+            return self.emit(fn, (v,), shape, 1.5, min=-1.5, max=1.0)
+        if fn == "dropout_infer":
+            return self.emit(fn, (v,), shape, mag, dropout_prob=0.25)
+        bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0, "sin": 1.0, "cos": 1.0, "atan": math.pi / 2,
+                 "relu6": min(mag, 6.0)}.get(fn, mag)
         return self.emit(fn, (v,), shape, bound)
 
-    def partner(self, v: int) -> int | float:
-        """A second operand for `v`: a value of the same shape or of a suffix of it (broadcast),
-        a new input of such a shape, or a number."""
+    def partner(self, v: int) -> tuple[int | float, int | None]:
+        """A second operand for `v` and the CINN `axis` to pass (None: the default -1): a value of
+        the same shape or of a suffix of it (broadcast), a new input of such a shape or of an
+        inner slice of it (aligned at `axis`), or a number."""
         shape = self.shapes[v]
         same = [u for u in range(len(self.shapes)) if u != v and _broadcasts(self.shapes[u], shape)]
         roll = self.rng.random()
         if same and roll < 0.5:
-            return self.rng.choice(same)
+            return self.rng.choice(same), None
+        if roll < 0.7 and len(shape) >= 2:
+            k = self.rng.randrange(len(shape) - 1)
+            return self.new_input(shape[k:self.rng.randrange(k + 1, len(shape))]), k
         if roll < 0.85 and shape:
-            return self.new_input(shape[self.rng.randrange(len(shape)):])
-        return self.rng.choice((0.5, 2.0, -3.0, 1.0))
+            return self.new_input(shape[self.rng.randrange(len(shape)):]), None
+        return self.rng.choice((0.5, 2.0, -3.0, 1.0)), None
 
     def binary(self, v: int) -> int:
         op = self.rng.choice(BINARY)
-        w = self.partner(v)
+        w, axis = self.partner(v)
         wmag = self.mags[w] if isinstance(w, int) else abs(w)
         shape = self.shapes[v]
+        kw = {} if axis is None else {"axis": axis}
         if op == "divide":
             if isinstance(w, int):
                 a = self.emit("abs", (w,), self.shapes[w], wmag)
                 w = self.emit("add", (a, 1.0), self.shapes[w], wmag + 1.0)
-                return self.emit("divide", (v, w), shape, self.mags[v])
+                return self.emit("divide", (v, w), shape, self.mags[v], **kw)
             return self.emit("divide", (v, abs(w) + 1.0), shape, self.mags[v])
         mag = {"add": self.mags[v] + wmag, "subtract": self.mags[v] + wmag, "multiply": self.mags[v] * wmag}.get(
             op, max(self.mags[v], wmag))
-        return self.emit(op, (v, w), shape, mag)
+        return self.emit(op, (v, w), shape, mag, **kw)
 
     def reduce(self, v: int) -> int:
         shape = self.shapes[v]
