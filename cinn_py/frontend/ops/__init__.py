@@ -1,7 +1,9 @@
 """The NetBuilder op registry: every op's infer-shape/dtype rule, `OpPatternKind`, numpy reference
 and compute-DSL definition (see `base.OpDef`). Importing this package registers all ops."""
 
-from cinn_py.frontend.ops import composite, elementwise, injective, manipulation, nn, reduce  # noqa: F401 - registration
+from cinn_py.frontend.ops import (  # noqa: F401 - registration
+    composite, elementwise, injective, manipulation, nn, reduce, sorting,
+)
 from cinn_py.frontend.ops.base import (
     REGISTRY, Dim, FrontendError, OpDef, OpPatternKind, Shape, TensorType, get_op,
 )

@@ -170,3 +170,12 @@ def normalize_axes(axes: object, ndim: int, op: str) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise FrontendError(f"{op}: axes {list(items)} name the same axis twice")
     return tuple(sorted(out))
+
+
+def index_dim(dim: Any, like: Expr) -> Expr:
+    """A tensor dim (int, IntImm or symbolic int64 expression) as an expression in the dtype of the
+    index `like` (a tensor's static dims are int32 even where other tensors' symbolic dims make
+    the loop indices int64, and the reverse)."""
+    if isinstance(dim, IntImm):
+        return const(dim.value, like.dtype)
+    return const(dim, like.dtype) if isinstance(dim, int) else dim
