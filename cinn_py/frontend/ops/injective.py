@@ -24,8 +24,8 @@ from cinn_py.frontend.ops.signature import OpCall, Signature, any_value, attr, i
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
-    add_dims, dims_equal, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
-    symbols_of, to_dim,
+    add_dims, dims_equal, div_dims, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
+    to_dim,
 )
 from cinn_py.ir import Expr, IntImm, as_expr, const
 
@@ -156,23 +156,11 @@ def reshape_shape(x: TensorType, shape: Sequence[Dim]) -> Shape:
 
 
 def _exact_quotient(total: Dim, known: Dim, x: TensorType, shape: Sequence[Dim]) -> Dim:
-    if isinstance(total, int) and isinstance(known, int):
-        if known != 0 and total % known == 0:
-            return total // known
-    else:
-        import sympy  # noqa: PLC0415
-
-        from cinn_py.symbolic import from_sympy, to_sympy  # noqa: PLC0415
-
-        q = sympy.cancel(to_sympy(as_expr(total, None) if isinstance(total, int) else total)
-                         / to_sympy(const(known, "int64") if isinstance(known, int) else known))
-        num, den = sympy.fraction(q)
-        coeffs = sympy.Poly(q, *q.free_symbols).coeffs() if q.free_symbols else [q]
-        if den == 1 and q.is_polynomial() and all(c.is_integer for c in coeffs):
-            syms = {v.name: v for v in symbols_of(x.shape)}
-            return simplify_dim(from_sympy(q, variables=syms))
-    raise FrontendError(f"reshape: cannot infer -1 in {[fmt_dim(s) for s in shape]}: {fmt_dim(total)} "
-                        f"elements of {fmt_shape(x.shape)} are not a multiple of {fmt_dim(known)}")
+    q = div_dims(total, known)
+    if q is None:
+        raise FrontendError(f"reshape: cannot infer -1 in {[fmt_dim(s) for s in shape]}: {fmt_dim(total)} "
+                            f"elements of {fmt_shape(x.shape)} are not a multiple of {fmt_dim(known)}")
+    return q
 
 
 def _reshape_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:

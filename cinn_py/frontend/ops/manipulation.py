@@ -1,5 +1,5 @@
 """Shape-manipulation ops with CINN's NetBuilder names (kInjective): `squeeze`, `expand_dims`,
-`reverse` (`flip`), `tile`, `pad`, `split`, `slice_assign`.
+`reverse` (`flip`), `tile`, `repeat`, `pad`, `split`, `slice_assign`.
 
 Each output element reads one input element through an index map, so every op here fuses with
 elementwise and injective neighbours (CINN registers squeeze/expand_dims as ElementWise because
@@ -26,7 +26,7 @@ from cinn_py.frontend.ops.elementwise import check_same_dtypes, scalar_of
 from cinn_py.frontend.ops.injective import INT_MAX, MOVE_DTYPES, slice_attrs
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
-    add_dims, dims_equal, eval_dim, eval_shape, fmt_dim, fmt_shape, mul_dims, normalize_axis, shapes_equal,
+    add_dims, dims_equal, div_dims, eval_dim, eval_shape, fmt_dim, fmt_shape, mul_dims, normalize_axis, shapes_equal,
 )
 from cinn_py.frontend.ops.signature import OpCall, Signature, any_value, attr, floating, int_list, integer, tensor
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
@@ -215,6 +215,43 @@ register(OpDef("tile", _INJECTIVE, _tile_infer, _tile_numpy, _tile_compute, fold
                    Case((Input(("S0", 5)),), {"repeat_times": [2, 3]})])))
 
 
+# -- repeat ---------------------------------------------------------------------------------------------------
+def _repeat_attrs(x: TensorType, repeats: int, axis: int, method: str = "repeat") -> dict[str, Any]:
+    if repeats < 1:
+        raise FrontendError(f"{method}: argument 'repeats' must be >= 1, got {repeats}")
+    return {"repeats": repeats, "axis": normalize_axis(axis, x.ndim, method, "argument 'axis'")}
+
+
+def _repeat_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    x, axis = ins[0], attrs["axis"]
+    return [TensorType(tuple(mul_dims(d, attrs["repeats"]) if a == axis else d for a, d in enumerate(x.shape)),
+                       x.dtype)]
+
+
+def _repeat_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
+    return [np.repeat(arrays[0], attrs["repeats"], axis=attrs["axis"])]
+
+
+def _repeat_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
+                    out_name: str) -> cdsl.ComputeTensor:
+    x, axis, reps = ins[0], attrs["axis"], attrs["repeats"]
+
+    def body(*idx: Expr) -> Expr:
+        return x[tuple(i // _idx_const(reps, i) if a == axis and reps != 1 else i for a, i in enumerate(idx))]
+
+    return cdsl.compute(out.shape, body, out_name)
+
+
+register(OpDef("repeat", _INJECTIVE, _repeat_infer, _repeat_numpy, _repeat_compute, fold=_first, arity=1,
+               signature=Signature((tensor("x"), attr("repeats", integer), attr("axis", integer)),
+                                   attrs=lambda ins, at: _repeat_attrs(ins[0], at["repeats"], at["axis"]),
+                                   doc="Repeat every element `repeats` times along `axis` (numpy.repeat)."),
+               test=OpTest(MOVE_DTYPES, lambda d: [
+                   Case((Input((7,)),), {"repeats": 2, "axis": 0}), Case((Input((3, 5)),), {"repeats": 3, "axis": 1}),
+                   Case((Input((2, 1, 6)),), {"repeats": 1, "axis": -2}),
+                   Case((Input(("S0", 5)),), {"repeats": 2, "axis": 0})])))
+
+
 # -- pad ----------------------------------------------------------------------------------------------------------
 def pad_attrs(x: TensorType, paddings: Any, pad_value: float, method: str = "pad") -> dict[str, Any]:
     """`paddings`: one [before, after] pair of non-negative ints per axis (CINN's pad attribute)."""
@@ -288,8 +325,8 @@ register(OpDef("pad", _INJECTIVE, _pad_infer, _pad_numpy, _pad_compute, arity=1,
 # -- split -----------------------------------------------------------------------------------------------------
 def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int, method: str = "split") -> tuple[Dim, ...]:
     """The section extents along `axis`: `[n]` is n equal sections, a longer list the extents
-    (one of them may be -1: the rest of the axis). On a symbolic axis the extents must be
-    given with one -1 (equal sections of an unknown extent cannot be checked)."""
+    (one of them may be -1: the rest of the axis). A symbolic axis splits into equal sections
+    only when the count provably divides it (`2 * S0` into 2, not `S0`)."""
     dim = shape[axis]
     if not num_or_sections:
         raise FrontendError(f"{method}: argument 'num_or_sections' must not be empty")
@@ -297,15 +334,12 @@ def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int, meth
         n = num_or_sections[0]
         if n < 1:
             raise FrontendError(f"{method}: argument 'num_or_sections' = [{n}] must be a positive section count")
-        if n == 1:
-            return (dim,)
-        if not isinstance(dim, int):
-            raise FrontendError(f"{method}: axis {axis} has the symbolic extent {fmt_dim(dim)}, which cannot be "
-                                f"checked to split into {n} equal sections; give the extents with one -1")
-        if dim % n:
-            raise FrontendError(f"{method}: axis {axis} of {fmt_shape(shape)} has extent {dim}, not divisible "
-                                f"into {n} equal sections")
-        return (dim // n,) * n
+        part = div_dims(dim, n)
+        if part is None:
+            raise FrontendError(f"{method}: axis {axis} of {fmt_shape(shape)} has extent {fmt_dim(dim)}, not "
+                                f"divisible into {n} equal sections"
+                                + ("" if isinstance(dim, int) else "; give the extents with one -1"))
+        return (part,) * n
     return _explicit_sections(dim, tuple(num_or_sections), axis, shape, method)
 
 

@@ -104,6 +104,24 @@ def add_dims(a: Dim, b: Dim) -> Dim:
     return simplify_dim(as_expr(a) + as_expr(b))
 
 
+def div_dims(a: Dim, b: Dim) -> Dim | None:
+    """`a / b` when it is provably a dim (an int, or a polynomial of symbolic dims with integer
+    coefficients: `(6 * S0) / 3` is `2 * S0`); None when it may not divide evenly (`S0 / 2`)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b if b != 0 and a % b == 0 else None
+    import sympy  # noqa: PLC0415
+
+    from cinn_py.symbolic import from_sympy, to_sympy  # noqa: PLC0415
+
+    q = sympy.cancel(to_sympy(as_expr(a)) / to_sympy(as_expr(b)))
+    _, den = sympy.fraction(q)
+    coeffs = sympy.Poly(q, *q.free_symbols).coeffs() if q.free_symbols else [q]
+    if den != 1 or not q.is_polynomial() or not all(c.is_integer for c in coeffs):
+        return None
+    syms = {v.name: v for v in symbols_of((a, b))}
+    return simplify_dim(from_sympy(q, variables=syms))
+
+
 def numel(shape: Sequence[Dim]) -> Dim:
     total: Dim = 1
     for d in shape:

@@ -1,4 +1,4 @@
-"""CINN semantics of the shape-manipulation ops (squeeze, expand_dims, reverse/flip, tile, pad,
+"""CINN semantics of the shape-manipulation ops (squeeze, expand_dims, reverse/flip, tile, repeat, pad,
 split, slice_assign) beyond the harness's differential cases: signatures, multiple results,
 fusion into one group, and the FrontendErrors of bad arguments."""
 
@@ -11,13 +11,14 @@ import pytest
 
 from cinn_py.frontend import NetBuilder, plan
 from cinn_py.frontend.ops.base import FrontendError
+from cinn_py.frontend.ops.shapes import fmt_dim
 from cinn_py.pipeline import compile_program
 
 
 def test_signatures_follow_cinn() -> None:
     nb = NetBuilder("sig")
     want = {"squeeze": "(a, axes=())", "expand_dims": "(x, axes)", "reverse": "(x, axis)", "flip": "(x, axis)",
-            "split": "(x, num_or_sections, axis=0)", "tile": "(x, repeat_times)",
+            "split": "(x, num_or_sections, axis=0)", "tile": "(x, repeat_times)", "repeat": "(x, repeats, axis)",
             "pad": "(x, paddings, pad_value=0.0)",
             "slice_assign": "(x, assign, axes, starts, ends, strides=())"}
     assert {m: str(inspect.signature(getattr(nb, m))) for m in want} == want
@@ -54,6 +55,18 @@ def test_chain_of_manipulation_ops_is_one_group_and_matches_numpy() -> None:
         np.testing.assert_allclose(compiled(xs), want, rtol=1e-6)
 
 
+def test_split_of_a_symbolic_multiple_into_equal_sections() -> None:
+    nb = NetBuilder("sym_split")
+    x = nb.create_input("float32", ["S0", 3], "X")
+    parts = nb.split(nb.tile(x, [6, 1]), [3])
+    assert [fmt_dim(p.shape[0]) for p in parts] == ["2*S0"] * 3
+    compiled = compile_program(nb.build(parts), "x86")
+    for rows in (1, 2):
+        xs = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3)
+        for got, want in zip(compiled(xs), np.split(np.tile(xs, [6, 1]), 3)):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_squeeze_without_axes_keeps_symbolic_dims() -> None:
     nb = NetBuilder("sq")
     x = nb.create_input("float32", [1, "S0", 1, 3], "X")
@@ -75,13 +88,15 @@ def test_tile_with_more_repeats_than_rank_adds_leading_axes() -> None:
     (lambda nb, x: nb.expand_dims(x, [3]), "expand_dims: argument 'axes' entry 3 is out of range for a tensor of rank 3"),
     (lambda nb, x: nb.flip(x, [0, -2]), "reverse: argument 'axis' [0, -2] names the same axis twice"),
     (lambda nb, x: nb.tile(x, [0]), "tile: argument 'repeat_times'[0] must be >= 1, got 0"),
+    (lambda nb, x: nb.repeat(x, 0, 1), "repeat: argument 'repeats' must be >= 1, got 0"),
+    (lambda nb, x: nb.repeat(x, 2, 2), "repeat: argument 'axis' 2 is out of range for a tensor of rank 2"),
     (lambda nb, x: nb.pad(x, [[1, 1]]), "pad: argument 'paddings' must have one [before, after] pair per axis"),
     (lambda nb, x: nb.pad(x, [[1, -1], [0, 0]]), "pad: argument 'paddings'[0] must be non-negative, got [1, -1]"),
     (lambda nb, x: nb.pad(x, 3), "pad: argument 'paddings' must be a list of [before, after] pairs, got 3"),
     (lambda nb, x: nb.pad(nb.cast(x, "int32"), [[0, 0], [1, 1]], pad_value=0.5),
      "pad: argument 'pad_value': value 0.5 is not representable in int32"),
     (lambda nb, x: nb.split(x, [4], axis=1), "split: axis 1 of [S0, 6] has extent 6, not divisible into 4 equal"),
-    (lambda nb, x: nb.split(x, [2], axis=0), "split: axis 0 has the symbolic extent S0, which cannot be checked"),
+    (lambda nb, x: nb.split(x, [2], axis=0), "split: axis 0 of [S0, 6] has extent S0, not divisible into 2 equal sections; give the extents with one -1"),
     (lambda nb, x: nb.split(x, [2, 2], axis=1), "split: sections [2, 2] sum to 4, but axis 1 of [S0, 6] has extent 6"),
     (lambda nb, x: nb.split(x, [-1, -1], axis=1), "split: argument 'num_or_sections' [-1, -1] must hold"),
     (lambda nb, x: nb.split(x, [4, 3, -1], axis=1), "split: sections [4, 3, -1] exceed the extent 6 of axis 1"),
