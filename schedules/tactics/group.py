@@ -143,7 +143,7 @@ def analyze_group(func: LoweredFunc) -> GroupInfo:
     """Analyse the current function of a schedule (before or after alignment)."""
     realizes = all_blocks(func)
     blocks = tuple(block_info(r) for r in realizes)
-    spatial, reduce_ = group_space(func)
+    spatial, reduce_ = group_space(func) if realizes else ([], [])  # 0-d blocks only: no loops
     master = next((b.realize for b in blocks if b.is_reduce), None)
     return GroupInfo(
         blocks=blocks, outputs=frozenset(t.name for t in func.outputs), spatial=tuple(spatial),

@@ -5,7 +5,9 @@
 * CUDA: any row reduction shorter than 32 raised ExtentMismatchError (a warp reduce split the
   row into 32 threads);
 * CUDA: NetBuilder softmax raised AutoScheduleError (its keepdim reductions run over `[i, 0:1]`
-  nests, which alignment did not match with the `[i, j]` ones).
+  nests, which alignment did not match with the `[i, j]` ones);
+* both: a group of 0-d blocks only (`exp(squeeze(x[1]))`, `reshape(x, [])`) raised AlignError
+  from the group analysis, which looked for the master block's loops.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import cinn_py as cp
 from cinn_py.frontend.fusion import plan
 from cinn_py.lowering.group import lower_group
 from cinn_py.frontend.net_builder import NetBuilder
+from cinn_py.tools.fuzz import nvrtc_available
 from schedules.tactics import auto_schedule, auto_schedule_buckets
 
 
@@ -68,3 +71,21 @@ def test_cuda_netbuilder_softmax(rows: Any, cols: int) -> None:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     [func] = _netbuilder_softmax(rows, cols)
     _check_cuda_buckets(func, {"X": x}, {func.outputs[0].name: e / e.sum(axis=1, keepdims=True)})
+
+
+@pytest.mark.parametrize("target", ["x86", "cuda"])
+def test_zero_dim_group_schedules(target: str) -> None:
+    nb = NetBuilder("zero_dim")
+    x = nb.create_input("float32", [1], "X")
+    y = nb.exp(nb.squeeze(x))
+    program = nb.build([y, nb.reshape(y, [])])
+    x_np = np.array([0.5], np.float32)
+    for group in plan(program).groups:
+        sch = auto_schedule(lower_group(group), target=target)
+        got = cp.run_ir(sch.func, {"X": x_np})
+        np.testing.assert_allclose(got[y.name], np.exp(x_np[0]), rtol=1e-6)
+        if target == "cuda" and nvrtc_available():
+            assert isinstance(cp.codegen(sch, target="cuda").cubin, bytes)
+    if target == "x86":
+        out = cp.compile(program, "x86").run({"X": x_np})
+        np.testing.assert_allclose(out[y.name], np.exp(x_np[0]), rtol=1e-6)
