@@ -39,6 +39,20 @@ def _first(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: 
     return values[0]
 
 
+def _same_scalar(a: Any, b: Any) -> bool:
+    """Whether two uniform values are the same bits' worth (-0.0 is not 0.0; NaN is NaN)."""
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def _fold_uniform(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:
+    """slice_assign of uniform operands: uniform when both hold the same value."""
+    return values[0] if _same_scalar(values[0], values[1]) else None
+
+
+def _pad_fold(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:
+    return values[0] if _same_scalar(values[0], attrs["pad_value"]) else None
+
+
 def _idx_const(value: int, like: Expr) -> Expr:
     return const(value, like.dtype)
 
@@ -310,7 +324,7 @@ def _pad_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorTyp
     return cdsl.compute(out.shape, body, out_name)
 
 
-register(OpDef("pad", _INJECTIVE, _pad_infer, _pad_numpy, _pad_compute, arity=1,
+register(OpDef("pad", _INJECTIVE, _pad_infer, _pad_numpy, _pad_compute, fold=_pad_fold, arity=1,
                signature=Signature((tensor("x"), attr("paddings", any_value), attr("pad_value", any_value, 0.0)),
                                    attrs=lambda ins, at: pad_attrs(ins[0], at["paddings"], at["pad_value"]),
                                    doc="Pad each axis d with `paddings[d] = [before, after]` elements of `pad_value`."),
@@ -492,7 +506,7 @@ def _slice_assign_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, A
 
 
 register(OpDef("slice_assign", _INJECTIVE, _slice_assign_infer, _slice_assign_numpy, _slice_assign_compute,
-               arity=2,
+               fold=_fold_uniform, arity=2,
                signature=Signature((tensor("x"), tensor("assign"), attr("axes", int_list), attr("starts", int_list),
                                     attr("ends", int_list), attr("strides", int_list, ())),
                                    attrs=_slice_assign_sig_attrs,

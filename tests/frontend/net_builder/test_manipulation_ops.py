@@ -67,6 +67,20 @@ def test_split_of_a_symbolic_multiple_into_equal_sections() -> None:
             np.testing.assert_array_equal(got, want)
 
 
+def test_constant_folding_only_folds_uniform_results() -> None:
+    from cinn_py.frontend.graph_passes import fold_constants  # noqa: PLC0415
+
+    nb = NetBuilder("fold")
+    ones = nb.fill_constant([2, 3], 1.0, "ones", "float32")
+    zeros = nb.fill_constant([2, 1], -0.0, "zeros", "float32")
+    outs = [nb.pad(ones, [[1, 0], [0, 2]], pad_value=1.0), nb.pad(ones, [[0, 0], [1, 0]], pad_value=0.0),
+            nb.tile(ones, [2, 1]), nb.slice_assign(ones, nb.scale(zeros, 0.0, 1.0), [1], [0], [1]),
+            nb.slice_assign(ones, zeros, [1], [0], [1])]
+    folded = fold_constants(nb.build(outs))
+    kinds = {op.output.name: op.type for op in folded.ops}
+    assert [kinds[o.name] for o in outs] == ["fill_constant", "pad", "fill_constant", "fill_constant", "slice_assign"]
+
+
 def test_squeeze_without_axes_keeps_symbolic_dims() -> None:
     nb = NetBuilder("sq")
     x = nb.create_input("float32", [1, "S0", 1, 3], "X")
