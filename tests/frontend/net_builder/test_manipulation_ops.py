@@ -8,6 +8,8 @@ import inspect
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from cinn_py.frontend import NetBuilder, plan
 from cinn_py.frontend.ops.base import FrontendError
@@ -126,3 +128,37 @@ def test_bad_arguments_raise_frontend_errors(call, message: str) -> None:  # typ
     with pytest.raises(FrontendError) as info:
         call(nb, x)
     assert message in str(info.value)
+
+
+@st.composite
+def _slice_assign_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], list[int], list[int], list[int], list[int]]:
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    axes = draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True))
+    starts = [draw(st.integers(-shape[a] - 1, shape[a] + 1)) for a in axes]
+    ends = [draw(st.integers(-shape[a] - 1, shape[a] + 1)) for a in axes]
+    strides = [draw(st.sampled_from([-3, -2, -1, 1, 2, 3])) for _ in axes]
+    return shape, axes, starts, ends, strides
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(_slice_assign_cases())
+def test_slice_assign_matches_numpy_slicing(case: tuple[tuple[int, ...], list[int], list[int], list[int], list[int]]
+                                            ) -> None:
+    """Python slicing rules (negative indices, clamping, negative strides, empty slices) against
+    numpy's own assignment `x[slices] = assign`, through the compiled x86 kernel."""
+    shape, axes, starts, ends, strides = case
+    index = [slice(None)] * len(shape)
+    for a, s, e, st_ in zip(axes, starts, ends, strides):
+        index[a] = slice(s, e, st_)
+    region = np.empty(shape)[tuple(index)].shape
+    assume(all(region))  # an empty region has no assign tensor (a 0-size input)
+    nb = NetBuilder("sa")
+    x = nb.create_input("float32", list(shape), "X")
+    y = nb.create_input("float32", list(region), "Y")
+    out = nb.slice_assign(x, y, axes, starts, ends, strides)
+    rng = np.random.default_rng(0)
+    xs, ys = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(region).astype(np.float32)
+    want = xs.copy()
+    want[tuple(index)] = ys
+    np.testing.assert_array_equal(compile_program(nb.build([out]), "x86")(xs, ys), want)
