@@ -36,7 +36,7 @@ from cinn_py.frontend.ops.base import (
 from cinn_py.frontend.ops.reduce import accumulator, frontend_dims
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axis
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, dtype_arg, integer, tensor
-from cinn_py.frontend.ops.sorting import at_axis
+from cinn_py.frontend.ops.sorting import at_axis, same_width
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.ir import EQ, GE, Expr, const, dtype_of, int32, int64
 
@@ -55,14 +55,6 @@ def index_value(v: Expr) -> Expr:
     if v.dtype in (int32, int64):
         return v
     return cdsl.cast(v, int32 if v.dtype.bits < 32 else int64)
-
-
-def _same_width(a: Expr, b: Expr) -> tuple[Expr, Expr]:
-    """`a` and `b` in the wider of their integer dtypes (for comparing an index with a loop var)."""
-    if a.dtype == b.dtype:
-        return a, b
-    wide = a.dtype if a.dtype.bits >= b.dtype.bits else b.dtype
-    return cdsl.cast(a, wide), cdsl.cast(b, wide)
 
 
 def _checked_indices(op: str, index: np.ndarray, extent: int) -> np.ndarray:
@@ -298,7 +290,7 @@ def _one_hot_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tenso
     off_v = cdsl.cast(off[(0,) * off.ndim], dtype)
 
     def body(*i: Expr) -> Expr:
-        value, position = _same_width(index_value(indices[tuple(i[:axis]) + tuple(i[axis + 1:])]), i[axis])
+        value, position = same_width(index_value(indices[tuple(i[:axis]) + tuple(i[axis + 1:])]), i[axis])
         return cdsl.select(EQ(value, position), on_v, off_v)
 
     return cdsl.compute(out.shape, body, out_name)
@@ -361,7 +353,7 @@ def _scatter_numpy(op: str) -> Any:
 
 
 def _hits(index: cdsl.ComputeTensor, k: Expr, position: Expr) -> Expr:
-    value, pos = _same_width(index_value(index[k]), position)
+    value, pos = same_width(index_value(index[k]), position)
     return EQ(value, pos)
 
 

@@ -280,3 +280,71 @@ def test_index_op_argument_errors(call, message) -> None:
     f = nb.create_input("float32", [2], "F")
     with pytest.raises(FrontendError, match=message):
         call(nb, x, i, f)
+
+
+# -- sort / argsort / top_k ---------------------------------------------------------------------------------------
+def test_sort_op_signatures_are_cinns() -> None:
+    nb = NetBuilder("sig")
+    assert str(inspect.signature(nb.sort)) == "(operand, axis, is_ascend=True)"
+    assert str(inspect.signature(nb.argsort)) == "(operand, axis, is_ascend=True)"
+    assert str(inspect.signature(nb.top_k)) == "(x, k, axis=-1, largest=True)"
+
+
+def test_sorts_are_stable_with_nan_largest() -> None:
+    nb = NetBuilder("sorts")
+    x = nb.create_input("float32", [2, 6], "X")
+    indices, positions = nb.argsort(x, 1, False)  # CINN returns [indices, positions]
+    values, top = nb.top_k(x, 3, 1, True)
+    outs = [nb.sort(x, 1, True), nb.sort(x, -1, False), indices, positions, values, top,
+            nb.argsort(x, axis=0)[0]]
+    assert [str(o.dtype) for o in outs] == ["float32", "float32", "int32", "int32", "float32", "int64", "int32"]
+    xs = np.array([[2, np.nan, 1, 2, -np.inf, np.nan], [0, -0.5, 0, 3, np.inf, 0]], np.float32)
+    asc, desc, idx, pos, val, tk, col = _run(nb, outs, xs)
+    np.testing.assert_array_equal(asc, np.sort(xs, axis=1))  # NaN last
+    assert idx.tolist() == [[1, 5, 0, 3, 2, 4], [4, 3, 0, 2, 5, 1]]  # NaN first, equal values in index order
+    np.testing.assert_array_equal(desc, np.take_along_axis(xs, idx, axis=1))
+    np.testing.assert_array_equal(np.take_along_axis(pos, idx, axis=1), np.tile(np.arange(6), (2, 1)))
+    np.testing.assert_array_equal(val, desc[:, :3])
+    assert tk.tolist() == [[1, 5, 0], [4, 3, 0]]
+    np.testing.assert_array_equal(col, np.argsort(xs, axis=0, kind="stable"))
+
+
+def test_top_k_k_beyond_the_dim_takes_it_all_and_smallest() -> None:
+    nb = NetBuilder("topk")
+    x = nb.create_input("int64", ["S0", 4], "X")
+    values, indices = nb.top_k(x, 10, 1, False)
+    assert values.shape[1] == 4 and indices.shape[1] == 4
+    compiled = compile_program(nb.build([values, indices]), "x86")
+    xs = np.array([[3, -1, 3, 0], [5, 5, 5, 5], [-2, 7, 1, -2]], np.int64)
+    got_v, got_i = compiled(xs)
+    np.testing.assert_array_equal(got_v, np.sort(xs, axis=1))
+    np.testing.assert_array_equal(got_i, np.argsort(xs, axis=1, kind="stable"))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda nb, x, s: nb.sort(x, 2), r"sort: argument 'axis' 2 is out of range for a tensor of rank 2"),
+    (lambda nb, x, s: nb.argsort(x, 0, is_ascend="yes"), r"argsort: argument 'is_ascend' must be a bool"),
+    (lambda nb, x, s: nb.sort(x), r"sort: missing a required argument: 'axis'; expected sort\(operand, axis, is_ascend=True\)"),
+    (lambda nb, x, s: nb.top_k(x, 0), r"top_k: argument 'k' must be >= 1, got 0"),
+    (lambda nb, x, s: nb.top_k(s, 2, axis=0), r"top_k: the dim along argument 'axis' \(0\) must be static, got \[S0, 4\]"),
+    (lambda nb, x, s: nb.argsort(nb.create_input("bool", [3], "B"), 0), r"argsort: needs a numeric operand, got bool"),
+])
+def test_sort_argument_errors(call, message) -> None:
+    nb = NetBuilder("bad")
+    x = nb.create_input("float32", [3, 4], "X")
+    s = nb.create_input("float32", ["S0", 4], "S")
+    with pytest.raises(FrontendError, match=message):
+        call(nb, x, s)
+
+
+def test_sorts_decompose_into_rank_order_and_gather_kernels() -> None:
+    from cinn_py.frontend import plan
+
+    nb = NetBuilder("sort_plan")
+    x = nb.create_input("float32", ["S0", 9], "X")
+    values, indices = nb.top_k(x, 4, 1, True)
+    groups = plan(nb.build([values, indices, nb.sort(x, 1, False)])).groups
+    kinds = [[op.type for op in g.ops] for g in groups]
+    # the ranks read whole rows and the orders read all ranks of a row: each is a kernel of its
+    # own; the ranks are computed once for the three results (CSE)
+    assert kinds.count(["sort_rank"]) == 1 and kinds.count(["rank_order"]) == 3 and kinds.count(["gather"]) == 2
