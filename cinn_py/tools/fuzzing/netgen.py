@@ -204,6 +204,42 @@ class _Gen:
             return self.emit("matmul", (self.squash(v), w), (shape[0], n), min(self.mags[v], _LIMIT) * 2.0 * k)
         return self.unary(v)
 
+    def movement(self, v: int) -> int:
+        """A shape-manipulation op (Injective: fuses with its elementwise neighbours). Dims that
+        grow (tile, repeat, pad) are static ones: a spec shape holds ints and symbol names only."""
+        shape, mag, rng = self.shapes[v], self.mags[v], self.rng
+        static = [k for k, d in enumerate(shape) if isinstance(d, int)]
+        kind = rng.choice(("reverse", "tile", "repeat", "pad", "unit_axes", "slice_assign"))
+        if not shape or (kind in ("tile", "repeat", "slice_assign") and not static):
+            return self.unary(v)
+        if kind == "reverse":
+            axes = sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
+            return self.emit("reverse", (v,), shape, mag, axis=tuple(axes))
+        if kind == "tile":
+            reps = tuple(rng.choice((1, 2, 3)) if k in static else 1 for k in range(len(shape)))
+            out = tuple(d * r if isinstance(d, int) else d for d, r in zip(shape, reps))
+            return self.emit("tile", (v,), out, mag, repeat_times=reps)
+        if kind == "repeat":
+            axis, reps = rng.choice(static), rng.choice((2, 3))
+            out = tuple(d * reps if k == axis and isinstance(d, int) else d for k, d in enumerate(shape))
+            return self.emit("repeat", (v,), out, mag, repeats=reps, axis=axis)
+        if kind == "pad":
+            pads = tuple((rng.randint(0, 2), rng.randint(0, 2)) if isinstance(d, int) else (0, 0) for d in shape)
+            out = tuple(d + b + a if isinstance(d, int) else d for d, (b, a) in zip(shape, pads))
+            value = rng.choice((0.0, -1.0, 0.5))
+            return self.emit("pad", (v,), out, max(mag, abs(value)), paddings=pads, pad_value=value)
+        if kind == "unit_axes":
+            a = rng.randrange(len(shape) + 1)
+            e = self.emit("expand_dims", (v,), shape[:a] + (1,) + shape[a:], mag, axes=(a,))
+            return self.emit("squeeze", (e,), shape, mag, axes=(a,))
+        axis = rng.choice(static)
+        dim = shape[axis]
+        assert isinstance(dim, int)
+        start = rng.randrange(dim)
+        end = rng.randint(start + 1, dim)
+        w = self.new_input(tuple(end - start if k == axis else d for k, d in enumerate(shape)))
+        return self.emit("slice_assign", (v, w), shape, max(mag, 2.0), axes=(axis,), starts=(start,), ends=(end,))
+
     def step(self, v: int) -> int:
         roll = self.rng.random()
         if roll < 0.3:
@@ -212,7 +248,7 @@ class _Gen:
             return self.binary(v)
         if roll < 0.8 and self.shapes[v]:
             return self.squash(self.reduce(v))
-        return self.composite(v)
+        return self.composite(v) if roll < 0.9 else self.movement(v)
 
 
 def _broadcasts(small: Shape, big: Shape) -> bool:
