@@ -38,15 +38,15 @@ from collections.abc import Callable, Iterable
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Buffer, Call, CudaAxisInfo, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator, Stmt, Store,
-    Tensor, Var, child_nodes, int32, int64, is_const_int, walk,
+    Block, Buffer, Call, CudaAxisInfo, Evaluate, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator,
+    Stmt, Store, Tensor, Var, child_nodes, int32, int64, is_const_int, walk,
 )
 from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
 from cinn_py.passes.gpu_accesses import Access, Context, Interval, collect_accesses, interval
 from cinn_py.passes.gpu_index import (
     BLOCK, CONST, THREAD, drop_kinds, flat_index, owned_by_one_thread, split_kinds,
 )
-from cinn_py.symbolic.poly import Poly
+from cinn_py.symbolic.poly import Poly, to_poly
 
 AXES = ("x", "y", "z")
 BOUND_VAR_PREFIXES = ("threadIdx.", "blockIdx.")
@@ -229,6 +229,95 @@ def privatize_shared_buffers(body: Stmt, symbols: set[str], info: CudaAxisInfo
     return _Reindexer(plans).visit(body), {n: p[0] for n, p in plans.items()}
 
 
+# ---------------------------------------------------------------------------------------------
+# Shared tiles: one tile per block, reused by every iteration of the serial loops around it
+# ---------------------------------------------------------------------------------------------
+def _outer_part(index: Expr, outer: set[str], symbols: set[str]) -> Poly | None:
+    """The monomials of `index` over block variables and the `outer` loop vars (symbolic dims may
+    scale them); None when a monomial mixes those with other variables, or the index reads memory."""
+    if not index.dtype.is_int:
+        return None
+    part: dict[tuple[Expr, ...], int] = {}
+    for mono, coef in to_poly(index).terms.items():
+        names: set[str] = set()
+        for node in (n for atom in mono for n in walk(atom)):
+            if isinstance(node, (Load, Call)):
+                return None
+            if isinstance(node, Var) and node.name not in symbols:
+                names.add(node.name)
+        hits = {n for n in names if n in outer or n.startswith("blockIdx.")}
+        if hits and hits != names:
+            return None
+        if hits:
+            part[mono] = coef
+    return Poly(part)
+
+
+def _ends_with_barrier(loop: For) -> bool:
+    body = loop.body
+    last = body.stmts[-1] if isinstance(body, Block) and body.stmts else body
+    return isinstance(last, Evaluate) and isinstance(last.value, Call) and last.value.name == "__syncthreads"
+
+
+def _tile_offsets(found: list[Access], symbols: set[str]) -> tuple[Poly, ...] | None:
+    """Per dim, the part of the index that only the block and the loops around every access
+    choose, when it is the same in every access; None otherwise, or when the innermost of those
+    loops does not end in `__syncthreads()` (its iterations reuse the tile)."""
+    loops = [c for c in _common_prefix([a.context for a in found]) if isinstance(c, For)]
+    outer = {lp.loop_var.name for lp in loops}
+    offsets: tuple[Poly, ...] | None = None
+    for access in found:
+        parts = tuple(_outer_part(i, outer, symbols) for i in access.indices)
+        if any(p is None for p in parts) or (offsets is not None and parts != offsets):
+            return None
+        offsets = parts  # type: ignore[assignment]
+    if offsets is None or not any(p.terms for p in offsets):
+        return None
+    if loops and not _ends_with_barrier(loops[-1]):
+        return None
+    return offsets
+
+
+def rebase_shared_tiles(body: Stmt, symbols: set[str], info: CudaAxisInfo, skip: set[str]
+                        ) -> tuple[Stmt, dict[str, Buffer]]:
+    """Index a shared buffer relative to its tile (CINN/TVM's shared cache of a block tile).
+
+    A `cache_read(.., "shared")` computed at a serial `ko` loop inside the block loops is indexed
+    like its global tensor (`A_shared[bi*32 + r, ko*8 + c]`). When, in every access, the part of
+    each index chosen by the block and by the loops around all accesses is the same (`bi*32`,
+    `ko*8`), that part names the tile, not an element of it: it is subtracted, and the buffer
+    shrinks to one tile (`[32, 8]`). Different blocks have their own shared memory; different
+    iterations of the loops now share storage, which is why the innermost of them must end in
+    `__syncthreads()` (and `check_races` still checks every conflicting pair, the reuse
+    included). Kept only where the rebased indices stay within `[0, dim)`.
+    """
+    shared = {n: b for n, b in _buffers_of(body, MemoryType.GPU_SHARED).items() if n not in skip}
+    if not shared:
+        return body, {}
+    plans: dict[str, tuple[Buffer, Reindex]] = {}
+    for name, found in collect_accesses(body, shared).items():
+        offsets = _tile_offsets(found, symbols)
+        if offsets is None:
+            continue
+        plans[name] = (shared[name], lambda t, i, off=offsets: tuple(
+            (to_poly(e) - o).to_expr(e.dtype) for e, o in zip(i, off)))
+    if not plans:
+        return body, {}
+    collector = _RangeCollector(info)
+    collector.visit(_Reindexer(plans).visit(body))
+    kept = {n: p for n, p in plans.items() if _within(shared[n], collector.ranges.get(n))}
+    if not kept:
+        return body, {}
+    return _Reindexer(kept).visit(body), {n: p[0] for n, p in kept.items()}
+
+
+def _within(buf: Buffer, ranges: list[Interval | None] | None) -> bool:
+    if ranges is None:
+        return False
+    return all(r is not None and r[0] >= 0 and (not isinstance(d, IntImm) or r[1] < d.value)
+               for r, d in zip(ranges, buf.shape))
+
+
 def _buffers_of(body: Stmt, memory: MemoryType) -> dict[str, Buffer]:
     return {n.tensor.buffer.name: n.tensor.buffer for n in walk(body)
             if isinstance(n, (Load, Store)) and n.tensor.buffer.memory_type is memory}
@@ -239,7 +328,9 @@ _DROPPED = {MemoryType.GPU_SHARED: frozenset({BLOCK}), MemoryType.GPU_LOCAL: fro
 
 def drop_scope_variables(body: Stmt, symbols: set[str], skip: set[str]) -> tuple[Stmt, dict[str, Buffer]]:
     """Remove block variables from shared and all bound variables from local indices (step 2),
-    for buffers whose every access is separable in them; others keep their full index.
+    for buffers whose every access is separable in them; others keep their full index. Each
+    dimension is tried on its own first (a `[TM, TN]` register tile keeps its two dims), then
+    the row-major flat index.
 
     Raises:
         CompileError: the removed parts differ between accesses: a local (shared) buffer would
@@ -249,20 +340,39 @@ def drop_scope_variables(body: Stmt, symbols: set[str], skip: set[str]) -> tuple
     for memory, kinds in _DROPPED.items():
         buffers = {n: b for n, b in _buffers_of(body, memory).items() if n not in skip}
         for name, found in collect_accesses(body, buffers).items():
-            buf = buffers[name]
-            split = [drop_kinds(flat_index(a.indices, buf.shape), kinds, symbols) for a in found]
-            if not found or any(s is None for s in split):
-                continue  # not provably f(others) + g(removed): the full buffer stays correct
-            dropped = {s[1] for s in split}  # type: ignore[index]
-            if len(dropped) > 1:
-                raise _cross_scope_error(buf, sorted(str(d.to_expr(int64)) for d in dropped))
-            if not any(s[1].terms for s in split):  # type: ignore[index]
-                continue
-            kept = {a.indices: (s[0],) for a, s in zip(found, split)}  # type: ignore[index]
-            plans[name] = (_flat_buffer(buf), lambda t, i, kept=kept: kept[i])
+            plan = _drop_per_dim(buffers[name], found, kinds, symbols) or _drop_flat(buffers[name], found, kinds, symbols)
+            if plan is not None:
+                plans[name] = plan
     if not plans:
         return body, {}
     return _Reindexer(plans).visit(body), {n: p[0] for n, p in plans.items()}
+
+
+def _drop_per_dim(buf: Buffer, found: list[Access], kinds: frozenset[str], symbols: set[str]
+                  ) -> tuple[Buffer, Reindex] | None:
+    """The plan when every dim of every access is `f(others) + g(removed)` with one `g` per dim."""
+    split = [[drop_kinds(i, kinds, symbols) for i in a.indices] for a in found]
+    if not found or any(s is None for row in split for s in row):
+        return None
+    dropped = {tuple(s[1] for s in row) for row in split}  # type: ignore[index]
+    if len(dropped) > 1 or not any(p.terms for p in next(iter(dropped))):
+        return None
+    kept = {a.indices: tuple(s[0] for s in row) for a, row in zip(found, split)}  # type: ignore[index]
+    return buf, lambda t, i, kept=kept: kept[i]
+
+
+def _drop_flat(buf: Buffer, found: list[Access], kinds: frozenset[str], symbols: set[str]
+               ) -> tuple[Buffer, Reindex] | None:
+    split = [drop_kinds(flat_index(a.indices, buf.shape), kinds, symbols) for a in found]
+    if not found or any(s is None for s in split):
+        return None  # not provably f(others) + g(removed): the full buffer stays correct
+    dropped = {s[1] for s in split}  # type: ignore[index]
+    if len(dropped) > 1:
+        raise _cross_scope_error(buf, sorted(str(d.to_expr(int64)) for d in dropped))
+    if not any(s[1].terms for s in split):  # type: ignore[index]
+        return None
+    kept = {a.indices: (s[0],) for a, s in zip(found, split)}  # type: ignore[index]
+    return _flat_buffer(buf), lambda t, i, kept=kept: kept[i]
 
 
 def _cross_scope_error(buf: Buffer, parts: list[str]) -> CompileError:
@@ -329,6 +439,8 @@ def scope_buffers(body: Stmt, info: CudaAxisInfo, symbols: set[str]) -> tuple[St
     body, resized = privatize_local_buffers(body, symbols)
     body, shared = privatize_shared_buffers(body, symbols, info)
     resized.update(shared)
+    body, tiles = rebase_shared_tiles(body, symbols, info, set(resized))
+    resized.update(tiles)
     body, flat = drop_scope_variables(body, symbols, set(resized))
     resized.update(flat)
     collector = _RangeCollector(info)

@@ -35,6 +35,7 @@ from schedules.tactics.compute_at import compute_at_reduction_tactic
 from schedules.tactics.compute_inline import compute_inline_tactic
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
 from schedules.tactics.cuda_fallback import single_block_schedule
+from schedules.tactics.cuda_matmul import CudaMatmulParams, cuda_matmul_tactic
 from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.matmul import (
     MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic,
@@ -126,6 +127,26 @@ def _try_matmul_x86(func: LoweredFunc, target: Target, params: MatmulParams | No
     return sch
 
 
+def _try_matmul_cuda(func: LoweredFunc, target: Target, report: AutoScheduleReport) -> IRSchedule | None:
+    """The tiled shared-memory matmul schedule when the group (after inlining) is a matmul with
+    elementwise epilogues; None otherwise, or when a primitive or the GPU passes' checks refuse
+    it (the reason goes to `report.fallbacks`)."""
+    sch = IRSchedule(func)
+    inlined = compute_inline_tactic(sch)
+    info = match_matmul(sch.func, widened=True)
+    if info is None:
+        return None
+    try:
+        notes = cuda_matmul_tactic(sch, info, CudaMatmulParams(), target.gpu)
+        gpu_bind(cross_thread_reduce(sch.func))  # the race checks: both barriers in place
+    except (ScheduleError, CompileError) as err:
+        report.fallbacks.append(f"cuda matmul tactic did not apply: {type(err).__name__}: "
+                                f"{str(err).splitlines()[0]}")
+        return None
+    report.inlined, report.notes, report.strategy = inlined, notes, "cuda-matmul"
+    return sch
+
+
 def tuned_matmul_params(info: object, target: Target) -> tuple[MatmulParams, str]:
     """The tuning database's parameters for this matmul group, else the defaults for the
     target's native vector width."""
@@ -194,6 +215,10 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
         report.nests, report.fallbacks = result.nests, report.fallbacks + result.fallbacks
         sch.report = report
         return sch
+    mm_cuda = _try_matmul_cuda(func, tgt, report)
+    if mm_cuda is not None:
+        mm_cuda.report = report
+        return mm_cuda
     sch = IRSchedule(func)
     try:
         _align_and_inline(sch, report)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from cinn_py.ir import FP_CONTRACT_ATTR, Add, Expr, For, Load, LoweredFunc, Mul, Var, walk
+from cinn_py.ir import FP_CONTRACT_ATTR, Add, Cast, Expr, For, Load, LoweredFunc, Mul, Var, walk
 from cinn_py.target import host
 from schedules.analysis.loops import block_stores
 from schedules.analysis.regions import const_value
@@ -95,6 +95,8 @@ class MatmulInfo:
     """Elementwise blocks after the matmul, in program order."""
     output: bool
     """`C` itself is a function output (else an intermediate that only the epilogue reads)."""
+    init: str = ""
+    """The block that zeroes the accumulator (`<C>__reduce_init`, kept by `cache_write`)."""
 
     @property
     def structure(self) -> str:
@@ -103,7 +105,15 @@ class MatmulInfo:
         return f"matmul{'_b' if self.batch else ''}_{flags}_epi{len(self.epilogue)}"
 
 
-def _sum_of_product(block: BlockInfo) -> tuple[Load, Load] | None:
+def _operand(e: Expr, widened: bool) -> Load | None:
+    """`e` as a load of an operand; with `widened`, also a load cast to the accumulator's type
+    (float16/bfloat16 inputs of a float32-accumulating matmul)."""
+    if widened and isinstance(e, Cast) and e.dtype.is_float:
+        e = e.v
+    return e if isinstance(e, Load) else None
+
+
+def _sum_of_product(block: BlockInfo, widened: bool = False) -> tuple[Load, Load] | None:
     stores = block_stores(block.realize)
     if len(stores) != 1:
         return None
@@ -113,8 +123,8 @@ def _sum_of_product(block: BlockInfo) -> tuple[Load, Load] | None:
     own = value.a
     if not (isinstance(own, Load) and own.tensor.name == stores[0].tensor.name):
         return None
-    x, y = value.b.a, value.b.b
-    return (x, y) if isinstance(x, Load) and isinstance(y, Load) else None
+    x, y = _operand(value.b.a, widened), _operand(value.b.b, widened)
+    return (x, y) if x is not None and y is not None else None
 
 
 def _plain_nest(func: LoweredFunc, block: BlockInfo) -> list[For] | None:
@@ -136,16 +146,25 @@ def _operand_axes(load: Load, ivars: dict[Var, str]) -> tuple[str, ...] | None:
     return tuple(roles)
 
 
-def _epilogue(info_blocks: tuple[BlockInfo, ...], update: BlockInfo, tensor: str, store_idx: tuple[Expr, ...],
+def _init_block(info_blocks: tuple[BlockInfo, ...], update: BlockInfo) -> str:
+    """The init block of the update's accumulator: the one writing its buffer (a `cache_write`
+    keeps the name `<C>__reduce_init` for the local accumulator's init)."""
+    buffer = block_stores(update.realize)[0].tensor.buffer.name
+    return next((b.name for b in info_blocks if b.is_init and
+                 any(s.tensor.buffer.name == buffer for s in block_stores(b.realize))), "")
+
+
+def _epilogue(info_blocks: tuple[BlockInfo, ...], update: BlockInfo, store_idx: tuple[Expr, ...],
               func: LoweredFunc) -> tuple[str, ...] | None:
     """The blocks after the matmul, when each is elementwise over C's shape; None otherwise."""
     names: list[str] = []
     seen_update = False
+    init = _init_block(info_blocks, update)
     for blk in info_blocks:
         if blk.name == update.name:
             seen_update = True
             continue
-        if blk.is_init and blk.name == f"{tensor}__reduce_init":
+        if blk.name == init:
             continue
         if not seen_update or blk.is_reduce or blk.is_init:
             return None
@@ -159,14 +178,16 @@ def _epilogue(info_blocks: tuple[BlockInfo, ...], update: BlockInfo, tensor: str
     return tuple(names)
 
 
-def match_matmul(func: LoweredFunc) -> MatmulInfo | None:
-    """A `MatmulInfo` when `func` is a (batched) matmul group with elementwise epilogues."""
+def match_matmul(func: LoweredFunc, widened: bool = False) -> MatmulInfo | None:
+    """A `MatmulInfo` when `func` is a (batched) matmul group with elementwise epilogues; with
+    `widened`, operands may be read through a cast to the accumulator's float type (the CUDA
+    schedule; the x86 one vectorises plain loads only)."""
     group = analyze_group(func)
     updates = [b for b in group.blocks if b.is_reduce]
     if len(updates) != 1:
         return None
     update = updates[0]
-    operands = _sum_of_product(update)
+    operands = _sum_of_product(update, widened)
     loops = _plain_nest(func, update)
     if operands is None or loops is None:
         return None
@@ -193,14 +214,14 @@ def match_matmul(func: LoweredFunc) -> MatmulInfo | None:
         return None
     if b_ax[-2:] not in (("k", "j"), ("j", "k")) or b_ax[:-2] not in ((), batch_roles):
         return None
-    epilogue = _epilogue(group.blocks, update, store.tensor.name, tuple(store.indices), func)
+    epilogue = _epilogue(group.blocks, update, tuple(store.indices), func)
     if epilogue is None:
         return None
     return MatmulInfo(
         block=update.name, tensor=store.tensor.name, a=a_load.tensor.name, b=b_load.tensor.name,
         a_transposed=a_ax[-1] == "i", b_transposed=b_ax[-1] == "k", b_batched=bool(batch and b_ax[:-2]),
         batch=batch, m=loops[-3].extent, n=loops[-2].extent, k=loops[-1].extent, epilogue=epilogue,
-        output=store.tensor.name in group.outputs)
+        output=store.tensor.name in group.outputs, init=_init_block(group.blocks, update))
 
 
 def default_matmul_params(info: MatmulInfo, vector_width_bits: int | None = None,

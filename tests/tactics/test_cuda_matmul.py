@@ -1,0 +1,101 @@
+"""The CUDA matmul tactic: the tiled shared-memory schedule (block tile staged in `__shared__`
+per k step between two barriers, a thread tile of float32 accumulators in registers, the bias +
+activation epilogue applied from registers), checked on the CUDA text (FileCheck), with NVRTC,
+and run in the CUDA emulator against numpy on shapes that are not tile multiples, transposed
+operands and float16; shapes the tactic refuses fall back with a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cinn_py as cp
+from cinn_py.tools.testing.cuda import run_cuda_emulated
+from schedules.tactics import auto_schedule
+from tests.codegen.cuda.nvrtc_helpers import nvrtc_check
+from tests.tactics.test_cuda_stitching import _check_text
+from tests.tactics.test_matmul import matmul_func, reference
+
+
+def _emulated(case: dict[str, Any], race_check: bool = False) -> None:
+    fn = matmul_func(**case)
+    m, n, k = case["m"], case["n"], case["k"]
+    ta, tb, epi = case.get("ta", False), case.get("tb", False), case.get("epilogue", "")
+    pre = (case["batch"],) if case.get("batch") else ()
+    shapes = [pre + ((k, m) if ta else (m, k)), (pre if case.get("b_batched", True) else ()) + ((n, k) if tb else (k, n))]
+    shapes += [(n,)] if epi else []
+    dtype = case.get("dtype", "float32")
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    got = run_cuda_emulated(fn, *ins, race_check=race_check)
+    tol = 1e-2 if dtype == "float16" else 1e-4
+    want = reference([i.astype(np.float32) for i in ins], ta, tb, epi)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_tiled_shared_memory_golden() -> None:
+    sch = auto_schedule(matmul_func(128, 128, 64, epilogue="relu"), "cuda")
+    assert sch.auto_report.strategy == "cuda-matmul" and not sch.auto_report.fallbacks, sch.auto_report
+    code = cp.codegen(sch, target="cuda")
+    assert code.temp_spaces == ()
+    _check_text(code.source, [
+        "CHECK: __global__ void __launch_bounds__(256) mm_epi(",
+        "CHECK-DAG: float C_temp_buffer[16];",
+        "CHECK-DAG: __shared__ float B_shared_temp_buffer[1024];",
+        "CHECK-DAG: __shared__ float A_shared_temp_buffer[1024];",
+        "CHECK: C_temp_buffer[{{.*}}] = 0.00000000f;",
+        "CHECK: for (int32_t r_0 = 0; r_0 < 4; r_0 += 1) {",
+        "CHECK-DAG: B_shared_temp_buffer[{{.*}}] = B[",
+        "CHECK-DAG: A_shared_temp_buffer[{{.*}}] = A[",
+        "CHECK: __syncthreads();",
+        "CHECK: C_temp_buffer[{{.*}}] = (C_temp_buffer[{{.*}}] + (A_shared_temp_buffer[{{.*}}] * "
+        "B_shared_temp_buffer[{{.*}}]));",
+        "CHECK: __syncthreads();",
+        "CHECK: D[{{.*}}] = max((C_temp_buffer[{{.*}}] + bias[{{.*}}]), 0.00000000f);",
+        "CHECK-NOT: __global__",
+    ])
+    nvrtc_check(code.source)
+
+
+def test_fp16_tiles_are_staged_as_half() -> None:
+    """A float16 compute (accumulating in its own dtype, as written) keeps half tiles in shared
+    memory: half the bytes of a float32 stage."""
+    sch = auto_schedule(matmul_func(64, 64, 32, dtype="float16", epilogue="relu"), "cuda")
+    assert sch.auto_report.strategy == "cuda-matmul", sch.auto_report
+    code = cp.codegen(sch, target="cuda")
+    _check_text(code.source, [
+        "CHECK-DAG: __shared__ __half A_shared_temp_buffer[",
+        "CHECK-DAG: __shared__ __half B_shared_temp_buffer[",
+        "CHECK: __syncthreads();",
+        "CHECK: __half2float(A_shared_temp_buffer[{{.*}}]) * __half2float(B_shared_temp_buffer[",
+    ])
+    nvrtc_check(code.source)
+
+
+CASES = [
+    dict(m=70, n=50, k=33, epilogue="relu"),
+    dict(m=3, n=5, k=7),
+    dict(m=20, n=9, k=40, ta=True, tb=True),
+    dict(m=40, n=24, k=30, dtype="float16", epilogue="gelu"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "_".join(f"{k}{v}" for k, v in c.items()))
+def test_emulated_matches_numpy(case: dict[str, Any]) -> None:
+    assert auto_schedule(matmul_func(**case), "cuda").auto_report.strategy == "cuda-matmul"
+    _emulated(case)
+
+
+def test_barriers_leave_no_race() -> None:
+    _emulated(dict(m=24, n=20, k=40, epilogue="relu"), race_check=True)
+
+
+def test_batched_falls_back_with_a_reason_and_stays_correct() -> None:
+    """Batched matmul is refused by the tactic today (the init's compute_at under the batch loop
+    is not proven legal); the generic schedule runs it, with the reason in the report."""
+    case = dict(m=17, n=33, k=19, batch=2, epilogue="gelu")
+    report = auto_schedule(matmul_func(**case), "cuda").auto_report
+    assert any("cuda matmul tactic did not apply" in f for f in report.fallbacks), report
+    _emulated(case)
