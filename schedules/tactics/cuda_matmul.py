@@ -163,7 +163,10 @@ def cuda_matmul_tactic(sch: IRSchedule, info: MatmulInfo, params: CudaMatmulPara
     order = _bind_tile(sch, block, info.batch, p)
     ko = order[2]
     _bind_tile(sch, init, info.batch, p, split=False)
-    sch.simple_compute_at(init, order[1])
+    try:  # one block nest: the init under the update's block loops
+        sch.simple_compute_at(init, order[1])
+    except ScheduleError as err:  # its own nest on the same threads: each zeroes its own registers
+        notes.append(f"init '{init}' kept in its own nest ({type(err).__name__})")
     _stage_in_shared(sch, info, block, acc, ko, p)
     compute = sch.get_loops(block)[info.batch + 3]  # ti: the product loops of one ko step
     sch.sync_threads(compute, after=False)

@@ -2,7 +2,7 @@
 per k step between two barriers, a thread tile of float32 accumulators in registers, the bias +
 activation epilogue applied from registers), checked on the CUDA text (FileCheck), with NVRTC,
 and run in the CUDA emulator against numpy on shapes that are not tile multiples, transposed
-operands and float16; shapes the tactic refuses fall back with a reason."""
+operands, batched and symbolic sizes and float16; shapes the tactic refuses fall back with a reason."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.tools.testing.cuda import run_cuda_emulated
-from schedules.tactics import auto_schedule
+from schedules.tactics import auto, auto_schedule
+from schedules.tactics.cuda_matmul import CudaMatmulParams
 from tests.codegen.cuda.nvrtc_helpers import nvrtc_check
 from tests.tactics.test_cuda_stitching import _check_text
 from tests.tactics.test_matmul import matmul_func, reference
@@ -92,10 +93,30 @@ def test_barriers_leave_no_race() -> None:
     _emulated(dict(m=24, n=20, k=40, epilogue="relu"), race_check=True)
 
 
-def test_batched_falls_back_with_a_reason_and_stays_correct() -> None:
-    """Batched matmul is refused by the tactic today (the init's compute_at under the batch loop
-    is not proven legal); the generic schedule runs it, with the reason in the report."""
-    case = dict(m=17, n=33, k=19, batch=2, epilogue="gelu")
+@pytest.mark.parametrize("case", [dict(m=17, n=33, k=19, batch=2, epilogue="gelu"),
+                                  dict(m=17, n=33, k=19, batch=3, b_batched=False)], ids=["batched_gelu", "shared_b"])
+def test_batched(case: dict[str, Any]) -> None:
+    sch = auto_schedule(matmul_func(**case), "cuda")
+    assert sch.auto_report.strategy == "cuda-matmul" and "blockIdx.z" in str(sch.func), sch.auto_report
+    _emulated(case, race_check=case.get("b_batched", True))
+
+
+def test_symbolic_sizes() -> None:
+    fn = matmul_func(cp.sym("M"), cp.sym("N"), cp.sym("K"))
+    assert auto_schedule(fn, "cuda").auto_report.strategy == "cuda-matmul"
+    rng = np.random.default_rng(1)
+    for m, n, k in [(1, 1, 1), (70, 65, 20)]:
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        np.testing.assert_allclose(run_cuda_emulated(fn, a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_refused_tile_falls_back_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never fails on a valid shape: a tile the tactic refuses (more threads than a block has)
+    leaves the group to the generic tactics, the reason in the report, the result still right."""
+    monkeypatch.setattr(auto, "CudaMatmulParams", lambda: CudaMatmulParams(128, 128, 16, 1, 1))
+    case = dict(m=140, n=130, k=9, epilogue="relu")
     report = auto_schedule(matmul_func(**case), "cuda").auto_report
-    assert any("cuda matmul tactic did not apply" in f for f in report.fallbacks), report
+    assert report.strategy != "cuda-matmul"
+    assert any("cuda matmul tactic did not apply: InvalidArgumentError" in f and "1024" in f
+               for f in report.fallbacks), report
     _emulated(case)
