@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
+from cinn_py.frontend import NetBuilder
+from cinn_py.pipeline import program_steps
 from cinn_py.tools.testing.cuda import run_cuda_emulated
 from schedules.tactics import auto, auto_schedule
 from schedules.tactics.cuda_matmul import CudaMatmulParams
@@ -120,3 +122,32 @@ def test_refused_tile_falls_back_with_a_reason(monkeypatch: pytest.MonkeyPatch) 
     assert any("cuda matmul tactic did not apply: InvalidArgumentError" in f and "1024" in f
                for f in report.fallbacks), report
     _emulated(case)
+
+
+def test_net_builder_fp16_linear_accumulates_in_float32() -> None:
+    """NetBuilder's float16 matmul reads its operands through a cast to float32 (the widened
+    match): half tiles in shared memory, float32 accumulators in registers, one rounding at the
+    end; K = 512 ones-like sums would lose digits in a half accumulator."""
+    nb = NetBuilder("linear16")
+    x = nb.create_input("float16", [40, 512], "X")
+    w = nb.create_input("float16", [512, 24], "W")
+    b = nb.create_input("float16", [24], "B")
+    nb.relu(nb.add(nb.matmul(x, w), b))
+    program = nb.build()
+    (group,) = program_steps(program)[1]
+    sch = auto_schedule(group, "cuda")
+    assert sch.auto_report.strategy == "cuda-matmul", sch.auto_report
+    code = cp.codegen(sch, target="cuda")
+    _check_text(code.source, [
+        "CHECK-DAG: float matmul_{{[0-9]+}}__acc_temp_buffer[16];",
+        "CHECK-DAG: __shared__ __half X_shared_temp_buffer[",
+        "CHECK-DAG: __shared__ __half W_shared_temp_buffer[",
+    ])
+    nvrtc_check(code.source)
+    rng = np.random.default_rng(0)
+    xs, ws = rng.random((40, 512)).astype(np.float16), rng.random((512, 24)).astype(np.float16)
+    bs = rng.standard_normal(24).astype(np.float16)
+    got = run_cuda_emulated(program, xs, ws, bs)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    want = np.maximum(xs.astype(np.float64) @ ws + bs, 0)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-3)
