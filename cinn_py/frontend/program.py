@@ -243,7 +243,7 @@ def bind_inputs(program: Program, inputs: Sequence[Any] | Mapping[str, Any]
         arr = _as_array(value, var, what)
         for d, (dim, actual) in enumerate(zip(var.shape, arr.shape)):
             _bind_dim(var, d, dim, actual, env, where, what)
-        arrays[var.name] = np.ascontiguousarray(arr)
+        arrays[var.name] = np.asarray(arr, order="C")  # ascontiguousarray would make a 0-d array 1-d
     return arrays, env
 
 

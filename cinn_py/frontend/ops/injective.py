@@ -319,7 +319,9 @@ def _slice_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> 
     index: list[Any] = [slice(None)] * x.ndim
     for a, start, step in attrs["spec"]:
         s = eval_dim(start, env)
-        index[a] = slice(s, s + step * out_shape[a], step) if out_shape[a] > 0 else slice(0, 0)
+        stop = s + step * out_shape[a]
+        # a negative step that reaches index 0 stops at -1, which numpy would read as the last index
+        index[a] = slice(s, stop if stop >= 0 else None, step) if out_shape[a] > 0 else slice(0, 0)
     return [x[tuple(index)].copy()]
 
 
