@@ -181,3 +181,19 @@ def test_fp16_accumulates_in_float() -> None:
         "CHECK: cinn_block_reduce_sum_fp32(",
     ])
     nvrtc_check(code.source)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", [(4, 300), (7, 33)], ids=["block_reduce", "warp_reduce"])
+def test_emulated_cuda_matches_numpy_without_races(op: str, shape: tuple[int, int]) -> None:
+    """The generated CUDA C itself (not the scheduled IR) on the CPU emulator, with the race
+    check: the statistic reduced through `__shared__` is read by every thread of the row only
+    after the block reduce's barriers."""
+    from cinn_py.tools.testing.cuda import run_cuda_emulated
+    program = _program(op, list(shape))
+    func = _group(op, list(shape))
+    inputs, _ = _run(func, shape, seed=3)
+    got = run_cuda_emulated(program, inputs["X"], inputs["W"], inputs["B"], race_check=True)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    want = _reference(op, inputs["X"], inputs["W"], inputs["B"])
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-6)
