@@ -3,7 +3,7 @@
     decompose -> optimize -> fuse -> lower -> schedule -> target_passes -> codegen -> load
 
 - `decompose`: composite ops (softmax, layer_norm, gelu, ...) become primitive ops.
-- `optimize`: graph passes (constant folding, CSE, DCE).
+- `optimize`: graph passes (pattern rewrites, constant folding, CSE, DCE).
 - `fuse`: partition into fused groups (`FusionPlan`).
 - `lower`: each group becomes one ScheduleBlock `LoweredFunc`.
 - `schedule`: none (serial loop nests as lowered), the automatic group scheduler, or (for the
@@ -65,7 +65,7 @@ class Step:
 
 PIPELINE: tuple[Step, ...] = (
     Step("decompose", "composite ops become primitive ops"),
-    Step("optimize", "graph passes: constant folding, CSE, DCE"),
+    Step("optimize", "graph passes: pattern rewrites, constant folding, CSE, DCE"),
     Step("fuse", "partition the op graph into fused groups"),
     Step("lower", "each group becomes one ScheduleBlock LoweredFunc"),
     Step("schedule", "no schedule (as lowered), the automatic group scheduler, or a schedule script"),

@@ -22,6 +22,7 @@ from typing import Any
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.program import Operator, Program, Variable
+from cinn_py.frontend.rewrite import Match, Rewrite, apply_rewrites, op
 
 Rule = Callable[[NetBuilder, list[Variable], dict[str, Any], str], Variable]
 
@@ -84,23 +85,21 @@ def _gelu(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: str)
 RULES: dict[str, Rule] = {"softmax": _softmax, "rms_norm": _rms_norm, "layer_norm": _layer_norm, "gelu": _gelu}
 
 
+def _decompose_op(nb: NetBuilder, m: Match) -> Variable:
+    rule = RULES.get(m.root.type) or get_op(m.root.type).decompose
+    if rule is None:  # a composite op needs a rule here or its OpDef.decompose
+        raise NotImplementedError(f"decompose: composite op '{m.root.type}' has no decomposition rule")
+    return rule(nb, list(m.operands), dict(m.root.attrs), m.name)
+
+
+def _is_composite(o: Operator) -> bool:
+    return get_op(o.type).composite
+
+
+# any composite op, whatever its operands; a rule that emits composite ops is decomposed again
+DECOMPOSE = Rewrite("decompose", op(None, where=_is_composite, any_inputs=True), _decompose_op)
+
+
 def decompose(program: Program) -> Program:
     """A program with every composite op replaced by primitive ops (variable names kept)."""
-    if not any(get_op(op.type).composite for op in program.ops):
-        return program
-    nb = NetBuilder(program.name)
-    mapping: dict[int, Variable] = {id(v): nb.create_input(v.dtype, v.shape, v.name) for v in program.inputs}
-    nb.reserve_names([op.output.name for op in program.ops])
-    for op in program.ops:
-        ins = [mapping[id(v)] for v in op.inputs]
-        mapping[id(op.output)] = _rewrite(nb, op, ins)
-    return nb.build([mapping[id(v)] for v in program.outputs])
-
-
-def _rewrite(nb: NetBuilder, op: Operator, ins: list[Variable]) -> Variable:
-    rule = RULES.get(op.type) or get_op(op.type).decompose
-    if rule is None:
-        if get_op(op.type).composite:  # a composite op needs a rule here or its OpDef.decompose
-            raise NotImplementedError(f"decompose: composite op '{op.type}' has no decomposition rule")
-        return nb.emit(op.type, ins, dict(op.attrs), name=op.output.name)
-    return rule(nb, ins, dict(op.attrs), op.output.name)
+    return apply_rewrites(program, [DECOMPOSE])

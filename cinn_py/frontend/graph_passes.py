@@ -1,4 +1,6 @@
-"""Graph passes on a `Program`, run after decomposition and before fusion (`optimize`):
+"""Graph passes on a `Program`, run after decomposition and before fusion (`optimize`); the
+first is `cinn_py.frontend.simplify` (pattern rewrites: dropout_infer, scale chains, silu,
+transpose/reshape chains), then:
 
 - `fold_constants`: an op whose inputs are all uniform constants (`fill_constant`, or ops folded
   before it) and that maps uniform inputs to a uniform output (elementwise ops, broadcast_to,
@@ -24,6 +26,7 @@ from cinn_py.frontend.decompose import decompose
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.elementwise import scalar_of
 from cinn_py.frontend.program import Operator, Program, Variable
+from cinn_py.frontend.simplify import simplify
 
 Pass = Callable[[Program], Program]
 
@@ -103,11 +106,12 @@ def eliminate_dead_code(program: Program) -> Program:
     return Program(program.name, program.inputs, list(reversed(kept)), program.outputs)
 
 
-DEFAULT_PASSES: tuple[Pass, ...] = (decompose, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+DEFAULT_PASSES: tuple[Pass, ...] = (decompose, simplify, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
 
 
 def optimize(program: Program, passes: Sequence[Pass] = DEFAULT_PASSES) -> Program:
-    """Run `passes` in order (default: decompose, constant folding, CSE, DCE)."""
+    """Run `passes` in order (default: decompose, the pattern rewrites of `simplify`, constant
+    folding, CSE, DCE)."""
     for p in passes:
         program = p(program)
     return program

@@ -141,6 +141,11 @@ class NetBuilder:
         self._ops.append(Operator(op_type, ins, (out,), attrs))
         return out
 
+    @property
+    def ops(self) -> tuple[Operator, ...]:
+        """The ops emitted so far, in order (rewrites check what a rule emitted)."""
+        return tuple(self._ops)
+
     # -- ops: methods generated from the registry ------------------------------------------------------
     def __getattr__(self, name: str) -> Callable[..., Variable]:
         """`nb.<method>`: the method of the op that declares it (`OpDef.signature`)."""

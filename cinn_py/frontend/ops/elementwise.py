@@ -275,6 +275,10 @@ _elementwise("tanh", 1, FLOAT, lambda at, a: cdsl.tanh(a), lambda at, a: np.tanh
 _elementwise("erf", 1, FLOAT, lambda at, a: cdsl.erf(a), lambda at, a: math_fns.erf(a))
 _elementwise("sigmoid", 1, FLOAT, lambda at, a: cdsl.sigmoid(a),
              lambda at, a: np.ones((), a.dtype) / (np.ones((), a.dtype) + np.exp(-a)))
+_elementwise("silu", 1, FLOAT, lambda at, a: a * cdsl.sigmoid(a),
+             lambda at, a: a / (np.ones((), a.dtype) + np.exp(-a)),
+             signature=Signature((tensor("x"),), doc="`x * sigmoid(x)` (swish); `x * sigmoid(x)` is rewritten to it."),
+             low=-6.0, high=6.0)
 
 
 def _intrinsic(name: str, low: float = -2.0, high: float = 2.0, kind: str = FLOAT, **kw: Any) -> OpDef:
