@@ -16,8 +16,9 @@ FILE is a `.ir` file (IR text, as the printer writes it, optionally with `// dec
 Python file that builds tensors with the compute DSL and names what to lower: it assigns
 `func` (a LoweredFunc) or `args` (the tensors to lower, inputs then outputs; the function is
 named after `name` or the file stem). For `dump-ir`, FILE may also be a NetBuilder script: a
-Python file that assigns `program` (a `Program`, `cp.NetBuilder(...)...build()`); dump-ir then shows
-every step from `decompose` on. SCRIPT is a Python file run with `sch` (an IRSchedule of FILE's
+Python file that assigns `program` (a `Program`, `cp.NetBuilder(...)...build()`) or defines
+`build()` returning one (and assigns no `func`/`args`); dump-ir then shows the program as built,
+after the graph passes (`optimize`) and its fusion groups (`fuse`), and any step from `decompose` on. SCRIPT is a Python file run with `sch` (an IRSchedule of FILE's
 function), `cp` (cinn_py) and `func` in scope.
 
 Compiler errors print as `error: ...` with the IR excerpt and exit with status 1; `--debug`
@@ -93,19 +94,22 @@ def apply_schedule(program: LoweredFunc | Module, script: Path) -> Any:
 
 
 def load_source(path: Path) -> Program | LoweredFunc | Module:
-    """What `dump-ir` reads: FILE's function(s), or the NetBuilder `program` a script assigns."""
+    """What `dump-ir` reads: FILE's function(s), or the NetBuilder `program` a script assigns (or
+    its `build()` returns)."""
     if path.suffix == ".py" and path.exists():
         namespace = runpy.run_path(str(path), run_name="__cinn_py__")
         if "program" in namespace:
             return _as_program(path, namespace["program"])
+        if callable(namespace.get("build")) and not {"func", "args"} & set(namespace):
+            return _as_program(path, namespace["build"](), "build()")
     return load_program(path)
 
 
-def _as_program(path: Path, program: Any) -> Program:
+def _as_program(path: Path, program: Any, what: str = "program") -> Program:
     from cinn_py.frontend.program import Program
 
     if not isinstance(program, Program):
-        raise CliError(f"{path}: `program` must be a NetBuilder Program (`cp.NetBuilder(...)...build()`), "
+        raise CliError(f"{path}: `{what}` must be a NetBuilder Program (`cp.NetBuilder(...)...build()`), "
                        f"got a {type(program).__name__}")
     return program
 

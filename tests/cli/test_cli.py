@@ -164,3 +164,29 @@ def test_bench_has_every_option_of_the_bench_tool(capsys: pytest.CaptureFixture[
 def test_bench_bad_repeat_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "bench", "relu", "--repeat", "0", "--tiny")
     assert code == 1 and "repeat must be a positive int" in err and "Traceback" not in err
+
+
+def test_dump_ir_of_a_netbuilder_build_function(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "net.py"
+    script.write_text(textwrap.dedent("""\
+        import cinn_py as cp
+
+        def build():
+            nb = cp.NetBuilder("tt")
+            x = nb.create_input("float32", [3, 5], "X")
+            nb.exp(nb.transpose(nb.transpose(x, [1, 0]), [1, 0]))
+            return nb.build()
+        """))
+    code, out, _ = _run(capsys, "dump-ir", str(script))
+    assert code == 0
+    built, optimized, fused = out.split("// ----- ")[1:]
+    assert built.startswith("program: tt (as built)") and built.count("= transpose(") == 2
+    assert optimized.startswith("optimize: tt") and "transpose" not in optimized and "= exp(X)" in optimized
+    assert fused.startswith("fuse: tt") and "group tt_group_0 [kElementWise] (X) -> (exp_2)" in fused
+
+
+def test_dump_ir_build_function_must_return_a_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text("def build():\n    return 3\n")
+    code, _, err = _run(capsys, "dump-ir", str(script))
+    assert code == 1 and "`build()` must be a NetBuilder Program" in err and "got a int" in err
