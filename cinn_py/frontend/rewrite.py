@@ -189,6 +189,7 @@ def _match_operand(p: Pattern, v: Variable, g: _Graph, b: _Binding) -> Iterator[
 
 def apply_rewrites(program: Program, rules: Sequence[Rewrite], max_sweeps: int = 64) -> Program:
     """`program` with `rules` applied until none matches (see the module docstring)."""
+    fired: list[str] = []
     for _ in range(max_sweeps):
         program, fired = _sweep(program, rules)
         if not fired:
