@@ -147,6 +147,14 @@ def _sigmoid(c: GradContext) -> list[Variable | None]:
     return [nb.multiply(c.dout, nb.multiply(y, nb.scale(y, -1.0, 1.0)))]
 
 
+@define_grad("silu")
+def _silu(c: GradContext) -> list[Variable | None]:
+    # d/dx x*s(x) = s * (1 + x * (1 - s)), s = sigmoid(x)
+    nb, x = c.nb, c.inputs[0]
+    s = nb.sigmoid(x)
+    return [nb.multiply(c.dout, nb.multiply(s, nb.scale(nb.multiply(x, nb.scale(s, -1.0, 1.0)), 1.0, 1.0)))]
+
+
 @define_grad("sin")
 def _sin(c: GradContext) -> list[Variable | None]:
     return [c.nb.multiply(c.dout, c.nb.cos(c.inputs[0]))]

@@ -31,7 +31,7 @@ from cinn_py.ir import DType, dtype_of, float32
 
 ALLOW: frozenset[str] = frozenset({
     "matmul", "add", "subtract", "multiply", "divide", "negative", "scale", "relu", "relu6", "leaky_relu", "gelu",
-    "tanh", "sigmoid", "maximum", "minimum", "clip", "select", "identity", "abs",
+    "tanh", "sigmoid", "silu", "maximum", "minimum", "clip", "select", "identity", "abs",
 })
 DENY: frozenset[str] = frozenset({
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "softmax", "layer_norm", "rms_norm",
