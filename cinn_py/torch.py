@@ -1,0 +1,91 @@
+"""PyTorch bridge: run a compiled NetBuilder program on torch tensors, differentiable.
+
+    fn = cinn_py.torch.compile_function(program)        # forward and backward compiled for x86
+    y = fn(x, w, b)                                     # torch tensors in, torch tensors out
+    y.sum().backward()                                  # the backward program of cinn_py.autodiff
+
+Inputs cross as zero-copy views (DLPack: `np.from_dlpack` of the detached tensor; a
+`requires_grad` tensor is detached first, which shares its storage), outputs are torch tensors
+over the kernels' result arrays (`torch.from_dlpack`, no copy). The backward runs through
+`torch.autograd.Function`: the forward saves the input tensors (the recompute policy of
+`cinn_py.autodiff`: nothing else), and the backward program, compiled on the first backward,
+takes the inputs and the output cotangents. CPU tensors only for now. The `torch.compile`
+backend (FX graphs to Programs) is not written yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch  # pyright: ignore[reportMissingImports]
+
+from cinn_py.autodiff import grad
+from cinn_py.frontend.program import Program
+from cinn_py.pipeline import compile_program
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A zero-copy numpy view of a CPU tensor (contiguous first: kernels take dense arrays)."""
+    if t.device.type != "cpu":
+        raise TypeError(f"cinn_py.torch: tensor on {t.device}; only CPU tensors are supported")
+    return np.from_dlpack(t.detach().contiguous())
+
+
+def to_torch(a: np.ndarray) -> Any:
+    """A torch tensor over the array's memory (no copy)."""
+    return torch.from_dlpack(np.ascontiguousarray(a))
+
+
+@dataclass
+class CompiledFunction:
+    """`program` compiled for x86 as a differentiable torch function (see the module docstring)."""
+
+    program: Program
+    schedule: str | None = "auto"
+    _forward: Any = None
+    _backward: Any = None
+    _wrt: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._forward = compile_program(self.program, "x86", schedule=self.schedule)
+
+    def backward_program(self) -> Any:
+        if self._backward is None:
+            self._wrt = [k for k, v in enumerate(self.program.inputs) if v.dtype.is_float]
+            back = grad(self.program, wrt=[self.program.inputs[k] for k in self._wrt])
+            self._backward = compile_program(back, "x86", schedule=self.schedule)
+        return self._backward
+
+    def __call__(self, *tensors: Any) -> Any:
+        outs = _Apply.apply(self, *tensors)
+        return outs[0] if len(outs) == 1 else outs
+
+
+def compile_function(program: Program, schedule: str | None = "auto") -> CompiledFunction:
+    return CompiledFunction(program, schedule)
+
+
+class _Apply(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, fn: CompiledFunction, *tensors: Any) -> tuple[Any, ...]:
+        result = fn._forward(*[to_numpy(t) for t in tensors])
+        outs = result if isinstance(result, tuple) else (result,)
+        ctx.fn = fn
+        ctx.save_for_backward(*tensors)
+        return tuple(to_torch(o) for o in outs)
+
+    @staticmethod
+    def backward(ctx: Any, *douts: Any) -> tuple[Any, ...]:
+        fn: CompiledFunction = ctx.fn
+        tensors: Sequence[Any] = ctx.saved_tensors
+        run = fn.backward_program()
+        float_outs = [k for k, v in enumerate(fn.program.outputs) if v.dtype.is_float]
+        cots = [to_numpy(douts[k]) for k in float_outs]  # torch materialises unused outputs' as zeros
+        result = run(*[to_numpy(t) for t in tensors], *cots)
+        grads = result if isinstance(result, tuple) else (result,)
+        by_input = dict(zip(fn._wrt, grads))
+        return (None, *[to_torch(by_input[k]) if k in by_input and ctx.needs_input_grad[k + 1] else None
+                        for k in range(len(tensors))])
