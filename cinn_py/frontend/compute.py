@@ -15,6 +15,7 @@ needs an explicit `cast` (a `LoweringError` names the op and both dtypes).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import weakref
@@ -31,8 +32,8 @@ from cinn_py.frontend.math_ops import (  # noqa: F401 - re-exported DSL function
     rsqrt, select, sigmoid, sin, sinh, sqrt, tan, tanh, trunc,
 )
 from cinn_py.ir import (
-    ALL_SCALAR_DTYPES, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var, as_expr, bool_, const,
-    default_axis_name, dtype_of, int32, int64, make_tensor, unique_name, walk,
+    ALL_SCALAR_DTYPES, MAX_EXPR_DEPTH, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var, as_expr, bool_,
+    child_fields, const, default_axis_name, dtype_of, expr_depth, int32, int64, make_tensor, unique_name, walk,
 )
 
 Index = Union[Expr, int]
@@ -197,11 +198,74 @@ def compute(shape: Sequence[int | Expr], fcompute: Callable[..., Expr | int | fl
     axis = tuple(Var(default_axis_name(d), index, lower_bound=const(0, index), upper_bound=extent)
                  for d, extent in enumerate(dims))
     body = _as_body(fcompute(*axis), what)
+    body, parts = _split_deep_body(body, axis, dims, name)
     checks.check_reduce_placement(body, what, [v.name for v in axis])
     checks.check_operand_dtypes(body, what)
     elem = _element_dtype(body.dtype, what)
     _check_element_count(dims, elem, what)
-    return ComputeTensor(make_tensor(name, dims, elem), axis, body, _producers(body, what))
+    result = ComputeTensor(make_tensor(name, dims, elem), axis, body, _producers(body, what))
+    del parts  # the split-off temporaries are alive through `result.producers` from here on
+    return result
+
+
+def _split_deep_body(body: Expr, axis: tuple[Var, ...], dims: tuple[Expr, ...], name: str
+                     ) -> tuple[Expr, list[ComputeTensor]]:
+    """A body deeper than MAX_EXPR_DEPTH, with every subtree that reaches half that depth computed
+    into a temporary tensor `<name>_part_k[i, j, ...]` of the same shape (same values: each op
+    already rounds to its dtype), so no expression the compiler handles grows past the bound."""
+    parts: list[ComputeTensor] = []  # owners are weakly registered: keep them alive for the caller
+    if expr_depth(body) <= MAX_EXPR_DEPTH:
+        return body, parts
+    if isinstance(body, Reduce) or any(isinstance(n, Reduce) for n in walk(body)):
+        raise LoweringError(f"compute '{name}': the reduction body is {expr_depth(body)} levels deep, more than "
+                            f"MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}; compute parts of it into their own tensors")
+    limit = MAX_EXPR_DEPTH // 2
+    new: dict[int, tuple[Expr, int]] = {}  # id(node) -> (rewritten node, its depth)
+    stack: list[tuple[Expr, bool]] = [(body, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in new:
+            continue
+        kids = [v for v in _child_exprs(node) if id(v) not in new]
+        if kids and not expanded:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        rebuilt, depth = _rebuilt(node, new)
+        if depth >= limit and node is not body and rebuilt.dtype in ALL_SCALAR_DTYPES:
+            part = ComputeTensor(make_tensor(unique_name(f"{name}_part"), dims, rebuilt.dtype), axis, rebuilt,
+                                 _producers(rebuilt, f"compute '{name}'"))
+            parts.append(part)
+            rebuilt, depth = part[axis], 2 if axis else 1
+        new[id(node)] = (rebuilt, depth)
+    return new[id(body)][0], parts
+
+
+def _child_exprs(node: Expr) -> list[Expr]:
+    out: list[Expr] = []
+    if isinstance(node, Var):
+        return out  # its bounds are metadata, not operands
+    for _, value in child_fields(node):
+        out.extend(v for v in (value if isinstance(value, tuple) else (value,)) if isinstance(v, Expr))
+    return out
+
+
+def _rebuilt(node: Expr, new: dict[int, tuple[Expr, int]]) -> tuple[Expr, int]:
+    changes: dict[str, object] = {}
+    depth = 1
+    if isinstance(node, Var):
+        return node, depth
+    for field_name, value in child_fields(node):
+        items = value if isinstance(value, tuple) else (value,)
+        if not any(isinstance(v, Expr) for v in items):
+            continue
+        done = [new[id(v)] if isinstance(v, Expr) else (v, 0) for v in items]
+        depth = max([depth, *(d + 1 for _, d in done)])
+        parts = tuple(n for n, _ in done)
+        replacement = parts if isinstance(value, tuple) else parts[0]
+        if any(a is not b for a, b in zip(parts, items)):
+            changes[field_name] = replacement
+    return (dataclasses.replace(node, **changes) if changes else node), depth  # type: ignore[type-var]
 
 
 def _check_arity(fcompute: Callable[..., object], ndim: int, what: str) -> None:

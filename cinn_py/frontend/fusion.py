@@ -23,6 +23,11 @@ Group conditions (`group_is_valid`), checked on the union before a merge:
   (CINN: equal loop ranges and reduce axes, or Reduction -> ElementWise/Broadcast);
 - a group with a reduction holds no Injective op (CINN: reductions never fuse into Injective).
 
+A group holds at most `MAX_GROUP_OPS` ops (as TVM's `relay.FuseOps.max_depth`): a longer chain is
+cut into several groups, so no lowered function (and no expression its inlining builds) grows
+with the program: a 1,000-op elementwise chain compiles as ~16 kernels, not one 1,000-block
+function whose scheduling is quadratic in its size.
+
 Merging never creates a cycle between groups: two groups are not merged when a path leaves one
 and reaches the other through a third group (then the merged group would both feed and consume
 that third group).
@@ -183,9 +188,13 @@ class FusionPlan:
         return "\n".join(str(g) for g in self.groups)
 
 
+MAX_GROUP_OPS = 64
+"""Ops per fused group at most (the IR's MAX_EXPR_DEPTH bounds one expression the same way)."""
+
+
 class _Partition:
-    """Groups as sets of op indices with union; the group graph is recomputed on demand (programs
-    are small)."""
+    """Groups as sets of op indices with union; the group graph is derived on demand from the
+    op-level producer/consumer lists (cost: the size of the groups visited)."""
 
     def __init__(self, program: Program) -> None:
         self.program = program
@@ -195,13 +204,13 @@ class _Partition:
         self.members: dict[int, list[int]] = {k: [k] for k in range(len(self.ops))}
         self.producers = [[self.index[id(p)] for v in op.inputs if (p := program.producer(v)) is not None]
                           for op in self.ops]
+        self.consumers: list[list[int]] = [[] for _ in self.ops]
+        for k, prods in enumerate(self.producers):
+            for p in prods:
+                self.consumers[p].append(k)
 
     def successors(self, g: int) -> set[int]:
-        out: set[int] = set()
-        for k, prods in enumerate(self.producers):
-            if any(self.group_of[p] == g for p in prods) and self.group_of[k] != g:
-                out.add(self.group_of[k])
-        return out
+        return {self.group_of[c] for m in self.members[g] for c in self.consumers[m]} - {g}
 
     def reaches_through_other(self, src: int, dst: int) -> bool:
         """A path src -> X -> ... -> dst with X neither src nor dst."""
@@ -218,7 +227,7 @@ class _Partition:
         return False
 
     def try_merge(self, pg: int, cg: int) -> bool:
-        if pg == cg:
+        if pg == cg or len(self.members[pg]) + len(self.members[cg]) > MAX_GROUP_OPS:
             return False
         edges = [(p, c) for c in self.members[cg] for p in self.producers[c] if self.group_of[p] == pg]
         edges += [(p, c) for c in self.members[pg] for p in self.producers[c] if self.group_of[p] == cg]
@@ -260,7 +269,8 @@ def _groups(program: Program, part: _Partition) -> list[Group]:
             for v in op.inputs:
                 if id(v) not in produced:
                     inputs.setdefault(id(v), v)
-        read_outside = {id(v) for k, op in enumerate(part.ops) if part.group_of[k] != g for v in op.inputs}
+        read_outside = {id(part.ops[m].output) for m in part.members[g]
+                        if any(part.group_of[c] != g for c in part.consumers[m])}
         outs = tuple(op.output for op in ops if id(op.output) in outputs or id(op.output) in read_outside)
         groups.append(Group(f"{program.name}_group_{n}", ops, tuple(inputs.values()), outs,
                             _shape_inputs(program, ops, tuple(inputs.values()))))

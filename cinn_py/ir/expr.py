@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, Union
 from cinn_py.diagnostics import ConstantRangeError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir.dtype import DType
+from cinn_py.ir.structural import install_depth_guards
 
 if TYPE_CHECKING:
     from cinn_py.ir.buffer import Tensor
@@ -544,5 +545,9 @@ def is_const_int(e: Expr, value: int | None = None) -> TypeGuard[IntImm | UIntIm
         return False
     return value is None or e.value == value
 
+
+# Equality and hashing of any depth (deep inlined chains): see `structural`. Leaves (immediates,
+# Var) compare their own fields only and keep the generated methods.
+install_depth_guards([BinaryOp, Minus, Not, Cast, Select, Load, Call, Reduce, Ramp, Broadcast])
 
 BINARY_OPS: tuple[type[BinaryOp], ...] = (Add, Sub, Mul, Div, Mod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py.ir import (
-    Expr, Load, LoweredFunc, Mutator, ScheduleBlockRealize, Store, Sub, Tensor, Var, as_expr, print_ir,
-    substitute, walk,
+    MAX_EXPR_DEPTH, Expr, Load, LoweredFunc, Mutator, ScheduleBlockRealize, Store, Sub, Tensor, Var, as_expr,
+    expr_depth, print_ir, substitute, walk,
 )
 from schedules.analysis.dependence import (
     argument_buffers, blocks_between, consumers, producers, readers_of, writers_of,
@@ -35,7 +35,7 @@ from schedules.registry import primitive
 
 __all__ = [
     "compute_inline", "reverse_compute_inline", "InlineBodyPatternError", "InlineReductionError",
-    "InlineMultipleWritersError", "InlineOutputError", "InlineHazardError", "InlineConsumerError",
+    "InlineMultipleWritersError", "InlineOutputError", "InlineHazardError", "InlineConsumerError", "InlineDepthError",
 ]
 
 
@@ -58,6 +58,10 @@ class InlineOutputError(ScheduleError):
 
 class InlineHazardError(ScheduleError):
     """A block between producer and consumer writes a buffer the inlined expression reads."""
+
+
+class InlineDepthError(ScheduleError):
+    """Inlining would make an expression deeper than MAX_EXPR_DEPTH (the producer stays a block)."""
 
 
 class InlineConsumerError(ScheduleError):
@@ -162,7 +166,20 @@ def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFun
     for consumer in consumers(func, block):
         _check_no_hazard(prim, func, block, consumer, reads)
     rewritten = remove_stmt(func, block)
-    return _InlineLoads(store.tensor, tuple(store.indices), store.value).visit(rewritten)  # type: ignore[arg-type]
+    result = _InlineLoads(store.tensor, tuple(store.indices), store.value).visit(rewritten)
+    _check_depth(prim, func, block, result)
+    return result  # type: ignore[no-any-return]
+
+
+def _check_depth(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, result: LoweredFunc) -> None:
+    """Refuse an inlining that grows an expression past MAX_EXPR_DEPTH (a chain of 1,000
+    elementwise ops is kept as blocks of bounded depth instead of one 1,000-deep expression)."""
+    for node in walk(result.body):
+        if isinstance(node, Store) and expr_depth(node.value) > MAX_EXPR_DEPTH:
+            raise schedule_error(InlineDepthError, prim, f"inlining '{block.name}' would make the value stored to "
+                                 f"'{node.tensor.name}' {expr_depth(node.value)} levels deep, more than "
+                                 f"MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}; keep '{block.name}' as its own block", func,
+                                 block)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -252,6 +269,10 @@ def reverse_compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> Lo
     # Each load T[w] becomes the producer's value f(v); every other use of w becomes p(v).
     value = substitute(_InlineLoads(tensor, (), p_store.value).visit(store.value), mapping)
     new_store = Store(store.tensor, value, tuple(substitute(i, mapping) for i in store.indices))
+    if expr_depth(value) > MAX_EXPR_DEPTH:
+        raise schedule_error(InlineDepthError, prim, f"inlining '{block.name}' into '{producer.name}' would make its "
+                             f"value {expr_depth(value)} levels deep, more than MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}",
+                             func, block)
     new_producer = dataclasses.replace(producer, schedule_block=dataclasses.replace(
         producer.schedule_block, body=new_store))
     return replace(remove_stmt(func, block), producer, new_producer)

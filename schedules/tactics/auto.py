@@ -106,6 +106,8 @@ def _try_matmul_x86(func: LoweredFunc, target: Target, params: MatmulParams | No
     """The matmul tactic when the group (after inlining its epilogue's intermediates) is a
     matmul; None otherwise. Parameters: `params`, else the tuning database's entry for this
     group, else the defaults."""
+    if not any(block.is_reduce for block in analyze_group(func).blocks):
+        return None  # no reduction, no matmul: skip the inlining (its cost grows with the group)
     sch = IRSchedule(func)
     inlined = compute_inline_tactic(sch)
     info = match_matmul(sch.func)

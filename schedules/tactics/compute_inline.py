@@ -21,6 +21,7 @@ from collections.abc import Callable
 from cinn_py.ir import Load, walk
 from schedules.analysis.loops import block_stores
 from schedules.errors import ScheduleError
+from schedules.primitives.compute_inline import InlineDepthError
 from schedules.schedule import IRSchedule
 from schedules.tactics.group import BlockInfo, GroupInfo, analyze_group, loops_of
 
@@ -79,19 +80,30 @@ def compute_inline_tactic(sch: IRSchedule, keep: Callable[[GroupInfo, BlockInfo]
     """Inline every block CINN's rule allows (and `keep` does not hold back: the x86 tactic
     keeps an expensive value read by several consumers); returns the inlined block names."""
     inlined: list[str] = []
+    too_deep: set[str] = set()  # inlining others only deepens expressions: these stay refused
     changed = True
     while changed:
         changed = False
         info = analyze_group(sch.func)
+        stale: set[str] = set()  # producers of a block inlined in this pass: their facts changed
         for block in reversed(info.blocks):
+            if block.name in too_deep or block.name in stale:
+                continue
             ok, _ = can_inline(sch, info, block)
             if not ok or (keep is not None and keep(info, block)):
                 continue
             try:
                 sch.compute_inline(block.name)
+            except InlineDepthError:
+                too_deep.add(block.name)
+                continue
             except ScheduleError:
                 continue
             inlined.append(block.name)
             changed = True
-            break  # re-analyse: the consumers' bodies changed
+            # The blocks this one read now feed its consumers instead: decide them in the next
+            # pass, with fresh facts. Every other block's facts are unchanged, so one analysis
+            # serves many inlines (a chain inlines half its blocks per pass, not one).
+            stale.update(p.name for t in block.read for p in info.producers_of(t))
+            stale.update(c.name for t in block.written for c in info.consumers_of(t))
     return inlined
