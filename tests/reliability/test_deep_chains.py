@@ -101,3 +101,19 @@ def test_equality_and_hash_of_a_10000_deep_tree() -> None:
         b = Add(b, FloatImm(float32, float(k % 7)))
     assert a == b and hash(a) == hash(b) == expr_hash_iterative(a)
     assert a != Add(b, FloatImm(float32, 1.0))
+
+
+def test_reduction_body_deeper_than_the_bound_is_a_clear_error() -> None:
+    # A reduce body cannot be split into same-shape temporaries (they would need the reduce axis):
+    # compute() names the tensor and the bound instead of recursing through it later.
+    X = cp.placeholder((4, 8), "float32", "X")
+    k = cp.reduce_axis(8, "k")
+
+    def deep(i: object) -> object:
+        e = X[i, k]
+        for _ in range(MAX_EXPR_DEPTH):
+            e = e * 0.5 + X[i, k]
+        return cp.reduce_sum(e, k)
+
+    with pytest.raises(cp.LoweringError, match="compute 'R': the reduction body is .* more than MAX_EXPR_DEPTH"):
+        cp.compute((4,), deep, "R")
