@@ -168,7 +168,7 @@ def expr_depth(e: Any) -> int:
     while stack:
         node, level = stack.pop()
         deepest = max(deepest, level)
-        for name in compared_fields(node.__class__) if dataclasses.is_dataclass(node) else ():
+        for name in compared_fields(type(node)) if dataclasses.is_dataclass(node) else ():
             value = getattr(node, name)
             items = value if value.__class__ is tuple else (value,)
             stack.extend((v, level + 1) for v in items if isinstance(v, Expr))

@@ -166,7 +166,8 @@ def compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> LoweredFun
     for consumer in consumers(func, block):
         _check_no_hazard(prim, func, block, consumer, reads)
     rewritten = remove_stmt(func, block)
-    result = _InlineLoads(store.tensor, tuple(store.indices), store.value).visit(rewritten)
+    # the indices are the block's iter vars (checked above)
+    result = _InlineLoads(store.tensor, tuple(store.indices), store.value).visit(rewritten)  # type: ignore[arg-type]
     _check_depth(prim, func, block, result)
     return result  # type: ignore[no-any-return]
 
