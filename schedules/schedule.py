@@ -142,7 +142,8 @@ class IRSchedule:
         # Generated names are per schedule, clear of every name its functions use, so scheduling
         # the same IR twice gives the same names. `initial_names` is the state before any
         # primitive ran (`schedules.testing` replays from it).
-        self._names = NameGenerator.seeded(names_in(*self._funcs, loop_vars=False))
+        self._names = NameGenerator.seeded(names_in(*self._funcs, loop_vars=False),
+                                           names_in(*self._funcs) - names_in(*self._funcs, loop_vars=False))
         self.initial_names = copy.deepcopy(self._names)
 
     # -- the IR ----------------------------------------------------------------------------------

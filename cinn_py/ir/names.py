@@ -34,6 +34,11 @@ class NameGenerator:
 
     _counters: dict[str, int] = field(default_factory=dict)
     _used: set[str] = field(default_factory=set)
+    _loop_names: frozenset[str] = frozenset()
+    """Loop var names of the seeding function: `new` may return one as the bare hint (a primitive
+    that replaces loop `i` names the first new loop `i`, as CINN does), never as a `hint_<n>`
+    candidate: splitting `i` in `for i { for i_1 { ... } }` must not name a new loop `i_1`, which
+    would capture the inner loop's uses (Vars compare by name)."""
 
     def new(self, hint: str) -> str:
         if hint not in self._counters:
@@ -44,7 +49,7 @@ class NameGenerator:
         while True:
             candidate = f"{hint}_{self._counters[hint]}"
             self._counters[hint] += 1
-            if candidate not in self._used:
+            if candidate not in self._used and candidate not in self._loop_names:
                 self._used.add(candidate)
                 return candidate
 
@@ -53,9 +58,10 @@ class NameGenerator:
         self._used.add(name)
 
     @classmethod
-    def seeded(cls, taken: Iterable[str]) -> NameGenerator:
-        """A generator for one function: fresh counters, the function's own names taken."""
-        return cls(_used=set(taken))
+    def seeded(cls, taken: Iterable[str], loop_names: Iterable[str] = ()) -> NameGenerator:
+        """A generator for one function: fresh counters, the function's own names taken (its
+        loop var names only as suffixed candidates, see `_loop_names`)."""
+        return cls(_used=set(taken), _loop_names=frozenset(loop_names))
 
     @property
     def used(self) -> frozenset[str]:

@@ -3,6 +3,8 @@ process prints the same IR (CINN's counters are process-global; ours restart per
 
 from __future__ import annotations
 
+import numpy as np
+
 import cinn_py as cp
 from cinn_py.ir import print_ir, unique_name
 from schedules import IRSchedule
@@ -43,3 +45,19 @@ def test_generated_names_avoid_the_functions_own_names() -> None:
     sch = IRSchedule(func)
     sch.split(sch.get_loops("B")[0], [2, 4])
     assert "serial for (i_0," not in str(sch) and "serial for (i_1, 0, 4)" in str(sch)
+
+
+def test_a_new_loop_never_takes_the_name_of_a_loop_it_encloses() -> None:
+    """Fuzz seed 1 case 37 (`--cuda --emulate`): a second IRSchedule over `for i { for i_0 { for
+    i_1 } }` split `i` into `i`, `i_0`; the new `i_0` captured the inner loop's uses (Vars compare
+    by name), so the interpreter and the CUDA kernel read t1 at the wrong index."""
+    a = cp.placeholder((12,), "float32", "A")
+    func = cp.lower("f", [a, cp.compute((12,), lambda i: a[i] * 2.0, "B")])
+    first = IRSchedule(func)
+    first.split(first.get_loops("B")[0], [2, -1, 2])
+    second = IRSchedule(first.func)
+    second.split(second.get_loops("B")[0], [-1, 1])
+    names = [lp.var_name for lp in second.get_loops("B")]
+    assert len(set(names)) == len(names) == 4, names
+    x = np.arange(12, dtype=np.float32)
+    np.testing.assert_array_equal(cp.run_ir(second.func, {"A": x})["B"], x * 2)
