@@ -22,7 +22,8 @@ blocks"; its `SyncThreads` schedule primitive is what fixes the second).
 
 Conflicts are decided exactly with islpy (`cinn_py.analysis.isl_convert`): two instances, each
 constrained by the launch dims, its loops and its guards, touching the same flattened element with
-the differing/equal bound variables required. When an index, bound or guard is not quasi-affine the
+the differing/equal bound variables required (the same indices, dimension by dimension, where a
+symbolic stride makes the flat index non-affine: `blockIdx.x * S0 + j`). When an index, bound or guard is not quasi-affine the
 pair is not reported (we report only races we can prove; an over-approximation would reject correct
 kernels). Same-value writes by several threads (write-write) are not reported.
 """
@@ -58,6 +59,9 @@ class _Event:
     buffer: Buffer | None = None
     index: Expr | None = None
     is_store: bool = False
+    indices: tuple[Expr, ...] = ()
+    """The multi-dimensional indices `index` flattens (affine where the flat index, with a
+    symbolic stride `i * S0 + j`, is not)."""
 
 
 class _Events(ProgramOrderWalker):
@@ -71,13 +75,14 @@ class _Events(ProgramOrderWalker):
         self.events.append(_Event(len(self.events), tuple(self.context), **kw))  # type: ignore[arg-type]
 
     def on_load(self, load: Load) -> None:
-        self.add(buffer=load.tensor.buffer, index=flat_index(load.indices, load.tensor.buffer.shape))
+        self.add(buffer=load.tensor.buffer, index=flat_index(load.indices, load.tensor.buffer.shape),
+                 indices=tuple(load.indices))
 
     def on_store(self, store: Store) -> None:
         if _has_barrier(store.value):
             self.add()
         self.add(buffer=store.tensor.buffer, index=flat_index(store.indices, store.tensor.buffer.shape),
-                 is_store=True)
+                 is_store=True, indices=tuple(store.indices))
 
     def other_stmt(self, node: Stmt) -> None:
         if isinstance(node, Block):
@@ -133,8 +138,10 @@ class _Conflicts:
             self.symbols.append(var)
         return var
 
-    def _side(self, ev: _Event, tag: str, names: IslNames) -> tuple[list[str], dict[str, Var]] | None:
-        """Constraints of one instance of `ev` (vars renamed with `tag`); None if not affine."""
+    def _side(self, ev: _Event, tag: str, names: IslNames,
+              element: tuple[Expr, ...]) -> tuple[list[str], dict[str, Var]] | None:
+        """Constraints of one instance of `ev` (vars renamed with `tag`) touching `element` (its
+        flat index, or its indices: `ELEM_<tag>_<k>`); None if not affine."""
         renamed: dict[Var, Var] = {}
         bound: dict[str, Var] = {}
         constraints: list[str] = []
@@ -169,10 +176,11 @@ class _Conflicts:
                 if cond is None:
                     return None
                 constraints.append(cond if branch else f"not ({cond})")
-        index = self._text(ev.index, renamed, names, known)  # type: ignore[arg-type]
-        if index is None:
-            return None
-        constraints.append(f"{index} = ELEM_{tag}")
+        for k, e in enumerate(element):
+            index = self._text(e, renamed, names, known)
+            if index is None:
+                return None
+            constraints.append(f"{index} = ELEM_{tag}_{k}")
         loops = {e.loop_var.name: renamed[e.loop_var] for e in ev.context if isinstance(e, For)}
         return constraints, {**bound, **loops}
 
@@ -186,7 +194,13 @@ class _Conflicts:
         """Whether instances of `a` and `b` touch one element with `relation` between their bound
         vars ("blocks differ" or "same block, threads differ")."""
         names = IslNames()
-        sa, sb = self._side(a, "a", names), self._side(b, "b", names)
+        element_a, element_b = (a.index,), (b.index,)
+        sa, sb = self._side(a, "a", names, element_a), self._side(b, "b", names, element_b)  # type: ignore[arg-type]
+        if (sa is None or sb is None) and len(a.indices) == len(b.indices) > 1:
+            # A symbolic stride makes the flat index non-affine; equal in-bounds indices are the
+            # same element, so compare them dimension by dimension.
+            names, element_a, element_b = IslNames(), a.indices, b.indices
+            sa, sb = self._side(a, "a", names, element_a), self._side(b, "b", names, element_b)
         if sa is None or sb is None:
             return False
         (ca, va), (cb, vb) = sa, sb
@@ -202,8 +216,10 @@ class _Conflicts:
             rel = f"({rel}) and ({(' or ' if loops_differ else ' and ').join(pairs)})"
         params = [names.name(s) for s in self.symbols]
         lower = [f"{names.name(s)} >= {_lower_bound(s)}" for s in self.symbols]
-        body = " and ".join([*(f"({c})" for c in ca + cb), "ELEM_a = ELEM_b", f"({rel})", *lower])
-        variables = sorted(set(names.by_name) - set(params)) + ["ELEM_a", "ELEM_b"]
+        same_element = " and ".join(f"ELEM_a_{k} = ELEM_b_{k}" for k in range(len(element_a)))
+        body = " and ".join([*(f"({c})" for c in ca + cb), same_element, f"({rel})", *lower])
+        elements = [f"ELEM_{tag}_{k}" for tag in ("a", "b") for k in range(len(element_a))]
+        variables = sorted(set(names.by_name) - set(params)) + elements
         try:
             found = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(variables)}] : {body} }}")
         except isl.Error:

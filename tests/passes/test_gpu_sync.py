@@ -8,7 +8,7 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import Block, Evaluate, For, Load, MemoryType, Store, Var
+from cinn_py.ir import Block, Evaluate, For, Load, LoweredFunc, MemoryType, Store, Var
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir.buffer import make_tensor
@@ -51,6 +51,27 @@ def test_global_temporary_read_by_another_block_is_an_error() -> None:
     with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"
                                            r".*compute_at"):
         generate_cuda(_two_stage(lambda i: 7 - i).func)
+
+
+def _rows_symbolic(read_row) -> LoweredFunc:
+    """Rows of symbolic length, one block per row; C's row i reads B's row `read_row(i)`."""
+    S0 = cp.sym("S0")
+    A = cp.placeholder((8, S0), "float32", "A")
+    B = cp.compute((8, S0), lambda i, j: A[i, j] * 2.0, "B")
+    C = cp.compute((8, S0), lambda i, j: B[read_row(i), j] + 1.0, "C")
+    s = IRSchedule(cp.lower("fn", [A, C]))
+    for name in ("B", "C"):
+        s.bind(s.get_loops(name)[0], "blockIdx.x")
+    return s.func
+
+
+def test_cross_block_read_with_a_symbolic_row_stride_is_an_error() -> None:
+    """Fuzz seed 1 case 3 (`--cuda --emulate`): the flat index `blockIdx.x * S0 + j` is not affine,
+    so the check gave up and the kernel read rows other blocks had not written yet; the indices,
+    compared per dimension, are."""
+    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"):
+        generate_cuda(_rows_symbolic(lambda i: 7 - i))
+    assert "S0" in generate_cuda(_rows_symbolic(lambda i: i)).source   # the same row: no race
 
 
 def test_global_temporary_read_by_another_thread_of_the_same_block_needs_syncthreads() -> None:
