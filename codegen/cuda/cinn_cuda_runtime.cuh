@@ -28,7 +28,7 @@
 #include <cuda_bf16.h>
 
 // NVRTC has no <cstdint>.  (The CPU emulator, codegen/cuda/emulator, takes them from the host's
-// <stdint.h>, whose int64_t may be `long`.)
+// <stdint.h>, except int64_t/uint64_t: it names `long long` ones so, as here.)
 #ifndef CINN_CUDA_EMULATION
 typedef signed char int8_t;
 typedef short int16_t;

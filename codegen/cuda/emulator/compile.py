@@ -18,7 +18,7 @@ Two flavours:
   lines (see `codegen.cuda.emulator.races`).
 
 Both are cached in memory and on disk (`CompileCache("cuda_emu")`: HMAC-trusted entries keyed by
-the source, kernel name, flavour, flags, both headers and the g++ version).
+the source, kernel name, flavour, flags, the driver, both headers and the g++ version).
 """
 
 from __future__ import annotations
@@ -47,7 +47,15 @@ DISK_CACHE = CompileCache("cuda_emu")
 _MEMORY: dict[str, object] = {}
 _LOCK = threading.Lock()
 
-_DRIVER = """#include "kernel.cu"
+# NVRTC's int64_t/uint64_t (typedefs in cinn_cuda_runtime.cuh) are `long long`; the host's are
+# `long` on LP64. The kernel and the runtime header see NVRTC's types, so a `long long*` helper
+# parameter takes an `int64_t*` argument and overloads resolve as on the GPU; the system headers,
+# all included before (cuda_emu.h), keep theirs.
+_DRIVER = """#define int64_t cinn_emu_int64_t
+#define uint64_t cinn_emu_uint64_t
+#include "kernel.cu"
+#undef int64_t
+#undef uint64_t
 
 // The dynamic shared memory array every `extern __shared__` declaration of the kernel names.
 extern "C" {{
@@ -134,8 +142,9 @@ def compiler_version(cxx: str) -> str:
 
 def _key(source: str, kernel_name: str, flavour: str, flags: tuple[str, ...]) -> str:
     cxx = compiler()
-    return fingerprint_key(source=source, kernel=kernel_name, flavour=flavour, flags=list(flags),
-                           emu=emulator_header(), runtime=runtime_header(), cxx=compiler_version(cxx))
+    return fingerprint_key(source=source, kernel=kernel_name, flavour=flavour, flags=list(flags), driver=_DRIVER,
+                           race_main=_RACE_MAIN, emu=emulator_header(), runtime=runtime_header(),
+                           cxx=compiler_version(cxx))
 
 
 def _build(source: str, kernel_name: str, flags: tuple[str, ...], race_main: bool, out_name: str) -> bytes:

@@ -77,6 +77,9 @@ GOLDENS: dict[str, Callable[[], LoweredFunc]] = {
     "warp_reduce_prod_int32": lambda: goldens.row_reduce(16, "int32", cp.reduce_prod).func,
     "warp_reduce_int64": lambda: goldens.row_reduce(16, "int64", cp.reduce_sum).func,
     "block_reduce_fp16": lambda: goldens.row_reduce(128, "float16", cp.reduce_sum).func,
+    # int64_t is `long long` in the kernel, as under NVRTC (the host's `long` did not convert to
+    # the helper's `long long*` scratch parameter: op harness reduce_* int64)
+    "block_reduce_int64": lambda: goldens.row_reduce(64, "int64", cp.reduce_max).func,
     "shared_memory": lambda: goldens.shared_transpose().func,
     "vectorized_float4": lambda: goldens.vectorized().func,
     "vectorized_half2": lambda: goldens.vectorized(2048, 2, "float16").func,

@@ -50,6 +50,11 @@ void __tsan_release(void* addr);
 #define CINN_EMU_RUNTIME
 #endif
 
+// NVRTC's 64-bit integers (`long long`), which the driver names `int64_t`/`uint64_t` inside the
+// kernel's translation unit (compile.py): the host's int64_t may be `long`, a distinct type.
+typedef long long cinn_emu_int64_t;
+typedef unsigned long long cinn_emu_uint64_t;
+
 #ifndef CINN_EMU_MAX_DYNAMIC_SHARED
 #define CINN_EMU_MAX_DYNAMIC_SHARED (228 * 1024)
 #endif
