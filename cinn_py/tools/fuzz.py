@@ -4,6 +4,7 @@
     python -m cinn_py.tools.fuzz --seed 1 --case 17          # re-run one case in-process, verbosely
     python -m cinn_py.tools.fuzz --examples 500 --auto        # hand schedules + schedule="auto"
     python -m cinn_py.tools.fuzz --examples 500 --net         # NetBuilder programs, schedule="auto"
+    python -m cinn_py.tools.fuzz --examples 200 --auto --cuda --emulate   # run the CUDA kernels (no GPU)
 
 Each case (derived deterministically from `(seed, index)`):
 
@@ -16,6 +17,10 @@ Each case (derived deterministically from `(seed, index)`):
 6. with `--auto`, also builds the program with `schedule="auto"`: for x86 it runs the kernel
    against the reference, for CUDA it generates the auto-scheduled kernels (one per shape
    bucket when there are symbolic dims) and compiles them with NVRTC.
+
+With `--emulate` the CUDA stages run their kernels in the CPU emulator (`codegen.cuda.emulator`:
+the exact CUDA C, compiled with g++) and compare them with the reference like the x86 stages, instead
+of only compiling them with NVRTC: a wrong barrier, warp shuffle or thread index is a failure.
 
 `--net` generates NetBuilder programs instead (`cinn_py.tools.fuzzing.netgen`: random op graphs
 of elementwise, broadcast, reduction, softmax/norm, transpose, select and matmul ops) and runs
@@ -96,6 +101,8 @@ class Options:
     """Compile the auto-scheduled CUDA kernels only every n-th case (NVRTC dominates)."""
     net: bool = False
     """NetBuilder programs (`netgen`) through `compile_program(..., schedule="auto")`."""
+    emulate: bool = False
+    """Run the CUDA kernels in the CPU emulator against the reference (not only NVRTC-compile them)."""
 
 
 @dataclass
@@ -229,7 +236,7 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
                     compare(spec, _run_x86(sch.func, inp), want, "x86-vs-reference")
             if opts.cuda:
                 stage = "cuda"
-                _compile_cuda(sch.func, case)
+                _hand_cuda(sch.func, case, opts, spec, all_inputs, refs)
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except Exception as exc:  # noqa: BLE001 - classified below
@@ -259,13 +266,32 @@ def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any, all_inp
             cuda_func = auto_schedule(func, target="cuda").func
             for inp, want in zip(all_inputs, refs):
                 compare(spec, run_ir(cuda_func, inp), want, "auto-cuda-interp-vs-reference")
-        if nvrtc_available() and case.index % max(opts.auto_cuda_every, 1) == 0:
+        if case.index % max(opts.auto_cuda_every, 1) == 0 and opts.emulate:
+            stage = "auto-cuda-emulated"
+            _compare_kernel(spec, _emulated(func, schedule="auto"), func, all_inputs, refs, "auto-cuda-emulated-vs-reference")
+        elif nvrtc_available() and case.index % max(opts.auto_cuda_every, 1) == 0:
             stage = "auto-cuda"
             compile_cuda_auto(func)
     except _Failure as exc:
         result.status, result.stage, result.detail, result.error = "fail", exc.stage, exc.detail, ""
     except Exception as exc:  # noqa: BLE001 - the auto scheduler must not fail on a valid program
         _classify(result, stage, exc, strict=True)
+
+
+def _emulated(func: Any, schedule: str | None) -> Any:
+    """`func` built for CUDA to run in the CPU emulator (a BucketDispatch with symbolic dims)."""
+    import cinn_py  # noqa: PLC0415
+
+    return cinn_py.build(func, target="cuda", schedule=schedule, emulate=True)
+
+
+def _compare_kernel(spec: P.ProgramSpec, kernel: Any, func: Any, all_inputs: list[dict[str, np.ndarray]],
+                    refs: list[dict[str, np.ndarray]], what: str) -> None:
+    """Call `kernel` on every input set and compare its outputs with the reference's."""
+    for inp, want in zip(all_inputs, refs):
+        outs = kernel(*[inp[t.name] for t in func.inputs])
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        compare(spec, {t.name: o for t, o in zip(func.outputs, outs)}, want, what)
 
 
 def compile_cuda_auto(func: Any) -> None:
@@ -306,15 +332,21 @@ def _classify(result: Result, stage: str, exc: BaseException, strict: bool) -> N
         result.detail = "".join(traceback.format_exception(exc)[-6:])
 
 
-def _compile_cuda(func: Any, case: Case) -> None:
+def _hand_cuda(func: Any, case: Case, opts: Options, spec: P.ProgramSpec, all_inputs: list[dict[str, np.ndarray]],
+               refs: list[dict[str, np.ndarray]]) -> None:
     """A few GPU primitives (bind, set_buffer local/shared, sync_threads, ...) on top of the x86
-    schedule, then every nest bound to blockIdx.x/threadIdx.x, then CUDA C through NVRTC."""
+    schedule, then every nest bound to blockIdx.x/threadIdx.x, then CUDA C through NVRTC, or with
+    `emulate` run in the CPU emulator against the reference."""
     import cinn_py  # noqa: PLC0415
     from schedules import IRSchedule  # noqa: PLC0415
 
     sch = IRSchedule(func)
     apply_random_schedule(sch, random.Random(case.schedule_seed + 1), 3, "cuda")
     bind_for_gpu(sch)
+    if opts.emulate:
+        _compare_kernel(spec, _emulated(sch.func, schedule=None), sch.func, all_inputs, refs,
+                        "cuda-emulated-vs-reference")
+        return
     cinn_py.codegen(sch.func, target="cuda").cubin  # noqa: B018  (NVRTC compiles on first access)
 
 
@@ -348,7 +380,8 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
         ir_text = print_ir(_lower(spec), decls=True)
     except Exception as exc:  # noqa: BLE001 - the failure may be in lowering itself
         ir_text = f"<lowering failed: {type(exc).__name__}: {_first_line(exc)}>"
-    flags = " --cuda" if opts.cuda else ""
+    flags = "".join(flag for flag, on in ((" --cuda", opts.cuda), (" --auto", opts.auto), (" --auto-only", not opts.hand),
+                                          (" --emulate", opts.emulate)) if on)
     return "\n".join([
         f"=== FAIL case {case.index} (seed {case.seed}) at {result.stage}",
         f"what differed: {result.error or ''} {result.detail}".rstrip(),
@@ -403,8 +436,14 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
         if opts.x86:
             stage = "auto-x86"
             gots = _as_tuple(cinn_py.compile_program(program, "x86", schedule="auto")(*inputs))
-            _compare_net(program, gots, wants)
-        if nvrtc_available() and index % max(opts.auto_cuda_every, 1) == 0:
+            _compare_net(program, gots, wants, "auto-x86-vs-numpy")
+        if opts.emulate and index % max(opts.auto_cuda_every, 1) == 0:
+            stage = "auto-cuda-emulated"
+            from cinn_py.tools.testing.cuda import run_cuda_emulated  # noqa: PLC0415
+
+            gots = _as_tuple(run_cuda_emulated(program, *inputs))
+            _compare_net(program, gots, wants, "auto-cuda-emulated-vs-numpy")
+        elif nvrtc_available() and index % max(opts.auto_cuda_every, 1) == 0:
             stage = "auto-cuda"
             for group in plan(program).groups:
                 compile_cuda_auto(lower_group(group))
@@ -428,20 +467,18 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...]) -> None:
+def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...], what: str) -> None:
     for var, got, want in zip(program.outputs, gots, wants):
         a, b = np.asarray(got), np.asarray(want)
         if a.shape != b.shape or a.dtype != b.dtype:
-            raise _Failure("auto-x86-vs-numpy", f"output '{var.name}': got {a.dtype}{a.shape}, "
-                                                f"expected {b.dtype}{b.shape}")
+            raise _Failure(what, f"output '{var.name}': got {a.dtype}{a.shape}, expected {b.dtype}{b.shape}")
         tol = net_tolerance(b.astype(np.float64))
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         bad = ~((diff <= tol) | (np.isnan(a) & np.isnan(b)) | (a == b))
         if bad.any():
             where = tuple(int(x) for x in np.argwhere(bad)[0])
-            raise _Failure("auto-x86-vs-numpy", f"output '{var.name}': {int(bad.sum())}/{bad.size} elements differ "
-                                                f"by more than {tol:.3g}; first at {where}: got {a[where]!r}, "
-                                                f"expected {b[where]!r}")
+            raise _Failure(what, f"output '{var.name}': {int(bad.sum())}/{bad.size} elements differ by more than "
+                                 f"{tol:.3g}; first at {where}: got {a[where]!r}, expected {b[where]!r}")
 
 
 def describe_case(seed: int, index: int, opts: Options) -> str:
@@ -466,6 +503,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--start", type=int, default=0, help="first case index (default 0)")
     p.add_argument("--case", type=int, default=None, help="run only this case, in-process, verbosely")
     p.add_argument("--cuda", action="store_true", help="also generate CUDA C and compile it with NVRTC")
+    p.add_argument("--emulate", action="store_true",
+                   help="run the CUDA kernels (--cuda, --auto, --net) in the CPU emulator against the reference "
+                        "instead of only compiling them with NVRTC")
     p.add_argument("--no-x86", action="store_true", help="skip building and running on x86")
     p.add_argument("--auto", action="store_true",
                    help='also build every program with schedule="auto" (x86: run; CUDA: NVRTC compile)')
@@ -486,7 +526,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def _options(ns: argparse.Namespace) -> Options:
     return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
                    hand=not ns.auto_only,
-                   auto_cuda_every=ns.auto_cuda_every, net=ns.net)
+                   auto_cuda_every=ns.auto_cuda_every, net=ns.net, emulate=ns.emulate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -208,3 +208,32 @@ def test_cuda_mode_generates_and_compiles_with_nvrtc(monkeypatch: pytest.MonkeyP
                    echo=False)
     assert not summary.failures, summary.format(0)
     assert len(compiled) == summary.status["ok"] >= 4 and all(compiled)
+
+
+@pytest.mark.cuda_emulated
+def test_cuda_emulate_mode_runs_the_kernels_against_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--cuda --emulate`: every bound kernel runs in the CPU emulator and is compared with numpy
+    (this mode found a loop-name capture in split and a cross-block race the check missed on
+    symbolic strides: tests/schedules/test_names_per_function.py, tests/passes/test_gpu_sync.py)."""
+    launched = []
+    real = cp.build
+
+    def counting(func, target="x86", **kw):  # type: ignore[no-untyped-def]
+        kernel = real(func, target=target, **kw)
+        launched.append(type(kernel).__name__)
+        return kernel
+
+    monkeypatch.setattr(cp, "build", counting)
+    summary = Summary()
+    run_in_process(CI_SEED, range(8), fuzz.Options(x86=False, cuda=True, emulate=True, steps=3), fuzz.check_case,
+                   summary, echo=False)
+    assert not summary.failures, summary.format(0) + "\n".join(f["reproducer"] for f in summary.failures)
+    assert launched.count("EmulatedCudaKernel") == summary.status["ok"] >= 4, (launched, summary.format(0))
+    # a wrong kernel is a failure of the emulated stage
+    def off_by_one(*args, **kw):  # type: ignore[no-untyped-def]
+        kernel = real(*args, **kw)
+        return lambda *inputs: tuple(out + 1 for out in fuzz._as_tuple(kernel(*inputs)))
+
+    monkeypatch.setattr(cp, "build", off_by_one)
+    result, _ = fuzz.run_case(fuzz.make_case(CI_SEED, 0), fuzz.Options(x86=False, cuda=True, emulate=True, steps=3))
+    assert (result.status, result.stage) == ("fail", "cuda-emulated-vs-reference"), result
