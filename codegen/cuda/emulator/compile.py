@@ -23,6 +23,7 @@ the source, kernel name, flavour, flags, the driver, both headers and the g++ ve
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import os
@@ -172,6 +173,22 @@ def _excerpt(log: str, limit: int = 40) -> str:
     return "\n".join(lines[:limit])
 
 
+@functools.lru_cache(maxsize=1)
+def _process_folder() -> Path:
+    """One private folder per process for the materialised products, removed when the process
+    exits (a folder per product, never removed, left thousands behind in /tmp after a test run).
+    Only the creating process removes it: a forked child inherits the cache but not the folder."""
+    folder = Path(tempfile.mkdtemp(prefix="cinn-emu-"))
+    owner = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(remove)
+    return folder
+
+
 def _cached_file(source: str, kernel_name: str, flavour: str, flags: tuple[str, ...], race_main: bool,
                  suffix: str) -> Path:
     """A private file holding the cached (or freshly built) product."""
@@ -185,8 +202,7 @@ def _cached_file(source: str, kernel_name: str, flavour: str, flags: tuple[str, 
     if not blob:
         blob = _build(source, kernel_name, flags, race_main, f"kernel{suffix}")
         DISK_CACHE.store(key, {"flavour": flavour}, blob)
-    folder = Path(tempfile.mkdtemp(prefix="cinn-emu-"))
-    path = folder / f"{kernel_name or 'cinn_emu_runtime'}{suffix}"
+    path = _process_folder() / f"{key[:16]}-{kernel_name or 'cinn_emu_runtime'}{suffix}"
     path.write_bytes(blob)
     path.chmod(0o700)
     with _LOCK:

@@ -6,7 +6,10 @@ a broken barrier is reported as a data race, a divergent barrier as a deadlock."
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -251,3 +254,22 @@ def test_dynamic_shared_memory_with_symbolic_size() -> None:
     broken = EmulatedCudaKernel(_broken(kernel.code, "__syncthreads();", ""), func, race_check=True)
     with pytest.raises(DataRaceError, match="data race on shared buffer 'B_temp_buffer'"):
         broken(np.ones((4, 100), np.float32))
+
+
+def test_materialised_kernels_are_removed_when_the_process_exits(tmp_path: Path) -> None:
+    # Each process writes its built kernels to one private folder; it must not outlive the process.
+    script = (
+        "import numpy as np, cinn_py as cp\n"
+        "from codegen.cuda.emulator import compile as emu\n"
+        "X = cp.placeholder((4, 8), 'float32', 'X')\n"
+        "Y = cp.compute((4, 8), lambda i, j: X[i, j] * 2.0, name='Y')\n"
+        "fn = cp.build(cp.lower('twice', [X, Y]), 'cuda', schedule='auto', emulate=True)\n"
+        "assert (fn(np.ones((4, 8), np.float32)) == 2).all()\n"
+        "print(emu._process_folder())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("cinn-emu-")
+    assert not folder.exists()
