@@ -136,6 +136,8 @@ def _stage_in_shared(sch: IRSchedule, info: MatmulInfo, block: str, acc: str, ko
         loops = sch.get_loops(copy)
         at = next(n for n, lp in enumerate(loops) if sch.get(lp).uid == sch.get(ko).uid)
         own = loops[at + 1:]  # the copy's own loops, under ko
+        if not own:  # a one-element tile (K or M/N of 1): its unit loops were dropped; one thread copies
+            own = [sch.add_unit_loop(copy)]
         fused = sch.fuse(own) if len(own) > 1 else own[0]
         _, ty, tx = sch.split(fused, [-1, p.threads_y, p.threads_x])
         sch.bind(ty, "threadIdx.y")

@@ -91,6 +91,15 @@ def test_emulated_matches_numpy(case: dict[str, Any]) -> None:
     _emulated(case)
 
 
+@pytest.mark.parametrize("case", [dict(m=1, n=2, k=1), dict(m=1, n=1, k=1), dict(m=5, n=7, k=1), dict(m=1, n=1, k=3)],
+                         ids=lambda c: "_".join(f"{k}{v}" for k, v in c.items()))
+def test_one_element_tiles(case: dict[str, Any]) -> None:
+    # A 1-wide k step (or M, N of 1) leaves a shared copy with no loops of its own under ko:
+    # it was an IndexError in the tactic (fuzz --net seed 2025 cases 1598, 1632); one thread copies.
+    assert auto_schedule(matmul_func(**case), "cuda").auto_report.strategy == "cuda-matmul"
+    _emulated(case, race_check=True)
+
+
 def test_barriers_leave_no_race() -> None:
     _emulated(dict(m=24, n=20, k=40, epilogue="relu"), race_check=True)
 
