@@ -23,9 +23,12 @@ blocks"; its `SyncThreads` schedule primitive is what fixes the second).
 Conflicts are decided exactly with islpy (`cinn_py.analysis.isl_convert`): two instances, each
 constrained by the launch dims, its loops and its guards, touching the same flattened element with
 the differing/equal bound variables required (the same indices, dimension by dimension, where a
-symbolic stride makes the flat index non-affine: `blockIdx.x * S0 + j`). When an index, bound or guard is not quasi-affine the
-pair is not reported (we report only races we can prove; an over-approximation would reject correct
-kernels). Same-value writes by several threads (write-write) are not reported.
+symbolic stride makes the flat index non-affine: `blockIdx.x * S0 + j`). When symbolic dims still
+make an index, bound or guard non-affine (`blockIdx.x / S0`, `k * ((S0 + 3) / 4)`), the pair is
+decided again with the dims fixed to a few small sizes, and a race found there is reported with the
+sizes ("at S0=1"): it is a race of the kernel run at that size. Otherwise a pair that is not
+quasi-affine is not reported (we report only races we can prove; an over-approximation would reject
+correct kernels). Same-value writes by several threads (write-write) are not reported.
 """
 
 from __future__ import annotations
@@ -108,11 +111,17 @@ def _has_barrier(e: Expr) -> bool:
 # isl: do two instances touch one element with the required bound-variable relation?
 # ---------------------------------------------------------------------------------------------
 class _Conflicts:
-    def __init__(self, info: CudaAxisInfo, symbols: list[Var]) -> None:
+    """Pairs of accesses decided with isl. `binding` fixes symbolic dims to sizes (see
+    `_sample_bindings`): a race found there is a real race of the kernel run at that size."""
+
+    def __init__(self, info: CudaAxisInfo, symbols: list[Var], binding: dict[Var, IntImm] | None = None) -> None:
         self.info = info
         self.symbols = list(symbols)
+        self.binding = dict(binding or {})
         self.analyzer = Analyzer({})
         self._products: dict[Expr, Var] = {}
+        self.witness = ""
+        """The sizes at which the last `exists` found its race, when only concrete sizes showed it."""
 
     def _affine(self, e: Expr) -> Expr:
         """`e` with products of symbolic dims (`S1 * S2`, non-affine for isl) as fresh parameters."""
@@ -170,7 +179,7 @@ class _Conflicts:
                 constraints.append(f"{lo} <= {names.name(var)} < {hi}")
             else:
                 node, branch = entry  # type: ignore[misc]
-                cond_expr = self._affine(substitute(node.condition, renamed))
+                cond_expr = self._affine(substitute(node.condition, {**self.binding, **renamed}))
                 known.update(self._products.values())
                 cond = condition_text(cond_expr, names, known, self.analyzer)
                 if cond is None:
@@ -185,14 +194,31 @@ class _Conflicts:
         return constraints, {**bound, **loops}
 
     def _text(self, e: Expr, renamed: dict[Var, Var], names: IslNames, known: set[Var]) -> str | None:
-        e = self._affine(substitute(e, renamed))
+        e = self._affine(substitute(e, {**self.binding, **renamed}))
         known.update(self._products.values())
         return affine_text(e, names, known, self.analyzer)
 
     def exists(self, a: _Event, b: _Event, relation: str, common_loops: tuple[str, ...] = (),
                loops_differ: bool = False) -> bool:
         """Whether instances of `a` and `b` touch one element with `relation` between their bound
-        vars ("blocks differ" or "same block, threads differ")."""
+        vars ("blocks differ" or "same block, threads differ"). Where symbolic dims make an index
+        or guard non-affine (`blockIdx.x / S0`, `k * ((S0 + 3) / 4)`), the pair is decided again at
+        a few concrete sizes: a race at one of them is a race of the kernel (it has no bucket
+        bounds at this point, so the sizes are small, the ones every bucket's guards admit)."""
+        self.witness = ""
+        found = self._decide(a, b, relation, common_loops, loops_differ)
+        if found is not None or not self.symbols or self.binding:
+            return bool(found)
+        for binding in _sample_bindings(self.symbols):
+            if _Conflicts(self.info, [], binding)._decide(a, b, relation, common_loops, loops_differ):
+                self.witness = " (at " + ", ".join(f"{v.name}={c.value}" for v, c in binding.items()
+                                                   if v.dtype == int64) + ")"
+                return True
+        return False
+
+    def _decide(self, a: _Event, b: _Event, relation: str, common_loops: tuple[str, ...],
+                loops_differ: bool) -> bool | None:
+        """`exists` decided symbolically; None when an index, bound or guard is not affine."""
         names = IslNames()
         element_a, element_b = (a.index,), (b.index,)
         sa, sb = self._side(a, "a", names, element_a), self._side(b, "b", names, element_b)  # type: ignore[arg-type]
@@ -202,7 +228,7 @@ class _Conflicts:
             names, element_a, element_b = IslNames(), a.indices, b.indices
             sa, sb = self._side(a, "a", names, element_a), self._side(b, "b", names, element_b)
         if sa is None or sb is None:
-            return False
+            return None
         (ca, va), (cb, vb) = sa, sb
         n = names.name
         if relation == "blocks differ":
@@ -223,8 +249,24 @@ class _Conflicts:
         try:
             found = isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(variables)}] : {body} }}")
         except isl.Error:
-            return False  # a construct isl cannot read: do not claim a race
+            return None  # a construct isl cannot read: do not claim a race from it
         return not found.is_empty()
+
+
+def _sample_bindings(symbols: list[Var]) -> list[dict[Var, IntImm]]:
+    """Small sizes for the symbolic dims (each at least its lower bound): all at the bound, all
+    one and four above it, and all different (a race may need unequal dims)."""
+    samples = [[_lower_bound(s) + step for s in symbols] for step in (0, 1, 4)]
+    samples.append([_lower_bound(s) + 1 + k for k, s in enumerate(symbols)])
+    bindings = []
+    for values in samples:
+        binding: dict[Var, IntImm] = {}
+        for sym, value in zip(symbols, values):
+            for dtype in (int32, int64):
+                binding[Var(sym.name, dtype)] = IntImm(dtype, value)
+        if binding not in bindings:
+            bindings.append(binding)
+    return bindings
 
 
 def _lower_bound(sym: Var) -> int:
@@ -300,7 +342,8 @@ def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflict
             if conflicts.exists(w, r, "blocks differ"):
                 raise CompileError(
                     f"gpu_bind: {what} '{name}' is written by one block and read by another in kernel "
-                    f"'{func.name}' (write index {print_ir(w.index)}, read index {print_ir(r.index)}): fusion "
+                    f"'{func.name}' (write index {print_ir(w.index)}, read index {print_ir(r.index)})"
+                    f"{conflicts.witness}: fusion "
                     "requires synchronization across blocks, which a CUDA kernel does not have. Compute the "
                     "producer inside the consumer's block (compute_at / simple_compute_at), give both the same "
                     "blockIdx binding, or keep the temporary per block with set_buffer(.., \"shared\")")
@@ -316,12 +359,12 @@ def _check_shared(func: LoweredFunc, name: str, accesses: list[_Event], barriers
             loops = tuple(e.loop_var.name for e in level if isinstance(e, For))  # type: ignore[union-attr]
             same_iter = conflicts.exists(p, q, "threads differ", loops, loops_differ=False)
             if same_iter and not _barrier_between(barriers, p.pos, q.pos, level):
-                raise _sync_error(func, name, p, q, "between them")
+                raise _sync_error(func, name, p, q, "between them" + conflicts.witness)
             if loops and conflicts.exists(p, q, "threads differ", loops, loops_differ=True):
                 wraps = [b for b in barriers if _same_level(b.context, level) and not p.pos < b.pos < q.pos]
                 if not wraps:
                     raise _sync_error(func, name, p, q, "in the loop body after the second or before the first "
-                                      "(they run in different iterations of the enclosing loop)")
+                                      "(they run in different iterations of the enclosing loop)" + conflicts.witness)
 
 
 def _own_write_first(p: _Event, q: _Event, func: LoweredFunc) -> bool:

@@ -74,6 +74,37 @@ def test_cross_block_read_with_a_symbolic_row_stride_is_an_error() -> None:
     assert "S0" in generate_cuda(_rows_symbolic(lambda i: i)).source   # the same row: no race
 
 
+def _fused_producer_serial_consumer() -> IRSchedule:
+    """Fuzz seed 2026 case 87 (`--cuda --emulate`): B over a fused (16 * S0) loop bound to blocks
+    (indices `blockIdx.x / S0`, `blockIdx.x % S0`), then an unbound serial row reduction, run by
+    every block, that reads all of B: neither index is affine in S0."""
+    S0 = cp.sym("S0")
+    A = cp.placeholder((S0, 16), "float32", "A")
+    B = cp.compute((16, S0), lambda i, j: A[j, i] * 2.0, "B")
+    k = cp.reduce_axis(S0, "k")
+    C = cp.compute((16,), lambda i: cp.reduce_max(B[i, k], k), "C")
+    s = IRSchedule(cp.lower("fn", [A, C]))
+    fused = s.fuse(s.get_loops("B"))
+    bx, tx = s.split(fused, [-1, 1])
+    s.bind(bx, "blockIdx.x")
+    s.bind(tx, "threadIdx.x")
+    return s
+
+
+def test_cross_block_race_shown_only_at_concrete_sizes_is_an_error() -> None:
+    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another.*"
+                                           r"\(at S0=1\)"):
+        generate_cuda(_fused_producer_serial_consumer().func)
+
+
+def test_the_same_kernel_with_the_producer_in_the_consumers_thread_compiles() -> None:
+    # B inlined and C's rows bound to blocks: each block reads and accumulates only its own row.
+    s = _fused_producer_serial_consumer()
+    s.compute_inline("B")
+    s.bind(s.get_loops("C")[0], "blockIdx.x")  # the init shares the row loop
+    assert "blockIdx.x" in generate_cuda(s.func).source
+
+
 def test_global_temporary_read_by_another_thread_of_the_same_block_needs_syncthreads() -> None:
     with pytest.raises(CompileError, match=r"global temporary '_B'.*read by another thread.*__syncthreads"):
         generate_cuda(_two_stage(lambda i: i).func)
