@@ -250,19 +250,49 @@ def factorize_reduction(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[Low
     if drivers:
         func, loop = _hoist_rf_loop(prim, func, loop, drivers)
         red = _analyse(prim, func, loop, rf_axis)
+    spatial_inner = _spatial_loops_inside(prim, func, red)
     rf = _rf_tensor(func, red, loop, rf_axis, f"{red.store.tensor.name}_rf")
     init, update = _rf_blocks(red, rf, rf_axis, loop.loop_var)
     write_back = _write_back(red, rf, rf_axis, loop.loop_var)
     body = replace(loop.body, red.block, update)
     new_loop = dataclasses.replace(loop, body=dataclasses.replace(
-        body, stmts=(init,) + body.stmts + (write_back,)))
+        body, stmts=(_wrap(init, spatial_inner),) + body.stmts + (_wrap(write_back, spatial_inner),)))
     return _add_temp(replace(func, loop, new_loop), rf), rf
 
 
-def _drives_reduction(block: ScheduleBlockRealize, loop: For) -> bool:
+def _spatial_loops_inside(prim: str, func: LoweredFunc, red: _Reduction) -> list[For]:
+    """The loops between the rf loop and the block that drive spatial iter vars (the rf loop
+    outside the spatial loops, e.g. after `reorder(k, i)`): the init and write-back blocks
+    placed directly under the rf loop need their own copies of them."""
+    inner = red.loops[red.rf_pos + 1:]
+    spatial = [lp for lp in inner if _drives(red.block, lp, reduce=False)]
+    mixed = [lp for lp in spatial if _drives(red.block, lp, reduce=True)]
+    if mixed:
+        raise schedule_error(RfLoopError, prim, f"loop '{mixed[0].loop_var.name}' inside the rf loop drives both "
+                             "spatial and reduce iter vars (a fused loop); the partial results cannot be "
+                             "initialised and written back per spatial point", func, mixed[0])
+    return spatial
+
+
+def _wrap(block: ScheduleBlockRealize, loops: list[For]) -> Stmt:
+    """`block` inside fresh copies of `loops` (outer -> inner), its iter values renamed to them."""
+    mapping = {lp.loop_var: Var(unique_name(_base(lp.loop_var.name)), lp.loop_var.dtype) for lp in loops}
+    stmt: Stmt = dataclasses.replace(block, iter_values=tuple(substitute(e, mapping) for e in block.iter_values))
+    for lp in reversed(loops):
+        stmt = For(mapping[lp.loop_var], substitute(lp.min, mapping), substitute(lp.extent, mapping),
+                   Block((stmt,)), lp.for_type, lp.bind_offset, lp.vectorize_factor)  # a new loop: a new uid
+    return stmt
+
+
+def _drives(block: ScheduleBlockRealize, loop: For, reduce: bool) -> bool:
+    """Whether `loop`'s var appears in the value of a reduce (`reduce`) or spatial iter var."""
     return any(isinstance(n, Var) and n == loop.loop_var
-               for v, e in zip(block.schedule_block.iter_vars, block.iter_values) if v.is_reduce_axis
+               for v, e in zip(block.schedule_block.iter_vars, block.iter_values) if v.is_reduce_axis == reduce
                for n in walk(e))
+
+
+def _drives_reduction(block: ScheduleBlockRealize, loop: For) -> bool:
+    return _drives(block, loop, reduce=True)
 
 
 def _hoist_rf_loop(prim: str, func: LoweredFunc, loop: For, drivers: list[For]) -> tuple[LoweredFunc, For]:

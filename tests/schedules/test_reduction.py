@@ -152,6 +152,21 @@ def test_factorize_inner_split_loop_like_tvm_rfactor() -> None:
     check(f, sch, SYM)
 
 
+def test_factorize_a_reduce_loop_outside_the_spatial_loop() -> None:
+    """After `reorder(k, i)` the rf loop encloses the spatial loop: the rf init and the write-back
+    get their own copies of it (they referenced the update's `i` from outside it: an unbound
+    variable; fuzz --cuda --emulate seed 2026 case 693)."""
+    f = P.reduce_sum((P.sym("N"), 16))
+    sch = IRSchedule(f)
+    i, k = sch.get_loops("B")
+    sch.reorder([k, i])
+    sch.factorize_reduction(sch.get_loops("B")[0], 0)
+    loops = [line.strip() for line in _body(sch).splitlines() if "for (" in line]
+    assert loops == ["serial for (i, 0ll, N)", "serial for (k0, 0ll, 16ll)", "serial for (i, 0ll, N)",
+                     "serial for (i, 0ll, N)", "serial for (i_0, 0ll, N)"], loops
+    check(f, sch, SYM)
+
+
 def test_factorize_inner_loop_then_bind() -> None:
     f = _reduce(8)
     sch = IRSchedule(f)
