@@ -9,8 +9,8 @@ Inputs cross as zero-copy views (DLPack: `np.from_dlpack` of the detached tensor
 over the kernels' result arrays (`torch.from_dlpack`, no copy). The backward runs through
 `torch.autograd.Function`: the forward saves the input tensors (the recompute policy of
 `cinn_py.autodiff`: nothing else), and the backward program, compiled on the first backward,
-takes the inputs and the output cotangents. CPU tensors only for now. The `torch.compile`
-backend (FX graphs to Programs) is not written yet.
+takes the inputs and the output cotangents. CPU tensors only (the `torch.compile` backend,
+cinn_py/torch/backend.py, also runs CUDA tensors).
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ def to_numpy(t: Any) -> np.ndarray:
     return np.from_dlpack(t.detach().contiguous())
 
 
-def to_torch(a: np.ndarray) -> Any:
-    """A torch tensor over the array's memory (no copy)."""
-    return torch.from_dlpack(np.ascontiguousarray(a))
+def to_torch(a: Any) -> Any:
+    """A torch tensor over the array's memory (no copy unless it is strided); 0-d arrays stay 0-d."""
+    arr = np.asarray(a)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
+    return torch.from_dlpack(arr)
 
 
 @dataclass

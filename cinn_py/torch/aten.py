@@ -1,0 +1,340 @@
+"""ATen ops to NetBuilder ops: the converters of the `torch.compile` backend.
+
+Each converter takes the `Emitter` (the NetBuilder and the FX node's output types), the node's
+arguments with FX nodes replaced by their `Variable`s, and returns the node's value: a Variable,
+or a tuple for multi-output ops (`native_layer_norm`: out, mean, rstd). Converters are keyed by the
+overload's name (`aten.add.Tensor`), as AOT autograd's graphs call them. An optional `check` per op
+says why a particular call cannot be converted (an attribute outside what the converter handles):
+such a node stays in eager PyTorch and is reported with the reason.
+
+Shape-changing view ops (`view`, `expand`, `squeeze`, ...) take the target shape from the node's
+fake-tensor metadata (`node.meta["val"]`), so `-1` and size inference are torch's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cinn_py.frontend.net_builder import NetBuilder
+from cinn_py.frontend.program import Variable
+
+Value = Any  # Variable | tuple[Variable | None, ...] | None
+Converter = Callable[..., Value]
+Check = Callable[..., "str | None"]
+
+
+@dataclass(frozen=True)
+class Emitter:
+    """What a converter needs besides its arguments: the builder and the node's output shape/dtype."""
+
+    nb: NetBuilder
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_shape(self, x: Variable, shape: Sequence[int] | None = None) -> Variable:
+        """`x` reshaped to `shape` (the node's by default); the same Variable when it already has it."""
+        target = list(self.shape if shape is None else shape)
+        return x if list(x.shape) == target else self.nb.reshape(x, target)
+
+    def broadcast(self, x: Any, shape: Sequence[int] | None = None) -> Variable:
+        """`x` (a Variable or a Python number) broadcast numpy-style to `shape` (the node's by default)."""
+        target = list(self.shape if shape is None else shape)
+        if not isinstance(x, Variable):
+            return self.nb.fill_constant(target, x, dtype=self.dtype)
+        if list(x.shape) == target:
+            return x
+        lead = len(target) - x.ndim
+        return self.nb.broadcast_to(x, target, list(range(lead, len(target))))
+
+
+@dataclass(frozen=True)
+class Rule:
+    convert: Converter
+    check: Check | None = None
+
+
+CONVERTERS: dict[str, Rule] = {}
+
+
+def converts(*names: str, check: Check | None = None) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            CONVERTERS[name] = Rule(fn, check)
+        return fn
+    return register
+
+
+def axes_of(dims: Any, ndim: int) -> list[int]:
+    """Non-negative axes of a dim or dim list (empty or None: every axis, as aten's reductions)."""
+    if dims is None:
+        return list(range(ndim))
+    items = [dims] if isinstance(dims, int) else list(dims)
+    if not items:
+        return list(range(ndim))
+    return sorted(d % ndim if ndim else 0 for d in items)
+
+
+# -- views and copies --------------------------------------------------------------------------------
+@converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.squeeze.dim",
+          "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default", "aten.flatten.using_ints",
+          "aten.view_copy.default", "aten.expand_copy.default")
+def _reshape(e: Emitter, x: Variable, *_: Any) -> Value:
+    return e.to_shape(x) if list(x.shape) != list(e.shape) or len(x.shape) != len(e.shape) else x
+
+
+@converts("aten.expand.default")
+def _expand(e: Emitter, x: Variable, *_: Any) -> Value:
+    return e.broadcast(x)
+
+
+@converts("aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.contiguous.default",
+          "aten.lift_fresh_copy.default")
+def _identity(e: Emitter, x: Variable, *_: Any, **__: Any) -> Value:
+    return x
+
+
+def _same_device(*_: Any, **kwargs: Any) -> str | None:
+    if kwargs.get("device") is not None or kwargs.get("layout") not in (None,) or kwargs.get("pin_memory"):
+        return "_to_copy to another device or layout"
+    return None
+
+
+@converts("aten._to_copy.default", check=_same_device)
+def _to_copy(e: Emitter, x: Variable, **_: Any) -> Value:
+    return x if str(x.dtype) == e.dtype else e.nb.cast(x, e.dtype)
+
+
+@converts("aten.permute.default")
+def _permute(e: Emitter, x: Variable, dims: Sequence[int]) -> Value:
+    return e.nb.transpose(x, [d % x.ndim for d in dims])
+
+
+@converts("aten.transpose.int")
+def _transpose(e: Emitter, x: Variable, d0: int, d1: int) -> Value:
+    perm = list(range(x.ndim))
+    a, b = d0 % x.ndim, d1 % x.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return x if a == b else e.nb.transpose(x, perm)
+
+
+@converts("aten.t.default")
+def _t(e: Emitter, x: Variable) -> Value:
+    return x if x.ndim < 2 else e.nb.transpose(x, [1, 0])
+
+
+def _unit_step(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> str | None:
+    return None if step >= 1 else f"slice step {step}"
+
+
+@converts("aten.slice.Tensor", check=_unit_step)
+def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Value:
+    axis = dim % x.ndim
+    size = int(x.shape[axis])
+    lo = 0 if start is None else max(0, min(size, start + size if start < 0 else start))
+    hi = size if end is None else max(lo, min(size, end + size if end < 0 else end))
+    if (lo, hi, step) == (0, size, 1):
+        return x
+    return e.nb.slice(x, [axis], [lo], [hi], strides=[step])
+
+
+@converts("aten.cat.default")
+def _cat(e: Emitter, xs: Sequence[Variable], dim: int = 0) -> Value:
+    return e.nb.concat(list(xs), axis=dim % xs[0].ndim)
+
+
+# -- elementwise ---------------------------------------------------------------------------------------
+def _scaled(e: Emitter, y: Any, alpha: Any) -> Any:
+    if alpha == 1:
+        return y
+    return y * alpha if not isinstance(y, Variable) else e.nb.scale(y, float(alpha))
+
+
+def _binary(method: str) -> Converter:
+    def convert(e: Emitter, a: Any, b: Any) -> Value:
+        if not isinstance(a, Variable):
+            a = e.broadcast(a, b.shape)
+        return getattr(e.nb, method)(a, b)
+    return convert
+
+
+@converts("aten.add.Tensor", "aten.add.Scalar")
+def _add(e: Emitter, a: Any, b: Any, alpha: Any = 1) -> Value:
+    return _binary("add")(e, a, _scaled(e, b, alpha))
+
+
+@converts("aten.sub.Tensor", "aten.sub.Scalar")
+def _sub(e: Emitter, a: Any, b: Any, alpha: Any = 1) -> Value:
+    return _binary("subtract")(e, a, _scaled(e, b, alpha))
+
+
+@converts("aten.rsub.Scalar", "aten.rsub.Tensor")
+def _rsub(e: Emitter, a: Any, b: Any, alpha: Any = 1) -> Value:
+    return _binary("subtract")(e, b, _scaled(e, a, alpha))
+
+
+def _true_division(*args: Any, rounding_mode: Any = None) -> str | None:
+    return None if rounding_mode is None else f"div rounding_mode={rounding_mode!r}"
+
+
+for _name, _method in (("mul", "multiply"), ("maximum", "maximum"), ("minimum", "minimum"),
+                       ("gt", "greater_than"), ("ge", "greater_equal"), ("lt", "less_than"),
+                       ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal")):
+    converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_binary(_method))
+converts("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", check=_true_division)(
+    lambda e, a, b, rounding_mode=None: _binary("divide")(e, a, b))
+
+for _name, _method in (("neg", "negative"), ("exp", "exp"), ("log", "log"), ("tanh", "tanh"),
+                       ("sigmoid", "sigmoid"), ("relu", "relu"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"),
+                       ("abs", "abs"), ("erf", "erf"), ("sin", "sin"), ("cos", "cos"),
+                       ("reciprocal", "reciprocal"), ("silu", "silu"), ("log1p", "log1p"), ("floor", "floor"),
+                       ("ceil", "ceil"), ("logical_not", "logical_not")):
+    converts(f"aten.{_name}.default")(lambda e, x, _m=_method: getattr(e.nb, _m)(x))
+
+
+@converts("aten.pow.Tensor_Scalar")
+def _pow(e: Emitter, x: Variable, exponent: Any) -> Value:
+    if exponent == 2:
+        return e.nb.multiply(x, x)
+    return e.nb.pow(x, e.broadcast(exponent, x.shape))
+
+
+@converts("aten.where.self")
+def _where(e: Emitter, cond: Variable, a: Any, b: Any) -> Value:
+    return e.nb.select(e.broadcast(cond), e.broadcast(a), e.broadcast(b))
+
+
+@converts("aten.threshold_backward.default")
+def _threshold_backward(e: Emitter, g: Variable, x: Variable, threshold: Any) -> Value:
+    return e.nb.select(e.nb.greater_than(x, threshold), g, e.broadcast(0))
+
+
+@converts("aten.sigmoid_backward.default")
+def _sigmoid_backward(e: Emitter, g: Variable, y: Variable) -> Value:
+    return e.nb.multiply(g, e.nb.multiply(y, e.nb.subtract(e.broadcast(1.0), y)))
+
+
+@converts("aten.tanh_backward.default")
+def _tanh_backward(e: Emitter, g: Variable, y: Variable) -> Value:
+    return e.nb.multiply(g, e.nb.subtract(e.broadcast(1.0), e.nb.multiply(y, y)))
+
+
+def _gelu_mode(*args: Any, approximate: str = "none") -> str | None:
+    return None if approximate in ("none", "tanh") else f"gelu approximate={approximate!r}"
+
+
+@converts("aten.gelu.default", check=_gelu_mode)
+def _gelu(e: Emitter, x: Variable, approximate: str = "none") -> Value:
+    return e.nb.gelu(x, approximate=approximate == "tanh")
+
+
+@converts("aten.gelu_backward.default", check=_gelu_mode)
+def _gelu_backward(e: Emitter, g: Variable, x: Variable, approximate: str = "none") -> Value:
+    nb = e.nb
+    if approximate == "tanh":  # d/dx 0.5 x (1 + tanh(k (x + c x^3)))
+        k, c = math.sqrt(2 / math.pi), 0.044715
+        x2 = nb.multiply(x, x)
+        t = nb.tanh(nb.scale(nb.add(x, nb.scale(nb.multiply(x2, x), c)), k))
+        dinner = nb.scale(x2, 3 * c * k, k)
+        left = nb.scale(t, 0.5, 0.5)
+        right = nb.multiply(nb.scale(x, 0.5), nb.multiply(nb.scale(nb.multiply(t, t), -1.0, 1.0), dinner))
+        return nb.multiply(g, nb.add(left, right))
+    cdf = nb.scale(nb.erf(nb.scale(x, math.sqrt(0.5))), 0.5, 0.5)
+    pdf = nb.scale(nb.exp(nb.scale(nb.multiply(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+    return nb.multiply(g, nb.add(cdf, nb.multiply(x, pdf)))
+
+
+# -- matmul ------------------------------------------------------------------------------------------------
+@converts("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(e: Emitter, a: Variable, b: Variable) -> Value:
+    return e.nb.matmul(a, b)
+
+
+@converts("aten.addmm.default")
+def _addmm(e: Emitter, bias: Variable, a: Variable, b: Variable, beta: Any = 1, alpha: Any = 1) -> Value:
+    prod = _scaled(e, e.nb.matmul(a, b), alpha)
+    return prod if beta == 0 else e.nb.add(prod, e.broadcast(_scaled(e, bias, beta)))
+
+
+# -- reductions and normalisations ------------------------------------------------------------------------
+def _no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
+    return None if dtype is None else f"reduction with dtype={dtype}"
+
+
+def _reduce(method: str) -> Converter:
+    def convert(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **_: Any) -> Value:
+        return getattr(e.nb, method)(x, axes_of(dims, x.ndim), keep_dim=keepdim)
+    return convert
+
+
+converts("aten.sum.dim_IntList", "aten.sum.default", check=_no_dtype)(_reduce("reduce_sum"))
+converts("aten.mean.dim", "aten.mean.default", check=_no_dtype)(_reduce("reduce_mean"))
+converts("aten.amax.default")(_reduce("reduce_max"))
+converts("aten.amin.default")(_reduce("reduce_min"))
+
+
+def _no_half_to_float(x: Any, dim: int, half_to_float: bool) -> str | None:
+    return "softmax half_to_float=True" if half_to_float else None
+
+
+@converts("aten._softmax.default", check=_no_half_to_float)
+def _softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
+    return e.nb.softmax(x, [dim % x.ndim])
+
+
+@converts("aten._log_softmax.default", check=_no_half_to_float)
+def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
+    nb, axis = e.nb, [dim % x.ndim]
+    shifted = nb.subtract(x, nb.reduce_max(x, axis, keep_dim=True))
+    return nb.subtract(shifted, nb.log(nb.reduce_sum(nb.exp(shifted), axis, keep_dim=True)))
+
+
+@converts("aten._softmax_backward_data.default")
+def _softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
+    nb = e.nb
+    dot = nb.reduce_sum(nb.multiply(g, y), [dim % y.ndim], keep_dim=True)
+    return nb.multiply(y, nb.subtract(g, dot))
+
+
+@converts("aten.native_layer_norm.default")
+def _layer_norm(e: Emitter, x: Variable, normalized_shape: Sequence[int], w: Variable | None,
+                b: Variable | None, eps: float) -> Value:
+    nb = e.nb
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = nb.reduce_mean(x, axes, keep_dim=True)
+    centred = nb.subtract(x, mean)
+    rstd = nb.rsqrt(nb.scale(nb.reduce_mean(nb.multiply(centred, centred), axes, keep_dim=True), 1.0, eps))
+    y = nb.multiply(centred, rstd)
+    y = y if w is None else nb.multiply(y, w)
+    return (y if b is None else nb.add(y, b)), mean, rstd
+
+
+@converts("aten.native_layer_norm_backward.default")
+def _layer_norm_backward(e: Emitter, g: Variable, x: Variable, normalized_shape: Sequence[int],
+                         mean: Variable, rstd: Variable, w: Variable | None, b: Variable | None,
+                         mask: Sequence[bool]) -> Value:
+    nb = e.nb
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    lead = list(range(x.ndim - len(normalized_shape)))
+    xhat = nb.multiply(nb.subtract(x, mean), rstd)
+    gw = g if w is None else nb.multiply(g, w)
+    # dx = rstd (gw - mean(gw) - xhat mean(gw xhat)) over the normalised axes
+    inner = nb.subtract(nb.subtract(gw, nb.reduce_mean(gw, axes, keep_dim=True)),
+                        nb.multiply(xhat, nb.reduce_mean(nb.multiply(gw, xhat), axes, keep_dim=True)))
+    dx = nb.multiply(rstd, inner) if mask[0] else None
+    dw = nb.reduce_sum(nb.multiply(g, xhat), lead) if mask[1] and w is not None else None
+    db = nb.reduce_sum(g, lead) if mask[2] and b is not None else None
+    return dx, dw, db
+
+
+# -- creation -------------------------------------------------------------------------------------------------
+def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: Any = None, **_: Any) -> str | None:
+    return None if layout is None and not pin_memory else "full with a layout or pinned memory"
+
+
+@converts("aten.full.default", "aten.scalar_tensor.default", check=_plain_full)
+def _full(e: Emitter, *args: Any, **_: Any) -> Value:
+    value = args[-1] if args else 0
+    return e.nb.fill_constant(list(e.shape), value, dtype=e.dtype)

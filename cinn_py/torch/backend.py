@@ -1,0 +1,171 @@
+"""The `torch.compile` backend: `torch.compile(model, backend="cinn_py", dynamic=False)`.
+
+Registered under the name `cinn_py` by the `torch_dynamo_backends` entry point (pyproject.toml).
+TorchDynamo hands the backend an FX graph of torch calls; AOT autograd (`aot_autograd` with our
+forward and backward compilers) traces it to ATen ops, functionalised, and splits it into a
+forward and a backward graph, its min-cut partitioner choosing what the forward saves for the
+backward. Each graph is then partitioned (`CapabilityBasedPartitioner`) into the largest
+subgraphs of ops cinn-py converts (`graph.unsupported_reason`); every such subgraph becomes a
+Program compiled with `schedule="auto"`, and the ops outside them run in eager PyTorch. What was
+compiled and what fell back, per graph, is in `reports()` / `last_report()` (and logged at INFO on
+the `cinn_py.torch` logger).
+
+Shapes are static: with `dynamic=False` each new input shape is a new Dynamo graph, compiled
+again (compiled kernels are cached on disk). A graph traced with symbolic shapes (`dynamic=True`,
+or Dynamo's automatic dynamic shapes after a shape change) runs eagerly, its ops reported as
+"symbolic shape".
+
+Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
+loop nests) and `strict` (True: a partition that fails to compile raises instead of running eagerly).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch  # pyright: ignore[reportMissingImports]
+
+from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, TensorSpec, op_name, unsupported_reason
+
+log = logging.getLogger("cinn_py.torch")
+
+_GRAPH_IDS = itertools.count()
+_REPORTS: list[GraphReport] = []
+
+
+@dataclass(frozen=True)
+class GraphReport:
+    """What the backend did with one AOT graph (a forward, backward or inference graph)."""
+
+    name: str
+    compiled: Counter[str]
+    """Op name -> count of nodes running in cinn-py kernels."""
+    fallback: Counter[str]
+    """Op name -> count of nodes left to eager PyTorch (views between partitions excluded)."""
+    reasons: dict[str, str]
+    """Op name -> why it fell back (the first reason met)."""
+    partitions: int
+    kernels: int
+    failures: tuple[str, ...] = ()
+    """Partitions that failed to convert or compile, with the error (their ops ran eagerly)."""
+
+    def __str__(self) -> str:
+        total = sum(self.compiled.values()) + sum(self.fallback.values())
+        head = (f"cinn_py {self.name}: {sum(self.compiled.values())} of {total} compute ops compiled in "
+                f"{self.partitions} partition(s), {self.kernels} kernel(s)")
+        lines = [head]
+        lines += [f"  eager: {op} x{n} ({self.reasons.get(op, '?')})" for op, n in sorted(self.fallback.items())]
+        lines += [f"  failed: {f}" for f in self.failures]
+        return "\n".join(lines)
+
+
+def reports() -> list[GraphReport]:
+    """The reports of every graph compiled since `reset_reports()` (oldest first)."""
+    return list(_REPORTS)
+
+
+def last_report() -> GraphReport | None:
+    """The report of the graph compiled last (a backward graph is compiled at the first backward)."""
+    return _REPORTS[-1] if _REPORTS else None
+
+
+def reset_reports() -> None:
+    _REPORTS.clear()
+
+
+@dataclass(frozen=True)
+class Options:
+    schedule: str | None = "auto"
+    strict: bool = False
+
+    @staticmethod
+    def parse(options: Mapping[str, Any] | None) -> Options:
+        given = dict(options or {})
+        unknown = sorted(set(given) - {"schedule", "strict"})
+        if unknown:
+            raise TypeError(f"cinn_py backend: unknown options {unknown} (expected 'schedule', 'strict')")
+        return Options(**given)
+
+
+def cinn_py_backend(gm: Any, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
+    """The Dynamo backend: AOT autograd with cinn-py compiling the forward and backward graphs."""
+    from torch._dynamo.backends.common import aot_autograd  # noqa: PLC0415
+
+    options = Options.parse(kwargs.get("options"))
+    graph_id = next(_GRAPH_IDS)
+
+    def compiler(kind: str) -> Any:
+        return functools.partial(compile_graph, name=f"{kind} graph {graph_id}", options=options)
+
+    backend = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                           inference_compiler=compiler("inference"))
+    return backend(gm, example_inputs)
+
+
+class _Support(torch.fx.passes.operator_support.OperatorSupportBase):
+    def is_node_supported(self, submodules: Mapping[str, Any], node: Any) -> bool:
+        return unsupported_reason(node) is None
+
+
+class _Kernels(torch.nn.Module):
+    """A compiled partition in place of its FX submodule."""
+
+    def __init__(self, graph: CompiledGraph) -> None:
+        super().__init__()
+        self.graph = graph
+
+    def forward(self, *tensors: Any) -> Any:
+        return self.graph(*tensors)
+
+
+def _is_compute(node: Any) -> bool:
+    return node.op == "call_function" and op_name(node) not in VIEW_OPS
+
+
+def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Options) -> Any:
+    """One AOT graph: supported partitions compiled by cinn-py, the rest left to eager PyTorch."""
+    from torch._functorch.aot_autograd import make_boxed_func  # noqa: PLC0415
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner  # noqa: PLC0415
+
+    fallback: Counter[str] = Counter()
+    reasons: dict[str, str] = {}
+    for node in gm.graph.nodes:
+        reason = unsupported_reason(node) if node.op == "call_function" else None
+        if reason is not None and _is_compute(node):
+            fallback[op_name(node)] += 1
+            reasons.setdefault(op_name(node), reason)
+    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
+    partitions = [p for p in partitioner.propose_partitions() if any(_is_compute(n) for n in p.nodes)]
+    fused = partitioner.fuse_partitions(partitions, prefix="cinn_")
+    compiled: Counter[str] = Counter()
+    kernels, failures = 0, []
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith("cinn_"):
+            continue
+        sub = fused.get_submodule(node.target)
+        ops = Counter(op_name(n) for n in sub.graph.nodes if _is_compute(n))
+        try:
+            graph = CompiledGraph.build(sub, [TensorSpec.of(a.meta["val"]) for a in node.args],
+                                        f"{name.replace(' ', '_')}_{node.target}", options.schedule)
+        except Exception as exc:  # a partition cinn-py cannot compile runs eagerly, reported
+            if options.strict:
+                raise
+            failures.append(f"{node.target} ({sum(ops.values())} ops): {type(exc).__name__}: {exc}")
+            log.warning("cinn_py %s: %s runs eagerly: %s: %s", name, node.target, type(exc).__name__, exc)
+            fallback.update(ops)
+            reasons.update((op, "partition failed to compile") for op in ops if op not in reasons)
+            continue
+        setattr(fused, str(node.target), _Kernels(graph))
+        compiled.update(ops)
+        kernels += graph.kernels
+    fused.recompile()
+    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(failures), kernels, tuple(failures))
+    _REPORTS.append(report)
+    log.info("%s", report)
+    return make_boxed_func(fused.forward)

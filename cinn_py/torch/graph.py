@@ -1,0 +1,194 @@
+"""One FX graph of ATen ops (a partition of AOT autograd's forward or backward) as a compiled Program.
+
+`unsupported_reason(node)` is the partitioner's test: a node converts when its op has a converter
+(cinn_py/torch/aten.py) that accepts this call, and every tensor it reads or produces has a dtype
+NetBuilder takes and a static shape. `CompiledGraph.build(graph_module, input_types)` converts
+the graph to a `Program` (placeholders become inputs named after them, the output node's values
+its outputs) and compiles it with the automatic schedule; calling it runs the kernels on torch
+tensors through DLPack: CPU tensors as zero-copy numpy views, CUDA tensors passed as they are
+(the CUDA kernels take `__cuda_array_interface__` arrays and allocate torch outputs).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch  # pyright: ignore[reportMissingImports]
+
+from cinn_py.diagnostics import CinnError
+from cinn_py.frontend.net_builder import NetBuilder
+from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
+from cinn_py.frontend.program import Program, Variable
+from cinn_py.pipeline import compile_program
+from cinn_py.torch.aten import CONVERTERS, Emitter
+from cinn_py.torch.function import to_numpy, to_torch
+
+# Ops that only re-view their input: a partition of these alone is not worth a kernel launch.
+VIEW_OPS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
+                      "aten.transpose.int", "aten.permute.default", "aten.expand.default", "aten.detach.default",
+                      "aten.alias.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
+                      "aten.clone.default", "_operator.getitem"})
+
+
+class ConversionError(CinnError):
+    """An FX node could not be expressed as NetBuilder ops (the op, the node and the mismatch)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """dtype name (NetBuilder's) and static shape of one tensor."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    device: str
+
+    @staticmethod
+    def of(value: Any) -> TensorSpec:
+        return TensorSpec(str(value.dtype).removeprefix("torch."), tuple(value.shape), value.device.type)
+
+
+def op_name(node: Any) -> str:
+    """`aten.add.Tensor`, `_operator.getitem`, ...: the name reports and converters use."""
+    target = node.target
+    return "_operator.getitem" if target is operator.getitem else str(target)
+
+
+def _tensors(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+def _value_reason(value: Any) -> str | None:
+    names = {d.scalar_name() for d in SUPPORTED_DTYPES}
+    for t in _tensors(value):
+        spec_dtype = str(t.dtype).removeprefix("torch.")
+        if spec_dtype not in names:
+            return f"dtype {spec_dtype}"
+        if not all(isinstance(s, int) for s in t.shape):
+            return "symbolic shape (compile with dynamic=False)"
+        if t.device.type not in ("cpu", "cuda"):
+            return f"device {t.device.type}"
+    return None
+
+
+def unsupported_reason(node: Any) -> str | None:
+    """Why `node` stays in eager PyTorch, or None when it converts."""
+    if node.op != "call_function":
+        return f"{node.op} node"
+    if node.target is operator.getitem:
+        return unsupported_reason(node.args[0])
+    rule = CONVERTERS.get(op_name(node))
+    if rule is None:
+        return "no converter"
+    for value in (node.meta.get("val"), *[a.meta.get("val") for a in node.all_input_nodes]):
+        reason = _value_reason(value)
+        if reason is not None:
+            return reason
+    if node.meta.get("val") is None:
+        return "no fake-tensor metadata"
+    return rule.check(*node.args, **node.kwargs) if rule.check is not None else None
+
+
+def _var_of(env: dict[Any, Any], arg: Any) -> Any:
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_var_of(env, a) for a in arg)
+    return env[arg] if isinstance(arg, torch.fx.Node) else arg
+
+
+def _checked(node: Any, value: Any, nb: NetBuilder) -> Any:
+    """`value` against the node's fake tensor: a cast where torch promoted the dtype, an error on shape."""
+    if isinstance(value, tuple):
+        return value
+    spec = TensorSpec.of(node.meta["val"])
+    if tuple(value.shape) != spec.shape:
+        raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape {list(value.shape)}, "
+                              f"torch says {list(spec.shape)}")
+    return value if str(value.dtype) == spec.dtype else nb.cast(value, spec.dtype)
+
+
+def to_program(gm: Any, inputs: Sequence[TensorSpec], name: str) -> Program:
+    """The FX graph `gm` (every call_function node supported) as a NetBuilder Program."""
+    nb = NetBuilder(name)
+    env: dict[Any, Any] = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(inputs):
+        raise ConversionError(f"{name}: {len(placeholders)} placeholders, {len(inputs)} input types")
+    for node, spec in zip(placeholders, inputs):
+        env[node] = nb.create_input(spec.dtype, list(spec.shape), f"in_{node.name}")
+    outputs: Any = None
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            outputs = node.args[0]
+        elif node.op == "call_function" and node.target is operator.getitem:
+            env[node] = env[node.args[0]][node.args[1]]
+        elif node.op == "call_function":
+            rule = CONVERTERS[op_name(node)]
+            spec = TensorSpec.of(_tensors(node.meta["val"])[0])
+            emitter = Emitter(nb, spec.shape, spec.dtype)
+            env[node] = _checked(node, rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs)), nb)
+        elif node.op != "placeholder":
+            raise ConversionError(f"{name}: {node.op} node {node.format_node()} cannot be converted")
+    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    return nb.build(_distinct_outputs(nb, [env[n] for n in flat], set(env[p].name for p in placeholders)))
+
+
+def _distinct_outputs(nb: NetBuilder, values: list[Variable], input_names: set[str]) -> list[Variable]:
+    """Program outputs are computed values, each once: inputs and repeats go through `identity`."""
+    seen: set[str] = set()
+    result = []
+    for v in values:
+        out = nb.identity(v) if v.name in seen or v.name in input_names else v
+        seen.add(out.name)
+        result.append(out)
+    return result
+
+
+@dataclass
+class CompiledGraph:
+    """A converted and compiled FX graph; `compiled(*tensors)` returns what the graph returns."""
+
+    program: Program
+    compiled: Any
+    device: str
+    tuple_output: bool
+
+    @staticmethod
+    def build(gm: Any, inputs: Sequence[TensorSpec], name: str, schedule: str | None = "auto") -> CompiledGraph:
+        devices = {s.device for s in inputs}
+        if len(devices) > 1:
+            raise ConversionError(f"{name}: inputs on several devices {sorted(devices)}")
+        device = devices.pop() if devices else "cpu"
+        if device == "cuda":
+            require_cuda(name)
+        program = to_program(gm, inputs, name)
+        compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule)
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)))
+
+    @property
+    def kernels(self) -> int:
+        return len(self.compiled.kernels)
+
+    def __call__(self, *tensors: Any) -> Any:
+        if self.device == "cuda":
+            result = self.compiled(*[t.detach().contiguous() for t in tensors])
+            outs = result if isinstance(result, tuple) else (result,)
+        else:
+            result = self.compiled(*[to_numpy(t) for t in tensors])
+            outs = tuple(to_torch(o) for o in (result if isinstance(result, tuple) else (result,)))
+        return outs if self.tuple_output else outs[0]
+
+
+def require_cuda(name: str) -> None:
+    """CUDA tensors run CUDA kernels launched through PyCUDA: both must be there."""
+    if not torch.cuda.is_available():
+        raise ConversionError(f"{name}: the graph's tensors are on CUDA but torch sees no CUDA device")
+    try:
+        import pycuda.driver  # noqa: F401, PLC0415  # pyright: ignore[reportMissingImports]
+    except ImportError as exc:
+        raise ConversionError(f"{name}: CUDA tensors need PyCUDA to launch cinn-py's CUDA kernels "
+                              "(pip install 'cinn-py[cuda]')") from exc
