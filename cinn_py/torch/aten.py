@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.program import Variable
 
@@ -77,6 +79,10 @@ def axes_of(dims: Any, ndim: int) -> list[int]:
     return sorted(d % ndim if ndim else 0 for d in items)
 
 
+def _no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
+    return None if dtype is None else f"reduction with dtype={dtype}"
+
+
 # -- views and copies --------------------------------------------------------------------------------
 @converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.squeeze.dim",
           "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default", "aten.flatten.using_ints",
@@ -96,10 +102,18 @@ def _identity(e: Emitter, x: Variable, *_: Any, **__: Any) -> Value:
     return x
 
 
-def _same_device(*_: Any, **kwargs: Any) -> str | None:
-    if kwargs.get("device") is not None or kwargs.get("layout") not in (None,) or kwargs.get("pin_memory"):
-        return "_to_copy to another device or layout"
+def _same_device(*args: Any, **kwargs: Any) -> str | None:
+    x, device = (args or (None,))[0], kwargs.get("device")
+    source = getattr(x, "meta", {}).get("val")
+    if device is not None and (source is None or source.device != device):
+        return f"_to_copy to device {device}"
+    if not _strided(kwargs.get("layout")) or kwargs.get("pin_memory"):
+        return "_to_copy to another layout or pinned memory"
     return None
+
+
+def _strided(layout: Any) -> bool:
+    return layout is None or str(layout) == "torch.strided"
 
 
 @converts("aten._to_copy.default", check=_same_device)
@@ -140,6 +154,30 @@ def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = 
     return e.nb.slice(x, [axis], [lo], [hi], strides=[step])
 
 
+@converts("aten.slice_backward.default", check=lambda *a: _unit_step(None, *a[2:]))
+def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, start: int, end: int,
+                    step: int) -> Value:
+    """The cotangent of `x[start:end]` along `dim`: zeros before and after, concatenated."""
+    axis = dim % g.ndim
+    size = int(e.shape[axis])
+    lo = max(0, min(size, start + size if start < 0 else start))
+    before = [e.broadcast(0, [*e.shape[:axis], lo, *e.shape[axis + 1:]])] if lo else []
+    rest = size - lo - int(g.shape[axis])
+    after = [e.broadcast(0, [*e.shape[:axis], rest, *e.shape[axis + 1:]])] if rest else []
+    return e.nb.concat([*before, g, *after], axis=axis) if before or after else g
+
+
+@converts("aten.flip.default")
+def _flip(e: Emitter, x: Variable, dims: Sequence[int]) -> Value:
+    return e.nb.reverse(x, axes_of(dims, x.ndim)) if dims else x
+
+
+@converts("aten.cumsum.default", check=_no_dtype)
+def _cumsum(e: Emitter, x: Variable, dim: int, **_: Any) -> Value:
+    x = x if str(x.dtype) == e.dtype else e.nb.cast(x, e.dtype)
+    return e.nb.cumsum(x, axis=dim % x.ndim)
+
+
 @converts("aten.cat.default")
 def _cat(e: Emitter, xs: Sequence[Variable], dim: int = 0) -> Value:
     return e.nb.concat(list(xs), axis=dim % xs[0].ndim)
@@ -152,11 +190,22 @@ def _scaled(e: Emitter, y: Any, alpha: Any) -> Any:
     return y * alpha if not isinstance(y, Variable) else e.nb.scale(y, float(alpha))
 
 
+_COMPARISONS = frozenset({"greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"})
+
+
+def _promoted(e: Emitter, method: str, a: Variable, b: Any) -> tuple[Variable, Any]:
+    """Operands cast to torch's promoted dtype (the node's, or for comparisons the wider operand's)."""
+    if not isinstance(b, Variable):
+        return (a, b) if method in _COMPARISONS or str(a.dtype) == e.dtype else (e.nb.cast(a, e.dtype), b)
+    to = str(np.promote_types(str(a.dtype), str(b.dtype))) if method in _COMPARISONS else e.dtype
+    return tuple(v if str(v.dtype) == to else e.nb.cast(v, to) for v in (a, b))  # type: ignore[return-value]
+
+
 def _binary(method: str) -> Converter:
     def convert(e: Emitter, a: Any, b: Any) -> Value:
         if not isinstance(a, Variable):
             a = e.broadcast(a, b.shape)
-        return getattr(e.nb, method)(a, b)
+        return getattr(e.nb, method)(*_promoted(e, method, a, b))
     return convert
 
 
@@ -259,12 +308,10 @@ def _addmm(e: Emitter, bias: Variable, a: Variable, b: Variable, beta: Any = 1, 
 
 
 # -- reductions and normalisations ------------------------------------------------------------------------
-def _no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
-    return None if dtype is None else f"reduction with dtype={dtype}"
-
-
 def _reduce(method: str) -> Converter:
     def convert(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **_: Any) -> Value:
+        if str(x.dtype) != e.dtype:  # torch sums bool and small ints in int64
+            x = e.nb.cast(x, e.dtype)
         return getattr(e.nb, method)(x, axes_of(dims, x.ndim), keep_dim=keepdim)
     return convert
 
@@ -289,6 +336,12 @@ def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Valu
     nb, axis = e.nb, [dim % x.ndim]
     shifted = nb.subtract(x, nb.reduce_max(x, axis, keep_dim=True))
     return nb.subtract(shifted, nb.log(nb.reduce_sum(nb.exp(shifted), axis, keep_dim=True)))
+
+
+@converts("aten._log_softmax_backward_data.default")
+def _log_softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
+    nb = e.nb
+    return nb.subtract(g, nb.multiply(nb.exp(y), nb.reduce_sum(g, [dim % y.ndim], keep_dim=True)))
 
 
 @converts("aten._softmax_backward_data.default")
@@ -331,7 +384,7 @@ def _layer_norm_backward(e: Emitter, g: Variable, x: Variable, normalized_shape:
 
 # -- creation -------------------------------------------------------------------------------------------------
 def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: Any = None, **_: Any) -> str | None:
-    return None if layout is None and not pin_memory else "full with a layout or pinned memory"
+    return None if _strided(layout) and not pin_memory else "full with a sparse layout or pinned memory"
 
 
 @converts("aten.full.default", "aten.scalar_tensor.default", check=_plain_full)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch  # pyright: ignore[reportMissingImports]
+from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, TensorSpec, op_name, unsupported_reason
 
@@ -95,6 +96,7 @@ class Options:
 
 def cinn_py_backend(gm: Any, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
     """The Dynamo backend: AOT autograd with cinn-py compiling the forward and backward graphs."""
+    from functorch.compile import min_cut_rematerialization_partition  # noqa: PLC0415
     from torch._dynamo.backends.common import aot_autograd  # noqa: PLC0415
 
     options = Options.parse(kwargs.get("options"))
@@ -104,11 +106,12 @@ def cinn_py_backend(gm: Any, example_inputs: Sequence[Any], **kwargs: Any) -> An
         return functools.partial(compile_graph, name=f"{kind} graph {graph_id}", options=options)
 
     backend = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                           inference_compiler=compiler("inference"))
+                           inference_compiler=compiler("inference"),
+                           partition_fn=min_cut_rematerialization_partition)
     return backend(gm, example_inputs)
 
 
-class _Support(torch.fx.passes.operator_support.OperatorSupportBase):
+class _Support(OperatorSupportBase):
     def is_node_supported(self, submodules: Mapping[str, Any], node: Any) -> bool:
         return unsupported_reason(node) is None
 
@@ -130,7 +133,7 @@ def _is_compute(node: Any) -> bool:
 
 def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Options) -> Any:
     """One AOT graph: supported partitions compiled by cinn-py, the rest left to eager PyTorch."""
-    from torch._functorch.aot_autograd import make_boxed_func  # noqa: PLC0415
+    from functorch.compile import make_boxed_func  # noqa: PLC0415
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner  # noqa: PLC0415
 
     fallback: Counter[str] = Counter()
@@ -148,7 +151,7 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not str(node.target).startswith("cinn_"):
             continue
-        sub = fused.get_submodule(node.target)
+        sub: Any = fused.get_submodule(node.target)
         ops = Counter(op_name(n) for n in sub.graph.nodes if _is_compute(n))
         try:
             graph = CompiledGraph.build(sub, [TensorSpec.of(a.meta["val"]) for a in node.args],

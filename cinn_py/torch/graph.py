@@ -129,7 +129,11 @@ def to_program(gm: Any, inputs: Sequence[TensorSpec], name: str) -> Program:
             rule = CONVERTERS[op_name(node)]
             spec = TensorSpec.of(_tensors(node.meta["val"])[0])
             emitter = Emitter(nb, spec.shape, spec.dtype)
-            env[node] = _checked(node, rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs)), nb)
+            try:
+                value = rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs))
+            except CinnError as exc:
+                raise ConversionError(f"{name}: {op_name(node)} ({node.format_node()}): {exc}") from exc
+            env[node] = _checked(node, value, nb)
         elif node.op != "placeholder":
             raise ConversionError(f"{name}: {node.op} node {node.format_node()} cannot be converted")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
