@@ -11,6 +11,8 @@ blocks"; its `SyncThreads` schedule primitive is what fixes the second).
   (produce the element in the block that reads it) or `set_buffer(.., "shared"/"local")`. Output
   arguments the kernel also reads (a reduction accumulator, a stage consumed by a later one) get
   the same cross-block check (an unbound nest runs in every block);
+- **barriers** must be reached by every thread of the block: one under a branch or in a loop whose
+  condition or bounds depend on `threadIdx` is a `CompileError` (a deadlock on the GPU);
 - **shared buffers** (and global temporaries, within one block): a write and a read (or a read and a later write) of the same element by two
   different threads of one block must be separated by `__syncthreads()`: textually between them at
   their common loop level for accesses in one iteration, anywhere in the common loop body after the
@@ -318,6 +320,7 @@ def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
     for ev in events:
         if ev.buffer is not None and ev.index is not None and ev.index.dtype.is_int:
             by_buffer.setdefault(ev.buffer.name, []).append(ev)
+    _check_barriers_uniform(func, barriers)
     conflicts = _Conflicts(info, list(func.scalar_args))
     for name, accesses in by_buffer.items():
         memory = accesses[0].buffer.memory_type  # type: ignore[union-attr]
@@ -333,6 +336,25 @@ def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
             _check_shared(func, name, accesses, barriers, conflicts)  # threads of one block: as shared
         elif memory is MemoryType.GPU_SHARED:
             _check_shared(func, name, accesses, barriers, conflicts)
+
+
+def _check_barriers_uniform(func: LoweredFunc, barriers: list[_Event]) -> None:
+    """Every thread of a block must reach each barrier: one under a branch or in a loop whose
+    condition or bounds depend on `threadIdx` deadlocks (or is undefined behaviour)."""
+    for barrier in barriers:
+        for entry in barrier.context:
+            exprs = (entry.min, entry.extent) if isinstance(entry, For) else (entry[0].condition,)  # type: ignore[index]
+            if any(_mentions_thread(e) for e in exprs):
+                what = f"loop '{entry.loop_var.name}' whose bounds depend" if isinstance(entry, For) else \
+                    f"branch 'if ({print_ir(exprs[0])})' that depends"
+                raise CompileError(
+                    f"gpu_bind: a __syncthreads() of kernel '{func.name}' is inside a {what} on threadIdx: "
+                    "threads that skip it never reach the barrier (deadlock). Put the barrier outside the guard "
+                    "(sync_threads on the enclosing loop), or make the guard uniform across the block's threads")
+
+
+def _mentions_thread(e: Expr) -> bool:
+    return any(isinstance(n, Var) and n.name.startswith("threadIdx.") for n in walk(e))
 
 
 def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflicts: _Conflicts,

@@ -158,3 +158,17 @@ def test_seed_with_shared_temporaries_compiles() -> None:
     from tests.codegen.cuda.test_seed_cuda import scheduled_seed  # noqa: PLC0415
 
     assert "__shared__ float C_rf_temp_buffer[1024];" in generate_cuda(scheduled_seed("shared")).source
+
+
+def test_barrier_under_a_thread_dependent_guard_is_an_error() -> None:
+    """Fuzz seed 2026 case 316 (`--cuda --emulate`): a sync_threads after a block inside a split
+    guard (`threadIdx.x < 8` on a 10-thread block); the emulator deadlocked, a GPU would hang."""
+    A = cp.placeholder((8,), "float32", "A")
+    B = cp.compute((8,), lambda i: A[i] * 2.0, "B")
+    s = IRSchedule(cp.lower("fn", [A, B]))
+    _, inner = s.split(s.get_loops("B")[0], [1, 10])
+    s.bind(inner, "threadIdx.x")
+    s.sync_threads(s.get_block("B"), after=True)
+    with pytest.raises(CompileError, match=r"__syncthreads\(\) of kernel 'fn' is inside a branch 'if \(.*threadIdx"
+                                           r".*that depends on threadIdx.*deadlock"):
+        generate_cuda(s.func)
