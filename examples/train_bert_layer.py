@@ -35,17 +35,25 @@ def layer_program() -> Program:
 
 
 def eager_layer(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The layer in PyTorch, for any batch, sequence and hidden size (the hidden size is x's last dim)."""
+    hidden = x.shape[-1]
     q, k, v = x @ p["Wq"], x @ p["Wk"], x @ p["Wv"]
-    attn = torch.softmax((q @ k.transpose(-1, -2)) * H ** -0.5, -1)
-    h = torch.nn.functional.layer_norm(attn @ v + x, (H,), p["G1"], p["B1"], eps=1e-5)
+    attn = torch.softmax((q @ k.transpose(-1, -2)) * hidden ** -0.5, -1)
+    h = torch.nn.functional.layer_norm(attn @ v + x, (hidden,), p["G1"], p["B1"], eps=1e-5)
     ff = torch.nn.functional.gelu(h @ p["W1"] + p["C1"]) @ p["W2"] + p["C2"]
-    return torch.nn.functional.layer_norm(ff + h, (H,), p["G2"], p["B2"], eps=1e-5)
+    return torch.nn.functional.layer_norm(ff + h, (hidden,), p["G2"], p["B2"], eps=1e-5)
 
 
-def init_params(seed: int = 0) -> dict[str, torch.Tensor]:
+def param_shapes(hidden: int = H, ffn: int = F) -> dict[str, tuple[int, ...]]:
+    """PARAMS for another hidden / feed-forward size."""
+    size = {H: hidden, F: ffn}
+    return {name: tuple(size[d] for d in shape) for name, shape in PARAMS.items()}
+
+
+def init_params(seed: int = 0, hidden: int = H, ffn: int = F) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     params = {}
-    for name, shape in PARAMS.items():
+    for name, shape in param_shapes(hidden, ffn).items():
         if name.startswith("G"):
             t = torch.ones(shape)
         elif name.startswith(("B", "C")):

@@ -1,0 +1,108 @@
+"""Benchmark: one training step (forward + backward) of the BERT-style encoder layer of
+examples/train_bert_layer.py, eager PyTorch vs `torch.compile(backend="cinn_py")` vs
+`torch.compile` with Inductor, in the same run.
+
+    python examples/bench_bert_layer.py [--batch 4 --seq 64 --hidden 128 --ffn 512] [--repeat 20]
+
+Each variant runs the same step (the layer on the same input and weights, loss = mean of the
+squared output, `backward()`, gradients cleared by setting them to None) on CPU, float32. The
+compiled variants compile in their warm-up steps (their compile times are printed apart); the
+timed steps then alternate between the variants round by round, so all see the same load. The
+table gives the median, minimum and maximum step time and the speed-up over eager, with the load
+average before and after (the machine may be shared: quote figures with it). Each variant's
+output and gradients are checked against eager's first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import train_bert_layer as layer  # noqa: E402
+
+import cinn_py.torch  # noqa: E402
+from cinn_py.tools.bench import time_alternating  # noqa: E402
+
+Step = Callable[[], Any]
+
+
+def make_step(fn: Callable[..., torch.Tensor], x: torch.Tensor, params: dict[str, torch.Tensor]) -> Step:
+    """One training step of `fn(x, *params)`; returns the output and the gradients."""
+    names = list(params)
+
+    def step() -> tuple[torch.Tensor, list[torch.Tensor]]:
+        for p in params.values():
+            p.grad = None
+        out = fn(x, *params.values())
+        out.square().mean().backward()
+        return out.detach(), [params[n].grad for n in names]
+    return step
+
+
+def variants(x: torch.Tensor, hidden: int, ffn: int) -> dict[str, Step]:
+    def eager(x: torch.Tensor, *p: torch.Tensor) -> torch.Tensor:
+        return layer.eager_layer(x, dict(zip(layer.PARAMS, p)))
+
+    steps = {"eager": make_step(eager, x, layer.init_params(hidden=hidden, ffn=ffn))}
+    for name, backend in (("cinn_py", "cinn_py"), ("inductor", "inductor")):
+        compiled = torch.compile(eager, backend=backend, dynamic=False)
+        steps[name] = make_step(compiled, x, layer.init_params(hidden=hidden, ffn=ffn))
+    return steps
+
+
+def check(steps: dict[str, Step]) -> dict[str, float]:
+    """Per variant: compile (first-step) seconds; raises if output or gradients differ from eager."""
+    ref_out, ref_grads = steps["eager"]()
+    first: dict[str, float] = {}
+    for name, step in steps.items():
+        t0 = time.perf_counter()
+        out, grads = step()
+        first[name] = time.perf_counter() - t0
+        torch.testing.assert_close(out, ref_out, rtol=1e-3, atol=1e-4, msg=lambda m, n=name: f"{n} output: {m}")
+        for g, r in zip(grads, ref_grads):
+            torch.testing.assert_close(g, r, rtol=1e-3, atol=1e-4, msg=lambda m, n=name: f"{n} gradient: {m}")
+    return first
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--ffn", type=int, default=512)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    x = torch.randn(args.batch, args.seq, args.hidden)
+    load_before = os.getloadavg()
+    steps = variants(x, args.hidden, args.ffn)
+    cinn_py.torch.reset_reports()
+    first = check(steps)
+    times = time_alternating(list(steps.values()), args.repeat, warmup=2)
+    load_after = os.getloadavg()
+    print(f"BERT layer training step (forward + backward), float32, CPU: batch {args.batch}, seq {args.seq}, "
+          f"hidden {args.hidden}, ffn {args.ffn}; {args.repeat} alternating rounds; torch "
+          f"{torch.__version__}, {torch.get_num_threads()} threads")
+    eager_median = statistics.median(times[0])
+    print(f"{'variant':<10} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'vs eager':>9} {'first step s':>13}")
+    for (name, _), t in zip(steps.items(), times):
+        median = statistics.median(t)
+        print(f"{name:<10} {median * 1e3:>10.2f} {min(t) * 1e3:>8.2f} {max(t) * 1e3:>8.2f} "
+              f"{eager_median / median:>8.2f}x {first[name]:>13.1f}")
+    for report in cinn_py.torch.reports():
+        print(report)
+    print("load average (1/5/15 min): before " + " ".join(f"{v:.2f}" for v in load_before)
+          + ", after " + " ".join(f"{v:.2f}" for v in load_after))
+
+
+if __name__ == "__main__":
+    main()
