@@ -27,6 +27,11 @@ class CompiledProgram:
 
     def __call__(self, *inputs: Any) -> Any:
         arrays, _ = bind_inputs(self.program, _inputs(inputs))
+        return self.run_bound(arrays)
+
+    def run_bound(self, arrays: Mapping[str, Any]) -> Any:
+        """The kernels on inputs by name, already checked (`bind_inputs`) or device arrays the
+        kernels check themselves (CUDA tensors, which numpy cannot bind)."""
         # decomposition rebuilds the program: its input variables are new objects with the same names
         values = {id(v): arrays[v.name] for v in self.plan.program.inputs}
         for group, kernel in zip(self.plan.groups, self.kernels):

@@ -32,7 +32,7 @@ from typing import Any
 import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
-from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, TensorSpec, op_name, unsupported_reason
+from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, TensorSpec, op_name, require_cuda, unsupported_reason
 
 log = logging.getLogger("cinn_py.torch")
 
@@ -136,6 +136,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
     from functorch.compile import make_boxed_func  # noqa: PLC0415
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner  # noqa: PLC0415
 
+    if any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in example_inputs):
+        require_cuda(name)  # a clear error, not a silent eager fallback of every partition
     fallback: Counter[str] = Counter()
     reasons: dict[str, str] = {}
     for node in gm.graph.nodes:

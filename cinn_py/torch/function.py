@@ -24,22 +24,27 @@ import torch  # pyright: ignore[reportMissingImports]
 
 from cinn_py.autodiff import grad
 from cinn_py.frontend.program import Program
+from cinn_py.ir import DType
 from cinn_py.pipeline import compile_program
 
 
 def to_numpy(t: Any) -> np.ndarray:
-    """A zero-copy numpy view of a CPU tensor (contiguous first: kernels take dense arrays)."""
+    """A zero-copy numpy view of a CPU tensor (contiguous first: kernels take dense arrays);
+    bfloat16, which numpy lacks, as its uint16 bit pattern (the runtime's bfloat16 storage)."""
     if t.device.type != "cpu":
         raise TypeError(f"cinn_py.torch: tensor on {t.device}; only CPU tensors are supported")
-    return np.from_dlpack(t.detach().contiguous())
+    dense = t.detach().contiguous()
+    return np.from_dlpack(dense.view(torch.uint16) if dense.dtype == torch.bfloat16 else dense)
 
 
-def to_torch(a: Any) -> Any:
-    """A torch tensor over the array's memory (no copy unless it is strided); 0-d arrays stay 0-d."""
+def to_torch(a: Any, dtype: DType | None = None) -> Any:
+    """A torch tensor over the array's memory (no copy unless it is strided); 0-d arrays stay 0-d.
+    `dtype` bfloat16: `a` holds the bit patterns (uint16), viewed as torch.bfloat16."""
     arr = np.asarray(a)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
-    return torch.from_dlpack(arr)
+    tensor = torch.from_dlpack(arr)
+    return tensor.view(torch.bfloat16) if dtype is not None and dtype.kind == "bfloat" else tensor
 
 
 @dataclass
@@ -78,7 +83,7 @@ class _Apply(torch.autograd.Function):
         outs = result if isinstance(result, tuple) else (result,)
         ctx.fn = fn
         ctx.save_for_backward(*tensors)
-        return tuple(to_torch(o) for o in outs)
+        return tuple(to_torch(o, v.dtype) for o, v in zip(outs, fn.program.outputs))
 
     @staticmethod
     def backward(ctx: Any, *douts: Any) -> tuple[Any, ...]:
@@ -90,5 +95,6 @@ class _Apply(torch.autograd.Function):
         result = run(*[to_numpy(t) for t in tensors], *cots)
         grads = result if isinstance(result, tuple) else (result,)
         by_input = dict(zip(fn._wrt, grads))
-        return (None, *[to_torch(by_input[k]) if k in by_input and ctx.needs_input_grad[k + 1] else None
+        wanted = [k in by_input and ctx.needs_input_grad[k + 1] for k in range(len(tensors))]
+        return (None, *[to_torch(by_input[k], fn.program.inputs[k].dtype) if wanted[k] else None
                         for k in range(len(tensors))])

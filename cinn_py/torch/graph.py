@@ -178,12 +178,14 @@ class CompiledGraph:
         return len(self.compiled.kernels)
 
     def __call__(self, *tensors: Any) -> Any:
-        if self.device == "cuda":
-            result = self.compiled(*[t.detach().contiguous() for t in tensors])
+        if self.device == "cuda":  # the CUDA kernels take the tensors and allocate torch outputs
+            bound = {v.name: t.detach().contiguous() for v, t in zip(self.program.inputs, tensors)}
+            result = self.compiled.run_bound(bound)
             outs = result if isinstance(result, tuple) else (result,)
         else:
             result = self.compiled(*[to_numpy(t) for t in tensors])
-            outs = tuple(to_torch(o) for o in (result if isinstance(result, tuple) else (result,)))
+            arrays = result if isinstance(result, tuple) else (result,)
+            outs = tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
         return outs if self.tuple_output else outs[0]
 
 

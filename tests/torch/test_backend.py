@@ -11,12 +11,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import cinn_py.torch as ct  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
+from cinn_py.ir import bfloat16  # noqa: E402
+from cinn_py.torch.graph import CompiledGraph, ConversionError, TensorSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = {"strict": True}  # a partition that fails to compile fails the test instead of running eagerly
@@ -134,6 +137,39 @@ def test_unknown_option_is_an_error() -> None:
     torch._dynamo.reset()
     with pytest.raises(Exception, match=r"unknown options \['fast'\]"):
         torch.compile(torch.tanh, backend=cinn_py_backend, options={"fast": True})(torch.ones(2))
+
+
+def test_scalar_loss_backward_and_inference_graph() -> None:
+    def loss(x: Any, w: Any, t: Any) -> Any:
+        return ((torch.tanh(x @ w) - t) ** 2).mean()
+
+    gen = torch.Generator().manual_seed(5)
+    x, w, t = (torch.randn(4, 5, generator=gen), torch.randn(5, 3, generator=gen), torch.randn(4, 3, generator=gen))
+    ct.reset_reports()
+    _compare(loss, [x, w, t])
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(loss, backend=cinn_py_backend, dynamic=False, options=STRICT)(x, w, t)
+    torch.testing.assert_close(got, loss(x, w, t))
+    assert got.shape == () and [r.name.split()[0] for r in ct.reports()] == ["forward", "backward", "inference"]
+    assert all(not r.fallback for r in ct.reports())
+
+
+def test_bfloat16_crosses_as_its_bit_pattern_without_copies() -> None:
+    t = torch.randn(3, 4).to(torch.bfloat16)
+    bits = ct.to_numpy(t)
+    assert bits.dtype == np.uint16 and bits.ctypes.data == t.data_ptr()
+    back = ct.to_torch(bits, bfloat16)
+    assert back.dtype == torch.bfloat16 and back.data_ptr() == t.data_ptr()
+    torch.testing.assert_close(back, t, rtol=0, atol=0)
+
+
+def test_cuda_tensors_without_a_gpu_are_a_clear_error() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    gm = torch.fx.symbolic_trace(lambda x: torch.ops.aten.tanh.default(x))
+    with pytest.raises(ConversionError, match="tensors are on CUDA but torch sees no CUDA device"):
+        CompiledGraph.build(gm, [TensorSpec("float32", (2, 3), "cuda")], "g")
 
 
 def _declared_entry_point() -> importlib.metadata.EntryPoint:
