@@ -167,6 +167,52 @@ def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, sta
     return e.nb.concat([*before, g, *after], axis=axis) if before or after else g
 
 
+@converts("aten.select.int")
+def _select(e: Emitter, x: Variable, dim: int, index: int) -> Value:
+    axis = dim % x.ndim
+    start = index % int(x.shape[axis])
+    return e.to_shape(e.nb.slice(x, [axis], [start], [start + 1]))
+
+
+@converts("aten.select_backward.default")
+def _select_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, index: int) -> Value:
+    axis = dim % len(sizes)
+    row = e.to_shape(g, [*g.shape[:axis], 1, *g.shape[axis:]])
+    return _slice_backward(e, row, sizes, axis, index % int(sizes[axis]), index % int(sizes[axis]) + 1, 1)
+
+
+@converts("aten.split_with_sizes.default", "aten.split.Tensor")
+def _split(e: Emitter, x: Variable, sizes: Any, dim: int = 0) -> Value:
+    axis, total = dim % x.ndim, int(x.shape[dim % x.ndim])
+    lengths = [min(sizes, total - k) for k in range(0, total, sizes)] if isinstance(sizes, int) else list(sizes)
+    starts = [sum(lengths[:k]) for k in range(len(lengths))]
+    return tuple(e.nb.slice(x, [axis], [lo], [lo + n]) for lo, n in zip(starts, lengths))
+
+
+@converts("aten.embedding.default")
+def _embedding(e: Emitter, weight: Variable, indices: Variable, *_: Any) -> Value:
+    """Rows of `weight` (padding_idx only matters to the backward)."""
+    flat = e.to_shape(indices, [math.prod(int(d) for d in indices.shape)])
+    return e.to_shape(e.nb.index_select(weight, flat, axis=0))
+
+
+def _not_scaled_by_freq(*args: Any) -> str | None:
+    return "embedding_dense_backward with scale_grad_by_freq" if len(args) > 4 and args[4] else None
+
+
+@converts("aten.embedding_dense_backward.default", check=_not_scaled_by_freq)
+def _embedding_backward(e: Emitter, g: Variable, indices: Variable, num_weights: int, padding_idx: int,
+                        scale_grad_by_freq: bool) -> Value:
+    """The rows' cotangents summed into a zero table (`scatter_add`); none for `padding_idx`."""
+    n = math.prod(int(d) for d in indices.shape)
+    flat = e.to_shape(indices, [n])
+    rows = e.to_shape(g, [n, int(g.shape[-1])])
+    if padding_idx >= 0:
+        keep = e.nb.not_equal(flat, padding_idx)
+        rows = e.nb.select(e.broadcast(e.to_shape(keep, [n, 1]), rows.shape), rows, e.broadcast(0, rows.shape))
+    return e.nb.scatter_add(e.broadcast(0), rows, flat, axis=0)
+
+
 @converts("aten.flip.default")
 def _flip(e: Emitter, x: Variable, dims: Sequence[int]) -> Value:
     return e.nb.reverse(x, axes_of(dims, x.ndim)) if dims else x
@@ -228,7 +274,8 @@ def _true_division(*args: Any, rounding_mode: Any = None) -> str | None:
     return None if rounding_mode is None else f"div rounding_mode={rounding_mode!r}"
 
 
-for _name, _method in (("mul", "multiply"), ("maximum", "maximum"), ("minimum", "minimum"),
+for _name, _method in (("mul", "multiply"), ("logical_and", "logical_and"), ("logical_or", "logical_or"),
+                       ("logical_xor", "logical_xor"), ("maximum", "maximum"), ("minimum", "minimum"),
                        ("gt", "greater_than"), ("ge", "greater_equal"), ("lt", "less_than"),
                        ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal")):
     converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_binary(_method))
@@ -248,6 +295,16 @@ def _pow(e: Emitter, x: Variable, exponent: Any) -> Value:
     if exponent == 2:
         return e.nb.multiply(x, x)
     return e.nb.pow(x, e.broadcast(exponent, x.shape))
+
+
+@converts("aten.clamp.default")
+def _clamp(e: Emitter, x: Variable, lo: Any = None, hi: Any = None) -> Value:
+    y = x if lo is None else e.nb.maximum(x, lo)
+    return y if hi is None else e.nb.minimum(y, hi)
+
+
+converts("aten.clamp_min.default")(lambda e, x, lo: _clamp(e, x, lo))
+converts("aten.clamp_max.default")(lambda e, x, hi: _clamp(e, x, None, hi))
 
 
 @converts("aten.where.self")
@@ -387,7 +444,18 @@ def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: 
     return None if _strided(layout) and not pin_memory else "full with a sparse layout or pinned memory"
 
 
-@converts("aten.full.default", "aten.scalar_tensor.default", check=_plain_full)
+@converts("aten.full.default", "aten.scalar_tensor.default", "aten.new_full.default", "aten.full_like.default",
+          check=_plain_full)
 def _full(e: Emitter, *args: Any, **_: Any) -> Value:
     value = args[-1] if args else 0
     return e.nb.fill_constant(list(e.shape), value, dtype=e.dtype)
+
+
+def _constant(value: float) -> Converter:
+    return lambda e, *_, **__: e.nb.fill_constant(list(e.shape), value, dtype=e.dtype)
+
+
+for _name in ("zeros_like", "new_zeros", "zeros"):
+    converts(f"aten.{_name}.default", check=_plain_full)(_constant(0))
+for _name in ("ones_like", "new_ones", "ones"):
+    converts(f"aten.{_name}.default", check=_plain_full)(_constant(1))

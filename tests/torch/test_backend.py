@@ -106,6 +106,42 @@ def test_linear_activation_ops_match_eager() -> None:
     assert all(not r.fallback for r in ct.reports()), "\n".join(map(str, ct.reports()))
 
 
+class _Attention(torch.nn.Module):
+    """embedding (padding_idx) and its dense backward, a fused qkv Linear split in three, the
+    CLS row (select) and its backward, clamp/clamp_min, zeros_like, and the logical_and of clamp's
+    backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8, padding_idx=0)
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, ids: Any) -> Any:
+        q, k, v = self.qkv(self.emb(ids)).split(8, dim=-1)
+        a = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+        cls = a[:, 0]
+        return torch.clamp(cls, -0.5, 0.5) + torch.zeros_like(cls) + a.select(1, 2).clamp_min(0)
+
+
+def test_embedding_split_select_clamp_match_eager() -> None:
+    torch.manual_seed(0)
+    model, ref = _Attention(), _Attention()
+    ref.load_state_dict(model.state_dict())
+    ids = torch.randint(0, 11, (3, 5), generator=torch.Generator().manual_seed(2))
+    ids[0, 1] = 0  # a padding row: no gradient
+    torch._dynamo.reset()
+    ct.reset_reports()
+    out = torch.compile(model, backend=cinn_py_backend, dynamic=False, options=STRICT)(ids)
+    expected = ref(ids)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    assert all(not r.fallback for r in ct.reports()), "\n".join(map(str, ct.reports()))
+    assert ct.reports()[1].compiled["aten.embedding_dense_backward.default"] == 1
+
+
 def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
     def fn(x: Any, w: Any) -> Any:
         return torch.exp(torch.erfinv(torch.tanh(x @ w) * 0.9)) * 0.5  # no converter for erfinv
