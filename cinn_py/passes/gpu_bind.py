@@ -11,7 +11,7 @@
 3. every bound `For` is replaced by its body with the loop variable replaced by the variable
    `threadIdx.x` / `blockIdx.y` ... (same dtype as the loop var; the CUDA printer prints it as
    `(int)threadIdx.x`; by 0 when that launch dim is 1), wrapped in `if (threadIdx.x < extent)` when the loop's extent may be
-   smaller than the launch dim;
+   smaller than the launch dim; the variable of a serial loop of extent 1 is replaced by its min;
 4. shared and local buffers get the storage one block / one thread needs
    (`gpu_buffers.scope_buffers`: per-iteration privatisation of local buffers, thread/block
    variables removed from scoped indices where provably separable, resizing to the used index
@@ -94,6 +94,12 @@ class _Binder(Mutator):
 
     def visit_for(self, node: For) -> Stmt:
         axis = node.bind_axis
+        if axis is None and is_const_int(node.extent, 1):
+            # a unit loop's variable is its min: an index through it (a reduce over an axis of
+            # extent 1 read at `[i, rb, j]`, written at `[i, 0, j]`) is then the same index
+            # tuple at every access, which the buffer scoping needs to privatise a local buffer
+            body = self.visit(substitute(node.body, {node.loop_var: node.min}))
+            return node if body is node.body else dataclasses.replace(node, body=body)
         if axis is None:
             return self.generic_visit(node)
         if axis in self.active:

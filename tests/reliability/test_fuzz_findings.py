@@ -18,3 +18,24 @@ def test_parallel_loop_reading_a_symbolic_strided_tensor() -> None:
     kernel = cp.build(sch, "x86")
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     np.testing.assert_array_equal(kernel(x), x.sum(axis=0))
+
+
+def test_cuda_auto_softmax_over_a_unit_axis_keeps_its_row_max_in_a_register() -> None:
+    """fuzz --net seed 2024 case 876: the reduce over an axis of extent 1 is read back through
+    its unit reduce loop (`reduce_max[i, rb, j]`, written at `[i, 0, j]`); the local buffer the
+    CUDA auto scheduler chose kept the symbolic size `S0 * 12` (a CompileError) until the unit
+    loop's variable is replaced by its min in bind lowering."""
+    from cinn_py.frontend.fusion import plan
+    from cinn_py.lowering.group import lower_group
+    from cinn_py.tools.testing.cuda import run_cuda_emulated
+    from schedules.tactics import auto_schedule_buckets
+
+    nb = cp.NetBuilder("unit_axis_softmax")
+    x = nb.create_input("float32", ["S0", 1, 12], "x")
+    program = nb.build([nb.softmax(x, axes=(-2,))])
+    (group,) = plan(program).groups
+    for _, sch in auto_schedule_buckets(lower_group(group), target="cuda"):
+        assert "float reduce_max_0_temp_buffer[1];" in cp.codegen(sch.func, target="cuda").source
+    data = np.random.default_rng(0).uniform(-2, 2, (5, 1, 12)).astype(np.float32)
+    got = run_cuda_emulated(program, data, race_check=True)
+    np.testing.assert_allclose(got, np.ones_like(data), rtol=1e-6)
