@@ -168,16 +168,21 @@ class _Conflicts:
                 extent = self._text(_int64(dim), {}, names, known)
                 if extent is None:
                     return None
+                # Ranges for the analyzer: `blockIdx.x / 3` is quasi-affine only once it is
+                # proven non-negative.
+                self.analyzer.bind(new, 0, substitute(_int64(dim), self.binding))
                 constraints.append(f"0 <= {names.name(new)} < {extent}")
         for entry in ev.context:
             if isinstance(entry, For):
                 var = Var(f"{entry.loop_var.name}_{tag}", int64)
                 lo = self._text(entry.min, renamed, names, known)
                 hi = self._text(Add(entry.min, entry.extent), renamed, names, known)
-                renamed[entry.loop_var] = var
-                known.add(var)
                 if lo is None or hi is None:
                     return None
+                self.analyzer.bind(var, substitute(_int64(entry.min), {**self.binding, **renamed}),
+                                   substitute(_int64(entry.extent), {**self.binding, **renamed}))
+                renamed[entry.loop_var] = var
+                known.add(var)
                 constraints.append(f"{lo} <= {names.name(var)} < {hi}")
             else:
                 node, branch = entry  # type: ignore[misc]

@@ -172,3 +172,18 @@ def test_barrier_under_a_thread_dependent_guard_is_an_error() -> None:
     with pytest.raises(CompileError, match=r"__syncthreads\(\) of kernel 'fn' is inside a branch 'if \(.*threadIdx"
                                            r".*that depends on threadIdx.*deadlock"):
         generate_cuda(s.func)
+
+
+def test_cross_block_race_through_a_fused_loop_index_is_an_error() -> None:
+    """Fuzz seed 2026 cases 192/485/846 (`--cuda --emulate`): C's rows are a fused loop bound to
+    blocks, so B is read at `(blockIdx.x / 4) * 4 + blockIdx.x % 4`; the div/mod is quasi-affine
+    only with `blockIdx.x >= 0` known, which the check did not tell its prover: it gave up."""
+    A = cp.placeholder((8, 4), "float32", "A")
+    B = cp.compute((8, 4), lambda i, j: A[i, j] * 2.0, "B")
+    C = cp.compute((2, 4, 4), lambda i, j, k: B[k + 4 * i, j] + 1.0, "C")
+    s = IRSchedule(cp.lower("fn", [A, C]))
+    s.bind(s.get_loops("B")[0], "blockIdx.x")
+    loops = s.get_loops("C")
+    s.bind(s.fuse([loops[0], loops[1]]), "blockIdx.x")
+    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"):
+        generate_cuda(s.func)
