@@ -30,11 +30,20 @@ from cinn_py.pipeline import compile_program
 
 def to_numpy(t: Any) -> np.ndarray:
     """A zero-copy numpy view of a CPU tensor (contiguous first: kernels take dense arrays);
-    bfloat16, which numpy lacks, as its uint16 bit pattern (the runtime's bfloat16 storage)."""
+    bfloat16, which numpy lacks and DLPack export refuses, is viewed through its uint16 bits as
+    an `ml_dtypes.bfloat16` array (the frontend's bfloat16 values), or as the bits where
+    ml_dtypes is absent (the kernels take either)."""
     if t.device.type != "cpu":
         raise TypeError(f"cinn_py.torch: tensor on {t.device}; only CPU tensors are supported")
     dense = t.detach().contiguous()
-    return np.from_dlpack(dense.view(torch.uint16) if dense.dtype == torch.bfloat16 else dense)
+    if dense.dtype != torch.bfloat16:
+        return np.from_dlpack(dense)
+    bits = np.from_dlpack(dense.view(torch.uint16))
+    try:
+        import ml_dtypes  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        return bits
+    return bits.view(ml_dtypes.bfloat16)
 
 
 def to_torch(a: Any, dtype: DType | None = None) -> Any:
@@ -43,8 +52,9 @@ def to_torch(a: Any, dtype: DType | None = None) -> Any:
     arr = np.asarray(a)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
-    tensor = torch.from_dlpack(arr)
-    return tensor.view(torch.bfloat16) if dtype is not None and dtype.kind == "bfloat" else tensor
+    if dtype is not None and dtype.kind == "bfloat":  # uint16 bits or ml_dtypes.bfloat16: same bytes
+        return torch.from_dlpack(arr.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_dlpack(arr)
 
 
 @dataclass
