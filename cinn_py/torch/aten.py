@@ -88,7 +88,7 @@ def _no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
           "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default", "aten.flatten.using_ints",
           "aten.view_copy.default", "aten.expand_copy.default")
 def _reshape(e: Emitter, x: Variable, *_: Any) -> Value:
-    return e.to_shape(x) if list(x.shape) != list(e.shape) or len(x.shape) != len(e.shape) else x
+    return e.to_shape(x)
 
 
 @converts("aten.expand.default")
@@ -139,11 +139,16 @@ def _t(e: Emitter, x: Variable) -> Value:
     return x if x.ndim < 2 else e.nb.transpose(x, [1, 0])
 
 
-def _unit_step(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> str | None:
+def _positive_step(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> str | None:
     return None if step >= 1 else f"slice step {step}"
 
 
-@converts("aten.slice.Tensor", check=_unit_step)
+def _unit_step(*args: Any) -> str | None:
+    step = args[5] if len(args) > 5 else 1
+    return None if step == 1 else f"slice_backward step {step}"
+
+
+@converts("aten.slice.Tensor", check=_positive_step)
 def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Value:
     axis = dim % x.ndim
     size = int(x.shape[axis])
@@ -154,7 +159,7 @@ def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = 
     return e.nb.slice(x, [axis], [lo], [hi], strides=[step])
 
 
-@converts("aten.slice_backward.default", check=lambda *a: _unit_step(None, *a[2:]))
+@converts("aten.slice_backward.default", check=_unit_step)
 def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, start: int, end: int,
                     step: int) -> Value:
     """The cotangent of `x[start:end]` along `dim`: zeros before and after, concatenated."""

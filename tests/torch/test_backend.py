@@ -194,6 +194,15 @@ def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
     assert ct.last_report() is ct.reports()[-1]
 
 
+def test_call_a_converter_does_not_handle_runs_eagerly_with_its_reason() -> None:
+    ct.reset_reports()
+    _compare(lambda x: torch.tanh(x[:, 1::2] * 2), [torch.randn(3, 7)])
+    forward, backward = ct.reports()
+    assert not forward.fallback and forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
+    assert backward.fallback == {"aten.slice_backward.default": 1}
+    assert backward.reasons == {"aten.slice_backward.default": "slice_backward step 2"}
+
+
 def test_symbolic_shapes_run_eagerly_and_are_reported() -> None:
     torch._dynamo.reset()
     ct.reset_reports()
