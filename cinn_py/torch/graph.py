@@ -99,11 +99,13 @@ def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     return env[arg] if isinstance(arg, torch.fx.Node) else arg
 
 
-def _checked(node: Any, value: Any, nb: NetBuilder) -> Any:
-    """`value` against the node's fake tensor: a cast where torch promoted the dtype, an error on shape."""
+def _checked(node: Any, value: Any, nb: NetBuilder, fake: Any = None) -> Any:
+    """`value` against the node's fake tensor(s): a cast where torch's dtype differs (type
+    promotion, float32 statistics of low-precision inputs), an error on shape."""
+    fake = node.meta["val"] if fake is None else fake
     if isinstance(value, tuple):
-        return value
-    spec = TensorSpec.of(node.meta["val"])
+        return tuple(v if v is None or f is None else _checked(node, v, nb, f) for v, f in zip(value, fake))
+    spec = TensorSpec.of(fake)
     if tuple(value.shape) != spec.shape:
         raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape {list(value.shape)}, "
                               f"torch says {list(spec.shape)}")
