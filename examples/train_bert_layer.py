@@ -2,7 +2,7 @@
 layer_norm) whose forward and backward are cinn-py programs, inside an ordinary PyTorch
 training step (`cinn_py.torch.compile_function`), and compare with eager PyTorch.
 
-    python examples/train_bert_layer.py [--steps 5]
+    python examples/train_bert_layer.py [--steps 5] [--via function|compile]
 
 Prints the loss of each SGD step for cinn-py and eager PyTorch (same initial weights and data):
 the two trajectories agree to float32 rounding. Needs the extra cinn-py[torch].
@@ -11,6 +11,7 @@ the two trajectories agree to float32 rounding. Needs the extra cinn-py[torch].
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import torch
 
@@ -64,13 +65,24 @@ def init_params(seed: int = 0, hidden: int = H, ffn: int = F) -> dict[str, torch
     return params
 
 
-def train(steps: int = 5, lr: float = 0.1) -> tuple[list[float], list[float]]:
+def cinn_forward(via: str, x: torch.Tensor) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+    """The layer run by cinn-py: the NetBuilder program as a torch function (`function`), or the
+    eager layer through `torch.compile(backend="cinn_py")` (`compile`)."""
+    if via == "function":
+        layer = compile_function(layer_program())
+        return lambda p: layer(x, *p.values())
+    if via == "compile":
+        compiled = torch.compile(eager_layer, backend="cinn_py", dynamic=False)
+        return lambda p: compiled(x, p)
+    raise ValueError(f"train: via must be 'function' or 'compile', got {via!r}")
+
+
+def train(steps: int = 5, lr: float = 0.1, via: str = "function") -> tuple[list[float], list[float]]:
     """SGD on the mean squared error to a fixed target; the cinn-py and eager losses per step."""
     gen = torch.Generator().manual_seed(1)
     x, target = torch.randn(B, S, H, generator=gen), torch.randn(B, S, H, generator=gen)
-    layer = compile_function(layer_program())
     losses: dict[str, list[float]] = {"cinn-py": [], "eager": []}
-    for which, forward in (("cinn-py", lambda p: layer(x, *p.values())), ("eager", lambda p: eager_layer(x, p))):
+    for which, forward in (("cinn-py", cinn_forward(via, x)), ("eager", lambda p: eager_layer(x, p))):
         params = init_params()
         opt = torch.optim.SGD(params.values(), lr=lr)
         for _ in range(steps):
@@ -85,8 +97,10 @@ def train(steps: int = 5, lr: float = 0.1) -> tuple[list[float], list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Train a BERT-style layer with cinn-py vs eager PyTorch.")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--via", choices=("function", "compile"), default="function",
+                        help="cinn-py runs the NetBuilder program (function) or torch.compile's graphs (compile)")
     args = parser.parse_args()
-    mine, eager = train(args.steps)
+    mine, eager = train(args.steps, via=args.via)
     for step, (a, b) in enumerate(zip(mine, eager)):
         print(f"step {step}: loss cinn-py {a:.6f}  eager {b:.6f}  diff {abs(a - b):.2e}")
 
