@@ -40,7 +40,7 @@ from typing import Any, Union
 from cinn_py.backend import GeneratedCode, get_backend
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
-from cinn_py.frontend.program import Program, bind_inputs, pack
+from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc, print_ir
 from cinn_py.lowering.group import lower_group
 from cinn_py.passes import run_passes
@@ -329,7 +329,7 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
     for group, func in zip(fusion.groups, funcs):
         outs = run_ir(func, {v.name: values[id(v)] for v in group.args}, env)
         values.update({id(v): outs[v.name] for v in group.outputs})
-    return pack([values[id(v)] for v in fusion.program.outputs])
+    return pack([frontend_array(values[id(v)], v) for v in fusion.program.outputs])
 
 
 __all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step", "StepOutput",

@@ -1,6 +1,6 @@
 """Automatic mixed precision: a graph pass that runs a float32 program's matmuls and elementwise
-arithmetic in float16 while reductions and normalisations stay in float32 (PAI's AMP, PyTorch
-autocast's lists).
+arithmetic in float16 or bfloat16 while reductions and normalisations stay in float32 (PAI's
+AMP, PyTorch autocast's lists).
 
 Each op falls in one of three lists:
 
@@ -14,7 +14,11 @@ Each op falls in one of three lists:
 
 Program inputs keep their dtype (the fp32 master values); an output whose dtype changed is cast
 back, so the pass preserves the program's signature. Casts are shared (one per value and dtype).
-bfloat16 needs NetBuilder support for the dtype (numpy has none) and is refused for now.
+
+The low dtype is float16 or bfloat16. bfloat16 has float32's exponent range, so its gradients
+neither overflow nor flush to zero where float32's would not: training in bfloat16 needs no loss
+scaling, while float16 training should use `LossScaler` (its range ends at 65504 and its smallest
+normal is 6.1e-5). Reductions accumulate in float32 inside every fp16/bf16 kernel either way.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.frontend.program import Operator, Program, Variable
-from cinn_py.ir import DType, dtype_of, float32
+from cinn_py.ir import DType, bfloat16, dtype_of, float16, float32
 
 ALLOW: frozenset[str] = frozenset({
     "matmul", "add", "subtract", "multiply", "divide", "negative", "scale", "relu", "relu6", "leaky_relu", "gelu",
@@ -37,6 +41,10 @@ DENY: frozenset[str] = frozenset({
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "softmax", "layer_norm", "rms_norm",
     "batchnorm", "exp", "log", "log2", "log10", "log1p", "pow", "erf", "rsqrt", "sqrt", "reciprocal", "cumsum",
 })
+
+
+LOW_DTYPES: tuple[DType, ...] = (float16, bfloat16)
+"""The dtypes allow-listed ops may run in."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +63,9 @@ class AmpLists:
 def auto_mixed_precision(program: Program, dtype: str = "float16", lists: AmpLists = AmpLists()) -> Program:
     """`program` (float32) with its allow-listed ops in `dtype`, see the module docstring."""
     low = dtype_of(dtype)
-    if low.scalar_name() != "float16":
-        raise FrontendError(f"auto_mixed_precision: dtype {low} is not supported (float16; bfloat16 needs "
-                            "NetBuilder bfloat16 inputs, which numpy cannot hold)")
+    if low not in LOW_DTYPES:
+        raise FrontendError(f"auto_mixed_precision: argument 'dtype': expected one of "
+                            f"{[d.scalar_name() for d in LOW_DTYPES]}, got {low}")
     nb = NetBuilder(program.name)
     env: dict[int, Variable] = {id(v): nb.create_input(v.dtype, v.shape, v.name) for v in program.inputs}
     nb.reserve_names([op.output.name for op in program.ops])
@@ -103,7 +111,8 @@ class _Casts:
 class LossScaler:
     """Dynamic loss scaling (PyTorch's GradScaler, Paddle's `decr_every_n_nan_or_inf`): multiply
     the loss by `scale` before the float16 backward, divide the gradients by it after; a step whose
-    gradients hold inf/NaN is skipped and halves the scale; `growth_interval` clean steps double it."""
+    gradients hold inf/NaN is skipped and halves the scale; `growth_interval` clean steps double it.
+    Not needed for bfloat16 (float32's exponent range; PyTorch's GradScaler is off for it too)."""
 
     scale: float = 2.0 ** 16
     growth_factor: float = 2.0

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend.ops import get_op
-from cinn_py.frontend.ops.base import FrontendError, OpPatternKind, TensorType
+from cinn_py.frontend.ops.base import FrontendError, OpPatternKind, TensorType, numpy_dtype, run_reference
 from cinn_py.frontend.ops.shapes import fmt_dim, fmt_shape, symbols_of
 from cinn_py.ir import DType, Expr, Var
 
@@ -155,7 +155,8 @@ class Program:
         arrays, env = self.bind_inputs(_positional(inputs))
         values: dict[int, np.ndarray] = {id(v): arrays[v.name] for v in self.inputs}
         for op in self.ops:
-            result = get_op(op.type).numpy([values[id(v)] for v in op.inputs], op.attrs, env)
+            result = run_reference(get_op(op.type), [values[id(v)] for v in op.inputs], op.attrs, env,
+                                   [v.type for v in op.outputs])
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
 
@@ -216,6 +217,18 @@ def _positional(inputs: tuple[Any, ...]) -> Sequence[Any] | Mapping[str, Any]:
     return inputs
 
 
+def frontend_array(array: np.ndarray, var: Variable) -> np.ndarray:
+    """A kernel's or the interpreter's result for `var` as the frontend holds it: bfloat16 comes
+    back from kernels as uint16 bits and from the interpreter as float32 holding bfloat16 values,
+    and becomes an `ml_dtypes.bfloat16` array (a view of the bits, or an exact conversion)."""
+    want = numpy_dtype(var.dtype)
+    if var.dtype.scalar_name() != "bfloat16" or array.dtype == want:
+        return array
+    if array.dtype == np.uint16:
+        return array.view(want)
+    return array.astype(want)
+
+
 def pack(arrays: list[np.ndarray]) -> Any:
     """One output: the array; several: a tuple (the convention of compiled kernels)."""
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
@@ -251,9 +264,10 @@ def _as_array(value: Any, var: Variable, what: str) -> np.ndarray:
     if not isinstance(value, np.ndarray) and not hasattr(value, "__array__"):
         raise TypeError(f"{what}: input '{var.name}' must be a numpy array, got {type(value).__name__}")
     arr = np.asarray(value)
-    expected = var.dtype.to_numpy()
+    expected = numpy_dtype(var.dtype)
     if arr.dtype != expected:
-        raise TypeError(f"{what}: input '{var.name}' must have dtype {var.dtype}, got {arr.dtype}")
+        hint = " (numpy arrays of ml_dtypes.bfloat16)" if var.dtype.scalar_name() == "bfloat16" else ""
+        raise TypeError(f"{what}: input '{var.name}' must have dtype {var.dtype}{hint}, got {arr.dtype}")
     if arr.ndim != var.ndim:
         raise ValueError(f"{what}: input '{var.name}' must have rank {var.ndim} {fmt_shape(var.shape)}, "
                          f"got shape {arr.shape}")

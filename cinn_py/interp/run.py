@@ -92,6 +92,8 @@ def _convert_input(tensor: Tensor, value: Any) -> np.ndarray:
     if dtype.kind == "bfloat":
         if arr.dtype == np.uint16:
             arr = nm.bf16_bits_to_float32(arr)
+        elif arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2:  # ml_dtypes.bfloat16: exact
+            arr = arr.astype(np.float32)
         elif arr.dtype.kind == "f":
             arr = np.asarray(nm.round_bf16(arr.astype(np.float32)), dtype=np.float32)
         else:

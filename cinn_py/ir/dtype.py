@@ -111,6 +111,8 @@ def dtype_of(value: str | DType | np.dtype | type) -> DType:
     np_dtype = np.dtype(value)
     if np_dtype == np.bool_:
         return bool_
+    if np_dtype.name == "bfloat16" and np_dtype.itemsize == 2:  # ml_dtypes.bfloat16
+        return bfloat16
     if np_dtype.kind in "iuf":
         return dtype_of(f"{ {'i': 'int', 'u': 'uint', 'f': 'float'}[np_dtype.kind]}{np_dtype.itemsize * 8}")
     raise TypeError(f"numpy dtype {np_dtype} has no cinn-py equivalent")

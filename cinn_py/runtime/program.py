@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cinn_py.frontend.fusion import FusionPlan, Group
-from cinn_py.frontend.program import Program, bind_inputs, pack
+from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc
 
 
@@ -38,7 +38,7 @@ class CompiledProgram:
             result = kernel(*(values[id(v)] for v in group.args))
             results = result if isinstance(result, tuple) else (result,)
             values.update({id(v): r for v, r in zip(group.outputs, results)})
-        return pack([values[id(v)] for v in self.plan.program.outputs])
+        return pack([frontend_array(values[id(v)], v) for v in self.plan.program.outputs])
 
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.program.name}: {len(self.kernels)} kernel(s) for {self.target}>"

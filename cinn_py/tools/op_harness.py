@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend.ops import REGISTRY
-from cinn_py.frontend.ops.base import OpDef
+from cinn_py.frontend.ops.base import OpDef, numpy_dtype
 from cinn_py.frontend.ops.testing import Case, Input, tolerance
+from cinn_py.ir import bfloat16, dtype_of
 
 SYMBOL_VALUES = (3, 1)
 
@@ -76,7 +77,7 @@ def make_arrays(inputs: Sequence[Input], dtype: str, symbols: dict[str, int], se
     rng = np.random.default_rng(seed)
     arrays = []
     for inp in inputs:
-        d = np.dtype(inp.dtype or dtype)
+        d = numpy_dtype(dtype_of(inp.dtype or dtype))
         shape = tuple(symbols[s] if isinstance(s, str) else s for s in inp.shape)
         if d == np.bool_:
             arrays.append(rng.random(shape) < 0.5)
@@ -109,7 +110,7 @@ def compare(op: OpDef, dtype: str, got: Any, want: Any, what: str) -> None:
         assert g.dtype == w.dtype and g.shape == w.shape, (
             f"{op.name} [{dtype}] {what}: got {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}")
         rtol, atol = tolerance(str(w.dtype), op.test)
-        if w.dtype.kind == "f":
+        if w.dtype.kind == "f" or w.dtype == numpy_dtype(bfloat16):
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
                                        equal_nan=True, err_msg=f"{op.name} [{dtype}] {what}")
         else:

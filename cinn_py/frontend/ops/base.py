@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+import ml_dtypes
 import numpy as np
 
 from cinn_py.diagnostics import CinnError
@@ -148,8 +149,50 @@ def get_op(name: str) -> OpDef:
     return op
 
 
-# NetBuilder dtypes: everything numpy (the reference) can hold. bfloat16 has no numpy dtype.
-SUPPORTED_DTYPES: tuple[DType, ...] = tuple(d for d in ALL_SCALAR_DTYPES if d != bfloat16)
+# NetBuilder dtypes: every scalar dtype; bfloat16 values are numpy arrays of `ml_dtypes.bfloat16`.
+SUPPORTED_DTYPES: tuple[DType, ...] = ALL_SCALAR_DTYPES
+
+
+def numpy_dtype(dtype: DType) -> np.dtype:
+    """The numpy dtype of a NetBuilder value of `dtype`: `ml_dtypes.bfloat16` for bfloat16 (the
+    standard numpy extension type; the IR and kernels see its bits as uint16), else the IR's."""
+    if dtype.element_of() == bfloat16:
+        return np.dtype(ml_dtypes.bfloat16)
+    return dtype.to_numpy()
+
+
+def run_reference(op: OpDef, arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv,
+                  out_types: Sequence[TensorType]) -> list[np.ndarray]:
+    """`op.numpy` with bfloat16 computed in float32 and rounded once (nearest even) to each
+    bfloat16 output: the reference of one bfloat16 op is its exact result, rounded, as the
+    kernels compute it (bfloat16 storage, float32 arithmetic). Other dtypes pass through."""
+    bf16 = numpy_dtype(bfloat16)
+    if not any(a.dtype == bf16 for a in arrays) and not any(t.dtype == bfloat16 for t in out_types):
+        return op.numpy(arrays, attrs, env)
+    wide = [a.astype(np.float32) if a.dtype == bf16 else a for a in arrays]
+    outs = op.numpy(wide, attrs, env)
+    return [o.astype(bf16) if t.dtype == bfloat16 else o for o, t in zip(outs, out_types)]
+
+
+DTYPE_KINDS: dict[str, Callable[[DType], bool]] = {
+    "floating-point": lambda d: d.is_float,
+    "numeric": lambda d: not d.is_bool,
+    "bool": lambda d: d.is_bool,
+    "integer": lambda d: d.is_integral,
+    "any": lambda d: True,
+}
+"""The dtype classes an operand of an op may be restricted to."""
+
+
+def check_operand_dtype(op: str, arg: str, dtype: DType, kind: str, hint: str = "cast it first") -> None:
+    """FrontendError unless `dtype` (of the op's argument `arg`) is of class `kind`
+    (`DTYPE_KINDS`); the message names the op, the argument, the dtypes expected and the actual."""
+    if DTYPE_KINDS[kind](dtype):
+        return
+    allowed = ", ".join(d.scalar_name() for d in SUPPORTED_DTYPES if DTYPE_KINDS[kind](d))
+    article = "an" if kind[0] in "aeiou" else "a"
+    raise FrontendError(f"{op}: needs {article} {kind} operand, got {dtype} for argument '{arg}' "
+                        f"(expected one of {allowed}); {hint}")
 
 
 def check_dtype(value: object, op: str) -> DType:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, register,
 )
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.shapes import fmt_shape, normalize_axes, normalize_axis, shapes_equal
@@ -25,9 +25,8 @@ from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.interp import math_fns
 
 
-def _check_float(op: str, t: TensorType, what: str = "operand") -> None:
-    if not t.dtype.is_float:
-        raise FrontendError(f"{op}: needs a floating-point {what}, got {t.dtype}; cast it first")
+def _check_float(op: str, t: TensorType, what: str = "x") -> None:
+    check_operand_dtype(op, what, t.dtype, "floating-point")
 
 
 # -- softmax ------------------------------------------------------------------------------------------

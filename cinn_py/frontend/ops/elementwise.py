@@ -18,7 +18,8 @@ from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.math_ops import call_intrinsic
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype, is_variable, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype, check_operand_dtype,
+    is_variable, numpy_dtype, register,
 )
 from cinn_py.frontend.ops.shapes import dims_equal, eval_shape, fmt_dim, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
@@ -33,19 +34,7 @@ ExprFn = Callable[..., Expr]
 NpFn = Callable[..., Any]
 
 # dtype classes an op accepts
-FLOAT, NUMERIC, BOOL, ANY, INTEGER = "floating-point", "numeric", "bool", "any", "integer"
-
-
-def _accepts(kind: str, d: DType) -> bool:
-    if kind == FLOAT:
-        return d.is_float
-    if kind == NUMERIC:
-        return not d.is_bool
-    if kind == BOOL:
-        return d.is_bool
-    if kind == INTEGER:
-        return d.is_integral
-    return True
+FLOAT, NUMERIC, BOOL, ANY, INTEGER = "floating-point", "numeric", "bool", "any", "integer"  # DTYPE_KINDS
 
 
 def check_same_shapes(op: str, ins: Sequence[TensorType]) -> None:
@@ -62,15 +51,14 @@ def check_same_dtypes(op: str, ins: Sequence[TensorType]) -> None:
                                 "insert an explicit cast")
 
 
-def _check_kind(op: str, kind: str, t: TensorType, what: str = "operand") -> None:
-    if not _accepts(kind, t.dtype):
-        raise FrontendError(f"{op}: needs a {kind} {what}, got {t.dtype}"
-                            + ("; cast it first" if kind != BOOL else "; compare it first (x != 0)"))
+def _check_kind(op: str, kind: str, t: TensorType, arg: str = "x") -> None:
+    hint = "compare it first (x != 0)" if kind == BOOL else "cast it first"
+    check_operand_dtype(op, arg, t.dtype, kind, hint)
 
 
 def _np_fold(np_fn: NumpyImpl) -> Callable[..., Any]:
     def fold(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:
-        arrays = [np.full((), v, dtype=t.dtype.to_numpy()) for v, t in zip(values, ins)]
+        arrays = [np.full((), v, dtype=numpy_dtype(t.dtype)) for v, t in zip(values, ins)]
         with np.errstate(all="ignore"):
             return np_fn(arrays, attrs, {})[0].item()
     return fold
@@ -94,8 +82,8 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
     def infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         check_same_shapes(name, ins)
         check_same_dtypes(name, ins)
-        for t in ins:
-            _check_kind(name, kind, t)
+        for t, arg in zip(ins, ("x", "y", "z")):
+            _check_kind(name, kind, t, arg)
         out_dtype = result(ins[0], attrs) if result is not None else ins[-1].dtype
         return [TensorType(ins[-1].shape, out_dtype)]
 
@@ -104,7 +92,7 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                      else dtype_of(arrays[-1].dtype))
         with np.errstate(all="ignore"):
             value = np.asarray(np_fn(attrs, *arrays))
-        return [value.astype(out_dtype.to_numpy(), copy=False)]
+        return [value.astype(numpy_dtype(out_dtype), copy=False)]
 
     def compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                 out_name: str) -> cdsl.ComputeTensor:
@@ -123,7 +111,7 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                           fold=_np_fold(numpy), arity=arity, signature=signature, test=test))
 
 
-DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",), ANY: ("float32", "int32", "bool"),
+DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",), ANY: ("float32", "bfloat16", "int32", "bool"),
           INTEGER: ("int32", "int64", "int8", "uint8")}
 
 
@@ -416,11 +404,11 @@ def _cast_result(t: TensorType, attrs: Attrs) -> DType:
 
 
 _elementwise("cast", 1, ANY, lambda at, a: cdsl.cast(a, at["dtype"]),
-             lambda at, a: a.astype(at["dtype"].to_numpy()), _cast_result,
+             lambda at, a: a.astype(numpy_dtype(at["dtype"])), _cast_result,
              signature=Signature((tensor("x"), attr("dtype", dtype_arg))),
-             test=OpTest(("float32", "float16", "int32", "int64", "bool"), lambda d: [
+             test=OpTest(("float32", "float16", "bfloat16", "int32", "int64", "bool"), lambda d: [
                  Case((Input(s, low=-100.0, high=100.0),), {"dtype": to}) for s in ((7,), ("S0", 5))
-                 for to in ("float32", "float16", "int32", "int64", "bool", "float64") if to != d]))
+                 for to in ("float32", "float16", "bfloat16", "int32", "int64", "bool", "float64") if to != d]))
 
 
 def _infer_select(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -459,7 +447,7 @@ register(OpDef("select", OpPatternKind.kElementWise, _infer_select, _select_nump
                fold=_np_fold(_select_numpy), arity=3,
                signature=Signature((tensor("condition"), operand("true_value"), operand("false_value")),
                                    build=_select_build),
-               test=OpTest(("float32", "float16", "int32", "bool"), lambda d: [
+               test=OpTest(("float32", "float16", "bfloat16", "int32", "bool"), lambda d: [
                    Case((Input(s, "bool"), Input(s), Input(s))) for s in testing.SHAPES] + [
                    Case((Input((3, 5), "bool"), Input((5,)), Input((3, 1))))])))
 
@@ -484,7 +472,7 @@ _elementwise("isclose", 2, FLOAT, _isclose_expr,
              signature=Signature((operand("x"), operand("y"), attr("rtol", floating, 1e-5), attr("atol", floating, 1e-8),
                                   attr("equal_nan", boolean, False)), build=_isclose_build,
                                  doc="Elementwise `|x - y| <= atol + rtol * |y|` (numpy.isclose)."),
-             test=OpTest(("float32", "float64"), lambda d: [
+             test=OpTest(("float32", "bfloat16", "float64"), lambda d: [
                  Case((Input(s, low=-1.0, high=1.0, specials=True), Input(s, low=-1.0, high=1.0)),
                       {"rtol": 0.5, "atol": 0.1, "equal_nan": en}) for s in testing.SHAPES for en in (False, True)]))
 
@@ -494,7 +482,7 @@ def _sum_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         raise FrontendError("sum: argument 'inputs' must name at least one Variable")
     check_same_shapes("sum", ins)
     check_same_dtypes("sum", ins)
-    _check_kind("sum", NUMERIC, ins[0])
+    _check_kind("sum", NUMERIC, ins[0], "inputs")
     return [ins[0]]
 
 
@@ -527,7 +515,7 @@ def _infer_fill(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
 
 
 def _fill_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
-    return [np.full(eval_shape(attrs["shape"], env), attrs["value"], dtype=attrs["dtype"].to_numpy())]
+    return [np.full(eval_shape(attrs["shape"], env), attrs["value"], dtype=numpy_dtype(attrs["dtype"]))]
 
 
 def _fill_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
@@ -551,7 +539,7 @@ register(OpDef("fill_constant", OpPatternKind.kElementWise, _infer_fill, _fill_n
                    (attr("shape", any_value), attr("value", number), attr("name", string, ""),
                     attr("dtype", optional(dtype_arg), None), attr("force_cpu", boolean, False)),
                    build=_fill_build, doc="A tensor of `shape` filled with `value`."),
-               test=OpTest(("float32", "float16", "int32", "int64", "bool"), lambda d: [
+               test=OpTest(("float32", "float16", "bfloat16", "int32", "int64", "bool"), lambda d: [
                    Case((shape, 1 if d == "bool" else 3), {"dtype": d}) for shape in ([1], [7], [3, 5], [])])))
 
 
@@ -573,7 +561,7 @@ def scalar_of(value: object, d: DType, op: str) -> Any:
     if d.is_bool:
         return bool(value)
     if d.is_float:
-        return float(np.asarray(value, dtype=d.to_numpy()).item())
+        return float(np.asarray(value, dtype=numpy_dtype(d)).item())
     if isinstance(value, float) and not value.is_integer():
         raise FrontendError(f"{op}: value {value} is not representable in {d}")
     info = np.iinfo(d.to_numpy())

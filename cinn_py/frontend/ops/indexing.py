@@ -31,7 +31,7 @@ import numpy as np
 
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, numpy_dtype, register,
 )
 from cinn_py.frontend.ops.reduce import accumulator, frontend_dims
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axis
@@ -40,8 +40,8 @@ from cinn_py.frontend.ops.sorting import at_axis, same_width
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.ir import EQ, GE, Expr, const, dtype_of, int32, int64
 
-_DATA_DTYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
-_NUMERIC_DTYPES = ("float32", "float16", "float64", "int32", "int64")
+_DATA_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "bool")
+_NUMERIC_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64")
 
 
 # -- shared helpers ------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def _one_hot_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
 
 def _one_hot_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
     indices, on, off = arrays
-    dtype = attrs["dtype"].to_numpy()
+    dtype = numpy_dtype(attrs["dtype"])
     hit = indices.astype(np.int64)[..., None] == np.arange(attrs["depth"])
     out = np.where(hit, on.reshape(()).astype(dtype), off.reshape(()).astype(dtype))
     return [np.ascontiguousarray(np.moveaxis(out, -1, attrs["axis"]))]

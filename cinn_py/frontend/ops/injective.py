@@ -30,7 +30,7 @@ from cinn_py.frontend.ops.shapes import (
 from cinn_py.ir import Expr, IntImm, as_expr, const
 
 INT_MAX = 2**31 - 1
-MOVE_DTYPES = ("float32", "float16", "int32", "bool")
+MOVE_DTYPES = ("float32", "float16", "bfloat16", "int32", "bool")
 
 
 def _first(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:

@@ -26,7 +26,7 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
 )
 from cinn_py.frontend.ops.elementwise import binary_operands, scalar_of
 from cinn_py.frontend.ops.reduce import accumulator
@@ -261,7 +261,7 @@ register(OpDef("conv2d", OpPatternKind.kNonFusible, _conv_infer, _conv_numpy, _c
                     attr("padding_algorithm", one_of("EXPLICIT", "SAME", "VALID"), "EXPLICIT")),
                    attrs=_conv_attrs, doc="2-d convolution (cross-correlation) of x by the filter w "
                    "[C_out, C_in / groups, KH, KW]; a direct loop nest."),
-               test=OpTest(("float32", "float16", "float64"), _conv_cases, rtol=1e-4, atol=1e-5)))
+               test=OpTest(("float32", "float16", "bfloat16", "float64"), _conv_cases, rtol=1e-4, atol=1e-5)))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -290,8 +290,7 @@ def _pool_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
 
 def _pool_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     x = ins[0]
-    if not x.dtype.is_float:
-        raise FrontendError(f"pool2d: needs a floating-point x, got {x.dtype}")
+    check_operand_dtype("pool2d", "x", x.dtype, "floating-point")
     c, _, _ = _spatial(attrs["data_format"], x.shape)
     oh, ow = attrs["out_hw"]
     return [TensorType(_layout_shape(attrs["data_format"], x.shape[0], c, oh, ow), x.dtype)]
@@ -463,8 +462,8 @@ def _arange_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) ->
     i = np.arange(attrs["shape"][0])
     if d.is_float:   # as the kernel computes: start + i * step in the dtype (float32 math for 16-bit floats)
         w = accumulator(d).to_numpy()
-        return [(i.astype(w) * np.asarray(attrs["step"], w) + np.asarray(attrs["start"], w)).astype(d.to_numpy())]
-    return [(attrs["start"] + i * attrs["step"]).astype(d.to_numpy())]
+        return [(i.astype(w) * np.asarray(attrs["step"], w) + np.asarray(attrs["start"], w)).astype(numpy_dtype(d))]
+    return [(attrs["start"] + i * attrs["step"]).astype(numpy_dtype(d))]
 
 
 def _arange_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
@@ -483,7 +482,7 @@ register(OpDef("arange", OpPatternKind.kElementWise, lambda ins, at: [TensorType
                signature=Signature((attr("start", number), attr("stop", number), attr("step", number),
                                     attr("dtype", dtype_arg)), attrs=_arange_attrs,
                                    doc="[start, stop) in steps of `step`: ceil((stop - start) / step) elements."),
-               test=OpTest(("float32", "int32", "int64", "float16", "float64"), lambda d: [
+               test=OpTest(("float32", "int32", "int64", "float16", "bfloat16", "float64"), lambda d: [
                    Case((0, 7, 1, d)), Case((5, -4, -3, d)), Case((2, 3, 5, d))] + (
                    [Case((0.5, 2.0, 0.25, d))] if d.startswith("float") else []))))
 
@@ -572,7 +571,7 @@ def _random_numpy(kind: str) -> Callable[[Sequence[np.ndarray], Attrs, SymbolEnv
         else:
             u2 = _uniform01_np(counter, _coefficients(attrs["seed"], 1))
             y = attrs["mean"] + attrs["std"] * np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * math.pi * u2)
-        return [np.asarray(y, np.float64).astype(attrs["dtype"].to_numpy())]
+        return [np.asarray(y, np.float64).astype(numpy_dtype(attrs["dtype"]))]
     return numpy
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
 )
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, int_list, tensor
@@ -49,10 +49,9 @@ def reduce_count(shape: Sequence[Any], axes: Sequence[int]) -> Any:
 
 def _check_dtype(op: str, d: DType) -> None:
     if op in ("reduce_all", "reduce_any"):
-        if not d.is_bool:
-            raise FrontendError(f"{op}: needs a bool operand, got {d}; compare it first (x != 0)")
-    elif op == "reduce_mean" and not d.is_float:
-        raise FrontendError(f"{op}: needs a floating-point operand, got {d}; cast it first")
+        check_operand_dtype(op, "x", d, "bool", "compare it first (x != 0)")
+    elif op == "reduce_mean":
+        check_operand_dtype(op, "x", d, "floating-point")
     elif d.is_bool:
         other = "reduce_any" if op in ("reduce_sum", "reduce_max") else "reduce_all"
         raise FrontendError(f"{op}: cannot reduce a bool operand; use {other}, or cast to an int dtype to count")
@@ -165,7 +164,7 @@ def _fold(op: str) -> Callable[..., Any]:
             return values[0] if not (isinstance(count, int) and count == 0) else None
         if not isinstance(count, int) or count == 0:
             return None
-        v = np.full((count,), values[0], dtype=ins[0].dtype.to_numpy())
+        v = np.full((count,), values[0], dtype=numpy_dtype(ins[0].dtype))
         with np.errstate(all="ignore"):
             return _NUMPY[op](v).astype(v.dtype).item()
 
@@ -268,7 +267,7 @@ register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy
                                     attr("transpose_y", boolean, False), attr("alpha", floating, 1.0)),
                                    build=_matmul_build, doc="Matrix product over the last two dims "
                                    "(rank-1 operands as numpy; y of rank 2 or of x's rank)."),
-               test=OpTest(("float32", "float16", "float64", "int32"), _matmul_cases, rtol=1e-4, atol=1e-5)))
+               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32"), _matmul_cases, rtol=1e-4, atol=1e-5)))
 
 
 def reduce_attrs(op_attrs: Attrs, in_type: TensorType) -> tuple[tuple[Any, ...], tuple[int, ...]]:

@@ -26,7 +26,7 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    REGISTRY, Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
+    REGISTRY, Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
 )
 from cinn_py.frontend.ops.reduce import accumulator, reduced_shape
 from cinn_py.frontend.ops.shapes import eval_dim, fmt_shape, index_dim, normalize_axis
@@ -36,7 +36,7 @@ from cinn_py.ir import EQ, GE, GT, LE, LT, And, Expr, Not, Or, const, dtype_of, 
 
 INDEX_DTYPE = int32
 """The dtype of argmax/argmin/argsort results (CINN's `Int(32)`)."""
-_SORT_DTYPES = ("float32", "float16", "float64", "int32", "int64")
+_SORT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64")
 
 
 def axis_attr(op: str, x: TensorType, axis: int) -> int:
@@ -47,8 +47,7 @@ def axis_attr(op: str, x: TensorType, axis: int) -> int:
 
 
 def _check_orderable(op: str, x: TensorType) -> None:
-    if x.dtype.is_bool:
-        raise FrontendError(f"{op}: needs a numeric operand, got bool; cast it to an int dtype first")
+    check_operand_dtype(op, "x", x.dtype, "numeric", "cast it to an int dtype first")
 
 
 def same_width(a: Expr, b: Expr) -> tuple[Expr, Expr]:
@@ -212,7 +211,7 @@ register(OpDef("cumsum", OpPatternKind.kNonFusible, _cumsum_infer, _cumsum_numpy
                                                           "exclusive": at["exclusive"], "reverse": at["reverse"]},
                                    doc="Cumulative sum along `axis` (Paddle's cumsum attributes: `exclusive` "
                                        "leaves each element out of its own sum, `reverse` sums from the end)."),
-               test=OpTest(("float32", "float16", "float64", "int32", "int64"), _cumsum_cases, rtol=1e-4, atol=1e-5)))
+               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32", "int64"), _cumsum_cases, rtol=1e-4, atol=1e-5)))
 
 
 # -- sort / argsort / top_k --------------------------------------------------------------------------------------
@@ -282,7 +281,7 @@ def _order_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> 
     axis = attrs["axis"]
     count = eval_dim(attrs["count"], env)
     perm = _inverse(arrays[0], axis)
-    return [np.take(perm, np.arange(count), axis=axis).astype(attrs["dtype"].to_numpy())]
+    return [np.take(perm, np.arange(count), axis=axis).astype(numpy_dtype(attrs["dtype"]))]
 
 
 def _order_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,

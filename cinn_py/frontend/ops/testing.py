@@ -20,9 +20,9 @@ from typing import Any, Union
 SpecDim = Union[int, str]
 SpecShape = tuple[SpecDim, ...]
 
-FLOATS = ("float32", "float16", "float64")
+FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int32", "int64")
-NUMERIC = ("float32", "float16", "int32", "int64")
+NUMERIC = ("float32", "float16", "bfloat16", "int32", "int64")
 
 SHAPES: tuple[SpecShape, ...] = ((1,), (7,), (3, 5), (2, 1, 6), ("S0", 5))
 """Default shapes of elementwise cases: a size-1 dim, non-power-of-two dims, a symbolic batch."""

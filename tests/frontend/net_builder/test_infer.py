@@ -31,7 +31,7 @@ def test_create_input_symbolic_and_static(nb: NetBuilder) -> None:
 @pytest.mark.parametrize("args, exc, msg", [
     (("float32", [-1], "X"), FrontendError, "must be non-negative"),
     (("float32", [1.5], "X"), TypeError, "must be an int"),
-    (("bfloat16", [4], "X"), TypeError, "not supported by NetBuilder"),
+    (("float32<4>", [4], "X"), TypeError, "not supported by NetBuilder"),
     (("float32", ["i"], "X"), FrontendError, "loop axis names"),
     (("float32", [cp.sym("S0") * 2], "X"), FrontendError, "bare symbolic dim"),
     (("float32", [4], "1X"), ValueError, "not an identifier"),
@@ -125,7 +125,7 @@ def test_cast_select_scale_fill(nb: NetBuilder) -> None:
     c = nb.greater_than(x, 0.0)
     s = nb.select(c, x, 0.0)
     assert shape_of(s) == "[S0, 4]" and str(s.dtype) == "float32"
-    with pytest.raises(FrontendError, match="select: needs a bool condition, got float32"):
+    with pytest.raises(FrontendError, match=r"select: needs a bool operand, got float32 for argument 'condition' \(expected one of bool\)"):
         nb.select(x, x, x)
     assert shape_of(nb.scale(x, 2.0, 1.0)) == "[S0, 4]"
     f = nb.fill_constant(["S0", 2], 1, dtype="int8")

@@ -2,8 +2,8 @@
 test cases (`OpDef.test`) runs compiled for x86 against its numpy reference for each case and
 dtype, and its CUDA kernels compile with NVRTC (one case per op and dtype). CI runs every case
 of an op's first dtype and a third of the others; CINN_OP_HARNESS_FULL=1 runs them all. The CUDA
-kernels of each op's first dtype also run in the CPU emulator against numpy (all dtypes with
-CINN_OP_HARNESS_FULL=1)."""
+kernels of each op's first dtype (and bfloat16 for the float32-accumulating ops) also run in the
+CPU emulator against numpy (all dtypes with CINN_OP_HARNESS_FULL=1)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,11 @@ def test_cuda_compiles(op: str, dtype: str) -> None:
 
 
 FULL = os.environ.get("CINN_OP_HARNESS_FULL") == "1"
-EMULATED_ITEMS = [(o, d) for o, d in CUDA_ITEMS if FULL or d == REGISTRY[o].test.dtypes[0]]  # type: ignore[union-attr]
+# bfloat16 (storage) ops whose kernels compute or accumulate in float32: emulated in CI too
+BF16_EMULATED = {"reduce_sum", "reduce_mean", "reduce_max", "matmul", "softmax", "layer_norm", "rms_norm", "cast",
+                 "select", "greater_than", "cumsum", "exp"}
+EMULATED_ITEMS = [(o, d) for o, d in CUDA_ITEMS  # type: ignore[union-attr]
+                  if FULL or d == REGISTRY[o].test.dtypes[0] or (d == "bfloat16" and o in BF16_EMULATED)]
 
 
 @pytest.mark.cuda_emulated
