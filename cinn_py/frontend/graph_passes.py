@@ -24,9 +24,11 @@ from typing import Any
 
 from cinn_py.frontend.decompose import decompose
 from cinn_py.frontend.ops import get_op
+from cinn_py.frontend.ops.base import FrontendError, suggest
 from cinn_py.frontend.ops.elementwise import scalar_of
 from cinn_py.frontend.program import Operator, Program, Variable
-from cinn_py.frontend.simplify import simplify
+from cinn_py.frontend.rewrite import Rewrite, apply_rewrites
+from cinn_py.frontend.simplify import RULES, simplify
 
 Pass = Callable[[Program], Program]
 
@@ -107,6 +109,32 @@ def eliminate_dead_code(program: Program) -> Program:
 
 
 DEFAULT_PASSES: tuple[Pass, ...] = (decompose, simplify, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+
+
+def _rule_pass(rule: Rewrite) -> Pass:
+    return lambda program: apply_rewrites(program, [rule])
+
+
+NAMED_PASSES: dict[str, Pass] = {
+    "decompose": decompose, "simplify": simplify, "fold_constants": fold_constants,
+    "eliminate_common_subexpressions": eliminate_common_subexpressions, "eliminate_dead_code": eliminate_dead_code,
+    # CINN's names of the same graph passes
+    "Decomposer": decompose, "ConstantFolding": fold_constants,
+    "CommonSubexpressionElimination": eliminate_common_subexpressions, "DeadCodeElimination": eliminate_dead_code,
+    # each rewrite of `simplify` on its own
+    **{rule.name: _rule_pass(rule) for rule in RULES},
+}
+"""Passes a user may name (`Program.build_and_get_output(..., passes=[...])`, `named_passes`)."""
+
+
+def named_passes(names: Sequence[str], what: str) -> list[Pass]:
+    """The passes of `NAMED_PASSES` called `names`; a FrontendError for an unknown name lists
+    the available ones."""
+    unknown = [n for n in names if n not in NAMED_PASSES]
+    if unknown:
+        raise FrontendError(f"{what}: argument 'passes': unknown pass(es) {unknown}{suggest(unknown[0], list(NAMED_PASSES))}"
+                            f" (available graph passes and rewrites: {', '.join(NAMED_PASSES)})")
+    return [NAMED_PASSES[n] for n in names]
 
 
 def optimize(program: Program, passes: Sequence[Pass] = DEFAULT_PASSES) -> Program:

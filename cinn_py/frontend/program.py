@@ -168,12 +168,14 @@ class Program:
         `cinn_py.DefaultHostTarget()`) with the automatic schedule, and return the arrays of
         `fetch_list` (any variables of the program, intermediates included) in that order.
 
-        `passes` and `scope` exist for CINN's signature: cinn-py runs its own fixed graph passes
-        and owns its buffers, so a non-empty `passes` or a `scope` is refused, not ignored."""
-        if list(passes):
-            raise FrontendError(f"build_and_get_output: argument 'passes': cinn-py runs its fixed graph passes "
-                                f"(decompose, constant folding, CSE, DCE, fusion); choosing CINN passes by name "
-                                f"is not supported, expected [] got {list(passes)}")
+        `passes` names graph passes or single rewrites (`graph_passes.NAMED_PASSES`: ours, CINN's
+        names of the same passes such as "ConstantFolding", and each rule of `simplify` such as
+        "silu"), run in order on the program before it is compiled; compiling then runs the
+        default graph passes as always (an unknown name is a FrontendError listing the
+        available ones). cinn-py owns its buffers, so a `scope` is refused, not ignored."""
+        from cinn_py.frontend.graph_passes import named_passes  # noqa: PLC0415 - graph passes import Program
+
+        chosen = named_passes(list(passes), "build_and_get_output")
         if scope is not None:
             raise FrontendError(f"build_and_get_output: argument 'scope': cinn-py allocates its own buffers, "
                                 f"expected None got {type(scope).__name__}")
@@ -185,7 +187,10 @@ class Program:
         from cinn_py.driver import compile as compile_program  # noqa: PLC0415 - the frontend is a leaf
 
         unique = list({id(v): v for v in fetch}.values())
-        by_name = compile_program(Program(self.name, self.inputs, self.ops, unique), target).run(feeds)
+        program = Program(self.name, self.inputs, self.ops, unique)
+        for graph_pass in chosen:  # passes keep the names of the outputs
+            program = graph_pass(program)
+        by_name = compile_program(program, target).run(feeds)
         return [by_name[v.name] for v in fetch]
 
     def _feeds(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any]) -> dict[str, Any]:

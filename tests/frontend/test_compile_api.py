@@ -64,7 +64,9 @@ def test_build_and_get_output_on_cuda_runs_the_cuda_kernels_emulated() -> None:
     ({"feed_list": ["x", "nope"], "feed_datas": [0, 0]}, "argument 'feed_list': expected variables of program"),
     ({"fetch_list": []}, "argument 'fetch_list': expected at least one variable"),
     ({"fetch_list": ["missing"]}, "argument 'fetch_list': expected variables of program 'api', got 'missing'"),
-    ({"passes": ["OpFusionPass"]}, "argument 'passes'"),
+    ({"passes": ["OpFusionPass"]}, r"argument 'passes': unknown pass\(es\) \['OpFusionPass'\].* \(available graph "
+                                   r"passes and rewrites: decompose, simplify, .*ConstantFolding, .*silu"),
+    ({"passes": ["silu", "fold_scale"]}, r"unknown pass\(es\) \['fold_scale'\]; did you mean 'fold_scales'"),
     ({"scope": object()}, "argument 'scope'"),
 ])
 def test_build_and_get_output_rejects_bad_arguments(kwargs: dict[str, object], message: str) -> None:
@@ -75,6 +77,23 @@ def test_build_and_get_output_rejects_bad_arguments(kwargs: dict[str, object], m
     args.update(kwargs)
     with pytest.raises(FrontendError, match=message):
         program.build_and_get_output("x86", **args)  # type: ignore[arg-type]
+
+
+def test_build_and_get_output_runs_the_named_passes_first() -> None:
+    """Named passes rewrite the program before it is compiled; fetched variables keep their names
+    (an intermediate the rewrite removes survives as the output it was fetched as)."""
+    nb = NetBuilder("named")
+    x = nb.create_input("float32", [3, 5], "x")
+    s = nb.sigmoid(x)
+    y = nb.multiply(x, s)
+    program = nb.build()
+    X = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    want = X / (1 + np.exp(-X))
+    for passes in (["silu"], ["Decomposer", "silu", "ConstantFolding", "CommonSubexpressionElimination",
+                              "DeadCodeElimination"], ["simplify", "fold_transposes"]):
+        got, sig = program.build_and_get_output("x86", [x], [X], [y, s], passes=passes)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(sig, 1 / (1 + np.exp(-X)), rtol=1e-6)
 
 
 def test_variables_of_another_program_are_rejected() -> None:

@@ -67,6 +67,42 @@ def test_dropout_after_bias_add_is_a_scale_or_nothing() -> None:
         _same_numerics(p, q, (3, 6), (6,))
 
 
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_bias_dropout_moves_the_factor_into_the_preceding_scale_and_onto_the_bias(bias_first: bool) -> None:
+    nb = NetBuilder("d")
+    x = nb.create_input("float32", ["S0", 6], "X")
+    w = nb.create_input("float32", [6, 6], "W")
+    b = nb.create_input("float32", [6], "B")
+    mm = nb.scale(nb.matmul(x, w), 0.5, 1.0, bias_after_scale=False)  # (x @ w + 1) * 0.5
+    bias = nb.broadcast_to(b, ["S0", 6], [1])
+    y = nb.dropout_infer(nb.add(bias, mm) if bias_first else nb.add(mm, bias), 0.25)
+    p = nb.build()
+    q = simplify(p)
+    assert _types(q) == ["matmul", "scale", "scale", "broadcast_to", "add"] and q.outputs[0].name == y.name
+    big, small = q.ops[1], q.ops[2]
+    assert big.inputs[0] is q.ops[0].output and (big.attrs["scale"], big.attrs["bias"]) == (0.375, 0.375)
+    assert small.inputs[0].name == "B" and small.output.shape == (6,) and small.attrs["scale"] == 0.75
+    assert [v.name for v in q.ops[4].inputs] == ([q.ops[3].output.name, big.output.name] if bias_first
+                                                 else [big.output.name, q.ops[3].output.name])
+    _same_numerics(p, q, (4, 6), (6, 6), (6,))
+
+
+def test_bias_dropout_needs_a_scaling_dropout_and_a_single_use_scale() -> None:
+    nb = NetBuilder("d")
+    x = nb.create_input("float32", [3, 6], "X")
+    b = nb.create_input("float32", [6], "B")
+    nb.dropout_infer(nb.add(nb.scale(x, 2.0), b), 0.25, "upscale_in_train")  # a factor of 1: dropout vanishes
+    q = simplify(nb.build())
+    assert _types(q) == ["scale", "broadcast_to", "add", "identity"]
+    nb = NetBuilder("d")
+    x = nb.create_input("float32", [3, 6], "X")
+    b = nb.create_input("float32", [6], "B")
+    s = nb.scale(x, 2.0)
+    y = nb.dropout_infer(nb.add(s, b), 0.25)
+    q = simplify(nb.build([y, s]))  # the scale is also an output: it is kept, dropout is a scale
+    assert _types(q) == ["scale", "broadcast_to", "add", "scale"]
+
+
 def test_removed_dropout_forwards_its_uses() -> None:
     nb = NetBuilder("d")
     x = nb.create_input("float32", [3, 6], "X")
