@@ -169,9 +169,14 @@ def run_reference(op: OpDef, arrays: Sequence[np.ndarray], attrs: Attrs, env: Sy
     bf16 = numpy_dtype(bfloat16)
     if not any(a.dtype == bf16 for a in arrays) and not any(t.dtype == bfloat16 for t in out_types):
         return op.numpy(arrays, attrs, env)
-    wide = [a.astype(np.float32) if a.dtype == bf16 else a for a in arrays]
-    outs = op.numpy(wide, attrs, env)
+    outs = op.numpy(widen_bfloat16(arrays), attrs, env)
     return [o.astype(bf16) if t.dtype == bfloat16 else o for o, t in zip(outs, out_types)]
+
+
+def widen_bfloat16(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """`arrays` with each bfloat16 one as float32 (exact): what a bfloat16 op computes in."""
+    bf16 = numpy_dtype(bfloat16)
+    return [a.astype(np.float32) if a.dtype == bf16 else a for a in arrays]
 
 
 DTYPE_KINDS: dict[str, Callable[[DType], bool]] = {

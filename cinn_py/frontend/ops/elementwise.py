@@ -19,7 +19,7 @@ from cinn_py.frontend.math_ops import call_intrinsic
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype, check_operand_dtype,
-    is_variable, numpy_dtype, register,
+    is_variable, numpy_dtype, register, widen_bfloat16,
 )
 from cinn_py.frontend.ops.shapes import dims_equal, eval_shape, fmt_dim, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
@@ -58,9 +58,9 @@ def _check_kind(op: str, kind: str, t: TensorType, arg: str = "x") -> None:
 
 def _np_fold(np_fn: NumpyImpl) -> Callable[..., Any]:
     def fold(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType], out: TensorType) -> Any:
-        arrays = [np.full((), v, dtype=numpy_dtype(t.dtype)) for v, t in zip(values, ins)]
+        arrays = widen_bfloat16([np.full((), v, dtype=numpy_dtype(t.dtype)) for v, t in zip(values, ins)])
         with np.errstate(all="ignore"):
-            return np_fn(arrays, attrs, {})[0].item()
+            return np_fn(arrays, attrs, {})[0].astype(numpy_dtype(out.dtype)).item()
     return fold
 
 

@@ -164,9 +164,10 @@ def _fold(op: str) -> Callable[..., Any]:
             return values[0] if not (isinstance(count, int) and count == 0) else None
         if not isinstance(count, int) or count == 0:
             return None
-        v = np.full((count,), values[0], dtype=numpy_dtype(ins[0].dtype))
+        v = np.full((count,), values[0], dtype=numpy_dtype(ins[0].dtype))  # rounded to the dtype
+        wide = v.astype(accumulator(ins[0].dtype).to_numpy())  # fp16/bf16 accumulate in float32, as kernels do
         with np.errstate(all="ignore"):
-            return _NUMPY[op](v).astype(v.dtype).item()
+            return _NUMPY[op](wide).astype(v.dtype).item()
 
     return fold
 

@@ -10,6 +10,7 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.frontend import NetBuilder
+from cinn_py.frontend.graph_passes import optimize
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.pipeline import compile_program, run_interpreted
 from cinn_py.tools.testing.cuda import cuda_emulation
@@ -107,3 +108,20 @@ def test_ops_without_bfloat16_name_op_argument_and_dtypes(build, message) -> Non
     x = nb.create_input("bfloat16", [4], "x")
     with pytest.raises(FrontendError, match=message):
         build(nb, x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_constant_folding_computes_like_the_kernels(dtype: str) -> None:
+    """A folded reduction of a uniform constant accumulates in float32 (300 * bf16(0.01) is 3.0029,
+    3.0 in bfloat16; a bfloat16 accumulator gives 3.21875); a folded elementwise op computes in
+    float32 and rounds once."""
+    nb = NetBuilder("fold")
+    x = nb.create_input(dtype, [3], "x")
+    total = nb.reduce_sum(nb.fill_constant([3, 300], 0.01, "d", dtype), [1])
+    y = nb.add(nb.add(x, total), nb.exp(nb.fill_constant([3], 0.1, "c", dtype)))
+    program = nb.build([y])
+    folded = [op.type for op in optimize(program).ops]
+    assert folded.count("fill_constant") == 2 and "reduce_sum" not in folded and "exp" not in folded
+    data = np.ones(3, BF16 if dtype == "bfloat16" else np.float16)
+    got = compile_program(program, "x86")(data)
+    np.testing.assert_array_equal(got.astype(np.float32), program.run_numpy(data).astype(np.float32))
