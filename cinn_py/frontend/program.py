@@ -153,7 +153,7 @@ class Program:
     def run_numpy(self, *inputs: Any) -> Any:
         """Evaluate the op graph with each op's numpy implementation (the reference)."""
         arrays, env = self.bind_inputs(_positional(inputs))
-        values: dict[int, np.ndarray] = {id(v): arrays[v.name] for v in self.inputs}
+        values: dict[int, np.ndarray] = {id(v): frontend_array(arrays[v.name], v) for v in self.inputs}
         for op in self.ops:
             result = run_reference(get_op(op.type), [values[id(v)] for v in op.inputs], op.attrs, env,
                                    [v.type for v in op.outputs])
@@ -270,8 +270,9 @@ def _as_array(value: Any, var: Variable, what: str) -> np.ndarray:
         raise TypeError(f"{what}: input '{var.name}' must be a numpy array, got {type(value).__name__}")
     arr = np.asarray(value)
     expected = numpy_dtype(var.dtype)
-    if arr.dtype != expected:
-        hint = " (numpy arrays of ml_dtypes.bfloat16)" if var.dtype.scalar_name() == "bfloat16" else ""
+    bits = var.dtype.scalar_name() == "bfloat16" and arr.dtype == np.uint16  # the runtime's bf16 storage
+    if arr.dtype != expected and not bits:
+        hint = " (ml_dtypes.bfloat16, or uint16 bit patterns)" if var.dtype.scalar_name() == "bfloat16" else ""
         raise TypeError(f"{what}: input '{var.name}' must have dtype {var.dtype}{hint}, got {arr.dtype}")
     if arr.ndim != var.ndim:
         raise ValueError(f"{what}: input '{var.name}' must have rank {var.ndim} {fmt_shape(var.shape)}, "

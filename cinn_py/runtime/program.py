@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from cinn_py.frontend.fusion import FusionPlan, Group
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
-from cinn_py.ir import LoweredFunc
+from cinn_py.ir import LoweredFunc, bfloat16
 
 
 class CompiledProgram:
@@ -26,8 +28,15 @@ class CompiledProgram:
         return self.plan.groups
 
     def __call__(self, *inputs: Any) -> Any:
+        """The outputs for numpy inputs. bfloat16 results are `ml_dtypes.bfloat16` arrays, or
+        uint16 bit patterns (the kernels' storage, as `cinn_py.torch` passes them) when the
+        bfloat16 inputs came as bit patterns."""
         arrays, _ = bind_inputs(self.program, _inputs(inputs))
-        return self.run_bound(arrays)
+        result = self.run_bound(arrays)
+        if any(arrays[v.name].dtype == np.uint16 for v in self.program.inputs if v.dtype == bfloat16):
+            return result
+        outs = result if isinstance(result, tuple) else (result,)
+        return pack([frontend_array(r, v) for r, v in zip(outs, self.plan.program.outputs)])
 
     def run_bound(self, arrays: Mapping[str, Any]) -> Any:
         """The kernels on inputs by name, already checked (`bind_inputs`) or device arrays the
@@ -38,7 +47,7 @@ class CompiledProgram:
             result = kernel(*(values[id(v)] for v in group.args))
             results = result if isinstance(result, tuple) else (result,)
             values.update({id(v): r for v, r in zip(group.outputs, results)})
-        return pack([frontend_array(values[id(v)], v) for v in self.plan.program.outputs])
+        return pack([values[id(v)] for v in self.plan.program.outputs])
 
     def __repr__(self) -> str:
         return f"<CompiledProgram {self.program.name}: {len(self.kernels)} kernel(s) for {self.target}>"

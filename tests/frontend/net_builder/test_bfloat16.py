@@ -86,10 +86,24 @@ def test_bfloat16_inputs_must_be_ml_dtypes_arrays() -> None:
     nb = NetBuilder("relu")
     x = nb.create_input("bfloat16", [4], "x")
     program = nb.build([nb.relu(x)])
-    with pytest.raises(TypeError, match=r"input 'x' must have dtype bfloat16 \(numpy arrays of ml_dtypes.bfloat16\), "
+    with pytest.raises(TypeError, match=r"input 'x' must have dtype bfloat16 \(ml_dtypes.bfloat16, or uint16 bit patterns\), "
                                         r"got float32"):
         program.run_numpy(np.zeros(4, np.float32))
     assert nb.create_input(BF16, [2], "y").dtype.scalar_name() == "bfloat16"  # numpy dtype accepted
+
+
+def test_bfloat16_bit_patterns_in_give_bit_patterns_out() -> None:
+    """uint16 bit patterns (the kernels' storage; cinn_py.torch passes bf16 tensors so) are
+    accepted, and a compiled program then returns bit patterns too."""
+    nb = NetBuilder("bits")
+    x = nb.create_input("bfloat16", [5], "x")
+    program = nb.build([nb.scale(x, 2.0, 1.0)])
+    values = np.array([0.5, -1.25, 3.0, 0.0, 1e-3], np.float32).astype(BF16)
+    compiled = compile_program(program, "x86")
+    as_bf16, as_bits = compiled(values), compiled(values.view(np.uint16))
+    assert as_bf16.dtype == BF16 and as_bits.dtype == np.uint16
+    np.testing.assert_array_equal(as_bits, as_bf16.view(np.uint16))
+    np.testing.assert_array_equal(program.run_numpy(values.view(np.uint16)).view(np.uint16), as_bits)
 
 
 @pytest.mark.parametrize(("build", "message"), [
