@@ -43,17 +43,21 @@ def single_block_schedule(sch: IRSchedule) -> str:
     """Schedule every nest of `sch` onto one block of `THREADS` threads (see the module docstring)."""
     groups = nests(sch)
     # A top-level block without iter vars cannot be addressed, so nothing keeps it off the other
-    # threads. A 0-d reduction's init only writes the identity (same value from every thread,
-    # before the barrier of the update's nest); any other such block (a 0-d result reading
-    # earlier nests) makes one thread run everything.
-    threads = 1 if any(not is_init_name(name) for name in _unaddressable(sch)) else THREADS
+    # threads. A 0-d reduction's init only writes the identity (the same value from every
+    # thread), so a barrier between it and its update's nest suffices: without one, a thread
+    # still writing the identity overwrote what thread 0 had accumulated (fuzz --net --emulate
+    # seed 2027 case 56). Any other such block (a 0-d result reading earlier nests) makes one
+    # thread run everything.
+    unaddressable = _unaddressable(sch)
+    threads = 1 if any(not is_init_name(name) for name in unaddressable) else THREADS
     first = True
     for names in groups:
         if not names:
             continue
         mains = [n for n in names if not is_init_name(n)]
         depth = _spatial_depth(sch, mains[-1]) if mains else 0
-        if not first:
+        after_own_init = any(f"{name}__reduce_init" in unaddressable for name in mains)
+        if not first or (after_own_init and threads > 1):
             loops = sch.get_loops(names[0])
             sch.sync_threads(loops[0] if loops else names[0], after=False)
         first = False

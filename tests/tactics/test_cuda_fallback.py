@@ -24,6 +24,7 @@ import cinn_py as cp
 from cinn_py.frontend.fusion import plan
 from cinn_py.lowering.group import lower_group
 from cinn_py.tools.fuzz import nvrtc_available
+from cinn_py.tools.testing.cuda import run_cuda_emulated
 from schedules.tactics import auto_schedule_buckets
 from schedules.testing import random_inputs
 
@@ -118,3 +119,20 @@ def test_fallback_with_a_0d_result_after_a_0d_reduction() -> None:
     for func in _groups(nb.build()):
         strategies += _check(func, _inputs(func, {}))
     assert "single-block" in strategies
+
+
+def test_0d_reduction_init_is_separated_from_thread_0s_update_by_a_barrier() -> None:
+    """Fuzz --net --emulate seed 2027 case 56: every thread writes the 0-d identity (the init
+    block cannot be addressed, so not bound), thread 0 accumulates; without a barrier between
+    them a late thread's identity overwrote the result (inf)."""
+    nb = cp.NetBuilder("net56")
+    x0 = nb.create_input("float32", [4], "x0")
+    low = nb.reduce_min(x0, dim=(0,), keep_dim=False)
+    out = nb.maximum(x0, low)
+    x = np.array([0.5, -1.0, 2.0, -3.0], np.float32)
+    got_low, got_out = run_cuda_emulated(nb.build([low, out]), x)
+    np.testing.assert_array_equal(got_low, x.min())
+    np.testing.assert_array_equal(got_out, np.maximum(x, x.min()))
+    source = cp.codegen(_groups(nb.build([low, out]))[0], target="cuda", schedule="auto").source
+    init, barrier, update = (source.index(s) for s in ("0x7f800000", "__syncthreads", "min("))
+    assert init < barrier < update
