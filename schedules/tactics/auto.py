@@ -135,7 +135,7 @@ def _try_matmul_cuda(func: LoweredFunc, target: Target, report: AutoScheduleRepo
     it (the reason goes to `report.fallbacks`)."""
     sch = IRSchedule(func)
     inlined = compute_inline_tactic(sch)
-    info = match_matmul(sch.func, widened=True)
+    info = match_matmul(sch.func)
     if info is None:
         return None
     try:

@@ -1,7 +1,7 @@
 """Matmul on CUDA: the tiled shared-memory schedule (the classic SGEMM of Volkov / CUTLASS's
 "threadblock tile -> thread tile"), built from the public primitives.
 
-For a group `match_matmul(.., widened=True)` recognises (fp16/bf16 operands read through a cast to
+For a group `match_matmul` recognises (fp16/bf16 operands read through a cast to
 the float32 accumulator), with `CudaMatmulParams` block tile `BM x BN`, k step `BK` and thread
 tile `TM x TN`:
 
@@ -156,7 +156,7 @@ def cuda_matmul_tactic(sch: IRSchedule, info: MatmulInfo, params: CudaMatmulPara
     epilogue = list(info.epilogue)
     if info.output:  # accumulate in registers, write C once
         sch.cache_write(block, 0, "local")
-        found = match_matmul(sch.func, widened=True)
+        found = match_matmul(sch.func)
         if found is None:
             raise schedule_error(InvalidArgumentError, "cuda_matmul", "the local accumulator of an output C is "
                                  "not a matmul nest", sch.func)

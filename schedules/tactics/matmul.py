@@ -105,15 +105,15 @@ class MatmulInfo:
         return f"matmul{'_b' if self.batch else ''}_{flags}_epi{len(self.epilogue)}"
 
 
-def _operand(e: Expr, widened: bool) -> Load | None:
-    """`e` as a load of an operand; with `widened`, also a load cast to the accumulator's type
-    (float16/bfloat16 inputs of a float32-accumulating matmul)."""
-    if widened and isinstance(e, Cast) and e.dtype.is_float:
+def _operand(e: Expr) -> Load | None:
+    """`e` as a load of an operand, or a load cast to the accumulator's type (float16/bfloat16
+    inputs of a float32-accumulating matmul: both targets' schedules widen them in registers)."""
+    if isinstance(e, Cast) and e.dtype.is_float:
         e = e.v
     return e if isinstance(e, Load) else None
 
 
-def _sum_of_product(block: BlockInfo, widened: bool = False) -> tuple[Load, Load] | None:
+def _sum_of_product(block: BlockInfo) -> tuple[Load, Load] | None:
     stores = block_stores(block.realize)
     if len(stores) != 1:
         return None
@@ -123,7 +123,7 @@ def _sum_of_product(block: BlockInfo, widened: bool = False) -> tuple[Load, Load
     own = value.a
     if not (isinstance(own, Load) and own.tensor.name == stores[0].tensor.name):
         return None
-    x, y = _operand(value.b.a, widened), _operand(value.b.b, widened)
+    x, y = _operand(value.b.a), _operand(value.b.b)
     return (x, y) if x is not None and y is not None else None
 
 
@@ -178,16 +178,16 @@ def _epilogue(info_blocks: tuple[BlockInfo, ...], update: BlockInfo, store_idx: 
     return tuple(names)
 
 
-def match_matmul(func: LoweredFunc, widened: bool = False) -> MatmulInfo | None:
-    """A `MatmulInfo` when `func` is a (batched) matmul group with elementwise epilogues; with
-    `widened`, operands may be read through a cast to the accumulator's float type (the CUDA
-    schedule; the x86 one vectorises plain loads only)."""
+def match_matmul(func: LoweredFunc) -> MatmulInfo | None:
+    """A `MatmulInfo` when `func` is a (batched) matmul group with elementwise epilogues; operands
+    may be read through a cast to the accumulator's float type (NetBuilder's float16/bfloat16
+    matmul accumulates in float32)."""
     group = analyze_group(func)
     updates = [b for b in group.blocks if b.is_reduce]
     if len(updates) != 1:
         return None
     update = updates[0]
-    operands = _sum_of_product(update, widened)
+    operands = _sum_of_product(update)
     loops = _plain_nest(func, update)
     if operands is None or loops is None:
         return None

@@ -78,8 +78,10 @@ def test_low_precision_reduction_and_matmul_accumulate_in_float32_in_generated_c
     (x86_sum, x86_mm), (cuda_sum, cuda_mm) = texts["x86"], texts["cuda"]
     for text in (x86_sum, x86_mm):
         assert re.search(X86_WIDEN[low], text) and re.search(X86_ROUND[low], text)
-        assert re.search(r"fadd (<\d+ x )?float", text) and not re.search(r"fadd (<\d+ x )?half", text)
-    assert re.search(r"fmul float", x86_mm)
+        assert not re.search(r"(fadd|fmul) (<\d+ x )?half|fmuladd\.(v\d+)?f16", text)
+    assert re.search(r"fadd (<\d+ x )?float", x86_sum)
+    # the matmul tactic's register tile: float32 multiply-adds on vectors of widened operands
+    assert re.search(r"fmuladd\.v\d+f32", x86_mm)
     assert re.search(r"float reduce_sum_0__acc\w*\[", cuda_sum)
     assert f"{CUDA_ROUND[low]}(reduce_sum_0__acc" in cuda_sum
     assert re.search(r"float matmul_1__acc\w*\[", cuda_mm)

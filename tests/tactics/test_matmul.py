@@ -209,3 +209,30 @@ def test_other_dtypes_match_the_unscheduled_function(dtype: str) -> None:
         np.testing.assert_array_equal(got, want)  # wrapping integer arithmetic, bit for bit
     else:
         np.testing.assert_allclose(got, want, rtol=1e-12)  # FMAs round once instead of twice
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_net_builder_linear_takes_the_matmul_tactic(dtype: str) -> None:
+    """NetBuilder's fp16/bf16 matmul accumulates in float32 (operands read through a cast): the
+    x86 matmul tactic takes it (it fell back to a serial dot product per element, ~26x slower
+    than float32 at 256x128x512) and the result matches a float32 reference."""
+    import ml_dtypes  # noqa: PLC0415
+
+    from cinn_py.frontend.fusion import plan  # noqa: PLC0415
+    from cinn_py.lowering.group import lower_group  # noqa: PLC0415
+    from cinn_py.pipeline import compile_program  # noqa: PLC0415
+
+    m, k, n = 37, 19, 53
+    nb = cp.NetBuilder("linear")
+    a, b, bias = (nb.create_input(dtype, shape, name) for shape, name in (([m, k], "a"), ([k, n], "b"), ([n], "bias")))
+    nb.relu(nb.add(nb.matmul(a, b), bias))
+    program = nb.build()
+    report = auto_schedule(lower_group(plan(program).groups[0]), "x86").auto_report
+    assert report.strategy == "x86-matmul", report.fallbacks
+    npdt = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.standard_normal(s).astype(npdt) for s in ((m, k), (k, n), (n,)))
+    got = np.asarray(compile_program(program, "x86", schedule="auto")(x, y, z)).astype(np.float32)
+    want = np.maximum(x.astype(np.float32) @ y.astype(np.float32) + z.astype(np.float32), 0)
+    tol = 1e-2 if dtype == "float16" else 6e-2
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
