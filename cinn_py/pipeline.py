@@ -43,6 +43,7 @@ from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc, print_ir
 from cinn_py.lowering.group import lower_group
+from cinn_py.ir.nesting import deep_nesting, nesting_room
 from cinn_py.passes import run_passes
 from cinn_py.runtime.checked import resolve_checked
 from cinn_py.runtime.program import CompiledProgram
@@ -236,19 +237,21 @@ def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = F
              **options: Any) -> Any:
     """`schedule` -> `target_passes` -> `codegen` for one function (one schedule, also for
     symbolic GPU shapes); returns the backend's generated code."""
-    check_schedule(schedule)
-    outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen", options, {})))
-    return outputs[-1].value
+    with nesting_room():
+        check_schedule(schedule)
+        outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen", options, {})))
+        return outputs[-1].value
 
 
 def build(func: LoweredFunc, target: TargetLike = "x86", fast_math: bool = False, schedule: str | None = None,
           **options: Any) -> Any:
     """`schedule` -> `target_passes` -> `codegen` -> `load` for one function; returns the Kernel."""
-    check_schedule(schedule)
-    kernel: Any = None
-    for output in dumped(trace_func(func, target, schedule, fast_math, "load", None, **options)):
-        kernel = output.value
-    return kernel
+    with nesting_room():
+        check_schedule(schedule)
+        kernel: Any = None
+        for output in dumped(trace_func(func, target, schedule, fast_math, "load", None, **options)):
+            kernel = output.value
+        return kernel
 
 
 # -- the program steps -------------------------------------------------------------------------------
@@ -298,6 +301,7 @@ def _outputs_of(outputs: Sequence[StepOutput], step: str) -> list[Any]:
     return [o.value for o in outputs if o.step == step]
 
 
+@deep_nesting
 def program_steps(program: Program) -> tuple[FusionPlan, list[LoweredFunc]]:
     """`decompose` .. `lower`: the fusion plan and one LoweredFunc per group (dumped when
     `$CINN_PY_DUMP_IR` is set)."""
@@ -312,13 +316,15 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
     `schedule=None` builds each group's loop nests as lowered (serial); `schedule="auto"` lets
     the automatic group scheduler schedule each group first.
     """
-    check_schedule(schedule)
-    tgt = Target.parse(target)
-    outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
-    fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
-    return CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"), tgt.name)
+    with nesting_room():
+        check_schedule(schedule)
+        tgt = Target.parse(target)
+        outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
+        fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
+        return CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"), tgt.name)
 
 
+@deep_nesting
 def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any]) -> Any:
     """`decompose` .. `lower`, then every group's LoweredFunc in the IR interpreter."""
     from cinn_py.interp import run_ir  # noqa: PLC0415

@@ -22,6 +22,7 @@ from cinn_py.ir import (
     AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
     print_ir, using_names,
 )
+from cinn_py.ir.nesting import nesting_room
 from cinn_py.target import GpuLimits
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (
@@ -367,27 +368,28 @@ class IRSchedule:
 
     # -- primitives: declared here, implemented by the @primitive functions in schedules.primitives --
     def _apply(self, prim: Primitive, args: dict[str, Any]) -> Any:
-        values = {p.name: args[p.name] for p in prim.params if p.kind == "value"}
-        values.update({name: getattr(self, attr) for name, attr in prim.from_schedule.items()})
-        if not prim.handle_params:
-            rebuilt = [prim.fn(f, **values) for f in self._funcs]  # all checked before any commit
-            for k, new_func in enumerate(rebuilt):
-                self._commit(k, new_func)
-            return None
-        k, nodes = self._resolve(prim, args)
-        out = prim.fn(self._funcs[k], **nodes, **values)
-        if prim.result == "none":
-            self._commit(k, out)
-            return None
-        new_func, result = out
-        self._commit(k, new_func)
-        if prim.result == "loop":
-            return self._loop_rv(result)
-        if prim.result == "loops":
-            return [self._loop_rv(loop) for loop in result]
-        if prim.result == "block":
-            return self._block_rv(result)
-        return result
+        with nesting_room():  # no wrapper frame: the primitives' warnings count their stacklevel from here
+            values = {p.name: args[p.name] for p in prim.params if p.kind == "value"}
+            values.update({name: getattr(self, attr) for name, attr in prim.from_schedule.items()})
+            if not prim.handle_params:
+                rebuilt = [prim.fn(f, **values) for f in self._funcs]  # all checked before any commit
+                for k, new_func in enumerate(rebuilt):
+                    self._commit(k, new_func)
+                return None
+            k, nodes = self._resolve(prim, args)
+            out = prim.fn(self._funcs[k], **nodes, **values)
+            if prim.result == "none":
+                self._commit(k, out)
+                return None
+            new_func, result = out
+            self._commit(k, new_func)
+            if prim.result == "loop":
+                return self._loop_rv(result)
+            if prim.result == "loops":
+                return [self._loop_rv(loop) for loop in result]
+            if prim.result == "block":
+                return self._block_rv(result)
+            return result
 
     def _resolve(self, prim: Primitive, args: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The function all handle arguments live in, and the nodes they name (in parameter order,

@@ -26,12 +26,14 @@ from cinn_py.interp import numerics as nm
 from cinn_py.interp.memory import Memory
 from cinn_py.interp.stmts import StmtCompiler, StmtFn
 from cinn_py.ir import Alloc, Buffer, Expr, Load, LoweredFunc, Store, Tensor, Var, walk
+from cinn_py.ir.nesting import deep_nesting
 from cinn_py.symbolic.integer import eval_int
 
 _CACHE: OrderedDict[tuple[int, bool], tuple[LoweredFunc, StmtFn, Memory]] = OrderedDict()
 _CACHE_SIZE = 64
 
 
+@deep_nesting
 def run_ir(func: LoweredFunc, inputs: Mapping[str, Any], symbols: Mapping[str, int] | None = None, *,
            vectorize: bool = True, poison: bool = True) -> dict[str, np.ndarray]:
     """Execute `func` and return its outputs keyed by output tensor name.

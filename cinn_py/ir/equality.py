@@ -15,6 +15,7 @@ from typing import Any
 
 from cinn_py.ir.buffer import Buffer, Tensor
 from cinn_py.ir.expr import Var
+from cinn_py.ir.nesting import deep_nesting
 
 _SUFFIX = re.compile(r"(_\d+)+$")
 _IGNORED = frozenset({"uid"})
@@ -26,6 +27,7 @@ def _names_equal(a: str, b: str, allow_suffix: bool) -> bool:
     return allow_suffix and _SUFFIX.sub("", a) == _SUFFIX.sub("", b)
 
 
+@deep_nesting
 def structural_equal(a: Any, b: Any, allow_name_suffix_diff: bool = False) -> bool:
     """True when `a` and `b` are the same IR up to statement identity (and `_N` name suffixes)."""
     return _equal(a, b, allow_name_suffix_diff)

@@ -30,7 +30,7 @@ from llvmlite import ir
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     LE, LT, Alloc, And, Block, Buffer, Call, Cast, DType, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, Load,
-    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, print_ir, walk,
+    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, is_const_int, print_ir, walk,
 )
 from cinn_py.symbolic import Analyzer
 from codegen.llvm import types as T
@@ -227,6 +227,8 @@ class FunctionEmitter(ExprEmitter):
             self.vector_loop(s)
         elif kind is ForType.UNROLLED and _small_const(s):
             self.unrolled_loop(s)
+        elif is_const_int(s.extent, 1):
+            self.single_iteration(s)
         else:
             lo, hi = self.bounds(s)
             self.counted_loop(s.loop_var, lo, hi, 1, lambda: self.stmt(s.body))
@@ -272,6 +274,15 @@ class FunctionEmitter(ExprEmitter):
         for k in range(int(s.extent.value)):  # type: ignore[attr-defined]
             self.env[s.loop_var] = T.constant(s.loop_var.dtype, start + k)
             self.stmt(s.body)
+        self._restore(s.loop_var, saved)
+
+    def single_iteration(self, s: For) -> None:
+        """A loop of extent 1 is its body at `min`, without a loop: LLVM's loop passes take
+        time superlinear in the nest depth (a 1,000-deep nest of unit loops from
+        `split(i, [1] * 999 + [-1])` took them ~30 s)."""
+        saved = self.env.get(s.loop_var)
+        self.env[s.loop_var] = self._lane(self.typed(s.min, s.loop_var.dtype), 0)
+        self.stmt(s.body)
         self._restore(s.loop_var, saved)
 
     def vector_loop(self, s: For) -> None:

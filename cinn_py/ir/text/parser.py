@@ -31,6 +31,7 @@ from cinn_py.ir.func import LoweredFunc, Module
 from cinn_py.ir.text.cursor import Cursor
 from cinn_py.ir.text.inference import TensorInference
 from cinn_py.ir.text.lexer import Token
+from cinn_py.ir.nesting import deep_nesting
 from cinn_py.ir.text.parser_decls import DeclParser
 from cinn_py.ir.text.parser_expr import ExprParser
 from cinn_py.ir.text.parser_stmt import StmtParser
@@ -114,6 +115,7 @@ class Parser:
         return func
 
 
+@deep_nesting
 def _run(text: str, kind: str) -> Any:
     if not isinstance(text, str):
         raise TypeError(f"parse_ir expects the IR text as str, got {type(text).__name__}")

@@ -18,6 +18,7 @@ from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
 from cinn_py.ir.func import LoweredFunc, Module
+from cinn_py.ir.nesting import deep_nesting
 
 _INT_PREFIX = {8: "(int8_t)", 16: "(int16_t)"}
 _UINT_PREFIX = {8: "(uint8_t)", 16: "(uint16_t)"}
@@ -314,6 +315,7 @@ def for_header(node: S.For) -> str:
     return f"{kind.value} for ("
 
 
+@deep_nesting
 def print_ir(node: Any, decls: bool = False) -> str:
     """CINN's text of `node`; with `decls`, prefixed by the `// decl` header the parser reads."""
     printer = IrPrinter()
@@ -327,6 +329,7 @@ def print_ir(node: Any, decls: bool = False) -> str:
     return text
 
 
+@deep_nesting
 def print_ir_marked(root: Any, *nodes: Any, label: str = "") -> str:
     """Print `root` with a `^^^^` line under the first line of each of `nodes` (by identity).
 
