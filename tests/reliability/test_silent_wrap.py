@@ -61,3 +61,22 @@ def test_shape_overflowing_int64_is_rejected_by_net_builder() -> None:
     x = b.create_input("float32", [2**31, 2**20], "x")
     with pytest.raises(FrontendError, match="more than int64 offsets can address"):
         b.broadcast_to(x, [2**12, 2**31, 2**20])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("(int8_t)300", "300 is out of range for int8 [-128, 127]"),
+    ("(uint8_t)-1", "-1 is out of range for uint8 [0, 255]"),
+    ("(int16_t)40000", "40000 is out of range for int16"),
+    ("2147483648", "2147483648 is out of range for int32"),
+    ("9223372036854775808ll", "9223372036854775808 is out of range for int64"),
+    ("(i + (int8_t)-129)", "-129 is out of range for int8"),
+])
+def test_parser_rejects_literals_outside_their_dtype(text: str, message: str) -> None:
+    with pytest.raises(cp.ParseError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        cp.parse_ir(text)
+
+
+@pytest.mark.parametrize("text", ["(int8_t)127", "(int8_t)-128", "(uint8_t)255", "-2147483648",
+                                  "-9223372036854775808ll", "18446744073709551615ull"])
+def test_parser_keeps_literals_at_the_ends_of_their_range(text: str) -> None:
+    assert cp.print_ir(cp.parse_ir(text)) == text

@@ -92,7 +92,12 @@ class ExprParser:
             value = decode_literal(text, prefix)
         except (ValueError, TypeError, OverflowError) as exc:
             self.cur.error(f"invalid literal: {exc}", tok)
-        return self.count_literal(value, tok)
+        value = self.count_literal(value, tok)
+        if isinstance(value, (E.IntImm, E.UIntImm)) and not value.dtype.is_bool:
+            lo, hi = E.int_range(value.dtype.element_of())
+            if not lo <= value.value <= hi:  # checked after a `// decl literal` gave the dtype
+                self.cur.error(f"invalid literal: {value.value} is out of range for {value.dtype} [{lo}, {hi}]", tok)
+        return value
 
     def count_literal(self, value: E.Expr, tok: Token) -> E.Expr:
         """Apply a `// decl literal #n` override, which must print as the text does."""
