@@ -81,6 +81,8 @@ _BROKEN_CODE = ("NVRTC: compiling", "x86 codegen: generated LLVM IR does not ver
 # TypeError messages that only our own code can cause (an IR expression used as a Python bool
 # inside the compiler, e.g. sorting Vars), never a bad user argument.
 _INTERNAL_TYPE_ERRORS = ("an IR expression has no truth value",)
+# Stages where a TypeError may be a documented refusal of a generated argument (see `_classify`).
+_ARGUMENT_STAGES = ("schedule", "build", "reference")
 
 
 @dataclass
@@ -319,10 +321,13 @@ def nvrtc_available() -> bool:
 def _classify(result: Result, stage: str, exc: BaseException, strict: bool) -> None:
     """`rejected` for a documented error refusing the input cleanly (hand schedules only), else
     `fail`: generated code its own compiler refuses, an internal TypeError, a RecursionError or
-    any other exception, and under `strict` (the auto scheduler on a valid program) everything."""
+    any other exception, and under `strict` (the auto scheduler on a valid program) everything.
+    A TypeError is a bad argument only where generated arguments meet an API's checks (the random
+    schedule, a NetBuilder program's build and numpy reference); lowering, interpreting or
+    compiling a program that got past them never raises one for the user's input."""
     first = _first_line(exc)
     broken = (isinstance(exc, CompileError) and first.startswith(_BROKEN_CODE)) or (
-        isinstance(exc, TypeError) and first.startswith(_INTERNAL_TYPE_ERRORS))
+        isinstance(exc, TypeError) and (first.startswith(_INTERNAL_TYPE_ERRORS) or stage not in _ARGUMENT_STAGES))
     documented = isinstance(exc, DOCUMENTED_ERRORS) and not isinstance(exc, RecursionError)
     result.status = "rejected" if documented and not broken and not strict else "fail"
     result.stage, result.error = stage, f"{type(exc).__name__}: {first}"

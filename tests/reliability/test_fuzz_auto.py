@@ -100,3 +100,21 @@ def test_net_mode_reports_a_wrong_result_with_a_reproducer(monkeypatch: pytest.M
     assert (result.status, result.stage) == ("fail", "auto-x86-vs-numpy")
     assert "nb = cp.NetBuilder('fuzz_net')" in result.reproducer
     assert f"--net --seed {CI_SEED} --case 0" in result.reproducer
+
+
+@pytest.mark.parametrize(("target", "stage", "status"), [
+    ("_run_x86", "x86", "fail"), ("_lower", "lower", "fail"), ("_schedule", "schedule", "rejected"),
+])
+def test_type_error_is_a_failure_past_the_schedule_arguments(monkeypatch: pytest.MonkeyPatch, target: str,
+                                                             stage: str, status: str) -> None:
+    """Issue 12: `select(X[0, j] > 0, X[0, j], cast(j, "int32"))` failed in lowering with an
+    internal TypeError that the fuzzer counted as a clean rejection; only a random schedule's
+    arguments may draw a documented TypeError."""
+    case = fuzz.make_case(CI_SEED, 0)
+
+    def typed(*args: object, **kwargs: object) -> None:
+        raise TypeError("select: true and false values have different dtypes int32 and int64")
+
+    monkeypatch.setattr(fuzz, target, typed)
+    result, _ = fuzz.run_case(case, fuzz.Options())
+    assert (result.status, result.stage) == (status, stage), result
