@@ -1,9 +1,9 @@
 """`split(loop, factors)` (CINN `Split`, `ir_schedule.cc` / `impl/loop_transformation.cc`).
 
 `for (i, 0, N)` becomes `for (i, 0, f0) { for (i_0, 0, f1) { ... } }` with `i` replaced by
-`i * f1 + i_0` everywhere below (the variable of a new loop of extent 1 is always 0 and is left
-out: the binding's size follows the factors other than 1, not the loop count). Rules (CINN's
-`ValidateFactors` and the dynamic-shape variant):
+`i * f1 + i_0` everywhere below (a split into more than MAX_EXPR_DEPTH loops leaves the variables
+of its unit loops, always 0, out: the binding's size follows the factors other than 1, not the
+loop count). Rules (CINN's `ValidateFactors` and the dynamic-shape variant):
 
 - the loop starts at 0; factors are non-empty; int factors are > 0 or -1, at most one -1;
 - constant extent N: without -1 the product must be >= N, with -1 the others' product must be
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cinn_py.ir import (
-    Block, DType, Expr, For, ForType, IfThenElse, LoweredFunc, Var, const, is_const_int, replace_stmt, substitute,
-    unique_name,
+    MAX_EXPR_DEPTH, Block, DType, Expr, For, ForType, IfThenElse, LoweredFunc, Var, const, is_const_int,
+    replace_stmt, substitute, unique_name,
 )
 from schedules.analysis.arith import as_int, product, prove_equal, simplify_index
 from schedules.analysis.loops import vars_in
@@ -63,17 +63,20 @@ def split(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> tuple[
 
 
 def _binding(new_vars: list[Var], extents: list[Expr], dtype: DType) -> Expr:
-    """The old loop's value `((v0 * e1 + v1) * e2 + v2) ...` without the variables of unit loops
-    (always 0): of a constant extent's factors at most 63 are not 1, so the binding stays a few
-    terms deep however many unit loops a split adds (a 1,000-way `[1] * 999 + [-1]` binds `i_999`),
-    and it is simplified once, not once per factor."""
-    index: Expr | None = None
-    for var, extent in zip(new_vars, extents):
-        if index is not None and not is_const_int(extent, 1):
-            index = index * extent
-        if not is_const_int(extent, 1):
-            index = var if index is None else index + var
-    return const(0, dtype) if index is None else simplify_index(index)
+    """The old loop's value `((v0 * e1 + v1) * e2 + v2) ...`. A split into more than
+    MAX_EXPR_DEPTH loops leaves out the variables of its unit loops (always 0): of a constant
+    extent's factors at most 63 are not 1, so the binding stays within the expression depth bound
+    however many unit loops the split adds (a 1,000-way `[1] * 999 + [-1]` binds only its last
+    loop). Smaller splits keep every variable: a block then depends on each of its loops (as
+    `decompose_reduction` at a unit loop needs), as in CINN."""
+    keep = [(var, extent) for var, extent in zip(new_vars, extents)
+            if len(new_vars) <= MAX_EXPR_DEPTH or not is_const_int(extent, 1)]
+    if not keep:
+        return const(0, dtype)
+    index: Expr = keep[0][0]
+    for var, extent in keep[1:]:
+        index = simplify_index(index * extent + var)
+    return index
 
 
 def _resolve_factors(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> tuple[list[Expr], bool]:
