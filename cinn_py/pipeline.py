@@ -41,9 +41,8 @@ from cinn_py.backend import GeneratedCode, get_backend
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
-from cinn_py.ir import LoweredFunc, print_ir
+from cinn_py.ir import LoweredFunc, deep_nesting, nesting_room, print_ir
 from cinn_py.lowering.group import lower_group
-from cinn_py.ir.nesting import deep_nesting, nesting_room
 from cinn_py.passes import run_passes
 from cinn_py.runtime.checked import resolve_checked
 from cinn_py.runtime.program import CompiledProgram

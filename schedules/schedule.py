@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cinn_py.ir import (
     AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
-    print_ir, using_names,
+    nesting_room, print_ir, using_names,
 )
-from cinn_py.ir.nesting import nesting_room
 from cinn_py.target import GpuLimits
 from schedules.analysis.loops import StmtIndex, block_names, is_root_block
 from schedules.errors import (

@@ -25,8 +25,7 @@ import numpy as np
 from cinn_py.interp import numerics as nm
 from cinn_py.interp.memory import Memory
 from cinn_py.interp.stmts import StmtCompiler, StmtFn
-from cinn_py.ir import Alloc, Buffer, Expr, Load, LoweredFunc, Store, Tensor, Var, walk
-from cinn_py.ir.nesting import deep_nesting
+from cinn_py.ir import Alloc, Buffer, Expr, Load, LoweredFunc, Store, Tensor, Var, deep_nesting, walk
 from cinn_py.symbolic.integer import eval_int
 
 _CACHE: OrderedDict[tuple[int, bool], tuple[LoweredFunc, StmtFn, Memory]] = OrderedDict()

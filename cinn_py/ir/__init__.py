@@ -12,6 +12,7 @@ from cinn_py.ir.dtype import (
     int16, int32, int64, string, uint8, uint16, uint32, uint64,
 )
 from cinn_py.ir.equality import assert_structural_equal, structural_equal
+from cinn_py.ir.nesting import NEST_RECURSION_LIMIT, deep_nesting, nesting_room
 from cinn_py.ir.structural import MAX_EXPR_DEPTH, expr_depth
 from cinn_py.ir.expr import (
     BINARY_OPS, EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Call, CallType, Cast, CmpOp,
@@ -51,7 +52,7 @@ __all__ = [
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
-    "MAX_EXPR_DEPTH", "as_expr", "assert_structural_equal", "expr_depth", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "child_nodes", "compile_context",
+    "MAX_EXPR_DEPTH", "NEST_RECURSION_LIMIT", "deep_nesting", "nesting_room", "as_expr", "assert_structural_equal", "expr_depth", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "child_nodes", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
     "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "new_uid",

@@ -18,7 +18,7 @@ import pytest
 import cinn_py as cp
 from cinn_py import ir
 from cinn_py.ir import For, walk
-from cinn_py.ir.nesting import NEST_RECURSION_LIMIT, nesting_room
+from cinn_py.ir import NEST_RECURSION_LIMIT, nesting_room
 from schedules import IRSchedule
 
 
