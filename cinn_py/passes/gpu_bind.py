@@ -136,8 +136,10 @@ def _like(e: Expr, var: Var) -> Expr:
 # ---------------------------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------------------------
-def gpu_bind(func: LoweredFunc) -> LoweredFunc:
+def gpu_bind(func: LoweredFunc, strict: bool = False) -> LoweredFunc:
     """Lower GPU-bound loops of `func` to thread/block variables; sets `cuda_axis_info`.
+
+    `strict`: the race checks also reject what they cannot prove race-free (`check_races`).
 
     Raises:
         CompileError: a bound loop does not start at 0, or two nested loops bind one axis.
@@ -146,6 +148,6 @@ def gpu_bind(func: LoweredFunc) -> LoweredFunc:
     info = compute_axis_info(func, body)
     body = _Binder(func, info).visit(body)
     body, resized = scope_buffers(body, info, {v.name for v in func.scalar_args})
-    check_races(func, body, info)
+    check_races(func, body, info, strict)
     temp_bufs = tuple(resized.get(b.name, b) for b in func.temp_bufs)
     return dataclasses.replace(func, body=body, temp_bufs=temp_bufs, cuda_axis_info=info)

@@ -55,6 +55,11 @@ BARRIER_HELPERS = ("cinn_block_reduce_", "cinn_discrete_reduce_")
 _AXES = ("x", "y", "z")
 
 
+class MissingBarrierError(CompileError):
+    """Two threads of one block touch an element (one writes) with no `__syncthreads()` between
+    them: a barrier fixes it (unlike a race between blocks, which needs separate kernels)."""
+
+
 @dataclass(frozen=True)
 class _Event:
     """An access of a buffer (`buffer` set) or a barrier, at position `pos` in program order."""
@@ -116,8 +121,12 @@ class _Conflicts:
     """Pairs of accesses decided with isl. `binding` fixes symbolic dims to sizes (see
     `_sample_bindings`): a race found there is a real race of the kernel run at that size."""
 
-    def __init__(self, info: CudaAxisInfo, symbols: list[Var], binding: dict[Var, IntImm] | None = None) -> None:
+    def __init__(self, info: CudaAxisInfo, symbols: list[Var], binding: dict[Var, IntImm] | None = None,
+                 strict: bool = False) -> None:
         self.info = info
+        self.strict = strict
+        """Whether a pair isl cannot decide, even at the sample sizes, counts as a conflict: the
+        auto scheduler keeps a tiling only when it is proven race-free."""
         self.symbols = list(symbols)
         self.binding = dict(binding or {})
         self.analyzer = Analyzer({})
@@ -214,14 +223,21 @@ class _Conflicts:
         bounds at this point, so the sizes are small, the ones every bucket's guards admit)."""
         self.witness = ""
         found = self._decide(a, b, relation, common_loops, loops_differ)
-        if found is not None or not self.symbols or self.binding:
+        if found is not None or self.binding:
             return bool(found)
+        if not self.symbols:
+            return self.strict
+        undecided = False
         for binding in _sample_bindings(self.symbols):
-            if _Conflicts(self.info, [], binding)._decide(a, b, relation, common_loops, loops_differ):
+            at = _Conflicts(self.info, [], binding)._decide(a, b, relation, common_loops, loops_differ)
+            if at:
                 self.witness = " (at " + ", ".join(f"{v.name}={c.value}" for v, c in binding.items()
                                                    if v.dtype == int64) + ")"
                 return True
-        return False
+            undecided = undecided or at is None
+        # race-free at every sample size is accepted (as without strict); a pair isl cannot read
+        # even at concrete sizes is a race when strict
+        return self.strict and undecided
 
     def _decide(self, a: _Event, b: _Event, relation: str, common_loops: tuple[str, ...],
                 loops_differ: bool) -> bool | None:
@@ -314,8 +330,13 @@ def _same_level(context: tuple[object, ...], level: tuple[object, ...]) -> bool:
         isinstance(e, For) for e in context[len(level):])
 
 
-def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
-    """Raise CompileError for a provable cross-block or unsynchronised shared-memory race."""
+def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo, strict: bool = False) -> None:
+    """Raise CompileError for a provable cross-block or unsynchronised shared-memory race.
+
+    `strict` (the auto scheduler's check of its own tilings) also raises where a race cannot be
+    ruled out (accesses isl cannot read) and checks outputs the kernel reads back between threads of
+    one block too: a value read from global memory must come from the reading thread itself, or
+    from its block with a barrier in between; otherwise the tiling is not kept."""
     collector = _Events()
     collector.stmt(body)
     events = collector.events
@@ -326,7 +347,7 @@ def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
         if ev.buffer is not None and ev.index is not None and ev.index.dtype.is_int:
             by_buffer.setdefault(ev.buffer.name, []).append(ev)
     _check_barriers_uniform(func, barriers)
-    conflicts = _Conflicts(info, list(func.scalar_args))
+    conflicts = _Conflicts(info, list(func.scalar_args), strict=strict)
     for name, accesses in by_buffer.items():
         memory = accesses[0].buffer.memory_type  # type: ignore[union-attr]
         if name in args:
@@ -336,6 +357,8 @@ def check_races(func: LoweredFunc, body: Stmt, info: CudaAxisInfo) -> None:
             # Within a block, CINN's block-reduce pattern (every thread reads the old value, then
             # writes the same broadcast result) is intended, so only blocks are checked.
             _check_global(func, name, accesses, conflicts, "output")
+            if strict:
+                _check_shared(func, name, accesses, barriers, conflicts)
         elif memory in (MemoryType.HEAP, MemoryType.AUTO):
             _check_global(func, name, accesses, conflicts)
             _check_shared(func, name, accesses, barriers, conflicts)  # threads of one block: as shared
@@ -412,11 +435,11 @@ def _own_write_first(p: _Event, q: _Event, func: LoweredFunc) -> bool:
     return dominates(p.context[len(level):], q.context[len(level):], allowed)
 
 
-def _sync_error(func: LoweredFunc, name: str, p: _Event, q: _Event, where: str) -> CompileError:
+def _sync_error(func: LoweredFunc, name: str, p: _Event, q: _Event, where: str) -> MissingBarrierError:
     first, second = ("written", "read") if p.is_store else ("read", "overwritten")
     memory = "shared buffer" if p.buffer is not None and p.buffer.memory_type is MemoryType.GPU_SHARED \
         else "global temporary"
-    return CompileError(
+    return MissingBarrierError(
         f"gpu_bind: {memory} '{name}' in kernel '{func.name}': an element {first} by one thread "
         f"(index {print_ir(p.index)}) is {second} by another thread of the block (index {print_ir(q.index)}) "
         f"without __syncthreads() {where}; add one with sync_threads(<loop or block>, after=True)")

@@ -27,6 +27,7 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import And, Expr, GE, IntImm, LE, LoweredFunc, const
 from cinn_py.passes.cross_thread_reduce import cross_thread_reduce
 from cinn_py.passes.gpu_bind import gpu_bind
+from cinn_py.passes.gpu_sync import MissingBarrierError
 from cinn_py.target import KINDS, Target, TargetLike
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
@@ -40,7 +41,7 @@ from schedules.tactics.group import GroupInfo, analyze_group
 from schedules.tactics.matmul import (
     MatmulParams, default_matmul_params, match_matmul, matmul_x86_tactic,
 )
-from schedules.tactics.storage import assign_storage
+from schedules.tactics.storage import assign_storage, sync_between_nests
 from schedules.tactics.tile_first import tile_first_general_tactic
 from schedules.tactics.x86 import x86_schedule
 
@@ -229,8 +230,17 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
         report.strategy = tile.strategy
         report.fused = compute_at_reduction_tactic(sch, tile.spatial_depth)
         report.local = assign_storage(sch, tile.rf_blocks, report.fused)
-        # the backend's race checks: a tiling that needs a barrier across blocks is not kept
-        gpu_bind(cross_thread_reduce(sch.func))
+        # the backend's race checks (strict: what is not proven race-free counts as a race): a
+        # nest reading what other threads of its block wrote gets barriers; a tiling that needs a
+        # barrier across blocks is not kept
+        try:
+            gpu_bind(cross_thread_reduce(sch.func), strict=True)
+        except MissingBarrierError as err:
+            barriers = sync_between_nests(sch)
+            if not barriers:
+                raise
+            gpu_bind(cross_thread_reduce(sch.func), strict=True)
+            report.notes.append(f"{barriers} __syncthreads() between the nests: {err.message}")
     except (ScheduleError, CompileError) as err:
         sch = _cuda_fallback(func, report, err)
     sch.report = report

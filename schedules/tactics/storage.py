@@ -14,10 +14,12 @@ read by a nest that was not fused would then be read after the register holding 
 
 from __future__ import annotations
 
+from cinn_py.ir import Block, For, ForType, ScheduleBlockRealize, Stmt, walk
+from schedules.analysis.loops import root_body
 from schedules.schedule import IRSchedule
 from schedules.tactics.group import analyze_group
 
-__all__ = ["assign_storage"]
+__all__ = ["assign_storage", "sync_between_nests"]
 
 
 def assign_storage(sch: IRSchedule, rf_blocks: list[str], fused: list[str]) -> list[str]:
@@ -38,3 +40,45 @@ def assign_storage(sch: IRSchedule, rf_blocks: list[str], fused: list[str]) -> l
             sch.set_buffer(block.name, "local")
             local.append(block.name)
     return local
+
+
+def sync_between_nests(sch: IRSchedule) -> int:
+    """Put `__syncthreads()` before every loop nest of a tiled CUDA group but the first, so a nest
+    reads what the block's other threads wrote in the nests before it (through global memory: the
+    barrier orders the block's accesses to it too). The nests are the statements under the
+    block-bound loops they share; the barriers sit outside every thread-bound loop and guard, so
+    all threads of the block reach them. Returns the number of barriers added (0: the nests are
+    not reachable that way, e.g. a guard above them)."""
+    siblings = _nests_under_blocks(root_body(sch.func))
+    handles = [_loop_handle(sch, nest) for nest in siblings[1:]]
+    if any(h is None for h in handles):
+        return 0
+    for handle in handles:
+        sch.sync_threads(handle, after=False)
+    return len(handles)
+
+
+def _loop_handle(sch: IRSchedule, loop: Stmt) -> object | None:
+    """The schedule's handle of `loop` (found through the first block under it)."""
+    block = next((n for n in walk(loop) if isinstance(n, ScheduleBlockRealize)), None)
+    if block is None:
+        return None
+    return next((h for h in sch.get_loops(block.schedule_block.name) if sch.get(h) is loop), None)
+
+
+def _nests_under_blocks(node: Stmt) -> list[Stmt]:
+    """The sibling statements at the top of the kernel body below the blockIdx-bound loops."""
+    while True:
+        if isinstance(node, Block):
+            if len(node.stmts) != 1:
+                return list(node.stmts) if all(_unguarded(s) for s in node.stmts) else []
+            node = node.stmts[0]
+        elif isinstance(node, For) and node.for_type is ForType.GPU_BLOCK:
+            node = node.body
+        else:
+            return []
+
+
+def _unguarded(stmt: Stmt) -> bool:
+    """A loop (not a guard or a bare block) heads the nest: `sync_threads` can anchor on it."""
+    return isinstance(stmt, For) and stmt.for_type is not ForType.GPU_THREAD
