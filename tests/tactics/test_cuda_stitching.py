@@ -197,3 +197,46 @@ def test_emulated_cuda_matches_numpy_without_races(op: str, shape: tuple[int, in
     got = got[0] if isinstance(got, (list, tuple)) else got
     want = _reference(op, inputs["X"], inputs["W"], inputs["B"])
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-6)
+
+
+def test_short_rows_several_per_block_golden() -> None:
+    """Rows of <= 256 columns: a warp per row, 8 rows per block (threadIdx.y), two row tiles per
+    thread; the statistics are warp-reduced (shuffles, no shared memory, no barrier) into registers
+    that every lane of the row reads. The row guard depends on threadIdx.y only, so it is uniform
+    over each warp and the shuffles see all 32 lanes."""
+    func = _group("softmax", [37, 100])
+    sch = auto_schedule(func, "cuda")
+    assert sch.report.strategy == "continuous" and not sch.report.fallbacks
+    code = cp.codegen(sch, target="cuda")
+    assert code.temp_spaces == ()
+    assert code.launch.launch_dims({})[:2] == ((3, 1, 1), (32, 8, 1))
+    _check_text(code.source, [
+        "CHECK: __global__ void __launch_bounds__(256) softmax_group_0(",
+        "CHECK-NOT: __shared__",
+        "CHECK: for (int32_t sp_0 = 0; sp_0 < 2; sp_0 += 1) {",
+        "CHECK-NEXT: if ((((((int)blockIdx.x * 16) + (sp_0 * 8)) + (int)threadIdx.y) < 37)) {",
+        "CHECK: X[((((((int)blockIdx.x * 1600) + (sp_0 * 800)) + ((int)threadIdx.y * 100)) + (rb * 32)) + "
+        "(int)threadIdx.x)]",
+        "CHECK: reduce_max_0_temp_buffer[0] = cinn_warp_reduce_max_fp32(reduce_max_0_rf_temp_buffer[0]);",
+        "CHECK: reduce_sum_4_temp_buffer[0] = cinn_warp_reduce_sum_fp32(reduce_sum_4_rf_temp_buffer[0]);",
+        "CHECK: softmax_0[{{.*}}] = (expf((X[{{.*}}] - reduce_max_0_temp_buffer[0])) / "
+        "reduce_sum_4_temp_buffer[0]);",
+        "CHECK-NOT: __syncthreads",
+    ])
+    nvrtc_check(code.source)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", [(37, 100), (13, 128), (9, 45), (5, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_emulated_several_rows_per_block_without_races(op: str, shape: tuple[int, int]) -> None:
+    """Several short rows per block (a warp each), odd row counts (a partial last row tile) and
+    odd row lengths (guarded lanes), as generated CUDA C in the emulator with the race check."""
+    from cinn_py.tools.testing.cuda import run_cuda_emulated
+    func = _group(op, list(shape))
+    code = cp.codegen(auto_schedule(func, "cuda"), target="cuda")
+    assert code.launch.launch_dims({})[1][1] > 1 and "cinn_warp_reduce_" in code.source
+    inputs, _ = _run(func, shape, seed=5)
+    got = run_cuda_emulated(_program(op, list(shape)), inputs["X"], inputs["W"], inputs["B"], race_check=True)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    want = _reference(op, inputs["X"], inputs["W"], inputs["B"])
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-5, atol=2e-6)

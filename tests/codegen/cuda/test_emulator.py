@@ -191,6 +191,43 @@ def test_removed_barrier_is_a_data_race() -> None:
         broken(a)
 
 
+def _reversed_rows_through_global(rows: int, cols: int) -> LoweredFunc:
+    """C[i, j] = B[i, cols - 1 - j] + 1 with B = 2 * A a global temporary: one block per row, the
+    threads reading what other threads of the block wrote, after a barrier."""
+    A = cp.placeholder((rows, cols), "float32", "A")
+    B = cp.compute((rows, cols), lambda i, j: A[i, j] * 2.0, "B")
+    C = cp.compute((rows, cols), lambda i, j: B[i, cols - 1 - j] + 1.0, "C")
+    s = IRSchedule(cp.lower("rev_global", [A, C]))
+    for name in ("B", "C"):
+        loops = s.get_loops(name)
+        s.bind(loops[0], "blockIdx.x")
+        s.bind(loops[1], "threadIdx.x")
+    s.sync_threads(s.get_loops("B")[0], after=True)
+    return s.func
+
+
+def test_removed_barrier_on_global_memory_is_a_data_race() -> None:
+    """The same broken barrier as above with the intermediate in global memory (a temp space)."""
+    func = _reversed_rows_through_global(3, 96)
+    code = generate_cuda(func)
+    assert "__shared__" not in code.source
+    a = np.random.default_rng(3).standard_normal((3, 96)).astype(np.float32)
+    np.testing.assert_allclose(EmulatedCudaKernel(code, func, race_check=True)(a), (a * 2)[:, ::-1] + 1)
+    broken = EmulatedCudaKernel(_broken(code, "__syncthreads();", ""), func, race_check=True)
+    with pytest.raises(DataRaceError, match=r"(?s)data race on global buffer '\w+' at byte offset \d+.*"
+                                            r"write of 4 bytes at line \d+: \w+\[.*read of 4 bytes at line \d+"):
+        broken(a)
+
+
+def test_block_uniform_global_stores_are_not_races() -> None:
+    """Every thread stores the block-reduced value to B[blockIdx.x] and the next serial step reads
+    it back: the generated pattern (same value, the element each thread wrote) passes."""
+    func = goldens.row_reduce(256).func
+    a = np.random.default_rng(4).standard_normal((32, 256)).astype(np.float32)
+    np.testing.assert_allclose(EmulatedCudaKernel(generate_cuda(func), func, race_check=True)(a), a.sum(axis=1),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_scratch_reused_while_others_read_the_block_reduce_result_is_a_data_race() -> None:
     """Every thread returns `shm[row * 32]` after the block reduce's last barrier; a thread that
     overwrites the scratch right after the call (no barrier) races with the slower readers."""
