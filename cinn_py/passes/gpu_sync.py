@@ -31,6 +31,12 @@ decided again with the dims fixed to a few small sizes, and a race found there i
 sizes ("at S0=1"): it is a race of the kernel run at that size. Otherwise a pair that is not
 quasi-affine is not reported (we report only races we can prove; an over-approximation would reject
 correct kernels). Same-value writes by several threads (write-write) are not reported.
+
+`strict=True` is the auto scheduler's check of its own tilings (`gpu_bind(.., strict=True)`): a
+pair isl cannot decide counts as a race, and outputs the kernel reads back are checked between
+threads of one block too, so a tiling is kept only when every value a nest reads from global
+memory was written by the same thread, or by its block before a barrier (`MissingBarrierError`:
+the tactic then adds `__syncthreads()` between its nests).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 from cinn_py.ir import Block, For, ForType, ScheduleBlockRealize, Stmt, walk
 from schedules.analysis.loops import root_body
 from schedules.schedule import IRSchedule
+from schedules.state import LoopRV
 from schedules.tactics.group import analyze_group
 
 __all__ = ["assign_storage", "sync_between_nests"]
@@ -50,15 +51,16 @@ def sync_between_nests(sch: IRSchedule) -> int:
     all threads of the block reach them. Returns the number of barriers added (0: the nests are
     not reachable that way, e.g. a guard above them)."""
     siblings = _nests_under_blocks(root_body(sch.func))
-    handles = [_loop_handle(sch, nest) for nest in siblings[1:]]
-    if any(h is None for h in handles):
+    found = [_loop_handle(sch, nest) for nest in siblings[1:]]
+    handles = [h for h in found if h is not None]
+    if len(handles) < len(found):
         return 0
     for handle in handles:
         sch.sync_threads(handle, after=False)
     return len(handles)
 
 
-def _loop_handle(sch: IRSchedule, loop: Stmt) -> object | None:
+def _loop_handle(sch: IRSchedule, loop: Stmt) -> LoopRV | None:
     """The schedule's handle of `loop` (found through the first block under it)."""
     block = next((n for n in walk(loop) if isinstance(n, ScheduleBlockRealize)), None)
     if block is None:
