@@ -26,10 +26,10 @@ class PlotError(CinnError):
 def require_matplotlib() -> Any:
     """The `matplotlib.pyplot` module (Agg backend), or PlotError saying how to install it."""
     try:
-        import matplotlib  # noqa: PLC0415
+        import matplotlib  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional: plot extra)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
+        import matplotlib.pyplot as plt  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
     except ImportError as err:
         raise PlotError("bench --plot needs matplotlib: pip install 'cinn-py[plot]' (or matplotlib)") from err
     return plt

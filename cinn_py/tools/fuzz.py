@@ -488,6 +488,8 @@ def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...], wh
 
 def describe_case(seed: int, index: int, opts: Options) -> str:
     """The reproducer text of a case without running it (for crashes and hangs)."""
+    if opts.net:
+        return describe_net_case(seed, index)
     case = make_case(seed, index)
     steps: list[Any] = []
     try:
@@ -496,6 +498,34 @@ def describe_case(seed: int, index: int, opts: Options) -> str:
     except Exception as exc:  # noqa: BLE001 - describe as much as possible
         print(f"(scheduling failed: {type(exc).__name__}: {_first_line(exc)})")
     return reproducer(case, opts, case.spec, steps, Result(index, "described", "not run"))
+
+
+def describe_net_case(seed: int, index: int) -> str:
+    """A NetBuilder case without running it: its script, the built program, and per fusion group
+    the lowered IR and the auto schedule's trace for x86 (as far as each step gets: a case that
+    crashes the compiler is described up to the step that crashes)."""
+    from cinn_py.frontend.fusion import plan  # noqa: PLC0415
+    from cinn_py.lowering.group import lower_group  # noqa: PLC0415
+    from schedules.tactics import auto_schedule  # noqa: PLC0415
+
+    spec, _ = make_net_case(seed, index)
+    lines = [f"=== net case {index} (seed {seed}), described, not run",
+             f"--- reproduce: python -m cinn_py.tools.fuzz --net --seed {seed} --case {index} --in-process",
+             "--- program (NetBuilder):", net_to_python(spec), f"--- spec JSON: {json.dumps(spec.to_json())}"]
+    step = "build"
+    try:
+        program = build_net(spec)
+        lines += ["--- program:", str(program)]
+        step = "fusion"
+        for k, group in enumerate(plan(program).groups):
+            step = f"lowering group {k}"
+            func = lower_group(group)
+            lines += [f"--- group {k}: IR before scheduling:", str(func)]
+            step = f"auto-scheduling group {k} for x86"
+            lines += [f"--- group {k}: auto schedule (x86):", auto_schedule(func, "x86").trace.as_python()]
+    except Exception as exc:  # noqa: BLE001 - describe as much as possible
+        lines.append(f"({step} failed: {type(exc).__name__}: {_first_line(exc)})")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------

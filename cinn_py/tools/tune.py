@@ -300,7 +300,7 @@ class _RayRunner:
 
     def __init__(self, parallel: int, timeout_s: float, fn: Callable[..., Any] | None = None) -> None:
         try:
-            import ray
+            import ray  # pyright: ignore[reportMissingImports] (optional: distributed extra)
         except ImportError:
             raise RuntimeError("tune: workers='ray' needs Ray (pip install 'cinn-py[distributed]')") from None
         self.ray, self.timeout_s = ray, timeout_s

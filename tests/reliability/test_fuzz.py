@@ -20,7 +20,7 @@ from cinn_py.tools.fuzzing import programs as P
 from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
 from cinn_py.tools.fuzzing.shrink import shrink
 from cinn_py.tools.fuzzing.strategies import fuzz_cases, program_specs
-from cinn_py.tools.fuzzing.worker import Summary, run_in_process, run_with_workers
+from cinn_py.tools.fuzzing.worker import Summary, mode_args, run_in_process, run_with_workers
 from cinn_py.interp import run_ir
 from cinn_py.ir import reset_name_ids, structural_equal
 from schedules.registry import PRIMITIVES
@@ -181,6 +181,31 @@ def test_worker_isolates_crashes_and_hangs() -> None:
     assert "Segmentation fault" in crash["detail"] or "Fatal Python error" in crash["detail"]
     assert "--- program (compute DSL):" in crash["reproducer"]   # described without running it
     assert summary.status["fail"] == 2 and summary.status["ok"] + summary.status["rejected"] == 2
+
+
+def test_net_crash_is_described_as_its_netbuilder_program() -> None:
+    # the describing subprocess repeats the run's mode: a --net case is a NetBuilder program, not
+    # the compute-DSL case of the same index
+    os.environ["CINN_PY_FUZZ_INJECT"] = "crash:1"
+    try:
+        summary = Summary()
+        args = ["--net", "--seed", "4", "--examples", "2", "--timeout", "30"]
+        run_with_workers(4, range(2), fuzz.Options(net=True), 30.0, args, summary)
+    finally:
+        del os.environ["CINN_PY_FUZZ_INJECT"]
+    crash = next(f for f in summary.failures if f["index"] == 1)
+    text = crash["reproducer"]
+    spec, _ = fuzz.make_net_case(4, 1)
+    for part in ("--- program (NetBuilder):", fuzz.net_to_python(spec), "--- group 0: IR before scheduling:",
+                 "--- group 0: auto schedule (x86):", "--net --seed 4 --case 1 --in-process"):
+        assert part in text, part
+    assert "compute DSL" not in text
+
+
+def test_mode_args_keep_what_a_case_is_and_drop_which_cases_run() -> None:
+    args = ["--examples", "50", "--net", "--seed", "3", "--start", "7", "--timeout", "9", "--emulate", "--steps",
+            "2", "--worker", "--in-process"]
+    assert mode_args(args) == ["--net", "--emulate", "--steps", "2"]
 
 
 def test_cli_runs_and_reports() -> None:

@@ -166,14 +166,35 @@ def _one_worker(seed: int, start: int, stop: int, timeout: float, worker_args: l
                 proc.wait()
 
 
+# the options that choose what a case is and how it is checked (not which cases a run covers)
+_RUN_ONLY = {"--seed": 1, "--start": 1, "--examples": 1, "--timeout": 1, "--worker": 0, "--in-process": 0}
+
+
+def mode_args(worker_args: list[str]) -> list[str]:
+    """`worker_args` less the options that pick the run's cases: what a one-case command repeats
+    so that it describes and reproduces the same case (a `--net` case is a NetBuilder program)."""
+    kept: list[str] = []
+    skip = 0
+    for arg in worker_args:
+        if skip:
+            skip -= 1
+        elif arg in _RUN_ONLY:
+            skip = _RUN_ONLY[arg]
+        else:
+            kept.append(arg)
+    return kept
+
+
 def _special(index: int, kind: str, detail: str, seed: int, worker_args: list[str]) -> dict[str, Any]:
     """A crash/hang result with a reproducer described by a separate, non-executing process."""
-    describe = [sys.executable, "-m", "cinn_py.tools.fuzz", "--seed", str(seed), "--case", str(index), "--describe"]
+    mode = mode_args(worker_args)
+    describe = [sys.executable, "-m", "cinn_py.tools.fuzz", *mode, "--seed", str(seed), "--case", str(index),
+                "--describe"]
     try:
         text = subprocess.run(describe, capture_output=True, text=True, timeout=120).stdout
     except subprocess.TimeoutExpired:
         text = "(describing the case timed out too)"
-    flags = " --cuda" if "--cuda" in worker_args else ""
+    flags = "".join(f" {a}" for a in mode)
     reproducer = "\n".join([f"=== FAIL case {index} (seed {seed}) at {kind}", detail.rstrip(),
                             f"--- reproduce: python -m cinn_py.tools.fuzz --seed {seed} --case {index}{flags} --in-process",
                             text])
