@@ -16,7 +16,11 @@ or Dynamo's automatic dynamic shapes after a shape change) runs eagerly, its ops
 "symbolic shape".
 
 Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
-loop nests) and `strict` (True: a partition that fails to compile raises instead of running eagerly).
+loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly)
+and `fast_math` (default True: float32 exp/log/tanh/erf/sigmoid/rsqrt as the vectorised
+polynomials of `codegen.llvm.fastmath` and reassociable float arithmetic, as PyTorch's own
+vectorised CPU kernels and Inductor compute them; libm's scalar `erff`/`expf` made a gelu kernel
+10x slower; False: libm's results, as `compile_program`'s default).
 """
 
 from __future__ import annotations
@@ -84,13 +88,15 @@ def reset_reports() -> None:
 class Options:
     schedule: str | None = "auto"
     strict: bool = False
+    fast_math: bool = True
 
     @staticmethod
     def parse(options: Mapping[str, Any] | None) -> Options:
         given = dict(options or {})
-        unknown = sorted(set(given) - {"schedule", "strict"})
+        unknown = sorted(set(given) - {"schedule", "strict", "fast_math"})
         if unknown:
-            raise TypeError(f"cinn_py backend: unknown options {unknown} (expected 'schedule', 'strict')")
+            raise TypeError(f"cinn_py backend: unknown options {unknown} (expected 'schedule', 'strict', "
+                            "'fast_math')")
         return Options(**given)
 
 
@@ -157,7 +163,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
         ops = Counter(op_name(n) for n in sub.graph.nodes if _is_compute(n))
         try:
             graph = CompiledGraph.build(sub, [TensorSpec.of(a.meta["val"]) for a in node.args],
-                                        f"{name.replace(' ', '_')}_{node.target}", options.schedule)
+                                        f"{name.replace(' ', '_')}_{node.target}", options.schedule,
+                                        options.fast_math)
         except Exception as exc:  # a partition cinn-py cannot compile runs eagerly, reported
             if options.strict:
                 raise

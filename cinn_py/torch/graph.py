@@ -163,7 +163,8 @@ class CompiledGraph:
     tuple_output: bool
 
     @staticmethod
-    def build(gm: Any, inputs: Sequence[TensorSpec], name: str, schedule: str | None = "auto") -> CompiledGraph:
+    def build(gm: Any, inputs: Sequence[TensorSpec], name: str, schedule: str | None = "auto",
+              fast_math: bool = False) -> CompiledGraph:
         devices = {s.device for s in inputs}
         if len(devices) > 1:
             raise ConversionError(f"{name}: inputs on several devices {sorted(devices)}")
@@ -171,7 +172,8 @@ class CompiledGraph:
         if device == "cuda":
             require_cuda(name)
         program = to_program(gm, inputs, name)
-        compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule)
+        compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
+                                   fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
         return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)))
 

@@ -281,3 +281,24 @@ def test_entry_point_registers_the_backend(monkeypatch: pytest.MonkeyPatch) -> N
     torch.testing.assert_close(torch.compile(torch.sigmoid, backend="cinn_py", dynamic=False)(x), torch.sigmoid(x))
     report = ct.last_report()
     assert report is not None and report.compiled == {"aten.sigmoid.default": 1}
+
+
+@pytest.mark.parametrize("fast_math", [True, False])
+def test_fast_math_option_reaches_the_kernels(fast_math: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fast_math` (default True: the vectorised polynomials, as PyTorch's own CPU kernels) is what
+    every kernel is built with, and gelu (erf) and softmax (exp) match eager either way."""
+    built: list[CompiledGraph] = []
+    original = CompiledGraph.build
+
+    def spy(*args: Any, **kwargs: Any) -> CompiledGraph:
+        built.append(original(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(CompiledGraph, "build", staticmethod(spy))
+    gen = torch.Generator().manual_seed(11)
+    x, w = torch.randn(8, 16, generator=gen) * 3, torch.randn(16, 16, generator=gen)
+    options = STRICT if fast_math else {**STRICT, "fast_math": False}
+    _compare(lambda x, w: torch.softmax(torch.nn.functional.gelu(x @ w), -1), [x, w], options)
+    kernels = [k for graph in built for k in graph.compiled.kernels]
+    assert len(built) == 2 and kernels
+    assert {k.fast_math for k in kernels} == {fast_math}
