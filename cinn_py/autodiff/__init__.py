@@ -6,7 +6,9 @@
 Importing this package attaches the gradient rules (`rules_*` modules) to the ops' `OpDef.grad`.
 """
 
-from cinn_py.autodiff import rules_elementwise, rules_index, rules_structural  # noqa: F401  (attach the rules)
+from cinn_py.autodiff import (  # noqa: F401  (attach the rules)
+    rules_elementwise, rules_index, rules_nn, rules_structural,
+)
 from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, grad
 
 __all__ = ["AutodiffError", "GradContext", "define_grad", "grad"]

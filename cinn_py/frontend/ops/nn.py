@@ -250,7 +250,10 @@ def _conv_cases(dtype: str) -> list[Case]:
             conv((1, 4, 6, 6), (4, 2, 3, 3), groups=2, dilations=[2, 1], paddings=[1, 1, 2, 0]),
             conv(("S0", 3, 5, 5), (2, 3, 1, 1)),
             conv((1, 5, 5, 3), (2, 3, 3, 3), data_format="NHWC", padding_algorithm="SAME", strides=[2, 2]),
-            conv((1, 1, 4, 4), (1, 1, 3, 3), padding_algorithm="VALID")]
+            conv((1, 1, 4, 4), (1, 1, 3, 3), padding_algorithm="VALID"),
+            conv((2, 6, 8, 7), (12, 1, 3, 3), groups=6, strides=[2, 2]),  # depthwise x2; no window reaches row 7
+            conv((1, 6, 5, 4), (4, 2, 2, 3), groups=2, dilations=[1, 2], strides=[1, 2], paddings=[0, 1, 1, 0],
+                 data_format="NHWC")]
 
 
 register(OpDef("conv2d", OpPatternKind.kNonFusible, _conv_infer, _conv_numpy, _conv_compute, arity=2,
