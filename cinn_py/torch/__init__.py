@@ -2,10 +2,10 @@
 
 - `compile_function(program)`: a NetBuilder program as a differentiable torch function
   (cinn_py/torch/function.py).
-- `torch.compile(model, backend="cinn_py", dynamic=False)`: the TorchDynamo backend (entry point
-  `torch_dynamo_backends: cinn_py`), ATen graphs from AOT autograd converted to Programs, the
-  unsupported ops left to eager PyTorch; `last_report()`/`reports()` say what fell back
-  (cinn_py/torch/backend.py).
+- `torch.compile(model, backend="cinn_py")`: the TorchDynamo backend (entry point
+  `torch_dynamo_backends: cinn_py`), ATen graphs from AOT autograd converted to Programs (static
+  or symbolic shapes: cinn_py/torch/symbolic.py), the unsupported ops left to eager PyTorch;
+  `last_report()`/`reports()` say what fell back (cinn_py/torch/backend.py).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend.net_builder import NetBuilder
+from cinn_py.frontend.ops.base import Dim
+from cinn_py.frontend.ops.shapes import numel, shapes_equal
 from cinn_py.frontend.program import Variable
 
 Value = Any  # Variable | tuple[Variable | None, ...] | None
@@ -33,20 +35,21 @@ class Emitter:
     """What a converter needs besides its arguments: the builder and the node's output shape/dtype."""
 
     nb: NetBuilder
-    shape: tuple[int, ...]
+    shape: tuple[Dim, ...]
+    """Ints and, for symbolic sizes, cinn-py symbolic dims (cinn_py/torch/symbolic.py)."""
     dtype: str
 
-    def to_shape(self, x: Variable, shape: Sequence[int] | None = None) -> Variable:
+    def to_shape(self, x: Variable, shape: Sequence[Dim] | None = None) -> Variable:
         """`x` reshaped to `shape` (the node's by default); the same Variable when it already has it."""
         target = list(self.shape if shape is None else shape)
-        return x if list(x.shape) == target else self.nb.reshape(x, target)
+        return x if shapes_equal(x.shape, target) else self.nb.reshape(x, target)
 
-    def broadcast(self, x: Any, shape: Sequence[int] | None = None) -> Variable:
+    def broadcast(self, x: Any, shape: Sequence[Dim] | None = None) -> Variable:
         """`x` (a Variable or a Python number) broadcast numpy-style to `shape` (the node's by default)."""
         target = list(self.shape if shape is None else shape)
         if not isinstance(x, Variable):
             return self.nb.fill_constant(target, x, dtype=self.dtype)
-        if list(x.shape) == target:
+        if shapes_equal(x.shape, target):
             return x
         lead = len(target) - x.ndim
         return self.nb.broadcast_to(x, target, list(range(lead, len(target))))
@@ -77,6 +80,23 @@ def axes_of(dims: Any, ndim: int) -> list[int]:
     if not items:
         return list(range(ndim))
     return sorted(d % ndim if ndim else 0 for d in items)
+
+
+def static_axis(x: Any, dim: int, op: str) -> str | None:
+    """Converters that compute with the size of axis `dim` need it static (a symbolic size there
+    keeps the op in eager PyTorch)."""
+    fake = getattr(x, "meta", {}).get("val")
+    if fake is None or not fake.dim():
+        return None
+    size = fake.shape[dim % fake.dim()]
+    return None if isinstance(size, int) else f"{op} along symbolic dim {size}"
+
+
+def _static(d: Any) -> int:
+    """A dim the op's check made sure is static (`static_axis`)."""
+    if not isinstance(d, int):
+        raise TypeError(f"expected a static dim, got symbolic {d}")
+    return d
 
 
 def _no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
@@ -140,18 +160,31 @@ def _t(e: Emitter, x: Variable) -> Value:
 
 
 def _positive_step(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> str | None:
-    return None if step >= 1 else f"slice step {step}"
+    return f"slice step {step}" if step < 1 else static_axis(x, dim, "slice")
 
 
-def _unit_step(*args: Any) -> str | None:
-    step = args[5] if len(args) > 5 else 1
-    return None if step == 1 else f"slice_backward step {step}"
+def _unit_step(g: Any, sizes: Any, dim: int, *args: Any) -> str | None:
+    step = args[2] if len(args) > 2 else 1
+    return f"slice_backward step {step}" if step != 1 else static_axis(g, dim, "slice_backward")
+
+
+def _static_select(x: Any, dim: int, *_: Any) -> str | None:
+    return static_axis(x, dim, "select")
+
+
+def _static_select_backward(g: Any, sizes: Sequence[Any], dim: int, *_: Any) -> str | None:
+    size = sizes[dim % len(sizes)]
+    return None if isinstance(size, int) else f"select_backward along symbolic dim {size.meta.get('val', size)}"
+
+
+def _static_split(x: Any, sizes: Any, dim: int = 0) -> str | None:
+    return static_axis(x, dim, "split")
 
 
 @converts("aten.slice.Tensor", check=_positive_step)
 def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Value:
     axis = dim % x.ndim
-    size = int(x.shape[axis])
+    size = _static(x.shape[axis])
     lo = 0 if start is None else max(0, min(size, start + size if start < 0 else start))
     hi = size if end is None else max(lo, min(size, end + size if end < 0 else end))
     if (lo, hi, step) == (0, size, 1):
@@ -164,31 +197,31 @@ def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, sta
                     step: int) -> Value:
     """The cotangent of `x[start:end]` along `dim`: zeros before and after, concatenated."""
     axis = dim % g.ndim
-    size = int(e.shape[axis])
+    size = _static(e.shape[axis])
     lo = max(0, min(size, start + size if start < 0 else start))
     before = [e.broadcast(0, [*e.shape[:axis], lo, *e.shape[axis + 1:]])] if lo else []
-    rest = size - lo - int(g.shape[axis])
+    rest = size - lo - _static(g.shape[axis])
     after = [e.broadcast(0, [*e.shape[:axis], rest, *e.shape[axis + 1:]])] if rest else []
     return e.nb.concat([*before, g, *after], axis=axis) if before or after else g
 
 
-@converts("aten.select.int")
+@converts("aten.select.int", check=_static_select)
 def _select(e: Emitter, x: Variable, dim: int, index: int) -> Value:
     axis = dim % x.ndim
-    start = index % int(x.shape[axis])
+    start = index % _static(x.shape[axis])
     return e.to_shape(e.nb.slice(x, [axis], [start], [start + 1]))
 
 
-@converts("aten.select_backward.default")
+@converts("aten.select_backward.default", check=_static_select_backward)
 def _select_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, index: int) -> Value:
     axis = dim % len(sizes)
     row = e.to_shape(g, [*g.shape[:axis], 1, *g.shape[axis:]])
     return _slice_backward(e, row, sizes, axis, index % int(sizes[axis]), index % int(sizes[axis]) + 1, 1)
 
 
-@converts("aten.split_with_sizes.default", "aten.split.Tensor")
+@converts("aten.split_with_sizes.default", "aten.split.Tensor", check=_static_split)
 def _split(e: Emitter, x: Variable, sizes: Any, dim: int = 0) -> Value:
-    axis, total = dim % x.ndim, int(x.shape[dim % x.ndim])
+    axis, total = dim % x.ndim, _static(x.shape[dim % x.ndim])
     lengths = [min(sizes, total - k) for k in range(0, total, sizes)] if isinstance(sizes, int) else list(sizes)
     starts = [sum(lengths[:k]) for k in range(len(lengths))]
     return tuple(e.nb.slice(x, [axis], [lo], [lo + n]) for lo, n in zip(starts, lengths))
@@ -197,7 +230,7 @@ def _split(e: Emitter, x: Variable, sizes: Any, dim: int = 0) -> Value:
 @converts("aten.embedding.default")
 def _embedding(e: Emitter, weight: Variable, indices: Variable, *_: Any) -> Value:
     """Rows of `weight` (padding_idx only matters to the backward)."""
-    flat = e.to_shape(indices, [math.prod(int(d) for d in indices.shape)])
+    flat = e.to_shape(indices, [numel(indices.shape)])
     return e.to_shape(e.nb.index_select(weight, flat, axis=0))
 
 
@@ -209,9 +242,9 @@ def _not_scaled_by_freq(*args: Any) -> str | None:
 def _embedding_backward(e: Emitter, g: Variable, indices: Variable, num_weights: int, padding_idx: int,
                         scale_grad_by_freq: bool) -> Value:
     """The rows' cotangents summed into a zero table (`scatter_add`); none for `padding_idx`."""
-    n = math.prod(int(d) for d in indices.shape)
+    n = numel(indices.shape)
     flat = e.to_shape(indices, [n])
-    rows = e.to_shape(g, [n, int(g.shape[-1])])
+    rows = e.to_shape(g, [n, g.shape[-1]])
     if padding_idx >= 0:
         keep = e.nb.not_equal(flat, padding_idx)
         rows = e.nb.select(e.broadcast(e.to_shape(keep, [n, 1]), rows.shape), rows, e.broadcast(0, rows.shape))

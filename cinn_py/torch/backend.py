@@ -1,4 +1,4 @@
-"""The `torch.compile` backend: `torch.compile(model, backend="cinn_py", dynamic=False)`.
+"""The `torch.compile` backend: `torch.compile(model, backend="cinn_py")`.
 
 Registered under the name `cinn_py` by the `torch_dynamo_backends` entry point (pyproject.toml).
 TorchDynamo hands the backend an FX graph of torch calls; AOT autograd (`aot_autograd` with our
@@ -10,10 +10,14 @@ Program compiled with `schedule="auto"`, and the ops outside them run in eager P
 compiled and what fell back, per graph, is in `reports()` / `last_report()` (and logged at INFO on
 the `cinn_py.torch` logger).
 
-Shapes are static: with `dynamic=False` each new input shape is a new Dynamo graph, compiled
-again (compiled kernels are cached on disk). A graph traced with symbolic shapes (`dynamic=True`,
-or Dynamo's automatic dynamic shapes after a shape change) runs eagerly, its ops reported as
-"symbolic shape".
+Shapes: with `dynamic=False` each new input shape is a new Dynamo graph, compiled again
+(compiled kernels are cached on disk). A graph traced with symbolic shapes (`dynamic=True`,
+`torch._dynamo.mark_dynamic`, or Dynamo's automatic dynamic shapes after a shape change) is
+compiled once with cinn-py symbolic dims and serves every size torch's guards let through; the
+size arithmetic between partitions (`operator.mul` of SymInts, `sym_size`) stays in Python and
+reaches the partitions as int arguments (cinn_py/torch/symbolic.py). An op whose call needs a
+size cinn-py cannot express (a floor division of a symbol, a symbolic scalar operand, a slice
+along a symbolic dim) stays eager, reported with the reason.
 
 Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
 loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly)
@@ -36,7 +40,7 @@ from typing import Any
 import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
-from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, TensorSpec, op_name, require_cuda, unsupported_reason
+from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda, unsupported_reason
 
 log = logging.getLogger("cinn_py.torch")
 
@@ -134,7 +138,13 @@ class _Kernels(torch.nn.Module):
 
 
 def _is_compute(node: Any) -> bool:
-    return node.op == "call_function" and op_name(node) not in VIEW_OPS
+    """A node computing tensors; views, size arithmetic on SymInts (`operator.mul`, `sym_size`)
+    and run-time assertions on sizes are not counted (they stay in Python, between kernels)."""
+    if node.op != "call_function" or op_name(node) in VIEW_OPS:
+        return False
+    if any(word in op_name(node) for word in ("_assert", "sym_constrain")):
+        return False
+    return not is_size_value(node.meta.get("val"))
 
 
 def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Options) -> Any:
@@ -162,7 +172,7 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
         sub: Any = fused.get_submodule(node.target)
         ops = Counter(op_name(n) for n in sub.graph.nodes if _is_compute(n))
         try:
-            graph = CompiledGraph.build(sub, [TensorSpec.of(a.meta["val"]) for a in node.args],
+            graph = CompiledGraph.build(sub, [input_spec(a.meta["val"]) for a in node.args],
                                         f"{name.replace(' ', '_')}_{node.target}", options.schedule,
                                         options.fast_math)
         except Exception as exc:  # a partition cinn-py cannot compile runs eagerly, reported

@@ -1,12 +1,15 @@
 """One FX graph of ATen ops (a partition of AOT autograd's forward or backward) as a compiled Program.
 
 `unsupported_reason(node)` is the partitioner's test: a node converts when its op has a converter
-(cinn_py/torch/aten.py) that accepts this call, and every tensor it reads or produces has a dtype
-NetBuilder takes and a static shape. `CompiledGraph.build(graph_module, input_types)` converts
-the graph to a `Program` (placeholders become inputs named after them, the output node's values
-its outputs) and compiles it with the automatic schedule; calling it runs the kernels on torch
-tensors through DLPack: CPU tensors as zero-copy numpy views, CUDA tensors passed as they are
-(the CUDA kernels take `__cuda_array_interface__` arrays and allocate torch outputs).
+(cinn_py/torch/aten.py) that accepts this call, every tensor it reads or produces has a dtype
+NetBuilder takes and sizes that are ints or symbolic dims cinn-py expresses (sums, products and
+powers of torch's symbols), and no scalar operand is symbolic. `CompiledGraph.build(graph_module,
+input_types)` converts the graph to a `Program` (tensor placeholders become inputs named after
+them, SymInt placeholders the symbolic dims they hold, the output node's values its outputs) and
+compiles it with the automatic schedule, once for all sizes (cinn_py/torch/symbolic.py); calling
+it binds and checks the sizes, then runs the kernels on torch tensors through DLPack: CPU tensors
+as zero-copy numpy views, CUDA tensors passed as they are (the CUDA kernels take
+`__cuda_array_interface__` arrays and allocate torch outputs).
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import torch  # pyright: ignore[reportMissingImports]
 from cinn_py.diagnostics import CinnError
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
+from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable
 from cinn_py.pipeline import compile_program
 from cinn_py.torch.aten import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
+from cinn_py.torch.symbolic import (
+    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors, is_symbolic,
+)
 
 # Ops that only re-view their input: a partition of these alone is not worth a kernel launch.
 VIEW_OPS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
@@ -39,15 +46,31 @@ class ConversionError(CinnError):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """dtype name (NetBuilder's) and static shape of one tensor."""
+    """dtype name (NetBuilder's), shape and device of one tensor; a symbolic size is a torch SymInt."""
 
     dtype: str
-    shape: tuple[int, ...]
+    shape: tuple[Any, ...]
     device: str
 
     @staticmethod
     def of(value: Any) -> TensorSpec:
-        return TensorSpec(str(value.dtype).removeprefix("torch."), tuple(value.shape), value.device.type)
+        shape = tuple(s if is_symbolic(s) else int(s) for s in value.shape)
+        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type)
+
+
+@dataclass(frozen=True)
+class SymIntSpec:
+    """A SymInt placeholder (a size torch passes as an int argument)."""
+
+    value: Any
+
+
+InputSpec = TensorSpec | SymIntSpec
+
+
+def input_spec(value: Any) -> InputSpec:
+    """The spec of a placeholder's example value (a fake tensor or a SymInt)."""
+    return TensorSpec.of(value) if isinstance(value, torch.Tensor) else SymIntSpec(value)
 
 
 def op_name(node: Any) -> str:
@@ -68,10 +91,27 @@ def _value_reason(value: Any) -> str | None:
         spec_dtype = str(t.dtype).removeprefix("torch.")
         if spec_dtype not in names:
             return f"dtype {spec_dtype}"
-        if not all(isinstance(s, int) for s in t.shape):
-            return "symbolic shape (compile with dynamic=False)"
+        reason = next((r for r in map(dim_reason, t.shape) if r is not None), None)
+        if reason is not None:
+            return reason
         if t.device.type not in ("cpu", "cuda"):
             return f"device {t.device.type}"
+    return None
+
+
+def is_size_value(value: Any) -> bool:
+    """A SymInt/SymFloat/SymBool or Python number: the value of a size computation, not a tensor."""
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
+
+
+def _symbolic_scalar_reason(node: Any) -> str | None:
+    """Sizes may be symbolic (lists of SymInts: view/expand/full sizes, taken from the fake
+    tensors), scalar operands may not: NetBuilder's constants are numbers."""
+    for arg in (*node.args, *node.kwargs.values()):
+        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if isinstance(value, (torch.SymFloat, torch.SymBool)) or is_symbolic(value):
+            label = arg.name if isinstance(arg, torch.fx.Node) else "argument"
+            return f"scalar {label} = {value} is symbolic (only sizes may be)"
     return None
 
 
@@ -90,6 +130,9 @@ def unsupported_reason(node: Any) -> str | None:
             return reason
     if node.meta.get("val") is None:
         return "no fake-tensor metadata"
+    reason = _symbolic_scalar_reason(node)
+    if reason is not None:
+        return reason
     return rule.check(*node.args, **node.kwargs) if rule.check is not None else None
 
 
@@ -99,28 +142,47 @@ def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     return env[arg] if isinstance(arg, torch.fx.Node) else arg
 
 
-def _checked(node: Any, value: Any, nb: NetBuilder, fake: Any = None) -> Any:
+def _checked(node: Any, value: Any, nb: NetBuilder, table: SymbolTable, fake: Any = None) -> Any:
     """`value` against the node's fake tensor(s): a cast where torch's dtype differs (type
     promotion, float32 statistics of low-precision inputs), an error on shape."""
     fake = node.meta["val"] if fake is None else fake
     if isinstance(value, tuple):
-        return tuple(v if v is None or f is None else _checked(node, v, nb, f) for v, f in zip(value, fake))
+        return tuple(v if v is None or f is None else _checked(node, v, nb, table, f) for v, f in zip(value, fake))
     spec = TensorSpec.of(fake)
-    if tuple(value.shape) != spec.shape:
-        raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape {list(value.shape)}, "
-                              f"torch says {list(spec.shape)}")
+    expected = table.shape(spec.shape)
+    if not shapes_equal(value.shape, expected):
+        raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape {fmt_shape(value.shape)}, "
+                              f"torch says {fmt_shape(expected)}")
     return value if str(value.dtype) == spec.dtype else nb.cast(value, spec.dtype)
 
 
-def to_program(gm: Any, inputs: Sequence[TensorSpec], name: str) -> Program:
-    """The FX graph `gm` (every call_function node supported) as a NetBuilder Program."""
+def _placeholder(nb: NetBuilder, table: SymbolTable, node: Any, spec: InputSpec, name: str
+                 ) -> tuple[Any, TensorInput | SymIntInput]:
+    """A placeholder's value in the Program (a Variable, or a dim for a SymInt) and how it enters.
+    A tensor dim that is a product enters split into its factors and is reshaped back."""
+    if isinstance(spec, SymIntSpec):
+        value = table.dim(spec.value)
+        return value, SymIntInput(node.name, value)
+    dims = table.shape(spec.shape)
+    entry = TensorInput(node.name, dims, tuple(f for d in dims for f in factors(d)))
+    check_bindable(name, entry)
+    var = nb.create_input(spec.dtype, list(entry.factored), f"in_{node.name}")
+    return (nb.reshape(var, list(dims)) if entry.is_factored else var), entry
+
+
+def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program, InputPlan]:
+    """The FX graph `gm` (every call_function node supported) as a NetBuilder Program, and how
+    the graph's arguments become the Program's inputs (symbolic sizes: cinn_py/torch/symbolic.py)."""
     nb = NetBuilder(name)
+    table = SymbolTable()
     env: dict[Any, Any] = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs):
         raise ConversionError(f"{name}: {len(placeholders)} placeholders, {len(inputs)} input types")
+    entries: list[TensorInput | SymIntInput] = []
     for node, spec in zip(placeholders, inputs):
-        env[node] = nb.create_input(spec.dtype, list(spec.shape), f"in_{node.name}")
+        env[node], entry = _placeholder(nb, table, node, spec, name)
+        entries.append(entry)
     outputs: Any = None
     for node in gm.graph.nodes:
         if node.op == "output":
@@ -128,18 +190,26 @@ def to_program(gm: Any, inputs: Sequence[TensorSpec], name: str) -> Program:
         elif node.op == "call_function" and node.target is operator.getitem:
             env[node] = env[node.args[0]][node.args[1]]
         elif node.op == "call_function":
-            rule = CONVERTERS[op_name(node)]
-            spec = TensorSpec.of(_tensors(node.meta["val"])[0])
-            emitter = Emitter(nb, spec.shape, spec.dtype)
-            try:
-                value = rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs))
-            except CinnError as exc:
-                raise ConversionError(f"{name}: {op_name(node)} ({node.format_node()}): {exc}") from exc
-            env[node] = _checked(node, value, nb)
+            env[node] = _converted(nb, table, env, node, name)
         elif node.op != "placeholder":
             raise ConversionError(f"{name}: {node.op} node {node.format_node()} cannot be converted")
+    plan = InputPlan.make(name, entries, list(table.symbols.values()))
+    for s in plan.carriers:  # after the tensors, as InputPlan.bind passes them
+        nb.create_input(CARRIER_DTYPE, [s], f"carrier_{s.name}")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    return nb.build(_distinct_outputs(nb, [env[n] for n in flat], set(env[p].name for p in placeholders)))
+    tensor_inputs = {env[p].name for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
+    return nb.build(_distinct_outputs(nb, [env[n] for n in flat], tensor_inputs)), plan
+
+
+def _converted(nb: NetBuilder, table: SymbolTable, env: dict[Any, Any], node: Any, name: str) -> Any:
+    rule = CONVERTERS[op_name(node)]
+    spec = TensorSpec.of(_tensors(node.meta["val"])[0])
+    emitter = Emitter(nb, table.shape(spec.shape), spec.dtype)
+    try:
+        value = rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs))
+    except CinnError as exc:
+        raise ConversionError(f"{name}: {op_name(node)} ({node.format_node()}): {exc}") from exc
+    return _checked(node, value, nb, table)
 
 
 def _distinct_outputs(nb: NetBuilder, values: list[Variable], input_names: set[str]) -> list[Variable]:
@@ -155,33 +225,39 @@ def _distinct_outputs(nb: NetBuilder, values: list[Variable], input_names: set[s
 
 @dataclass
 class CompiledGraph:
-    """A converted and compiled FX graph; `compiled(*tensors)` returns what the graph returns."""
+    """A converted and compiled FX graph; `compiled(*args)` returns what the graph returns.
+
+    Its arguments are the graph's placeholders in order: tensors, and ints for SymInt
+    placeholders. With symbolic sizes one compiled Program serves every size: each call binds
+    the symbols from the arguments and checks what the graph assumed (`InputPlan.bind`)."""
 
     program: Program
     compiled: Any
     device: str
     tuple_output: bool
+    plan: InputPlan
 
     @staticmethod
-    def build(gm: Any, inputs: Sequence[TensorSpec], name: str, schedule: str | None = "auto",
+    def build(gm: Any, inputs: Sequence[InputSpec], name: str, schedule: str | None = "auto",
               fast_math: bool = False) -> CompiledGraph:
-        devices = {s.device for s in inputs}
+        devices = {s.device for s in inputs if isinstance(s, TensorSpec)}
         if len(devices) > 1:
             raise ConversionError(f"{name}: inputs on several devices {sorted(devices)}")
         device = devices.pop() if devices else "cpu"
         if device == "cuda":
             require_cuda(name)
-        program = to_program(gm, inputs, name)
+        program, plan = to_program(gm, inputs, name)
         compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
                                    fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
-        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)))
+        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan)
 
     @property
     def kernels(self) -> int:
         return len(self.compiled.kernels)
 
-    def __call__(self, *tensors: Any) -> Any:
+    def __call__(self, *args: Any) -> Any:
+        tensors = self.plan.bind(args)
         if self.device == "cuda":  # the CUDA kernels take the tensors and allocate torch outputs
             bound = {v.name: t.detach().contiguous() for v, t in zip(self.program.inputs, tensors)}
             result = self.compiled.run_bound(bound)

@@ -1,5 +1,5 @@
 """`torch.compile(backend="cinn_py")`: the BERT-style layer's forward and gradients vs eager,
-ops without a converter left to eager and reported, symbolic shapes reported, and the backend's
+ops without a converter left to eager and reported, and the backend's
 registration through the `torch_dynamo_backends` entry point of pyproject.toml."""
 
 from __future__ import annotations
@@ -198,17 +198,6 @@ def test_call_a_converter_does_not_handle_runs_eagerly_with_its_reason() -> None
     assert not forward.fallback and forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
     assert backward.fallback == {"aten.slice_backward.default": 1}
     assert backward.reasons == {"aten.slice_backward.default": "slice_backward step 2"}
-
-
-def test_symbolic_shapes_run_eagerly_and_are_reported() -> None:
-    torch._dynamo.reset()
-    ct.reset_reports()
-    x = torch.randn(3, 4)
-    out = torch.compile(lambda x: torch.tanh(x) * 2, backend=cinn_py_backend, dynamic=True)(x)
-    torch.testing.assert_close(out, torch.tanh(x) * 2)
-    report = ct.last_report()
-    assert report is not None and not report.compiled
-    assert report.reasons["aten.tanh.default"] == "symbolic shape (compile with dynamic=False)"
 
 
 def test_unknown_option_is_an_error() -> None:

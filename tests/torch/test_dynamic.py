@@ -1,0 +1,230 @@
+"""Symbolic shapes through `torch.compile(backend="cinn_py")`: one compiled Program per graph serves
+every batch/sequence size (forward and AOT-autograd backward match eager), ops that need a static
+or scalar size fall back with their reason, and each call checks what the graph assumed about its
+sizes (equal dims, products of dims, torch's 0/1 specialisation)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import cinn_py.torch as ct  # noqa: E402
+from cinn_py.torch import graph as graph_module  # noqa: E402
+from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
+from cinn_py.torch.graph import CompiledGraph, input_spec  # noqa: E402
+from cinn_py.torch.symbolic import SymbolicShapeError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+STRICT = {"strict": True}
+
+
+@pytest.fixture()
+def builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The names of the partitions cinn-py compiles during the test (one per CompiledGraph.build)."""
+    names: list[str] = []
+    build = CompiledGraph.build
+
+    def counted(gm: Any, inputs: Any, name: str, *args: Any, **kwargs: Any) -> CompiledGraph:
+        names.append(name)
+        return build(gm, inputs, name, *args, **kwargs)
+
+    monkeypatch.setattr(CompiledGraph, "build", staticmethod(counted))
+    torch._dynamo.reset()
+    ct.reset_reports()
+    yield names
+    torch._dynamo.reset()
+
+
+def _example() -> Any:
+    spec = importlib.util.spec_from_file_location("train_bert_layer", ROOT / "examples" / "train_bert_layer.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # Dynamo imports the module of the functions it traces
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_sizes(fn: Callable[..., Any], make: Callable[[int, int], list[Any]], sizes: list[tuple[int, int]],
+                 dynamic_dims: tuple[int, ...] = (), dynamic: bool | None = True) -> None:
+    """`fn` compiled once, called at each size: output and every float input's gradient vs eager.
+    `dynamic_dims` of the first input are marked dynamic (with `dynamic=None`)."""
+    compiled = torch.compile(fn, backend=cinn_py_backend, dynamic=dynamic, options=STRICT)
+    for b, s in sizes:
+        inputs = make(b, s)
+        mine = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        ref = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        for d in dynamic_dims:
+            torch._dynamo.mark_dynamic(mine[0], d)
+        out, expected = compiled(*mine), fn(*ref)
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5, msg=lambda m, b=b, s=s: f"{b}x{s}: {m}")
+        cot = torch.randn(expected.shape, generator=torch.Generator().manual_seed(b * 100 + s))
+        (out * cot).sum().backward()
+        (expected * cot).sum().backward()
+        for k, (a, r) in enumerate(zip(mine, ref)):
+            if r.grad is not None:
+                torch.testing.assert_close(a.grad, r.grad, rtol=1e-4, atol=1e-5,
+                                           msg=lambda m, k=k, b=b, s=s: f"{b}x{s} input {k}: {m}")
+
+
+def _compiled_once(builds: list[str]) -> None:
+    """One forward and one backward graph, each one compiled partition, nothing eager."""
+    assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"], [r.name for r in ct.reports()]
+    assert len(builds) == 2, builds
+    for report in ct.reports():
+        assert not report.fallback and not report.failures, str(report)
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 12)
+        self.norm = torch.nn.LayerNorm(12)
+        self.fc2 = torch.nn.Linear(12, 6)
+
+    def forward(self, x: Any) -> Any:
+        h = self.norm(torch.nn.functional.gelu(self.fc1(x)))
+        return torch.softmax(self.fc2(h), dim=-1)
+
+
+def test_mlp_with_dynamic_batch_compiles_once_and_matches_eager(builds: list[str]) -> None:
+    torch.manual_seed(0)
+    model = _Mlp()
+    gen = torch.Generator().manual_seed(1)
+    _check_sizes(model, lambda b, _: [torch.randn(b, 8, generator=gen)], [(3, 0), (5, 0), (9, 0)])
+    _compiled_once(builds)
+    assert ct.reports()[1].compiled["aten.native_layer_norm_backward.default"] == 1
+
+
+def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[str]) -> None:
+    """The BERT-style layer (q/k/v projections, softmax attention, layer_norm, linear + bias +
+    gelu) with batch and sequence length marked dynamic: its views flatten them into `s0*s1`
+    rows and back, and the backward graph takes tensors of `s0*s1` rows."""
+    example = _example()
+    params = example.init_params()
+    names = list(params)
+    gen = torch.Generator().manual_seed(2)
+
+    def layer(x: Any, *p: Any) -> Any:
+        return example.eager_layer(x, dict(zip(names, p)))
+
+    def make(b: int, s: int) -> list[Any]:
+        return [torch.randn(b, s, example.H, generator=gen), *params.values()]
+
+    _check_sizes(layer, make, [(2, 8), (3, 5), (4, 7)], dynamic_dims=(0, 1), dynamic=None)
+    _compiled_once(builds)
+    forward, backward = ct.reports()
+    assert forward.compiled["aten._softmax.default"] == 1 and forward.compiled["aten.gelu.default"] == 1
+    assert backward.compiled["aten.native_layer_norm_backward.default"] == 2
+
+
+def test_symbolic_scalar_operand_falls_back_with_its_reason(builds: list[str]) -> None:
+    """A size used as a number (`x * x.shape[-1]`) is a symbolic scalar: that op runs eagerly,
+    the ops around it are still compiled, for every size."""
+    def fn(x: Any) -> Any:
+        return torch.exp(torch.tanh(x) * x.shape[-1]) + 1
+
+    gen = torch.Generator().manual_seed(3)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, s, generator=gen) * 0.1], [(2, 3), (4, 5), (3, 7)])
+    forward = ct.reports()[0]
+    assert forward.fallback == {"aten.mul.Tensor": 1}
+    assert forward.reasons["aten.mul.Tensor"].endswith("is symbolic (only sizes may be)")
+    assert forward.compiled["aten.tanh.default"] == 1 and forward.compiled["aten.exp.default"] == 1
+    assert len(ct.reports()) == 2
+
+
+def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[str]) -> None:
+    """`ones(y.shape[0])`: y's size reaches the partition as a SymInt argument only; the Program
+    binds it from a shape-carrier input of that length."""
+    def fn(x: Any, y: Any) -> Any:
+        return torch.tanh(x).sum(0, keepdim=True).T * torch.ones(y.shape[0])
+
+    gen = torch.Generator().manual_seed(4)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, 3, generator=gen), torch.randn(s, generator=gen)],
+                 [(2, 5), (4, 3), (3, 6)])
+    assert not ct.reports()[0].fallback and len(builds) == 2
+
+
+def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[str]) -> None:
+    """Torch assumes symbolic sizes are >= 2 and guards on it: batch 1 gets its own graph (batch
+    static 1, the rest symbolic), compiled and correct; the symbolic graph serves the others."""
+    def fn(x: Any) -> Any:
+        return torch.tanh(x).sum(0) * 2
+
+    gen = torch.Generator().manual_seed(5)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, s, 4, generator=gen)], [(3, 5), (1, 4), (2, 6)])
+    assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"] * 2
+    assert all(not r.fallback for r in ct.reports())
+
+
+def test_view_with_floor_division_falls_back_with_its_reason(builds: list[str]) -> None:
+    """`view(b, -1, 2)` of a symbolic size makes `s1//2`: no cinn-py dim form, so the ops on it
+    run eagerly, reported with the dim."""
+    def fn(x: Any) -> Any:
+        return torch.tanh(x.view(x.shape[0], -1, 2)).sum(-1)
+
+    gen = torch.Generator().manual_seed(6)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, 2 * s, generator=gen)], [(2, 3), (3, 4)])
+    reasons = ct.reports()[0].reasons
+    assert "FloorDiv" in reasons["aten.tanh.default"] and "no cinn-py dim form" in reasons["aten.tanh.default"]
+
+
+# -- call-time checks of a compiled symbolic graph -------------------------------------------------------------
+def _traced(fn: Callable[..., Any], *examples: Any) -> CompiledGraph:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(fn, tracing_mode="symbolic")(*examples)
+    specs = [input_spec(n.meta["val"]) for n in gm.graph.nodes if n.op == "placeholder"]
+    return CompiledGraph.build(gm, specs, "g")
+
+
+def test_a_product_of_dims_is_checked_at_each_call() -> None:
+    """`y` has `s0*s1` rows (torch's replacement after the add): it enters split into [s0, s1],
+    and a call whose `y` has another row count is an error naming the dim and the symbols."""
+    def fn(x: Any, y: Any) -> Any:
+        return torch.tanh(x.reshape(-1, 4)) + y
+
+    g = _traced(fn, torch.randn(2, 3, 4), torch.randn(6, 4))
+    x_in, y_in = ([str(d) for d in v.shape] for v in g.program.inputs)
+    assert y_in == x_in and x_in[2] == "4"  # y: [s0*s1, 4] viewed as [s0, s1, 4]
+    x, y = torch.randn(3, 5, 4), torch.randn(15, 4)
+    torch.testing.assert_close(g(x, y), fn(x, y))
+    with pytest.raises(SymbolicShapeError, match=r"input 'y_1' dim 0 is 14, but the graph was traced with it "
+                                                  r"equal to s\d+\*s\d+ = 15 with s\d+=3 \(from input 'x_1' dim 0\)"):
+        g(x, torch.randn(14, 4))
+
+
+def test_dims_torch_proved_equal_must_stay_equal() -> None:
+    def fn(x: Any, y: Any) -> Any:
+        return torch.tanh(x) * y
+
+    g = _traced(fn, torch.randn(2, 3), torch.randn(2, 3))
+    assert len({str(d) for v in g.program.inputs for d in v.shape}) == 2  # y's dims are x's symbols
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(g(x, x), fn(x, x))
+    with pytest.raises(SymbolicShapeError, match=r"input 'y_1' dim 1 is 6, but symbolic dim 's\d+' is 5 from "
+                                                  r"input 'x_1' dim 1; the graph was traced with them equal"):
+        g(x, torch.randn(4, 6))
+
+
+def test_a_size_torch_specialises_is_refused_by_the_symbolic_graph() -> None:
+    g = _traced(lambda x: torch.exp(x).sum(-1), torch.randn(3, 4))
+    with pytest.raises(SymbolicShapeError, match=r"input 'x_1' dim 0 is 1, below the lower bound 2 of symbolic "
+                                                  r"dim 's\d+' \(torch specialises sizes 0 and 1"):
+        g(torch.randn(1, 4))
+
+
+def test_static_graphs_are_unchanged() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(torch.tanh)(torch.randn(2, 3))
+    compiled = CompiledGraph.build(gm, [graph_module.TensorSpec("float32", (2, 3), "cpu")], "g")
+    assert compiled.plan.is_static and [v.shape for v in compiled.program.inputs] == [(2, 3)]
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(compiled(x), torch.tanh(x))
