@@ -22,3 +22,8 @@ def _conv2d(c: GradContext) -> list[Variable | None]:
     dx = c.nb.emit("conv2d_grad_data", [c.dout, w], {**c.attrs, "input_hw": hw})
     dw = c.nb.emit("conv2d_grad_filter", [x, c.dout], dict(c.attrs))
     return [dx, dw]
+
+
+@define_grad("pool2d")
+def _pool2d(c: GradContext) -> list[Variable | None]:
+    return [c.nb.emit("pool2d_grad", [c.inputs[0], c.dout], dict(c.attrs))]

@@ -94,3 +94,87 @@ def test_unreached_rows_get_zero_gradient() -> None:
     assert not dx[:, :, 7, :].any() and not dx[:, :, :, 6].any()
     assert dx[:, :, 6, :].any()
     np.testing.assert_allclose(dx, want[0], rtol=1e-12, atol=1e-12)
+
+
+@dataclass(frozen=True)
+class Pool:
+    x: tuple[int, int, int, int]  # N, C, H, W
+    kind: str
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int] = (0, 0)
+    ceil_mode: bool = False
+    exclusive: bool = True
+    nhwc: bool = False
+
+
+POOLS = [
+    Pool((2, 3, 7, 7), "max", (3, 3), (2, 2), (1, 1)),
+    Pool((1, 2, 8, 7), "max", (3, 2), (2, 3)),                   # row 7 and column 6: no window
+    Pool((1, 2, 6, 6), "max", (2, 2), (2, 2), nhwc=True),
+    Pool((1, 2, 7, 6), "max", (3, 3), (2, 2), (1, 1), ceil_mode=True),
+    Pool((2, 3, 7, 7), "avg", (3, 3), (2, 2), (1, 1)),
+    Pool((2, 3, 7, 7), "avg", (3, 3), (2, 2), (1, 1), exclusive=False),
+    Pool((1, 2, 6, 6), "avg", (2, 3), (2, 2), (1, 1), ceil_mode=True, nhwc=True),
+    Pool((1, 2, 6, 6), "avg", (3, 3), (3, 3), exclusive=False, nhwc=True),
+]
+
+
+def _pool_run(case: Pool, dtype: str, values: np.ndarray | None = None) -> tuple[Any, list[np.ndarray], np.ndarray]:
+    """(backward program, its arguments, PyTorch's dx) for one pooling."""
+    n, c, h, w = case.x
+    nb = NetBuilder("pool")
+    x = nb.create_input(dtype, [n, h, w, c] if case.nhwc else [n, c, h, w], "X")
+    y = nb.pool2d(x, case.kind, list(case.kernel), stride=list(case.stride), padding=list(case.padding),
+                  ceil_mode=case.ceil_mode, exclusive=case.exclusive, data_format="NHWC" if case.nhwc else "NCHW")
+    rng = np.random.default_rng(5)
+    xs = (rng.uniform(-1, 1, x.shape) if values is None else values.reshape(x.shape)).astype(dtype)
+    dy = rng.uniform(-1, 1, y.shape).astype(dtype)
+
+    def nchw(a: np.ndarray) -> Any:
+        return torch.tensor(a.transpose(0, 3, 1, 2).copy() if case.nhwc else a)
+
+    tx = nchw(xs).requires_grad_()
+    if case.kind == "max":
+        out = F.max_pool2d(tx, case.kernel, case.stride, case.padding, ceil_mode=case.ceil_mode)
+    else:
+        out = F.avg_pool2d(tx, case.kernel, case.stride, case.padding, ceil_mode=case.ceil_mode,
+                           count_include_pad=not case.exclusive)
+    assert tuple(out.shape) == tuple(nchw(dy).shape), "the case must have PyTorch's output size"
+    out.backward(nchw(dy))
+    dx = tx.grad.numpy()
+    return grad(nb.build([y])), [xs, dy], dx.transpose(0, 2, 3, 1) if case.nhwc else dx
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", POOLS, ids=[f"pool{k}-{p.kind}" for k, p in enumerate(POOLS)])
+def test_pool2d_grad_matches_torch(case: Pool, dtype: str) -> None:
+    backward, args, want = _pool_run(case, dtype)
+    tol = 1e-12 if dtype == "float64" else 1e-6
+    np.testing.assert_allclose(backward.run_numpy(*args), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", POOLS, ids=[f"pool{k}-{p.kind}" for k, p in enumerate(POOLS)])
+def test_pool2d_backward_compiled_x86_matches_torch(case: Pool) -> None:
+    backward, args, want = _pool_run(case, "float32")
+    np.testing.assert_allclose(compile_program(backward, "x86", schedule="auto")(*args), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [p for p in POOLS if p.kind == "max"], ids=lambda p: f"{p.x}-{p.kernel}")
+def test_max_pool_ties_route_to_the_first_maximum_as_torch(case: Pool) -> None:
+    """Values in {-1, 0, 1}: most windows hold several maxima; PyTorch gives the whole cotangent
+    to the first in row-major window order, and so do the numpy reference and the kernels."""
+    values = np.random.default_rng(9).integers(-1, 2, size=int(np.prod(case.x))).astype(np.float64)
+    backward, args, want = _pool_run(case, "float32", values)
+    np.testing.assert_array_equal(backward.run_numpy(*args), want)
+    np.testing.assert_array_equal(compile_program(backward, "x86", schedule="auto")(*args), want)
+
+
+def test_pool2d_argmax_is_torch_max_pool_indices() -> None:
+    values = np.random.default_rng(2).integers(-1, 2, size=2 * 3 * 9 * 8).reshape(2, 3, 9, 8).astype(np.float32)
+    nb = NetBuilder("argmax")
+    x = nb.create_input("float32", [2, 3, 9, 8], "X")
+    program = nb.build([nb.pool2d_argmax(x, [3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=True)])
+    _, want = F.max_pool2d(torch.tensor(values), 3, 2, 1, ceil_mode=True, return_indices=True)
+    np.testing.assert_array_equal(program.run_numpy(values), want.numpy())
+    np.testing.assert_array_equal(compile_program(program, "x86", schedule="auto")(values), want.numpy())

@@ -359,7 +359,9 @@ def _pool_cases(dtype: str) -> list[Case]:
             pool((1, 1, 5, 5), "max", [2, 2], stride=[2, 2], ceil_mode=True),
             pool((1, 1, 5, 5), "avg", [2, 2], stride=[2, 2], ceil_mode=True),
             pool(("S0", 3, 4, 4), "avg", [2, 2], global_pooling=True),
-            pool((1, 5, 5, 2), "max", [3, 3], stride=[2, 2], padding_algorithm="SAME", data_format="NHWC")]
+            pool((1, 5, 5, 2), "max", [3, 3], stride=[2, 2], padding_algorithm="SAME", data_format="NHWC"),
+            pool((2, 6, 5, 3), "avg", [3, 2], stride=[2, 2], padding=[1, 0, 1, 1], ceil_mode=True, exclusive=False,
+                 data_format="NHWC")]
 
 
 register(OpDef("pool2d", OpPatternKind.kNonFusible, _pool_infer, _pool_numpy, _pool_compute, arity=1,
