@@ -22,7 +22,9 @@ into the row loop", as the project's hand schedules do:
 the reduce loop is split into `tasks` slices that are `rfactor`ed into `rf_C[t, j]` and run in
 parallel; within a slice the reduce loop runs outside a vector strip of contiguous columns,
 four rows per pass (each strip of partial sums is loaded and stored once per four rows), and the
-few partial rows are summed at the end.
+few partial rows are summed at the end. A sum over several leading axes (a bias gradient,
+`[B, S, N] -> [N]` or `[1, 1, N]`) has its reduce loops fused into one first; outer spatial loops
+of extent 1 stay outside the tactic's loops.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from schedules.analysis.loops import all_blocks, find_block, root_body
 from schedules.analysis.regions import const_value
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
+from schedules.state import LoopRV
 from schedules.tactics.config import ScheduleConfig
 from schedules.tactics.group import BlockInfo, analyze_group, block_info, is_init_name, loops_of
 from schedules.tactics.x86_nest import TacticNotApplicable, contiguous_store, lanes_for, parallel_worth
@@ -231,20 +234,37 @@ def schedule_reduce_all(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str
     return f"rfactor-vectorised over {acc} partial results"
 
 
+def _fuse_reduce_loops(sch: IRSchedule, block: str) -> None:
+    """A column sum over several leading axes (a bias gradient: `[B, S, N] -> [N]`) as the
+    one reduce loop the column tactic takes: the reduce loops are adjacent and outermost in the
+    input, so fused they still read contiguous rows."""
+    n_spatial = spatial_loops(sch, block)
+    loops = sch.get_loops(block)
+    if len(loops) - n_spatial > 1:
+        sch.fuse(loops[n_spatial:])
+
+
+def _unit_loops(sch: IRSchedule, loops: Sequence[LoopRV]) -> bool:
+    return all(const_value(sch.get(lp).extent) == 1 for lp in loops)
+
+
 def schedule_column_reduction(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
     """Task-split column reduction of `block` (see the module docstring); raises ScheduleError
     when it does not apply."""
+    _fuse_reduce_loops(sch, block)
     loops = loops_of(sch.func, block)
-    if len(loops) != 2 or spatial_loops(sch, block) != 1:
-        raise not_applicable(sch, "column tactic", f"'{block}' needs one spatial and one reduce loop")
-    extent = const_value(loops[1].extent)
+    n_spatial = spatial_loops(sch, block)
+    if len(loops) < 2 or n_spatial != len(loops) - 1 or not _unit_loops(sch, sch.get_loops(block)[:-2]):
+        raise not_applicable(sch, "column tactic", f"'{block}' needs one spatial and one reduce loop "
+                                                   "(outer spatial loops of extent 1)")
+    extent = const_value(loops[-1].extent)
     tasks = COLUMN_TASKS if extent is None else max(1, min(COLUMN_TASKS, extent // ROWS_PER_PASS))
     lanes = lanes_for(sch, block, cfg)
-    outer, _ = sch.split(sch.get_loops(block)[1], [tasks, -1])
+    outer, _ = sch.split(sch.get_loops(block)[-1], [tasks, -1])
     rf = sch.rfactor(outer, 0).name
-    j, t, k = sch.get_loops(rf)
+    j, t, k = sch.get_loops(rf)[-3:]
     sch.reorder([t, k, j])
-    t, k, j = sch.get_loops(rf)
+    t, k, j = sch.get_loops(rf)[-3:]
     if parallel_worth(sch, t, rf, cfg):
         sch.parallel(t)
     per_task = None if extent is None else -(-extent // tasks)
