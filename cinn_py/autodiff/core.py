@@ -5,7 +5,9 @@ modules of this package through `define_grad`, so the rules sit beside the op se
 editing the op modules). A rule gets a `GradContext` (the backward builder, the op's forward
 inputs and output as variables of the backward program, and the output's cotangent) and
 returns one cotangent per forward input (None: no gradient flows, e.g. an integer operand or a
-comparison).
+comparison). Ops that pass no gradient at all are declared with `define_no_grad(names, why=...)`,
+which records them in `NON_DIFFERENTIABLE` with the reason; every registered op has a rule, is
+composite, or is declared there (tests/autodiff/test_grad_ops.py checks it).
 
 Save-vs-recompute policy: **recompute** (full rematerialisation). The backward program takes the
 forward program's inputs plus one cotangent per differentiated output (`<name>_grad`) and
@@ -71,6 +73,22 @@ def define_grad(*names: str) -> Callable[[GradRule], GradRule]:
             REGISTRY[name] = dataclasses.replace(op, grad=rule)
         return rule
     return attach
+
+
+NON_DIFFERENTIABLE: dict[str, str] = {}
+"""Op name -> why it passes no gradient (`define_no_grad`): integer or bool results, or values
+that are piecewise constant (zero derivative almost everywhere)."""
+
+
+def define_no_grad(*names: str, why: str) -> None:
+    """Declare the ops `names` non-differentiable (`why`: the reason, recorded in
+    `NON_DIFFERENTIABLE`): their rule passes no gradient to any input."""
+    define_grad(*names)(_no_gradient)
+    NON_DIFFERENTIABLE.update((name, why) for name in names)
+
+
+def _no_gradient(c: GradContext) -> list[Variable | None]:
+    return [None] * len(c.inputs)
 
 
 def is_differentiable(var: Variable) -> bool:

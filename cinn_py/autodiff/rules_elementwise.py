@@ -3,15 +3,17 @@
 Rules read the forward output `y` where that is cheaper than recomputing from `x` (exp, tanh,
 sigmoid, sqrt, rsqrt, reciprocal), as CINN's and Paddle's `*_grad` kernels do. Piecewise ops
 (relu, relu6, leaky_relu, clip, abs, maximum, minimum) take the subgradient of their `select`
-form; at a tie, maximum/minimum give the cotangent to x (as `select(x >= y, ...)`).
-Rounding, sign and comparison ops pass no gradient (zero almost everywhere).
+form; at a tie, maximum/minimum give the cotangent to x (as `select(x >= y, ...)`); mod and
+remainder (x - y * q, q a rounded quotient) treat q as a constant, as PyTorch does.
+Rounding, sign and comparison ops pass no gradient (zero almost everywhere), nor do the
+logical and bitwise ops (bool or integer values): `define_no_grad` declares them.
 """
 
 from __future__ import annotations
 
 import math
 
-from cinn_py.autodiff.core import GradContext, define_grad
+from cinn_py.autodiff.core import GradContext, define_grad, define_no_grad
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.program import Variable
 
@@ -262,8 +264,21 @@ def _select(c: GradContext) -> list[Variable | None]:
     return [None, masked(nb, cond, c.dout), masked(nb, nb.logical_not(cond), c.dout)]
 
 
-@define_grad("floor", "ceil", "round", "trunc", "sign", "floor_divide", "mod", "remainder", "fill_constant",
-             "equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal", "is_nan",
-             "is_inf", "is_finite", "arange", "uniform_random", "gaussian_random")
-def _no_gradient(c: GradContext) -> list[Variable | None]:
-    return [None] * len(c.inputs)
+@define_grad("mod", "remainder")
+def _mod(c: GradContext) -> list[Variable | None]:
+    # x - y * q with q = floor(x / y) (mod) or trunc(x / y) (remainder), piecewise constant: as torch
+    nb, (x, y) = c.nb, c.inputs
+    q = nb.divide(x, y)
+    q = nb.floor(q) if c.op.type == "mod" else nb.trunc(q)
+    return [c.dout, nb.negative(nb.multiply(c.dout, q))]
+
+
+define_no_grad("floor", "ceil", "round", "trunc", "sign", "floor_divide",
+               why="piecewise constant: the derivative is zero almost everywhere")
+define_no_grad("equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal", "is_nan",
+               "is_inf", "is_finite", why="a bool result")
+define_no_grad("fill_constant", "arange", "uniform_random", "gaussian_random",
+               why="a value of its attributes alone (no tensor input to differentiate)")
+define_no_grad("logical_and", "logical_or", "logical_xor", "logical_not", why="bool operands and result")
+define_no_grad("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift", "clz",
+               "popc", why="integer (or bool) operands and result")

@@ -1,14 +1,18 @@
 """Gradient rules of the shape-manipulation and index ops (`ops/manipulation.py`,
 `ops/indexing.py`, `ops/sorting.py`): each moves the cotangent back to where the input's
-elements went (reshape for expand_dims/squeeze, reverse, slice for pad, sums over the copies
-for tile/repeat, reverse cumsum for cumsum, scatter_add for a 1-d gather); index results
-(argmax, one_hot, sort ranks) carry no gradient.
-"""
+elements went (reshape for expand_dims/squeeze, reverse, the middle split section for pad,
+sums over the copies for tile/repeat, reverse cumsum for cumsum, zero padding for a split
+section, the slice for slice_assign); index results (argmax, one_hot, sort ranks) carry no
+gradient. The gathers and scatters are in `rules_gather`."""
 
 from __future__ import annotations
 
-from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad
+from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
+from cinn_py.autodiff.rules_structural import pad_axis
+from cinn_py.frontend.ops.base import Dim
+from cinn_py.frontend.ops.manipulation import split_sections
+from cinn_py.frontend.ops.shapes import add_dims
 from cinn_py.frontend.program import Variable
 
 
@@ -35,13 +39,13 @@ def _cumsum(c: GradContext) -> list[Variable | None]:
 
 @define_grad("pad")
 def _pad(c: GradContext) -> list[Variable | None]:
-    (x,) = c.inputs
-    axes = [a for a, (before, after) in enumerate(c.attrs["paddings"]) if before or after]
-    if not axes:
-        return [c.dout]
-    starts = [c.attrs["paddings"][a][0] for a in axes]
-    ends = [c.attrs["paddings"][a][0] + x.shape[a] for a in axes]
-    return [c.nb.slice(c.dout, axes, starts, ends)]
+    """The middle section of each padded axis (`split` [before, -1, after]: the axis may be
+    symbolic, where `slice` takes no non-negative start)."""
+    g = c.dout
+    for axis, (before, after) in enumerate(c.attrs["paddings"]):
+        if before or after:
+            g = c.nb.split(g, [before, -1, after], axis)[1]
+    return [g]
 
 
 @define_grad("tile")
@@ -69,14 +73,28 @@ def _repeat(c: GradContext) -> list[Variable | None]:
     return [nb.reduce_sum(nb.reshape(c.dout, split), [axis + 1])]
 
 
-@define_grad("gather")
-def _gather(c: GradContext) -> list[Variable | None]:
-    nb, (x, index) = c.nb, c.inputs
-    if index.ndim != 1:
-        raise AutodiffError(f"grad: gather with a {index.ndim}-d index has no gradient rule yet (1-d only)")
-    return [nb.scatter_add(zeros_like(nb, x), c.dout, index, c.attrs["axis"]), None]
+@define_grad("split")
+def _split(c: GradContext) -> list[Variable | None]:
+    """Each section is its own op (attribute `index`): its cotangent goes back to the section's
+    offset along the axis, zeros elsewhere; the sections' cotangents meet at x and are summed."""
+    (x,) = c.inputs
+    axis = c.attrs["axis"]
+    sections = split_sections(x.shape, c.attrs["num_or_sections"], axis)
+    start: Dim = 0
+    for s in sections[:c.attrs["index"]]:
+        start = add_dims(start, s)
+    return [pad_axis(c.nb, c.dout, axis, start, x.shape[axis])]
 
 
-@define_grad("argmax", "argmin", "isclose", "one_hot", "sort_rank", "rank_order")
-def _no_gradient(c: GradContext) -> list[Variable | None]:
-    return [None] * len(c.inputs)
+@define_grad("slice_assign")
+def _slice_assign(c: GradContext) -> list[Variable | None]:
+    """x's elements in the assigned slice were overwritten (no gradient); `assign` got the slice
+    of the cotangent (the same axes, starts, ends and strides)."""
+    nb, (_, assign), a = c.nb, c.inputs, c.attrs
+    region = (list(a["axes"]), list(a["starts"]), list(a["ends"]), list(a["strides"]))
+    dx = nb.slice_assign(c.dout, zeros_like(nb, assign), *region)
+    return [dx, nb.slice(c.dout, *region[:3], strides=region[3])]
+
+
+define_no_grad("argmax", "argmin", "isclose", "one_hot", "sort_rank", "rank_order",
+               why="an index, bool or one-hot result (integer-valued)")

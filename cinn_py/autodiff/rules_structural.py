@@ -3,17 +3,17 @@
 `broadcast_to` sums its cotangent over the broadcast axes (the unbroadcasting of binary
 operands); reductions broadcast the cotangent back (reduce_max/min split it evenly among the
 tied maxima, as PyTorch's amax/amin); `slice` pads the cotangent with zeros by `concat` (stride 1),
-`concat` slices it; matmul is two matmuls, summed over the batch when y had none.
+`concat` splits it; matmul is two matmuls, summed over the batch when y had none.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad
+from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import masked
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.shapes import dims_equal
+from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, simplify_dim
 from cinn_py.frontend.program import Variable
 
 INT_MAX = 2**31 - 1
@@ -55,12 +55,22 @@ def _transpose(c: GradContext) -> list[Variable | None]:
 
 @define_grad("concat")
 def _concat(c: GradContext) -> list[Variable | None]:
-    axis, start, grads = c.attrs["axis"], 0, []
-    for x in c.inputs:
-        end = start + x.shape[axis]
-        grads.append(c.nb.slice(c.dout, [axis], [start], [end]))
-        start = end
-    return grads
+    """`split` of the cotangent into the inputs' extents: static ones, with at most one symbolic
+    extent (the -1 section) or all of them equal (equal sections)."""
+    axis = c.attrs["axis"]
+    extents = [x.shape[axis] for x in c.inputs]
+    if len(extents) == 1:  # (split's one-element list is a section count)
+        return [c.dout]
+    symbolic = [n for n in extents if not isinstance(n, int)]
+    if len(symbolic) <= 1:
+        sections = [n if isinstance(n, int) else -1 for n in extents]
+    elif all(dims_equal(n, extents[0]) for n in extents):
+        sections = [len(extents)]
+    else:
+        raise AutodiffError(f"grad: concat along axis {axis} of the symbolic extents "
+                            f"{', '.join(map(fmt_dim, extents))} has no gradient rule yet (split takes "
+                            "static extents and one -1, or equal sections)")
+    return list(c.nb.split(c.dout, sections, axis))
 
 
 @define_grad("slice")
@@ -76,7 +86,7 @@ def _slice(c: GradContext) -> list[Variable | None]:
             start, step = start + (n - 1) * step, -step
         if step > 1:
             g = _spread(nb, g, axis, step, x.shape[axis] - start)
-        g = _pad_axis(nb, g, axis, start, x.shape[axis])
+        g = pad_axis(nb, g, axis, start, x.shape[axis])
     return [g]
 
 
@@ -92,10 +102,11 @@ def _spread(nb: NetBuilder, g: Variable, axis: int, step: int, room: int) -> Var
     return flat if keep == n * step else nb.slice(flat, [axis], [0], [keep])
 
 
-def _pad_axis(nb: NetBuilder, g: Variable, axis: int, start: Any, extent: Any) -> Variable:
+def pad_axis(nb: NetBuilder, g: Variable, axis: int, start: Any, extent: Any) -> Variable:
     """`g` placed at [start, start + g.shape[axis]) of an axis of `extent`, zeros elsewhere."""
     parts = []
     after = extent - start - g.shape[axis]
+    after = after if isinstance(after, int) else simplify_dim(after)  # [S0 - 1] at S0 - 1 ends at S0: 0
     for size, piece in ((start, None), (g.shape[axis], g), (after, None)):
         if isinstance(size, int) and size == 0:
             continue
@@ -137,6 +148,9 @@ def _reduce_extremum(c: GradContext) -> list[Variable | None]:
     ties = expand_to(nb, nb.reduce_sum(ones, list(axes), keep_dim=keepdim), x, axes, keepdim)
     share = nb.divide(expand_to(nb, c.dout, x, axes, keepdim), ties)
     return [masked(nb, hit, share)]
+
+
+define_no_grad("reduce_all", "reduce_any", why="bool operand and result")
 
 
 @define_grad("reduce_prod")

@@ -13,7 +13,7 @@ same facts per op as attributes: `infershape`, `inferdtype`, `OpPattern`, `CINNS
   constant folding may compute (`graph_passes.fold_constants`);
 - `signature`: the NetBuilder method(s) (CINN's argument names and defaults, `signature.py`),
   generated from it, so adding an op is one `register(OpDef(...))` in one module;
-- `grad`: the gradient rule (None until autodiff lands);
+- `grad`: the gradient rule, attached by `cinn_py/autodiff/rules_*.py` when autodiff is imported;
 - `test`: the op's cases for the differential harness (`testing.OpTest`,
   tests/frontend/net_builder/test_op_harness.py runs every registered op with one).
 """
@@ -100,7 +100,8 @@ class OpDef:
     """For a composite op: `decompose(builder, inputs, attrs, out_name) -> Variable` builds it from
     primitive ops, the last one named `out_name` (decompose.py's RULES hold the older ones)."""
     grad: Callable[..., Any] | None = None
-    """Gradient rule (reserved: autodiff is not implemented yet)."""
+    """Gradient rule, attached by `cinn_py.autodiff` (`define_grad`; `define_no_grad` for an op that
+    passes none); None for composite ops, differentiated through their decomposition."""
     test: OpTest | None = None
     """Differential test cases (dtypes, shapes, attributes) for the op harness."""
 
