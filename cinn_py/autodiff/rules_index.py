@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
-from cinn_py.autodiff.rules_structural import pad_axis
+from cinn_py.autodiff.rules_structural import pad_axis, split
 from cinn_py.frontend.ops.base import Dim
 from cinn_py.frontend.ops.manipulation import split_sections
 from cinn_py.frontend.ops.shapes import add_dims
@@ -44,7 +44,7 @@ def _pad(c: GradContext) -> list[Variable | None]:
     g = c.dout
     for axis, (before, after) in enumerate(c.attrs["paddings"]):
         if before or after:
-            g = c.nb.split(g, [before, -1, after], axis)[1]
+            g = split(c.nb, g, [before, -1, after], axis)[1]
     return [g]
 
 

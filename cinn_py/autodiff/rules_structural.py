@@ -30,6 +30,12 @@ def sum_to(nb: NetBuilder, g: Variable, target: Variable, axes_map: tuple[int, .
         else nb.reshape(g, list(target.shape))
 
 
+def split(nb: NetBuilder, g: Variable, sections: list[Any], axis: int) -> list[Variable]:
+    """`nb.split`'s sections (the generated method is typed as returning one Variable)."""
+    parts: Any = nb.split(g, sections, axis)
+    return list(parts)
+
+
 def expand_to(nb: NetBuilder, g: Variable, like: Variable, axes: tuple[int, ...], keepdim: bool) -> Variable:
     """Broadcast a reduction's cotangent (reduced over `axes`) back to `like`'s shape."""
     if not keepdim:
@@ -70,7 +76,7 @@ def _concat(c: GradContext) -> list[Variable | None]:
         raise AutodiffError(f"grad: concat along axis {axis} of the symbolic extents "
                             f"{', '.join(map(fmt_dim, extents))} has no gradient rule yet (split takes "
                             "static extents and one -1, or equal sections)")
-    return list(c.nb.split(c.dout, sections, axis))
+    return list(split(c.nb, c.dout, sections, axis))
 
 
 @define_grad("slice")
