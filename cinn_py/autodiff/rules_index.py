@@ -96,5 +96,5 @@ def _slice_assign(c: GradContext) -> list[Variable | None]:
     return [dx, nb.slice(c.dout, *region[:3], strides=region[3])]
 
 
-define_no_grad("argmax", "argmin", "isclose", "one_hot", "sort_rank", "rank_order",
+define_no_grad("argmax", "argmin", "isclose", "one_hot", "sort_rank", "rank_order", "pool2d_argmax",
                why="an index, bool or one-hot result (integer-valued)")
