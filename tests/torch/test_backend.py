@@ -175,6 +175,54 @@ def test_embedding_split_select_clamp_match_eager() -> None:
     assert ct.reports()[1].compiled["aten.embedding_dense_backward.default"] == 1
 
 
+class _Cnn(torch.nn.Module):
+    """convolution (bias, stride, groups, depthwise with dilation) and convolution_backward,
+    max_pool2d_with_indices (ceil_mode) and its backward, avg_pool2d (count_include_pad=False) and
+    its backward, relu, flatten, addmm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
+        self.c3 = torch.nn.Conv2d(8, 16, 3, padding=2, dilation=2, groups=8)
+        self.fc = torch.nn.Linear(16 * 2 * 2, 5)
+
+    def forward(self, x: Any) -> Any:
+        h = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 3, 2, ceil_mode=True)
+        h = torch.relu(self.c3(torch.relu(self.c2(h))))
+        h = torch.nn.functional.avg_pool2d(h, 3, 2, padding=1, count_include_pad=False)
+        return self.fc(h.flatten(1))
+
+
+def test_cnn_forward_and_backward_compile_without_fallback() -> None:
+    torch.manual_seed(0)
+    model, ref = _Cnn(), _Cnn()
+    ref.load_state_dict(model.state_dict())
+    _compiled_matches_eager(model, ref, torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(4)))
+    forward, backward = ct.reports()
+    assert forward.compiled["aten.convolution.default"] == 3
+    assert forward.compiled["aten.max_pool2d_with_indices.default"] == 1
+    assert forward.compiled["aten.avg_pool2d.default"] == 1
+    assert backward.compiled["aten.convolution_backward.default"] == 3
+    assert backward.compiled["aten.max_pool2d_with_indices_backward.default"] == 1
+    assert backward.compiled["aten.avg_pool2d_backward.default"] == 1
+
+
+def test_pooling_torch_computes_otherwise_runs_eagerly_with_its_reason() -> None:
+    """PyTorch drops a ceil_mode window that starts in the padding (5 -> 3 rows, pool2d gives 4)
+    and divides an inclusive average's overhanging window by its clipped size: both stay eager."""
+    def fn(x: Any) -> Any:
+        a = torch.nn.functional.max_pool2d(x, 2, 2, padding=1, ceil_mode=True)
+        b = torch.nn.functional.avg_pool2d(x, 2, 2, ceil_mode=True)
+        return a[..., :3, :3] + b[..., :3, :3]
+
+    ct.reset_reports()
+    _compare(fn, [torch.randn(1, 2, 5, 5, generator=torch.Generator().manual_seed(5))])
+    forward = ct.reports()[0]
+    assert "starting in the padding" in forward.reasons["aten.max_pool2d_with_indices.default"]
+    assert "divisor differs" in forward.reasons["aten.avg_pool2d.default"]
+
+
 def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
     def fn(x: Any, w: Any) -> Any:
         return torch.exp(torch.erfinv(torch.tanh(x @ w) * 0.9)) * 0.5  # no converter for erfinv

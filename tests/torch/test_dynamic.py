@@ -228,3 +228,20 @@ def test_static_graphs_are_unchanged() -> None:
     assert compiled.plan.is_static and [v.shape for v in compiled.program.inputs] == [(2, 3)]
     x = torch.randn(2, 3)
     torch.testing.assert_close(compiled(x), torch.tanh(x))
+
+
+def test_cnn_with_dynamic_batch_compiles_once(builds: list[str]) -> None:
+    """conv2d/pool2d and their backward ops take a symbolic batch (the spatial dims stay static):
+    one compile serves every batch size; the gradients of x and of the weights match eager."""
+    gen = torch.Generator().manual_seed(6)
+    w1, b1, w2 = torch.randn(6, 3, 3, 3, generator=gen), torch.randn(6, generator=gen), torch.randn(4, 3, 3, 3,
+                                                                                                    generator=gen)
+    F = torch.nn.functional
+
+    def cnn(x: Any, w1: Any, b1: Any, w2: Any) -> Any:
+        h = F.max_pool2d(torch.relu(F.conv2d(x, w1, b1, padding=1)), 2)
+        return F.avg_pool2d(F.conv2d(h, w2, stride=2, groups=2), 2, ceil_mode=True)
+
+    _check_sizes(cnn, lambda b, _: [torch.randn(b, 3, 10, 10, generator=gen), w1, b1, w2], [(2, 0), (3, 0), (5, 0)],
+                 dynamic_dims=(0,), dynamic=None)
+    _compiled_once(builds)
