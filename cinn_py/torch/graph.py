@@ -179,6 +179,7 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs):
         raise ConversionError(f"{name}: {len(placeholders)} placeholders, {len(inputs)} input types")
+    table.plan_divisions(_sizes_of(inputs, gm))
     entries: list[TensorInput | SymIntInput] = []
     for node, spec in zip(placeholders, inputs):
         env[node], entry = _placeholder(nb, table, node, spec, name)
@@ -199,6 +200,15 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     tensor_inputs = {env[p].name for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
     return nb.build(_distinct_outputs(nb, [env[n] for n in flat], tensor_inputs)), plan
+
+
+def _sizes_of(inputs: Sequence[InputSpec], gm: Any) -> list[Any]:
+    """Every size of the graph: its inputs' and each node's (SymInts and ints)."""
+    sizes = [d for spec in inputs for d in (spec.shape if isinstance(spec, TensorSpec) else (spec.value,))]
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            sizes += [d for t in _tensors(node.meta.get("val")) for d in t.shape]
+    return sizes
 
 
 def _converted(nb: NetBuilder, table: SymbolTable, env: dict[Any, Any], node: Any, name: str) -> Any:

@@ -25,6 +25,7 @@ Program's inputs. One compiled Program thus serves every size torch's guards let
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,17 +63,25 @@ def _expr_of(value: Any) -> Any:
     return env.simplify(node.expr) if env is not None else node.expr
 
 
-def _unsupported(expr: Any) -> str | None:
-    """Why the sympy expression `expr` has no cinn-py dim form, or None."""
+_DIVISIONS = frozenset({"FloorDiv", "CleanDiv", "Mod", "PythonMod"})
+
+
+def _is_division(expr: Any) -> bool:
+    return type(expr).__name__ in _DIVISIONS
+
+
+def _unsupported(expr: Any, divisions: bool = False) -> str | None:
+    """Why the sympy expression `expr` has no cinn-py dim form, or None. `divisions`: floor
+    division and modulo are accepted too (`SymbolTable.plan_divisions` may make them exact)."""
     if isinstance(expr, (sympy.Symbol, sympy.Integer)):
         return None
-    if isinstance(expr, (sympy.Add, sympy.Mul)):
-        return next((r for r in map(_unsupported, expr.args) if r is not None), None)
+    if isinstance(expr, (sympy.Add, sympy.Mul)) or divisions and _is_division(expr):
+        return next((r for r in (_unsupported(a, divisions) for a in expr.args) if r is not None), None)
     if isinstance(expr, sympy.Pow):
         exponent = expr.args[1]
         if not (isinstance(exponent, sympy.Integer) and int(exponent) >= 1):
             return f"power {expr}"
-        return _unsupported(expr.args[0])
+        return _unsupported(expr.args[0], divisions)
     return f"{type(expr).__name__} in {expr}"
 
 
@@ -80,50 +89,116 @@ def dim_reason(value: Any) -> str | None:
     """Why the size `value` (an int or a SymInt) cannot be a cinn-py dim, or None."""
     if not is_symbolic(value):
         return None
-    reason = _unsupported(_expr_of(value))
-    return None if reason is None else f"symbolic dim {_expr_of(value)}: {reason} has no cinn-py dim form"
+    table = SymbolTable()
+    table.plan_divisions([value])
+    expr = _expr_of(value)
+    reason = _unsupported(table.substituted(expr))
+    if reason is None:
+        return None
+    if any(_is_division(n) for n in sympy.preorder_traversal(expr)):
+        reason += " (cinn-py makes a floor division exact only where torch guarantees one symbol divisible)"
+    return f"symbolic dim {expr}: {reason} has no cinn-py dim form"
+
+
+def _divisions_of(expr: Any) -> list[tuple[Any, int]]:
+    """The floor divisions and moduli in `expr` of a multiple of one symbol by an integer that
+    does not divide it yet, as (the symbol, the factor it would have to be a multiple of)."""
+    found = []
+    for node in sympy.preorder_traversal(expr):
+        if not _is_division(node) or not isinstance(node.args[1], sympy.Integer):
+            continue
+        numerator: Any = node.args[0]
+        coefficient, symbol = numerator.as_coeff_Mul()
+        if isinstance(coefficient, sympy.Integer) and isinstance(symbol, sympy.Symbol):
+            factor = int(node.args[1]) // math.gcd(int(coefficient), int(node.args[1]))
+            if factor > 1:
+                found.append((symbol, factor))
+    return found
 
 
 class SymbolTable:
-    """Torch symbols -> `cp.sym` Vars for one Program (one Var per name, with torch's range)."""
+    """Torch symbols -> `cp.sym` Vars for one Program (one Var per name, with torch's range).
+
+    Floor divisions (`view(b, -1, 2)` makes `s27//2`) are made exact before translation: a symbol
+    divided by `c` is replaced by `c * q` with a fresh symbol `q` (`s27_div2`) everywhere in the
+    Program (`plan_divisions`), so the division cancels; `InputPlan.bind` then solves `q` from
+    the input dim and refuses a size that is not a multiple of `c`."""
 
     def __init__(self) -> None:
         self.symbols: dict[str, Var] = {}
+        self.substitutions: dict[Any, Any] = {}
+        self._lower: dict[str, int] = {}
+        self._shape_env: Any = None
+
+    def plan_divisions(self, values: Sequence[Any]) -> None:
+        """Choose the substitutions that make the floor divisions among the sizes `values` exact,
+        where torch guarantees they are (its ShapeEnv's `divisible` facts, which its guards check:
+        `view(b, -1, 2)` of `[s0, s1]` records `s0*s1 % (2*s0) == 0`). A division torch does not
+        guarantee (`x[:, :n // 2]` of an odd `n` is valid) is left alone, and stays unsupported."""
+        self._shape_env = self._shape_env or next(
+            (v.node.shape_env for v in values if isinstance(v, torch.SymInt)), None)
+        exprs = [_expr_of(v) for v in values if is_symbolic(v)]
+        for _ in range(64):  # each round replaces one symbol; a partition has far fewer divisions
+            found = next((d for e in exprs for d in _divisions_of(self.substituted(e)) if self._guaranteed(*d)), None)
+            if found is None:
+                return
+            symbol, factor = found
+            fresh = sympy.Symbol(f"{symbol}_div{factor}", integer=True, positive=True)
+            lower = self._lower.get(str(symbol), _torch_range(symbol, self._shape_env)[0])
+            self._lower[str(fresh)] = max(1, -(-lower // factor))
+            self.substitutions = {k: v.xreplace({symbol: factor * fresh}) for k, v in self.substitutions.items()}
+            self.substitutions[symbol] = factor * fresh
+
+    def _guaranteed(self, symbol: Any, factor: int) -> bool:
+        """Whether torch knows `symbol` (after the substitutions so far) is a multiple of `factor`."""
+        for fact in getattr(self._shape_env, "divisible", ()):
+            a, b = (self.substituted(x) for x in fact.args)
+            num, den = sympy.fraction(sympy.cancel(a / b))
+            coefficient, rest = num.as_coeff_Mul()
+            if rest != symbol or not isinstance(den, sympy.Integer) or not isinstance(coefficient, sympy.Integer):
+                continue
+            if (int(den) // math.gcd(int(den), int(coefficient))) % factor == 0:
+                return True
+        return False
+
+    def substituted(self, expr: Any) -> Any:
+        return expr.xreplace(self.substitutions) if self.substitutions else expr
 
     def dim(self, value: Any) -> Dim:
         """A size (int or SymInt) as a cinn-py dim: an int, a symbol or an int64 expression."""
         if not isinstance(value, torch.SymInt):
             return int(value)
-        expr = _expr_of(value)
-        return self.expr_dim(expr, value.node.shape_env)
+        self._shape_env = self._shape_env or value.node.shape_env
+        return self.expr_dim(_expr_of(value))
 
     def shape(self, sizes: Sequence[Any]) -> tuple[Dim, ...]:
         return tuple(self.dim(s) for s in sizes)
 
-    def expr_dim(self, expr: Any, shape_env: Any = None) -> Dim:
-        if _is_number(expr):
-            return int(expr)
-        reason = _unsupported(expr)
+    def expr_dim(self, expr: Any) -> Dim:
+        exact = self.substituted(expr)
+        if _is_number(exact):
+            return int(exact)
+        reason = _unsupported(exact)
         if reason is not None:
             raise SymbolicShapeError(f"symbolic dim {expr}: {reason} has no cinn-py dim form")
-        return simplify_dim(self._translate(expr, shape_env), f"symbolic dim {expr}")
+        return simplify_dim(self._translate(exact), f"symbolic dim {expr}")
 
-    def _translate(self, expr: Any, shape_env: Any) -> Expr:
+    def _translate(self, expr: Any) -> Expr:
         if isinstance(expr, sympy.Integer):
             return const(int(expr), int64)
         if isinstance(expr, sympy.Symbol):
-            return self._symbol(expr, shape_env)
-        parts = [self._translate(a, shape_env) for a in expr.args]
+            return self._symbol(expr)
+        parts = [self._translate(a) for a in expr.args]
         if isinstance(expr, sympy.Add):
             return _fold(parts, lambda a, b: a + b)
         if isinstance(expr, sympy.Mul):
             return _fold(parts, lambda a, b: a * b)
         return _fold([parts[0]] * int(expr.args[1]), lambda a, b: a * b)  # Pow (checked by _unsupported)
 
-    def _symbol(self, symbol: Any, shape_env: Any) -> Var:
+    def _symbol(self, symbol: Any) -> Var:
         name = str(symbol)
         if name not in self.symbols:
-            lower, upper = _torch_range(symbol, shape_env)
+            lower, upper = (self._lower[name], None) if name in self._lower else _torch_range(symbol, self._shape_env)
             self.symbols[name] = sym(name, lower=lower, upper=upper)
         return self.symbols[name]
 
@@ -227,13 +302,14 @@ class InputPlan:
             raise SymbolicShapeError(f"{self.graph}: {len(self.inputs)} arguments expected, got {len(args)}")
         env: dict[str, int] = {}
         where: dict[str, str] = {}
-        for spec, arg in zip(self.inputs, args):
-            for label, d, actual in _sizes(spec, arg):
-                if isinstance(d, Var):
-                    self._bind(env, where, d, actual, label)
-        for spec, arg in zip(self.inputs, args):
-            for label, d, actual in _sizes(spec, arg):
-                self._check(env, where, d, actual, label)
+        sizes = [size for spec, arg in zip(self.inputs, args) for size in _sizes(spec, arg)]
+        for label, d, actual in sizes:
+            if isinstance(d, Var):
+                self._bind(env, where, d, actual, label)
+        for label, d, actual in sizes:  # `2*s27_div2`: the symbol a floor division made
+            self._solve(env, where, d, actual, label)
+        for label, d, actual in sizes:
+            self._check(env, where, d, actual, label)
         tensors = [_factored(a, spec, env) for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput)]
         device = next((t.device for t in tensors), torch.device("cpu"))
         return tensors + [torch.empty(env[s.name], dtype=torch.int8, device=device) for s in self.carriers]
@@ -245,6 +321,19 @@ class InputPlan:
         _check_range(self.graph, s, actual, label)
         env.setdefault(s.name, actual)
         where.setdefault(s.name, label)
+
+    def _solve(self, env: dict[str, int], where: dict[str, str], d: Dim, actual: int, label: str) -> None:
+        """Bind the one unbound symbol of a product dim: the size divided by the other factors,
+        which must divide it (the graph's floor divisions were made exact by assuming so)."""
+        unknown = [f for f in factors(d) if isinstance(f, Var) and f.name not in env]
+        if len(unknown) != 1 or not isinstance(d, Expr) or isinstance(d, Var):
+            return
+        s = unknown[0]
+        rest = eval_int(d, {**env, s.name: 1})
+        if rest <= 0 or actual % rest:
+            raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal to "
+                                     f"{fmt_dim(d)}, a multiple of {rest} (a view divides it by {rest})")
+        self._bind(env, where, s, actual // rest, label)
 
     def _check(self, env: dict[str, int], where: dict[str, str], d: Dim, actual: int, label: str) -> None:
         expected = d if isinstance(d, int) else eval_int(d, env)

@@ -163,16 +163,41 @@ def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[s
     assert all(not r.fallback for r in ct.reports())
 
 
-def test_view_with_floor_division_falls_back_with_its_reason(builds: list[str]) -> None:
-    """`view(b, -1, 2)` of a symbolic size makes `s1//2`: no cinn-py dim form, so the ops on it
-    run eagerly, reported with the dim."""
+def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(builds: list[str]) -> None:
+    """`view(b, -1, 2)` makes `s1//2`; torch guarantees `s1` even (its guards check it), so
+    `s1` becomes `2*s1_div2` in the Program and the division cancels."""
     def fn(x: Any) -> Any:
         return torch.tanh(x.view(x.shape[0], -1, 2)).sum(-1)
 
     gen = torch.Generator().manual_seed(6)
-    _check_sizes(fn, lambda b, s: [torch.randn(b, 2 * s, generator=gen)], [(2, 3), (3, 4)])
-    reasons = ct.reports()[0].reasons
-    assert "FloorDiv" in reasons["aten.tanh.default"] and "no cinn-py dim form" in reasons["aten.tanh.default"]
+    _check_sizes(fn, lambda b, s: [torch.randn(b, 2 * s, generator=gen)], [(2, 3), (3, 5), (4, 2)])
+    _compiled_once(builds)
+
+
+def test_a_division_torch_does_not_guarantee_for_one_symbol_falls_back(builds: list[str]) -> None:
+    """`reshape(-1, 2)` of `[s0, s1]` makes `(s0*s1)//2`: torch knows the product is even, not
+    which factor is; the ops on it run eagerly, reported with the dim."""
+    def fn(x: Any) -> Any:
+        return torch.tanh(x.reshape(-1, 2)).sum(-1) + 1
+
+    gen = torch.Generator().manual_seed(7)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, 2 * s, generator=gen)], [(2, 3), (3, 5)])
+    reason = ct.reports()[0].reasons["aten.tanh.default"]
+    assert reason.startswith("symbolic dim ((s") and "has no cinn-py dim form" in reason, reason
+    assert "only where torch guarantees one symbol divisible" in reason
+
+
+def test_automatic_dynamic_shapes_compile_the_second_graph_once(builds: list[str]) -> None:
+    """Without `dynamic=`, Dynamo compiles the first shape statically, and after a call with
+    another batch size a graph with a symbolic batch, which serves every later size."""
+    def fn(x: Any) -> Any:
+        return torch.nn.functional.gelu(x @ x.T).sum(0)
+
+    gen = torch.Generator().manual_seed(8)
+    _check_sizes(fn, lambda b, _: [torch.randn(b, 4, generator=gen)], [(2, 0), (3, 0), (5, 0), (6, 0)],
+                 dynamic=None)
+    assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"] * 2
+    assert len(builds) == 4 and all(not r.fallback for r in ct.reports())
 
 
 # -- call-time checks of a compiled symbolic graph -------------------------------------------------------------
@@ -211,6 +236,18 @@ def test_dims_torch_proved_equal_must_stay_equal() -> None:
     with pytest.raises(SymbolicShapeError, match=r"input 'y_1' dim 1 is 6, but symbolic dim 's\d+' is 5 from "
                                                   r"input 'x_1' dim 1; the graph was traced with them equal"):
         g(x, torch.randn(4, 6))
+
+
+def test_a_size_a_view_divides_must_be_a_multiple() -> None:
+    """`view(-1, 2)` of `[s0]`: the Program takes `[s0_div2, 2]`, and an odd size is refused
+    (through torch.compile, torch's divisibility guard refuses it first)."""
+    g = _traced(lambda x: torch.tanh(x.view(-1, 2)), torch.randn(6))
+    assert [str(d) for d in g.program.inputs[0].shape][1] == "2"
+    x = torch.randn(10)
+    torch.testing.assert_close(g(x), torch.tanh(x.view(-1, 2)))
+    with pytest.raises(SymbolicShapeError, match=r"input 'x_1' dim 0 is 7, but the graph was traced with it equal "
+                                                  r"to 2\*s\d+_div2, a multiple of 2 \(a view divides it by 2\)"):
+        g(torch.randn(7))
 
 
 def test_a_size_torch_specialises_is_refused_by_the_symbolic_graph() -> None:
