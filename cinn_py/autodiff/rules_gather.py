@@ -67,18 +67,18 @@ def _gather(c: GradContext) -> list[Variable | None]:
     nb, (x, index), axis = c.nb, c.inputs, c.attrs["axis"]
     if index.ndim == 1:
         return [nb.scatter_add(zeros_like(nb, x), c.dout, index, axis), None]
-    return [_take_along_axis_grad(nb, x, as_int64(nb, index), c.dout, axis), None]
+    return [scatter_along_axis(nb, c.dout, as_int64(nb, index), axis, x.shape[axis]), None]
 
 
-def _take_along_axis_grad(nb: NetBuilder, x: Variable, index: Variable, dout: Variable,
-                          axis: int) -> Variable:
-    """dx[.., j, ..] = sum over k of dout[.., k, ..] where index[.., k, ..] == j: a [.., N, K, ..]
-    mask (N = x's dim, K = the index's), summed over K."""
-    wide = list(dout.shape[:axis]) + [x.shape[axis]] + list(dout.shape[axis:])
-    beside = [a for a in range(len(wide)) if a != axis]  # dout's (and the index's) dims in `wide`
-    picks = nb.broadcast_to(index, wide, beside)  # size-1 dims of the index broadcast here
-    hit = nb.equal(picks, nb.broadcast_to(iota(nb, x.shape[axis]), wide, [axis]))
-    spread = nb.broadcast_to(dout, wide, beside)
+def scatter_along_axis(nb: NetBuilder, values: Variable, index: Variable, axis: int, n: Any) -> Variable:
+    """The transpose of take_along_axis: out[.., j, ..] (j < n) sums values[.., k, ..] over the k
+    whose int64 index[.., k, ..] is j (the index's size-1 dims broadcast), through a [.., n, K, ..]
+    mask summed over K; values' shape with `axis` sized n."""
+    wide = list(values.shape[:axis]) + [n] + list(values.shape[axis:])
+    beside = [a for a in range(len(wide)) if a != axis]  # values' (and the index's) dims in `wide`
+    picks = nb.broadcast_to(index, wide, beside)
+    hit = nb.equal(picks, nb.broadcast_to(iota(nb, n), wide, [axis]))
+    spread = nb.broadcast_to(values, wide, beside)
     return nb.reduce_sum(nb.select(hit, spread, zeros_like(nb, spread)), [axis + 1])
 
 
@@ -89,13 +89,13 @@ def _gather_nd(c: GradContext) -> list[Variable | None]:
     depth = index.shape[-1]
     rows = numel(index.shape[:-1])
     rest = list(x.shape[depth:])
-    flat = _linear_rows(nb, as_int64(nb, index), list(x.shape[:depth]))
+    flat = linear_rows(nb, as_int64(nb, index), list(x.shape[:depth]))
     table = nb.fill_constant([numel(x.shape[:depth])] + rest, 0.0, dtype=x.dtype)
     dflat = nb.scatter_add(table, nb.reshape(c.dout, [rows] + rest), nb.reshape(flat, [rows]), 0)
     return [nb.reshape(dflat, list(x.shape)), None]
 
 
-def _linear_rows(nb: NetBuilder, index: Variable, dims: list[Any]) -> Variable:
+def linear_rows(nb: NetBuilder, index: Variable, dims: list[Any]) -> Variable:
     """sum over m of index[..., m] * prod(dims[m + 1:]) (row-major), shape index.shape[:-1] + [1]."""
     last = index.ndim - 1
     total: Variable | None = None

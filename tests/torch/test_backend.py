@@ -223,6 +223,48 @@ def test_pooling_torch_computes_otherwise_runs_eagerly_with_its_reason() -> None
     assert "divisor differs" in forward.reasons["aten.avg_pool2d.default"]
 
 
+class _EmbedGather(torch.nn.Module):
+    """embedding (padding_idx), torch.gather of per-token channels (duplicates), index_select of
+    table rows, x[i] / x[i, j] / x[-1] indexing and a slice assignment: the forward's gathers and
+    the backward's scatters (scatter_add, index_add, index_put with accumulate, slice_scatter,
+    embedding_dense_backward)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(13, 6, padding_idx=1)
+        self.proj = torch.nn.Linear(6, 6)
+        gen = torch.Generator().manual_seed(4)
+        self.register_buffer("pick", torch.randint(0, 6, (3, 5, 4), generator=gen))
+        self.register_buffer("rows", torch.tensor([12, 0, 12, 5]))
+        self.register_buffer("tokens", torch.tensor([4, 0, -1, 4]))
+        self.register_buffer("batch", torch.tensor([2, -3, 2]))
+
+    def forward(self, ids: Any) -> Any:
+        h = torch.tanh(self.proj(self.emb(ids)))                      # [3, 5, 6]
+        g = torch.gather(h, 2, self.pick)                             # [3, 5, 4]
+        y = g.clone()
+        y[:, 1:4:2] = 0.5 * g[:, 1:4:2]                                # slice_scatter
+        s = torch.index_select(self.emb.weight, 0, self.rows)        # [4, 6]
+        picked = h[:, self.tokens].sum(-1) + h[self.batch, self.tokens[1:]].sum(-1, keepdim=True)  # [3, 4]
+        return y.sum(-1)[:, :4] + s.sum(-1) + picked[:, :4] + h[-1].mean()
+
+
+def test_embedding_gather_scatter_forward_and_backward_compile() -> None:
+    torch.manual_seed(0)
+    model, ref = _EmbedGather(), _EmbedGather()
+    ref.load_state_dict(model.state_dict())
+    ids = torch.randint(0, 13, (3, 5), generator=torch.Generator().manual_seed(5))
+    ids[1, 2] = 1  # a padding row: no gradient
+    _compiled_matches_eager(model, ref, ids)
+    forward, backward = ct.reports()
+    for op in ("aten.embedding.default", "aten.gather.default", "aten.index_select.default", "aten.index.Tensor",
+               "aten.slice_scatter.default"):
+        assert forward.compiled[op] >= 1, f"{op} not compiled in the forward:\n{forward}"
+    for op in ("aten.embedding_dense_backward.default", "aten.scatter_add.default", "aten.index_add.default",
+               "aten.index_put.default"):
+        assert backward.compiled[op] >= 1, f"{op} not compiled in the backward:\n{backward}"
+
+
 def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
     def fn(x: Any, w: Any) -> Any:
         return torch.exp(torch.erfinv(torch.tanh(x @ w) * 0.9)) * 0.5  # no converter for erfinv
@@ -240,12 +282,17 @@ def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
 
 
 def test_call_a_converter_does_not_handle_runs_eagerly_with_its_reason() -> None:
+    def fn(w: Any, ids: Any) -> Any:
+        return torch.tanh(torch.nn.functional.embedding(ids, w, scale_grad_by_freq=True)[:, 1::2] * 2)
+
     ct.reset_reports()
-    _compare(lambda x: torch.tanh(x[:, 1::2] * 2), [torch.randn(3, 7)])
+    _compare(fn, [torch.randn(6, 3), torch.tensor([[1, 4, 4], [0, 5, 1]])])
     forward, backward = ct.reports()
     assert not forward.fallback and forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
-    assert backward.fallback == {"aten.slice_backward.default": 1}
-    assert backward.reasons == {"aten.slice_backward.default": "slice_backward step 2"}
+    assert backward.compiled["aten.slice_backward.default"] == 1  # ... and their backward
+    assert backward.fallback == {"aten.embedding_dense_backward.default": 1}
+    assert backward.reasons == {"aten.embedding_dense_backward.default": "embedding_dense_backward with "
+                                                                         "scale_grad_by_freq"}
 
 
 def test_unknown_option_is_an_error() -> None:
