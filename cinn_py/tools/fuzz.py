@@ -105,6 +105,10 @@ class Options:
     """NetBuilder programs (`netgen`) through `compile_program(..., schedule="auto")`."""
     emulate: bool = False
     """Run the CUDA kernels in the CPU emulator against the reference (not only NVRTC-compile them)."""
+    grad: bool = False
+    """With `net`: also differentiate the program (`cinn_py.autodiff.grad`), run the backward program
+    compiled with `schedule="auto"` against its numpy reference, and check the reference gradient
+    against a central difference of the forward in float64 along a random direction."""
 
 
 @dataclass
@@ -452,6 +456,9 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
             stage = "auto-cuda"
             for group in plan(program).groups:
                 compile_cuda_auto(lower_group(group))
+        if opts.grad:
+            stage = "grad"
+            _check_net_grad(spec, program, inputs, rng, opts)
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except Exception as exc:  # noqa: BLE001 - after the reference, every exception is a failure
@@ -460,12 +467,59 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
         result.reproducer = "\n".join([
             f"=== FAIL net case {index} (seed {seed}) at {result.stage}",
             f"what differed: {result.error or ''} {result.detail}".rstrip(),
-            f"--- reproduce: python -m cinn_py.tools.fuzz --net --seed {seed} --case {index}",
+            f"--- reproduce: python -m cinn_py.tools.fuzz --net{' --grad' if opts.grad else ''} --seed {seed} "
+            f"--case {index}",
             "--- program (NetBuilder):", net_to_python(spec),
             f"--- inputs: U[-2, 2] float32, shapes {[tuple(a.shape) for a in inputs]}" if stage != "build" else "",
             f"--- spec JSON: {json.dumps(spec.to_json())}",
         ])
     return result
+
+
+def _check_net_grad(spec: Any, program: Any, inputs: list[Any], rng: random.Random, opts: Options) -> None:
+    """The backward program of a net case: compiled (auto, x86) vs its numpy reference, and the
+    reference vs a central difference of the forward program in float64 (a directional
+    derivative along a random direction: two forward evaluations, whatever the input sizes)."""
+    import cinn_py  # noqa: PLC0415
+    from cinn_py.autodiff import grad  # noqa: PLC0415
+
+    np_rng = np.random.default_rng(rng.randrange(2 ** 31))
+    backward = grad(program)
+    wrt = [v for v in program.inputs if v.dtype.is_float]
+    outs = _as_tuple(program.run_numpy(*inputs))
+    cots = [np_rng.uniform(-1.0, 1.0, np.shape(o)).astype(o.dtype) for o in outs]
+    wants = _as_tuple(backward.run_numpy(*inputs, *cots))
+    if opts.x86:
+        gots = _as_tuple(cinn_py.compile_program(backward, "x86", schedule="auto")(*inputs, *cots))
+        _compare_net(backward, gots, wants, "grad-auto-x86-vs-numpy")
+    _check_directional_derivative(spec, inputs, wrt, program, cots, np_rng)
+
+
+def _check_directional_derivative(spec: Any, inputs: list[Any], wrt: list[Any], program: Any, cots: list[Any],
+                                  np_rng: np.random.Generator) -> None:
+    from cinn_py.autodiff import grad  # noqa: PLC0415
+
+    wide = NetSpec(tuple((n, "float64" if d == "float32" else d, s) for n, d, s in spec.inputs), spec.ops,
+                   spec.outputs)
+    program64 = build_net(wide)
+    xs = [np.asarray(a, np.float64) for a in inputs]
+    ws = [np.asarray(c, np.float64) for c in cots]
+    grads = _as_tuple(grad(program64).run_numpy(*xs, *ws))
+    direction = [np_rng.uniform(-1.0, 1.0, x.shape) for x in xs]
+    eps = 1e-6
+
+    def loss(sign: float) -> float:
+        moved = [x + sign * eps * d for x, d in zip(xs, direction)]
+        return float(sum(np.sum(o * w) for o, w in zip(_as_tuple(program64.run_numpy(*moved)), ws)))
+
+    numeric = (loss(1.0) - loss(-1.0)) / (2 * eps)
+    exact = float(sum(np.sum(g * d) for g, d in zip(grads, direction)))
+    scale = float(sum(np.sum(np.abs(g * d)) for g, d in zip(grads, direction)))
+    if abs(numeric - exact) > 1e-5 * max(1.0, scale):
+        raise _Failure("grad-vs-finite-difference",
+                       f"directional derivative along a random direction: gradient gives {exact!r}, a central "
+                       f"difference (eps {eps}) of the float64 forward gives {numeric!r} (w.r.t. "
+                       f"{[v.name for v in wrt]})")
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -546,6 +600,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help='also build every program with schedule="auto" (x86: run; CUDA: NVRTC compile)')
     p.add_argument("--auto-only", action="store_true", help="with --auto: no random hand schedule")
     p.add_argument("--net", action="store_true", help='NetBuilder programs through compile_program(schedule="auto")')
+    p.add_argument("--grad", action="store_true",
+                   help="with --net: also check the backward program (cinn_py.autodiff.grad): compiled with "
+                        "schedule='auto' vs its numpy reference, and vs a float64 central difference")
     p.add_argument("--auto-cuda-every", type=int, default=1,
                    help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
     p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
@@ -561,7 +618,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def _options(ns: argparse.Namespace) -> Options:
     return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
                    hand=not ns.auto_only,
-                   auto_cuda_every=ns.auto_cuda_every, net=ns.net, emulate=ns.emulate)
+                   auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate, grad=ns.grad)
 
 
 def main(argv: list[str] | None = None) -> int:

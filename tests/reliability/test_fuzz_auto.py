@@ -44,6 +44,34 @@ def test_fixed_seed_netbuilder_run() -> None:
     assert summary.status["ok"] == 20, report
 
 
+def test_fixed_seed_netbuilder_gradient_run() -> None:
+    """The same op graphs differentiated (`cinn_py.autodiff.grad`): each backward program compiled
+    with schedule="auto" vs its numpy reference, and the reference vs a float64 central difference."""
+    summary, report = _run(range(24), fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
+    assert summary.total == 24 and not summary.failures, report
+    assert summary.status["ok"] == 24, report
+
+
+def test_grad_mode_catches_a_wrong_gradient_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import cinn_py.autodiff  # noqa: F401  (attaches the rules)
+    from cinn_py.frontend.ops.base import REGISTRY
+
+    def doubled(c):  # type: ignore[no-untyped-def]  (a deliberately wrong rule: twice tanh's gradient)
+        (g,) = real(c)
+        return [c.nb.scale(g, 2.0)]
+
+    real = REGISTRY["tanh"].grad
+    assert real is not None
+    monkeypatch.setitem(REGISTRY, "tanh", dataclasses.replace(REGISTRY["tanh"], grad=doubled))
+    spec = netgen.NetSpec((("x0", "float32", (4, "S0")),), (("tanh", (0,), ()), ("multiply", (1, 0), ())), (2,))
+    monkeypatch.setattr(fuzz, "make_net_case", lambda seed, index: (spec, random.Random(index)))
+    result = fuzz.check_case(CI_SEED, 3, fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
+    assert (result.status, result.stage) == ("fail", "grad-vs-finite-difference"), result
+    assert f"--net --grad --seed {CI_SEED} --case 3" in result.reproducer
+
+
 def test_auto_stage_failures_are_failures_whatever_the_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     case = fuzz.make_case(CI_SEED, 0)
     opts = fuzz.Options(hand=False, auto=True)
