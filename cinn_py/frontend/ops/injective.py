@@ -178,24 +178,66 @@ def _strides(dims: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _dim_groups(src: Sequence[Any], dst: Sequence[Any]) -> list[tuple[int, int, int, int]] | None:
+    """The shortest runs `src[a0:a1]`, `dst[b0:b1]` of equal size covering both shapes (static,
+    nonzero dims; None otherwise): a reshape only regroups dims within each run, so a dim kept as
+    it is (`[256, 512] -> [4, 64, 512]`: the 512) indexes the source by its own loop variable."""
+    if not all(isinstance(d, int) and d > 0 for d in (*src, *dst)):
+        return None
+    groups: list[tuple[int, int, int, int]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        a0, b0, ps, pd = i, j, 1, 1
+        if i < len(src):
+            ps, i = src[i], i + 1
+        if j < len(dst):
+            pd, j = dst[j], j + 1
+        while ps != pd:
+            if ps < pd and i < len(src):
+                ps, i = ps * src[i], i + 1
+            elif pd < ps and j < len(dst):
+                pd, j = pd * dst[j], j + 1
+            else:
+                return None
+        groups.append((a0, i, b0, j))
+    return groups
+
+
+def _regrouped(idx: Sequence[Expr], src: Sequence[Any], dst: Sequence[Any]) -> list[Any]:
+    """Source indices of the dims `src` for the indices `idx` of the dims `dst` (same size):
+    the row-major linear index, split again."""
+    if len(src) == 1 and len(dst) == 1:
+        return [idx[0]]
+    lin: Any = 0
+    for i, stride in zip(idx, _strides(dst)):
+        lin = lin + i * stride if not (isinstance(stride, int) and stride == 1) else lin + i
+    index = []
+    for b, stride in enumerate(_strides(src)):
+        q = lin if isinstance(stride, int) and stride == 1 else lin // stride
+        index.append(q % src[b] if b > 0 else q)
+    return index
+
+
 def _reshape_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                      out_name: str) -> cdsl.ComputeTensor:
     x = ins[0]
     src = [d.value if isinstance(d, IntImm) else d for d in x.shape]
     dst = list(out.shape)
+    groups = _dim_groups(src, dst)
 
     def body(*idx: Expr) -> Expr:
         if not src:
             return x[()]
         if not idx:
             return x[tuple(_index_const(0, x.shape[0]) for _ in src)]
-        lin: Any = 0
-        for i, stride in zip(idx, _strides(dst)):
-            lin = lin + i * stride if not (isinstance(stride, int) and stride == 1) else lin + i
-        index = []
-        for b, stride in enumerate(_strides(src)):
-            q = lin if isinstance(stride, int) and stride == 1 else lin // stride
-            index.append(q % src[b] if b > 0 else q)
+        if groups is None:
+            return x[tuple(_regrouped(idx, src, dst))]
+        index: list[Any] = []
+        for a0, a1, b0, b1 in groups:
+            if b0 == b1:  # source dims of extent 1 the result drops
+                index += [_index_const(0, x.shape[a]) for a in range(a0, a1)]
+            elif a0 < a1:
+                index += _regrouped(idx[b0:b1], src[a0:a1], dst[b0:b1])
         return x[tuple(index)]
 
     return cdsl.compute(out.shape, body, out_name)

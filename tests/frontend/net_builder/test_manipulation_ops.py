@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cinn_py.frontend import NetBuilder, plan
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.frontend.ops.shapes import fmt_dim
-from cinn_py.pipeline import compile_program
+from cinn_py.pipeline import compile_program, program_steps
 
 
 def test_signatures_follow_cinn() -> None:
@@ -162,3 +162,30 @@ def test_slice_assign_matches_numpy_slicing(case: tuple[tuple[int, ...], list[in
     want = xs.copy()
     want[tuple(index)] = ys
     np.testing.assert_array_equal(compile_program(nb.build([out]), "x86")(xs, ys), want)
+
+
+@pytest.mark.parametrize("src, dst", [
+    ((256, 8), (4, 64, 8)), ((4, 64, 8), (256, 8)), ((6, 1, 4), (6, 4)), ((6, 4), (1, 6, 4, 1)),
+    ((2, 3, 4), (3, 8)), ((2, 3, 4), (6, 2, 2)), ((12,), (3, 4)), ((1, 1, 5), (5,)), ((3, 1, 4, 1), (1, 3, 4)),
+])
+def test_reshape_regroups_dims_run_by_run(src: tuple[int, ...], dst: tuple[int, ...]) -> None:
+    """A reshape splits and merges runs of dims of equal size; the values are numpy's for runs
+    that merge, split, cross (`[2, 3, 4] -> [3, 8]`: one run) and for dims of extent 1."""
+    nb = NetBuilder("reshape")
+    x = nb.create_input("float32", list(src), "X")
+    y = nb.reshape(nb.scale(x, 2.0), list(dst))
+    xs = np.arange(np.prod(src), dtype=np.float32).reshape(src)
+    for schedule in (None, "auto"):
+        got = compile_program(nb.build([y]), "x86", schedule=schedule)(xs)
+        np.testing.assert_array_equal(got, (xs * 2).reshape(dst))
+
+
+def test_reshape_indexes_a_kept_dim_by_its_own_loop() -> None:
+    """`[256, 512] -> [4, 64, 512]` keeps the 512: the source's last index is the loop variable
+    itself, not `linear % 512` (a div/mod index made a fused gelu kernel 6x slower: no vector loads)."""
+    nb = NetBuilder("kept")
+    x = nb.create_input("float32", [256, 512], "X")
+    y = nb.reshape(x, [4, 64, 512])
+    _, funcs = program_steps(nb.build([y]))
+    text = str(funcs[0])
+    assert "X[" in text and "% 512" not in text and "/ 512" not in text
