@@ -29,7 +29,7 @@ from typing import Any
 from cinn_py.autodiff.core import GradContext, define_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.shapes import numel
+from cinn_py.frontend.ops.shapes import numel, shapes_equal
 from cinn_py.frontend.program import Variable
 from cinn_py.ir import int64
 
@@ -54,6 +54,11 @@ def clamp_index(nb: NetBuilder, index: Variable, n: Any) -> tuple[Variable, Vari
         top = nb.broadcast_to(largest, list(index.shape), [index.ndim - 1])
     inside = nb.logical_and(nb.greater_equal(index, 0), nb.less_equal(index, top))
     return nb.minimum(nb.maximum(index, 0), top), inside
+
+
+def reshaped(nb: NetBuilder, v: Variable, shape: list[Any]) -> Variable:
+    """`v` in `shape` (itself when it has that shape already)."""
+    return v if shapes_equal(v.shape, shape) else nb.reshape(v, shape)
 
 
 def along(nb: NetBuilder, v: Variable, like: Variable, axis: int) -> Variable:
@@ -91,8 +96,8 @@ def _gather_nd(c: GradContext) -> list[Variable | None]:
     rest = list(x.shape[depth:])
     flat = linear_rows(nb, as_int64(nb, index), list(x.shape[:depth]))
     table = nb.fill_constant([numel(x.shape[:depth])] + rest, 0.0, dtype=x.dtype)
-    dflat = nb.scatter_add(table, nb.reshape(c.dout, [rows] + rest), nb.reshape(flat, [rows]), 0)
-    return [nb.reshape(dflat, list(x.shape)), None]
+    dflat = nb.scatter_add(table, reshaped(nb, c.dout, [rows] + rest), reshaped(nb, flat, [rows]), 0)
+    return [reshaped(nb, dflat, list(x.shape)), None]
 
 
 def linear_rows(nb: NetBuilder, index: Variable, dims: list[Any]) -> Variable:
@@ -125,8 +130,8 @@ def _lookup_table(c: GradContext) -> list[Variable | None]:
     nb, (table, ids) = c.nb, c.inputs
     rows = numel(ids.shape[:-1])
     width = table.shape[1]
-    flat_ids = as_int64(nb, nb.reshape(ids, [rows]))
-    g = nb.reshape(c.dout, [rows, width])
+    flat_ids = as_int64(nb, reshaped(nb, ids, [rows]))
+    g = reshaped(nb, c.dout, [rows, width])
     pad = c.attrs["padding_idx"]
     if pad != -1:  # a padding row's output was the constant 0: no gradient to that table row
         g = nb.select(along(nb, nb.not_equal(flat_ids, pad), g, 0), g, zeros_like(nb, g))

@@ -233,3 +233,37 @@ def test_symbolic_split_concat_and_gather_backward_compile() -> None:
         want += (xs[perm] + xs[np.argsort(perm)]) * dy
         np.testing.assert_allclose(backward.run_numpy(xs, idx, dy), want, rtol=1e-12)
         np.testing.assert_allclose(compiled(xs, idx, dy), want, rtol=1e-12)
+
+
+def test_symbolic_gather_nd_stride_and_embedding_rows_compile() -> None:
+    """gather_nd into [4, S0, 2] (the row stride of its linearised index is S0, a tensor in the
+    backward) and lookup_table of [S0, 2, 1] ids (2 * S0 cotangent rows, padding row 2)."""
+    nb = NetBuilder("sym_rows")
+    x = nb.create_input("float64", [4, "S0", 2], "X")
+    index = nb.create_input("int64", [5, 2], "Index")
+    table = nb.create_input("float64", [6, 3], "Table")
+    ids = nb.create_input("int32", ["S0", 2, 1], "Ids")
+    picked = nb.gather_nd(x, index)
+    rows = nb.lookup_table(table, ids, padding_idx=2)
+    program = nb.build([nb.multiply(picked, picked), nb.reduce_sum(nb.tanh(rows), [0])])
+    backward = grad(program)
+    compiled = compile_program(backward, "x86", schedule="auto")
+    rng = np.random.default_rng(3)
+    for s in (3, 1):
+        xs, ts = rng.uniform(-1, 1, (4, s, 2)), rng.uniform(-1, 1, (6, 3))
+        idx = np.stack([rng.integers(0, 4, 5), rng.integers(0, s, 5)], 1)
+        ii = rng.integers(0, 6, (s, 2, 1)).astype(np.int32)
+        ii[0, 0, 0] = 2
+        d1, d2 = rng.uniform(-1, 1, (5, 2)), rng.uniform(-1, 1, (2, 3))
+        want_x = np.zeros_like(xs)
+        np.add.at(want_x, (idx[:, 0], idx[:, 1]), 2 * xs[idx[:, 0], idx[:, 1]] * d1)
+        ids_ = ii[..., 0]
+        kept = (ids_ != 2)[..., None]
+        dy = (1 - np.tanh(ts[ids_] * kept) ** 2) * d2[None] * kept
+        want_t = np.zeros_like(ts)
+        np.add.at(want_t, ids_.reshape(-1), dy.reshape(-1, 3))
+        for run in (backward.run_numpy, compiled):
+            got_x, got_t = run(xs, idx, ts, ii, d1, d2)
+            np.testing.assert_allclose(got_x, want_x, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(got_t, want_t, rtol=1e-12, atol=1e-15)
+            assert not got_t[2].any()  # the padding row

@@ -139,6 +139,7 @@ def _gather_cases(dtype: str) -> list[Case]:
     return [c((7,), (4,), 6, 0), c((3, 5), (6,), 4, 1, "int64"), c((3, 5), (2,), 2, -2),
             c((2, 1, 6), (1,), 0, 1), c(("S0", 5), (4,), 4, 1), c((5, 3), ("S0",), 4, 0, "int64"),
             c((3, 5), (3, 4), 4, 1), c((3, 5), (1, 4), 4, -1, "int64"), c((2, 3, 4), (2, 5, 1), 2, 1),
+            c(("S0", 4), (5, 4), 0, 0),  # along a symbolic axis (S0 may be 1: index 0)
             c((3, 5), (4,), 4, 1, method="index_select"), c(("S0", 4), (3,), 3, 1, "int16", "index_select")]
 
 
@@ -392,7 +393,8 @@ def _scatter_cases(dtype: str) -> list[Case]:
         return Case((Input(xs), Input(us), Input(ix, idt, low=low, high=high)), {"axis": axis})
     return [c((10,), (5,), (5,), 0, 3, 0), c((3, 5), (3, 8), (8,), 0, 4, 1, "int64"), c((4, 3), (3, 3), (3,), -1, 4, 0),
             c((2, 1, 6), (2, 1, 3), (3,), 0, 5, -1), c(("S0", 5), ("S0", 2), (2,), 0, 4, 1),
-            c((5, 3), ("S0", 3), ("S0",), 0, 4, 0, "int64"), c((1,), (1,), (1,), 0, 0, 0)]
+            c((5, 3), ("S0", 3), ("S0",), 0, 4, 0, "int64"), c((1,), (1,), (1,), 0, 0, 0),
+            c(("S0", 3), (4, 3), (4,), 0, 2, 0)]  # into a symbolic axis (S0 = 1: indices 1 and 2 dropped)
 
 
 def _scatter_op(op: str, compute: Any, dtypes: tuple[str, ...], what: str) -> None:
