@@ -180,6 +180,8 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program
     if len(placeholders) != len(inputs):
         raise ConversionError(f"{name}: {len(placeholders)} placeholders, {len(inputs)} input types")
     table.plan_divisions(_sizes_of(inputs, gm))
+    table.plan_atoms([d for spec in inputs if isinstance(spec, TensorSpec) for d in spec.shape],
+                     [spec.value for spec in inputs if isinstance(spec, SymIntSpec)])
     entries: list[TensorInput | SymIntInput] = []
     for node, spec in zip(placeholders, inputs):
         env[node], entry = _placeholder(nb, table, node, spec, name)

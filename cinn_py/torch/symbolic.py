@@ -13,7 +13,9 @@ must have int or bare-symbol dims (symbols bind from them at run time):
 - a tensor whose dims are ints and bare symbols enters as it is;
 - a dim that is a product (`s27*s77`, `2*s0`) is split into its factors (a free view of the
   contiguous tensor, `[s27, s77, s51]`) and the Program reshapes it back: the relation between
-  the product and its factors survives, which later views (`[s77, s27, s51]`) rely on;
+  the product and its factors survives, which later views (`[s77, s27, s51]`) rely on; where no
+  input gives the factors apart (no `s27` dim or SymInt argument), the product is one fresh
+  symbol (`s27_s77`) in that Program instead (`SymbolTable.plan_atoms`);
 - a symbol that no input tensor has as a dim (only a SymInt placeholder says it) enters as a
   *shape carrier*: a 1-d int8 input of that length, never read, whose dim binds the symbol.
 
@@ -127,6 +129,7 @@ class SymbolTable:
     def __init__(self) -> None:
         self.symbols: dict[str, Var] = {}
         self.substitutions: dict[Any, Any] = {}
+        self.atoms: dict[Any, Any] = {}
         self._lower: dict[str, int] = {}
         self._shape_env: Any = None
 
@@ -161,8 +164,25 @@ class SymbolTable:
                 return True
         return False
 
+    def plan_atoms(self, tensor_dims: Sequence[Any], symint_values: Sequence[Any]) -> None:
+        """A product of symbols that the inputs never give apart (only `[s27*s77, 64]` tensors,
+        no `s27` dim or SymInt argument) becomes one fresh symbol (`s27_s77`): it binds from
+        the dim as a whole, where its factors could not."""
+        dims = [self.substituted(_expr_of(d)) for d in tensor_dims if is_symbolic(d)]
+        values = [self.substituted(_expr_of(v)) for v in symint_values if is_symbolic(v)]
+        known = _solvable(dims + values)
+        for d in dims:
+            monomial = d.as_coeff_Mul()[1]
+            if not isinstance(monomial, sympy.Mul) or monomial.free_symbols <= known or monomial in self.atoms:
+                continue
+            name = "_".join(str(f) for f in sympy.Mul.make_args(monomial)).replace("**", "_pow")
+            self.atoms[monomial] = sympy.Symbol(name, integer=True, positive=True)
+            lowers = [self._lower.get(str(f), _torch_range(f, self._shape_env)[0]) for f in monomial.free_symbols]
+            self._lower[name] = math.prod(lowers)
+
     def substituted(self, expr: Any) -> Any:
-        return expr.xreplace(self.substitutions) if self.substitutions else expr
+        exact = expr.xreplace(self.substitutions) if self.substitutions else expr
+        return exact.subs(self.atoms) if self.atoms else exact
 
     def dim(self, value: Any) -> Dim:
         """A size (int or SymInt) as a cinn-py dim: an int, a symbol or an int64 expression."""
@@ -201,6 +221,22 @@ class SymbolTable:
             lower, upper = (self._lower[name], None) if name in self._lower else _torch_range(symbol, self._shape_env)
             self.symbols[name] = sym(name, lower=lower, upper=upper)
         return self.symbols[name]
+
+
+def _solvable(exprs: Sequence[Any]) -> set[Any]:
+    """The symbols a call can bind from sizes of these forms: bare symbols, then repeatedly the
+    one unknown symbol (of degree 1) of a product (as `InputPlan.bind` solves them)."""
+    known = {e for e in exprs if isinstance(e, sympy.Symbol)}
+    products = [e for e in exprs if isinstance(e, sympy.Mul)]
+    progress = True
+    while progress:
+        progress = False
+        for p in products:
+            unknown = [f for f in sympy.Mul.make_args(p) if f.free_symbols and not f.free_symbols <= known]
+            if len(unknown) == 1 and isinstance(unknown[0], sympy.Symbol):  # (not `s0**2`)
+                known.add(unknown[0])
+                progress = True
+    return known
 
 
 def _fold(parts: list[Expr], combine: Any) -> Expr:
@@ -284,8 +320,8 @@ class InputPlan:
         tensors = [i for i in inputs if isinstance(i, TensorInput)]
         bound = {d.name for t in tensors for d in t.factored if isinstance(d, Var)}
         carriers = tuple(s for s in needed if s.name not in bound)
-        given = {i.value.name for i in inputs if isinstance(i, SymIntInput) and isinstance(i.value, Var)}
-        unbound = [s.name for s in carriers if s.name not in given]
+        solved = _bound_by(inputs)
+        unbound = [s.name for s in needed if s.name not in solved]
         if unbound:
             raise SymbolicShapeError(f"{graph}: symbolic dim(s) {unbound} occur only inside larger dim "
                                      "expressions: no input tensor dim or SymInt argument gives their value")
@@ -306,8 +342,8 @@ class InputPlan:
         for label, d, actual in sizes:
             if isinstance(d, Var):
                 self._bind(env, where, d, actual, label)
-        for label, d, actual in sizes:  # `2*s27_div2`: the symbol a floor division made
-            self._solve(env, where, d, actual, label)
+        while any(self._solve(env, where, d, actual, label) for label, d, actual in sizes):
+            pass  # `2*s27_div2`, the symbol a floor division made; `s77` of `s27*s77` once `s27` is known
         for label, d, actual in sizes:
             self._check(env, where, d, actual, label)
         tensors = [_factored(a, spec, env) for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput)]
@@ -322,18 +358,20 @@ class InputPlan:
         env.setdefault(s.name, actual)
         where.setdefault(s.name, label)
 
-    def _solve(self, env: dict[str, int], where: dict[str, str], d: Dim, actual: int, label: str) -> None:
+    def _solve(self, env: dict[str, int], where: dict[str, str], d: Dim, actual: int, label: str) -> bool:
         """Bind the one unbound symbol of a product dim: the size divided by the other factors,
-        which must divide it (the graph's floor divisions were made exact by assuming so)."""
+        which must divide it (the graph's floor divisions were made exact by assuming so).
+        Whether a symbol was bound."""
         unknown = [f for f in factors(d) if isinstance(f, Var) and f.name not in env]
-        if len(unknown) != 1 or not isinstance(d, Expr) or isinstance(d, Var):
-            return
+        if len(unknown) != 1 or not isinstance(d, Mul):  # (`s0*s0` has s0 twice: not solved)
+            return False
         s = unknown[0]
         rest = eval_int(d, {**env, s.name: 1})
         if rest <= 0 or actual % rest:
             raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal to "
                                      f"{fmt_dim(d)}, a multiple of {rest} (a view divides it by {rest})")
         self._bind(env, where, s, actual // rest, label)
+        return True
 
     def _check(self, env: dict[str, int], where: dict[str, str], d: Dim, actual: int, label: str) -> None:
         expected = d if isinstance(d, int) else eval_int(d, env)
@@ -343,6 +381,21 @@ class InputPlan:
         detail = ", ".join(f"{n}={env[n]} (from {where[n]})" for n in names)
         raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal to "
                                  f"{fmt_dim(d)} = {expected}" + (f" with {detail}" if detail else ""))
+
+
+def _bound_by(inputs: Sequence[TensorInput | SymIntInput]) -> set[str]:
+    """The symbols `InputPlan.bind` binds from these inputs' dims and values."""
+    sizes = [d for i in inputs for d in (i.dims if isinstance(i, TensorInput) else (i.value,))]
+    known = {d.name for d in sizes if isinstance(d, Var)}
+    progress = True
+    while progress:
+        progress = False
+        for d in sizes:
+            unknown = [f.name for f in factors(d) if isinstance(f, Var) and f.name not in known]
+            if len(unknown) == 1 and isinstance(d, Mul):
+                known.add(unknown[0])
+                progress = True
+    return known
 
 
 def _sizes(spec: TensorInput | SymIntInput, arg: Any) -> list[tuple[str, Dim, int]]:

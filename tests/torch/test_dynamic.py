@@ -19,26 +19,26 @@ import cinn_py.torch as ct  # noqa: E402
 from cinn_py.torch import graph as graph_module  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 from cinn_py.torch.graph import CompiledGraph, input_spec  # noqa: E402
-from cinn_py.torch.symbolic import SymbolicShapeError  # noqa: E402
+from cinn_py.torch.symbolic import SymbolicShapeError, TensorInput  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = {"strict": True}
 
 
 @pytest.fixture()
-def builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The names of the partitions cinn-py compiles during the test (one per CompiledGraph.build)."""
-    names: list[str] = []
+def builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[CompiledGraph]]:
+    """The partitions cinn-py compiles during the test (one per CompiledGraph.build)."""
+    graphs: list[CompiledGraph] = []
     build = CompiledGraph.build
 
-    def counted(gm: Any, inputs: Any, name: str, *args: Any, **kwargs: Any) -> CompiledGraph:
-        names.append(name)
-        return build(gm, inputs, name, *args, **kwargs)
+    def counted(*args: Any, **kwargs: Any) -> CompiledGraph:
+        graphs.append(build(*args, **kwargs))
+        return graphs[-1]
 
     monkeypatch.setattr(CompiledGraph, "build", staticmethod(counted))
     torch._dynamo.reset()
     ct.reset_reports()
-    yield names
+    yield graphs
     torch._dynamo.reset()
 
 
@@ -73,10 +73,10 @@ def _check_sizes(fn: Callable[..., Any], make: Callable[[int, int], list[Any]], 
                                            msg=lambda m, k=k, b=b, s=s: f"{b}x{s} input {k}: {m}")
 
 
-def _compiled_once(builds: list[str]) -> None:
+def _compiled_once(builds: list[CompiledGraph]) -> None:
     """One forward and one backward graph, each one compiled partition, nothing eager."""
     assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"], [r.name for r in ct.reports()]
-    assert len(builds) == 2, builds
+    assert len(builds) == 2, [g.program.name for g in builds]
     for report in ct.reports():
         assert not report.fallback and not report.failures, str(report)
 
@@ -93,7 +93,7 @@ class _Mlp(torch.nn.Module):
         return torch.softmax(self.fc2(h), dim=-1)
 
 
-def test_mlp_with_dynamic_batch_compiles_once_and_matches_eager(builds: list[str]) -> None:
+def test_mlp_with_dynamic_batch_compiles_once_and_matches_eager(builds: list[CompiledGraph]) -> None:
     torch.manual_seed(0)
     model = _Mlp()
     gen = torch.Generator().manual_seed(1)
@@ -102,7 +102,7 @@ def test_mlp_with_dynamic_batch_compiles_once_and_matches_eager(builds: list[str
     assert ct.reports()[1].compiled["aten.native_layer_norm_backward.default"] == 1
 
 
-def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[str]) -> None:
+def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[CompiledGraph]) -> None:
     """The BERT-style layer (q/k/v projections, softmax attention, layer_norm, linear + bias +
     gelu) with batch and sequence length marked dynamic: its views flatten them into `s0*s1`
     rows and back, and the backward graph takes tensors of `s0*s1` rows."""
@@ -122,9 +122,11 @@ def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[s
     forward, backward = ct.reports()
     assert forward.compiled["aten._softmax.default"] == 1 and forward.compiled["aten.gelu.default"] == 1
     assert backward.compiled["aten.native_layer_norm_backward.default"] == 2
+    factored = [e.name for e in builds[1].plan.inputs if isinstance(e, TensorInput) and e.is_factored]
+    assert factored, "the backward graph takes the [s0*s1, F] matmul output: it enters split as [s0, s1, F]"
 
 
-def test_symbolic_scalar_operand_falls_back_with_its_reason(builds: list[str]) -> None:
+def test_symbolic_scalar_operand_falls_back_with_its_reason(builds: list[CompiledGraph]) -> None:
     """A size used as a number (`x * x.shape[-1]`) is a symbolic scalar: that op runs eagerly,
     the ops around it are still compiled, for every size."""
     def fn(x: Any) -> Any:
@@ -139,7 +141,7 @@ def test_symbolic_scalar_operand_falls_back_with_its_reason(builds: list[str]) -
     assert len(ct.reports()) == 2
 
 
-def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[str]) -> None:
+def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[CompiledGraph]) -> None:
     """`ones(y.shape[0])`: y's size reaches the partition as a SymInt argument only; the Program
     binds it from a shape-carrier input of that length."""
     def fn(x: Any, y: Any) -> Any:
@@ -149,9 +151,24 @@ def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[str])
     _check_sizes(fn, lambda b, s: [torch.randn(b, 3, generator=gen), torch.randn(s, generator=gen)],
                  [(2, 5), (4, 3), (3, 6)])
     assert not ct.reports()[0].fallback and len(builds) == 2
+    carriers = [v.name for v in builds[0].program.inputs if v.name.startswith("carrier_")]
+    assert len(carriers) == 1 and builds[0].plan.carriers[0].name in carriers[0]
 
 
-def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[str]) -> None:
+def test_a_product_no_input_gives_apart_enters_as_one_symbol(builds: list[CompiledGraph]) -> None:
+    """After the eager erfinv, the partition `* 2` sees only `[s0*s1, 4]` tensors and no SymInt:
+    `s0*s1` cannot be split into factors it could bind, so it is one symbol `s0_s1` there."""
+    def fn(x: Any) -> Any:
+        return torch.erfinv(torch.tanh(x.view(-1, 4)) * 0.5) * 2
+
+    gen = torch.Generator().manual_seed(9)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, s, 4, generator=gen)], [(2, 3), (3, 5), (4, 2)])
+    assert ct.reports()[0].fallback == {"aten.erfinv.default": 1} and len(ct.reports()) == 2
+    after = builds[1].program.inputs[0]  # the forward graph's second partition
+    assert len(after.shape) == 2 and "_" in str(after.shape[0]) and after.shape[1] == 4, after
+
+
+def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[CompiledGraph]) -> None:
     """Torch assumes symbolic sizes are >= 2 and guards on it: batch 1 gets its own graph (batch
     static 1, the rest symbolic), compiled and correct; the symbolic graph serves the others."""
     def fn(x: Any) -> Any:
@@ -163,7 +180,7 @@ def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[s
     assert all(not r.fallback for r in ct.reports())
 
 
-def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(builds: list[str]) -> None:
+def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(builds: list[CompiledGraph]) -> None:
     """`view(b, -1, 2)` makes `s1//2`; torch guarantees `s1` even (its guards check it), so
     `s1` becomes `2*s1_div2` in the Program and the division cancels."""
     def fn(x: Any) -> Any:
@@ -174,7 +191,7 @@ def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(buil
     _compiled_once(builds)
 
 
-def test_a_division_torch_does_not_guarantee_for_one_symbol_falls_back(builds: list[str]) -> None:
+def test_a_division_torch_does_not_guarantee_for_one_symbol_falls_back(builds: list[CompiledGraph]) -> None:
     """`reshape(-1, 2)` of `[s0, s1]` makes `(s0*s1)//2`: torch knows the product is even, not
     which factor is; the ops on it run eagerly, reported with the dim."""
     def fn(x: Any) -> Any:
@@ -187,7 +204,7 @@ def test_a_division_torch_does_not_guarantee_for_one_symbol_falls_back(builds: l
     assert "only where torch guarantees one symbol divisible" in reason
 
 
-def test_automatic_dynamic_shapes_compile_the_second_graph_once(builds: list[str]) -> None:
+def test_automatic_dynamic_shapes_compile_the_second_graph_once(builds: list[CompiledGraph]) -> None:
     """Without `dynamic=`, Dynamo compiles the first shape statically, and after a call with
     another batch size a graph with a symbolic batch, which serves every later size."""
     def fn(x: Any) -> Any:
@@ -267,7 +284,7 @@ def test_static_graphs_are_unchanged() -> None:
     torch.testing.assert_close(compiled(x), torch.tanh(x))
 
 
-def test_cnn_with_dynamic_batch_compiles_once(builds: list[str]) -> None:
+def test_cnn_with_dynamic_batch_compiles_once(builds: list[CompiledGraph]) -> None:
     """conv2d/pool2d and their backward ops take a symbolic batch (the spatial dims stay static):
     one compile serves every batch size; the gradients of x and of the weights match eager."""
     gen = torch.Generator().manual_seed(6)
