@@ -142,6 +142,72 @@ def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     return env[arg] if isinstance(arg, torch.fx.Node) else arg
 
 
+REPLAYED_VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
+                            "aten.transpose.int", "aten.permute.default", "aten.expand.default",
+                            "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.alias.default",
+                            "aten.detach.default"})
+"""Views a graph output may end with that are applied to the result tensor by torch (`OutputView`)
+instead of computed by a kernel: in eager they cost nothing, and the transposes AOT autograd saves
+for the backward (`t(x)` for a weight gradient) were a kernel pass with strided stores each (one
+fused into the forward's gelu kernel made it 7x slower)."""
+
+
+@dataclass(frozen=True)
+class OutputView:
+    """One graph output: `source` >= 0 is that Program output, -1 - k the graph's k-th argument;
+    then `views` (aten op, its arguments after the tensor, its keyword arguments) in order."""
+
+    source: int
+    views: tuple[tuple[Any, tuple[Any, ...], dict[str, Any]], ...] = ()
+
+    def __call__(self, outs: Sequence[Any], args: Sequence[Any]) -> Any:
+        t = outs[self.source] if self.source >= 0 else args[-1 - self.source]
+        for op, rest, kwargs in self.views:
+            t = op(t, *rest, **kwargs)
+        return t
+
+
+def _has_node(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_has_node(v) for v in value)
+    return isinstance(value, torch.fx.Node)
+
+
+def _view_chain(node: Any) -> tuple[Any, list[Any]]:
+    """The node an output is a chain of static views of (the output itself when it is none), and
+    the views from that node to the output."""
+    chain: list[Any] = []
+    while (node.op == "call_function" and op_name(node) in REPLAYED_VIEWS and node.args
+           and isinstance(node.args[0], torch.fx.Node) and not _has_node((node.args[1:], list(node.kwargs.values())))):
+        chain.append(node)
+        node = node.args[0]
+    return node, chain[::-1]
+
+
+def _output_views(flat: Sequence[Any], placeholders: Sequence[Any], tensor_args: set[Any]
+                  ) -> tuple[list[Any], tuple[OutputView, ...]]:
+    """The nodes the Program computes and how each graph output is made from them: a view chain at
+    the end of an output is left to torch (`REPLAYED_VIEWS`); a view of an argument is taken of the
+    argument itself. No views (`()`): the Program computes every output as it is (also when it
+    would compute nothing)."""
+    computed: list[Any] = []
+    views: list[OutputView] = []
+    for out in flat:
+        base, chain = _view_chain(out)
+        steps = tuple((n.target, tuple(n.args[1:]), dict(n.kwargs)) for n in chain)
+        if chain and base in tensor_args:
+            views.append(OutputView(-1 - placeholders.index(base), steps))
+            continue
+        if chain and base in computed:  # `x` and a view of it: one Program output
+            views.append(OutputView(computed.index(base), steps))
+            continue
+        views.append(OutputView(len(computed), steps))
+        computed.append(base)
+    if not computed or all(v.source == k and not v.views for k, v in enumerate(views)):
+        return list(flat), ()
+    return computed, tuple(views)
+
+
 def _checked(node: Any, value: Any, nb: NetBuilder, table: SymbolTable, fake: Any = None) -> Any:
     """`value` against the node's fake tensor(s): a cast where torch's dtype differs (type
     promotion, float32 statistics of low-precision inputs), an error on shape."""
@@ -170,9 +236,11 @@ def _placeholder(nb: NetBuilder, table: SymbolTable, node: Any, spec: InputSpec,
     return (nb.reshape(var, list(dims)) if entry.is_factored else var), entry
 
 
-def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program, InputPlan]:
-    """The FX graph `gm` (every call_function node supported) as a NetBuilder Program, and how
-    the graph's arguments become the Program's inputs (symbolic sizes: cinn_py/torch/symbolic.py)."""
+def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
+               ) -> tuple[Program, InputPlan, tuple[OutputView, ...]]:
+    """The FX graph `gm` (every call_function node supported) as a NetBuilder Program, how the
+    graph's arguments become the Program's inputs (symbolic sizes: cinn_py/torch/symbolic.py) and
+    how the graph's outputs are made from the Program's (`OutputView`)."""
     nb = NetBuilder(name)
     table = SymbolTable()
     env: dict[Any, Any] = {}
@@ -200,8 +268,10 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str) -> tuple[Program
     for s in plan.carriers:  # after the tensors, as InputPlan.bind passes them
         nb.create_input(CARRIER_DTYPE, [s], f"carrier_{s.name}")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    tensor_inputs = {env[p].name for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
-    return nb.build(_distinct_outputs(nb, [env[n] for n in flat], tensor_inputs)), plan
+    tensor_args = {p for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
+    computed, views = _output_views(flat, placeholders, tensor_args)
+    tensor_inputs = {env[p].name for p in tensor_args}
+    return nb.build(_distinct_outputs(nb, [env[n] for n in computed], tensor_inputs)), plan, views
 
 
 def _sizes_of(inputs: Sequence[InputSpec], gm: Any) -> list[Any]:
@@ -248,6 +318,8 @@ class CompiledGraph:
     device: str
     tuple_output: bool
     plan: InputPlan
+    views: tuple[OutputView, ...] = ()
+    """How each graph output is made from the Program's outputs (empty: they are the outputs)."""
 
     @staticmethod
     def build(gm: Any, inputs: Sequence[InputSpec], name: str, schedule: str | None = "auto",
@@ -258,11 +330,11 @@ class CompiledGraph:
         device = devices.pop() if devices else "cpu"
         if device == "cuda":
             require_cuda(name)
-        program, plan = to_program(gm, inputs, name)
+        program, plan, views = to_program(gm, inputs, name)
         compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
                                    fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
-        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan)
+        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan, views)
 
     @property
     def kernels(self) -> int:
@@ -278,6 +350,8 @@ class CompiledGraph:
             result = self.compiled(*[to_numpy(t) for t in tensors])
             arrays = result if isinstance(result, tuple) else (result,)
             outs = tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
+        if self.views:
+            outs = tuple(view(outs, args) for view in self.views)
         return outs if self.tuple_output else outs[0]
 
 

@@ -386,3 +386,42 @@ def test_fast_math_option_reaches_the_kernels(fast_math: bool, monkeypatch: pyte
     kernels = [k for graph in built for k in graph.compiled.kernels]
     assert len(built) == 2 and kernels
     assert {k.fast_math for k in kernels} == {fast_math}
+
+
+def _graph(fn: Any, args: list[Any]) -> CompiledGraph:
+    """`fn` traced to ATen (make_fx) and compiled as one partition."""
+    from torch.fx.experimental.proxy_tensor import make_fx  # noqa: PLC0415
+
+    gm = make_fx(fn)(*args)
+    return CompiledGraph.build(gm, [TensorSpec.of(a) for a in args], "views", fast_math=True)
+
+
+def test_views_at_the_outputs_are_torch_views_not_kernels() -> None:
+    """A transpose (or any static view chain) at an output is applied by torch to the result, as
+    eager returns it (strided, no copy): a view of a computed value is a view of that Program
+    output, a view of an argument a view of the argument itself, and a value returned with a view
+    of it is computed once."""
+    gen = torch.Generator().manual_seed(3)
+    x, w = torch.randn(6, 4, generator=gen), torch.randn(4, 5, generator=gen)
+
+    def fn(x: Any, w: Any) -> Any:
+        y = torch.ops.aten.mm.default(torch.ops.aten.tanh.default(x), w)
+        return (y, torch.ops.aten.t.default(y), torch.ops.aten.t.default(w),
+                torch.ops.aten.unsqueeze.default(torch.ops.aten.t.default(y), 0))
+
+    graph = _graph(fn, [x, w])
+    got = graph(x, w)
+    want = fn(x, w)
+    assert len(graph.program.outputs) == 1  # y only: every other output is a view
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+        assert g.stride() == e.stride()
+    assert got[1].data_ptr() == got[0].data_ptr() and got[2].data_ptr() == w.data_ptr()
+
+
+def test_an_output_that_is_only_views_of_an_argument_still_runs() -> None:
+    """A graph whose every output is a view of an argument computes them (it has no other work)."""
+    x = torch.randn(3, 4)
+    graph = _graph(lambda x: torch.ops.aten.t.default(x), [x])
+    torch.testing.assert_close(graph(x), x.t())
+    assert not graph.views
