@@ -333,19 +333,17 @@ def _scatter_add_along(e: Emitter, x: Variable, dim: int, index: Variable, src: 
     return e.nb.add(x, added)
 
 
-def _one_d_index(op: str) -> Check:
-    def check(x: Any, dim: int, index: Any, *_: Any, **__: Any) -> str | None:
-        fi = _fake(index)
-        return None if fi is None or fi.dim() == 1 or op == "index_select" else f"{op} with a {fi.dim()}-d index"
-    return check
+def _one_d_index(x: Any, dim: int, index: Any, *_: Any, **__: Any) -> str | None:
+    fi = _fake(index)
+    return None if fi is None or fi.dim() == 1 else f"index_add with a {fi.dim()}-d index"
 
 
-@converts("aten.index_select.default", check=_one_d_index("index_select"))
+@converts("aten.index_select.default")
 def _index_select(e: Emitter, x: Variable, dim: int, index: Variable) -> Value:
     return e.to_shape(e.nb.gather(x, e.to_shape(index, [numel(index.shape)]), axis=dim % x.ndim))
 
 
-@converts("aten.index_add.default", check=_one_d_index("index_add"))
+@converts("aten.index_add.default", check=_one_d_index)
 def _index_add(e: Emitter, x: Variable, dim: int, index: Variable, source: Variable, alpha: Any = 1) -> Value:
     """index_select's backward: `scatter_add` (duplicates accumulate, as in torch)."""
     return e.nb.scatter_add(x, _scaled(e, source, alpha), index, axis=dim % x.ndim)
@@ -383,8 +381,8 @@ def _index_fits(x: Any, indices: Sequence[Any], *rest: Any, **_: Any) -> str | N
         return "indexing with a bool mask"
     shapes = {tuple(map(str, f.shape)) for _, f in given}
     if len(given) > 1 and ([k for k, _ in given] != list(range(len(given))) or len(shapes) > 1):
-        return f"indexing with tensors at dims {[k for k, _ in given]} (one index tensor, or several of one " \
-               "shape on the leading dims)"
+        dims = [k for k, _ in given]
+        return f"indexing with tensors at dims {dims} (one index tensor, or several of one shape on the leading dims)"
     return _static_dims("indexing", *[fx.shape[k] for k, _ in given])
 
 

@@ -265,6 +265,30 @@ def test_embedding_gather_scatter_forward_and_backward_compile() -> None:
         assert backward.compiled[op] >= 1, f"{op} not compiled in the backward:\n{backward}"
 
 
+def test_index_assignment_and_narrow_gather_compile() -> None:
+    """Slice and row assignment (slice_scatter, select_scatter, copy), an index_put without
+    accumulation, and a gather whose index is narrower than x in every dim (x is cut; its backward
+    scatter_add is zero-padded back), forward and backward with nothing falling back."""
+    def fn(x: Any, a: Any, b: Any, v: Any) -> Any:
+        y = x.clone()
+        y[1:5:2, 0:6:3] = a
+        y[2] = b
+        z = torch.gather(x, 1, torch.tensor([[5, 0, 0, 2], [1, 1, 3, 4], [0, 5, 2, 2]]))
+        w = x.index_put((torch.tensor([4, 0, 3]),), v)
+        return (y * y).sum() + torch.tanh(z).sum() + (w * w).sum(0).mean()
+
+    gen = torch.Generator().manual_seed(6)
+    ct.reset_reports()
+    _compare(fn, [torch.randn(5, 6, generator=gen), torch.randn(2, 2, generator=gen), torch.randn(6, generator=gen),
+                  torch.randn(3, 6, generator=gen)])
+    forward, backward = ct.reports()
+    assert not forward.fallback and not backward.fallback, f"{forward}\n{backward}"
+    for op in ("aten.slice_scatter.default", "aten.select_scatter.default", "aten.copy.default",
+               "aten.gather.default", "aten.index_put.default"):
+        assert forward.compiled[op] >= 1, f"{op} not compiled in the forward:\n{forward}"
+    assert backward.compiled["aten.scatter_add.default"] == 1
+
+
 def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
     def fn(x: Any, w: Any) -> Any:
         return torch.exp(torch.erfinv(torch.tanh(x @ w) * 0.9)) * 0.5  # no converter for erfinv
