@@ -36,6 +36,7 @@ from schedules.tactics.x86_nest import contiguous_store, lanes_for, parallel_wor
 from schedules.tactics.x86_reduce import (
     nests, schedule_column_reduction, schedule_reduce_all, schedule_rows, spatial_loops,
 )
+from schedules.tactics.x86_window import schedule_window_reduction, window_misfit
 
 __all__ = ["X86Result", "x86_schedule"]
 
@@ -63,7 +64,7 @@ def _expensive_shared(info: GroupInfo, block: BlockInfo) -> bool:
 def _tuned(sch: IRSchedule, cfg: ScheduleConfig, result: X86Result) -> None:
     result.inlined = compute_inline_tactic(sch, keep=_expensive_shared)
     info = analyze_group(sch.func)
-    if info.has_reduce and info.continuous and info.spatial:
+    if info.has_reduce and info.continuous and info.spatial and not _any_window(sch, cfg):
         try:
             trial = sch.fork()
             note = schedule_rows(trial, cfg)
@@ -97,14 +98,34 @@ def _schedule_nest(sch: IRSchedule, names: list[str], cfg: ScheduleConfig, resul
             note = schedule_column_reduction(attempt, main, cfg)
         elif spatial_loops(attempt, main) == 0:
             note = schedule_reduce_all(attempt, main, cfg)
+        elif window_misfit(attempt, main, cfg) is None:
+            note = schedule_window_reduction(attempt, main, cfg)
         else:
             note = schedule_rows(attempt, cfg, names)
     except ScheduleError as err:
         result.fallbacks.append(f"{main}: {err.message}")
-        result.nests[main] = _simple_nest(sch, main, cfg)
+        result.nests[main] = _window_or_simple(sch, main, cfg, result)
         return
     sch.adopt(attempt)
     result.nests[main] = note
+
+
+def _window_or_simple(sch: IRSchedule, main: str, cfg: ScheduleConfig, result: X86Result) -> str:
+    """A reduction the column tactic refused: the window schedule (conv2d and its backward ops),
+    else the simple nest."""
+    attempt = sch.fork()
+    try:
+        note = schedule_window_reduction(attempt, main, cfg)
+    except ScheduleError as err:
+        result.fallbacks.append(f"{main}: {err.message}")
+        return _simple_nest(sch, main, cfg)
+    sch.adopt(attempt)
+    return note
+
+
+def _any_window(sch: IRSchedule, cfg: ScheduleConfig) -> bool:
+    """A nest is a window reduction (conv2d and its backward ops): scheduled nest by nest."""
+    return any(window_misfit(sch, main, cfg) is None for main in filter(None, map(_main_block, nests(sch))))
 
 
 def _is_column(sch: IRSchedule, block: str) -> bool:
