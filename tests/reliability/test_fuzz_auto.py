@@ -112,7 +112,7 @@ def test_net_generator_covers_the_planned_ops() -> None:
     methods = {m for s in range(200) for m, _, _ in netgen.generate_net(random.Random(s)).ops}
     assert {"softmax", "rms_norm", "layer_norm", "transpose", "matmul", "select", "reduce_sum", "reduce_max",
             "divide", "exp", "add", "reverse", "tile", "repeat", "pad", "expand_dims", "squeeze",
-            "slice_assign"} <= methods
+            "slice_assign", "concat", "gather", "scatter_add", "argmax"} <= methods
     assert any(netgen.generate_net(random.Random(s)).symbols for s in range(50))
 
 

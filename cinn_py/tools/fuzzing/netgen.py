@@ -38,6 +38,8 @@ UNARY = ("tanh", "sigmoid", "relu", "abs", "negative", "erf", "gelu", "exp", "sq
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum", "divide")
 REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 RTOL = 2e-4
+LIST_OPERAND = ("concat",)
+"""Methods whose operands are passed as one list."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class _Gen:
         self.shapes: list[Shape] = []
         self.mags: list[float] = []
         self.exact: list[bool] = []
+        self.floating: list[bool] = []
         self.symbolic = rng.random() < 0.3
 
     # -- values -----------------------------------------------------------------------------------
@@ -86,16 +89,18 @@ class _Gen:
         self.inputs.append((f"x{len(self.inputs)}", "float32", shape))
         return self._value(shape, 2.0, exact=True)
 
-    def _value(self, shape: Shape, mag: float, exact: bool = False) -> int:
+    def _value(self, shape: Shape, mag: float, exact: bool = False, floating: bool = True) -> int:
         self.shapes.append(shape)
         self.mags.append(mag)
         self.exact.append(exact)
+        self.floating.append(floating)
         return len(self.shapes) - 1
 
-    def emit(self, method: str, args: tuple[Any, ...], shape: Shape, mag: float, **attrs: Any) -> int:
+    def emit(self, method: str, args: tuple[Any, ...], shape: Shape, mag: float, floating: bool = True,
+             **attrs: Any) -> int:
         # op results are numbered after all inputs: remap at the end (see `spec`)
         self.ops.append((method, args, tuple(sorted(attrs.items()))))
-        return self._value(shape, mag)
+        return self._value(shape, mag, floating=floating)
 
     def random_shape(self) -> Shape:
         rank = self.rng.choice((1, 2, 2, 2, 3, 3))
@@ -138,7 +143,8 @@ class _Gen:
         the same shape or of a suffix of it (broadcast), a new input of such a shape or of an
         inner slice of it (aligned at `axis`), or a number."""
         shape = self.shapes[v]
-        same = [u for u in range(len(self.shapes)) if u != v and _broadcasts(self.shapes[u], shape)]
+        same = [u for u in range(len(self.shapes))
+                if u != v and self.floating[u] and _broadcasts(self.shapes[u], shape)]
         roll = self.rng.random()
         if same and roll < 0.5:
             return self.rng.choice(same), None
@@ -209,9 +215,17 @@ class _Gen:
         grow (tile, repeat, pad) are static ones: a spec shape holds ints and symbol names only."""
         shape, mag, rng = self.shapes[v], self.mags[v], self.rng
         static = [k for k, d in enumerate(shape) if isinstance(d, int)]
-        kind = rng.choice(("reverse", "tile", "repeat", "pad", "unit_axes", "slice_assign"))
-        if not shape or (kind in ("tile", "repeat", "slice_assign") and not static):
+        kind = rng.choice(("reverse", "tile", "repeat", "pad", "unit_axes", "slice_assign", "concat", "gather",
+                           "scatter_add"))
+        if not shape or (kind in ("tile", "repeat", "slice_assign", "concat") and not static):
             return self.unary(v)
+        if kind in ("gather", "scatter_add"):
+            return self.indexed(v, kind)
+        if kind == "concat" and static:  # along a static axis: a sum with a symbol is not a spec dim
+            axis, extent = rng.choice(static), rng.choice(DIMS[:8])
+            w = self.new_input(tuple(extent if k == axis else d for k, d in enumerate(shape)))
+            out = tuple(d + extent if k == axis and isinstance(d, int) else d for k, d in enumerate(shape))
+            return self.emit("concat", (v, w), out, max(mag, 2.0), axis=axis - len(shape) * rng.randint(0, 1))
         if kind == "reverse":
             axes = sorted(rng.sample(range(len(shape)), rng.randint(1, len(shape))))
             return self.emit("reverse", (v,), shape, mag, axis=tuple(axes))
@@ -239,6 +253,22 @@ class _Gen:
         end = rng.randint(start + 1, dim)
         w = self.new_input(tuple(end - start if k == axis else d for k, d in enumerate(shape)))
         return self.emit("slice_assign", (v, w), shape, max(mag, 2.0), axes=(axis,), starts=(start,), ends=(end,))
+
+    def indexed(self, v: int, kind: str) -> int:
+        """`gather` (rows of `v` along an axis, picked by an index) or `scatter_add` (rows of a new
+        input added into `v`): the index is the argmax of a new input over the axis' extent, so it
+        is in range for any binding of a symbolic dim, and repeats (scatter_add accumulates)."""
+        shape, rng = self.shapes[v], self.rng
+        axis = rng.randrange(len(shape))
+        count = rng.choice(DIMS[:8])
+        scores = self.new_input((count, shape[axis]))
+        index = self.emit("argmax", (scores,), (count,), 0.0, floating=False, axis=1)
+        picked = tuple(count if k == axis else d for k, d in enumerate(shape))
+        signed_axis = axis - len(shape) * rng.randint(0, 1)
+        if kind == "gather":
+            return self.emit("gather", (v, index), picked, self.mags[v], axis=signed_axis)
+        updates = self.new_input(picked)
+        return self.emit("scatter_add", (v, updates, index), shape, self.mags[v] + 2.0 * count, axis=signed_axis)
 
     def step(self, v: int) -> int:
         roll = self.rng.random()
@@ -289,6 +319,8 @@ def build_program(spec: NetSpec, name: str = "fuzz_net") -> Any:
     values: list[Any] = [nb.create_input(d, list(s), n) for n, d, s in spec.inputs]
     for method, args, kw in spec.ops:
         operands = [values[a] if isinstance(a, int) else a for a in args]
+        if method in LIST_OPERAND:  # concat([a, b], axis=...)
+            operands = [operands]
         values.append(getattr(nb, method)(*operands, **dict(kw)))
     return nb.build([values[v] for v in spec.outputs])
 
@@ -311,8 +343,10 @@ def to_python(spec: NetSpec, name: str = "fuzz_net") -> str:
     for k, (n, d, s) in enumerate(spec.inputs):
         lines.append(f"v{k} = nb.create_input({d!r}, {list(s)!r}, {n!r})")
     for k, (method, args, kw) in enumerate(spec.ops, start=len(spec.inputs)):
-        text = ", ".join([f"v{a}" if isinstance(a, int) else repr(a) for a in args]
-                         + [f"{key}={value!r}" for key, value in kw])
+        operands = [f"v{a}" if isinstance(a, int) else repr(a) for a in args]
+        if method in LIST_OPERAND:
+            operands = [f"[{', '.join(operands)}]"]
+        text = ", ".join(operands + [f"{key}={value!r}" for key, value in kw])
         lines.append(f"v{k} = nb.{method}({text})")
     lines.append(f"program = nb.build([{', '.join(f'v{v}' for v in spec.outputs)}])")
     return "\n".join(lines)
