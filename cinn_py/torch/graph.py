@@ -51,11 +51,29 @@ class TensorSpec:
     dtype: str
     shape: tuple[Any, ...]
     device: str
+    order: tuple[int, ...] | None = None
+    """A dense tensor whose dims are not in row-major memory order (a transposed view): the dims in
+    memory order, outermost first (`TensorInput.order`); None otherwise."""
 
     @staticmethod
     def of(value: Any) -> TensorSpec:
         shape = tuple(s if is_symbolic(s) else int(s) for s in value.shape)
-        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type)
+        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type, memory_order(value))
+
+
+def memory_order(value: Any) -> tuple[int, ...] | None:
+    """The dims of a static-shape tensor in memory order when it is a permutation of a dense
+    row-major tensor other than the identity (`x.t()`: `(1, 0)`), else None."""
+    shape, strides = tuple(value.shape), tuple(value.stride())
+    if any(is_symbolic(d) for d in (*shape, *strides)) or value.is_contiguous():
+        return None
+    order = tuple(sorted(range(len(shape)), key=lambda k: (-int(strides[k]), k)))
+    expected = 1
+    for k in reversed(order):
+        if shape[k] != 1 and int(strides[k]) != expected:
+            return None
+        expected *= int(shape[k])
+    return order
 
 
 @dataclass(frozen=True)
@@ -232,6 +250,10 @@ def _placeholder(nb: NetBuilder, table: SymbolTable, node: Any, spec: InputSpec,
     dims = table.shape(spec.shape)
     entry = TensorInput(node.name, dims, tuple(f for d in dims for f in factors(d)))
     check_bindable(name, entry)
+    if spec.order is not None and not entry.is_factored:
+        entry = TensorInput(node.name, dims, entry.factored, spec.order)
+        var = nb.create_input(spec.dtype, [dims[k] for k in spec.order], f"in_{node.name}")
+        return nb.transpose(var, [spec.order.index(k) for k in range(len(dims))]), entry
     var = nb.create_input(spec.dtype, list(entry.factored), f"in_{node.name}")
     return (nb.reshape(var, list(dims)) if entry.is_factored else var), entry
 

@@ -272,6 +272,10 @@ class TensorInput:
     name: str
     dims: tuple[Dim, ...]
     factored: tuple[Dim, ...]
+    order: tuple[int, ...] | None = None
+    """Static dims of a tensor traced as a transposed view (the memory order of its dims, outermost
+    first): it enters permuted to that order, a contiguous view at no cost, and the Program
+    transposes it back (None: it enters as it is)."""
 
     @property
     def is_factored(self) -> bool:
@@ -423,6 +427,8 @@ def _check_range(graph: str, s: Var, actual: int, label: str) -> None:
 
 def _factored(t: Any, spec: TensorInput | SymIntInput, env: dict[str, int]) -> Any:
     assert isinstance(spec, TensorInput)
+    if spec.order is not None:  # contiguous when the layout is the traced one; to_numpy copies otherwise
+        return t.permute(spec.order)
     if not spec.is_factored:
         return t
     return t.contiguous().view([d if isinstance(d, int) else env[d.name] for d in spec.factored])  # type: ignore[union-attr]

@@ -449,3 +449,33 @@ def test_an_output_that_is_only_views_of_an_argument_still_runs() -> None:
     graph = _graph(lambda x: torch.ops.aten.t.default(x), [x])
     torch.testing.assert_close(graph(x), x.t())
     assert not graph.views
+
+
+def test_memory_order_of_transposed_views() -> None:
+    from cinn_py.torch.graph import memory_order  # noqa: PLC0415
+
+    x = torch.randn(2, 3, 4)
+    assert memory_order(x) is None and memory_order(x[:, :, :2]) is None  # dense, or not dense
+    assert memory_order(x.transpose(1, 2)) == (0, 2, 1)
+    assert memory_order(x.permute(2, 0, 1)) == (1, 2, 0)
+    assert memory_order(torch.randn(3, 1).t()) is None  # a [1, 3] view is contiguous
+    assert memory_order(torch.randn(4).expand(3, 4)) is None  # stride 0: not a permutation
+
+
+def test_transposed_argument_enters_as_its_memory_and_feeds_matmul_transposed() -> None:
+    """An argument traced as a transposed view (the `t(x)` AOT autograd saves for a weight
+    gradient) enters as the permuted, contiguous tensor (no copy) and `mm(t(x), dy)` reads it with
+    transpose_x; a call whose argument has another layout gets the same values."""
+    gen = torch.Generator().manual_seed(4)
+    x, dy = torch.randn(6, 4, generator=gen), torch.randn(6, 5, generator=gen)
+    xt = x.t()
+
+    def fn(xt: Any, dy: Any) -> Any:
+        return torch.ops.aten.mm.default(xt, torch.ops.aten.tanh.default(dy))
+
+    graph = _graph(fn, [xt, dy])
+    assert [tuple(v.shape) for v in graph.program.inputs] == [(6, 4), (6, 5)]
+    matmuls = [op for op in graph.program.ops if op.type == "matmul"]
+    assert len(matmuls) == 1 and matmuls[0].attrs["transpose_x"] and matmuls[0].inputs[0] is graph.program.inputs[0]
+    torch.testing.assert_close(graph(xt, dy), fn(xt, dy))
+    torch.testing.assert_close(graph(xt.contiguous(), dy), fn(xt, dy))
