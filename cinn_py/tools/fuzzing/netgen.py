@@ -96,11 +96,10 @@ class _Gen:
         self.floating.append(floating)
         return len(self.shapes) - 1
 
-    def emit(self, method: str, args: tuple[Any, ...], shape: Shape, mag: float, floating: bool = True,
-             **attrs: Any) -> int:
+    def emit(self, method: str, args: tuple[Any, ...], shape: Shape, mag: float, **attrs: Any) -> int:
         # op results are numbered after all inputs: remap at the end (see `spec`)
         self.ops.append((method, args, tuple(sorted(attrs.items()))))
-        return self._value(shape, mag, floating=floating)
+        return self._value(shape, mag)
 
     def random_shape(self) -> Shape:
         rank = self.rng.choice((1, 2, 2, 2, 3, 3))
@@ -262,7 +261,8 @@ class _Gen:
         axis = rng.randrange(len(shape))
         count = rng.choice(DIMS[:8])
         scores = self.new_input((count, shape[axis]))
-        index = self.emit("argmax", (scores,), (count,), 0.0, floating=False, axis=1)
+        index = self.emit("argmax", (scores,), (count,), 0.0, axis=1)
+        self.floating[index] = False
         picked = tuple(count if k == axis else d for k, d in enumerate(shape))
         signed_axis = axis - len(shape) * rng.randint(0, 1)
         if kind == "gather":
