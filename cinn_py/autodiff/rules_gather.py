@@ -29,7 +29,7 @@ from typing import Any
 from cinn_py.autodiff.core import GradContext, define_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.shapes import numel, shapes_equal
+from cinn_py.frontend.ops.shapes import add_dims, numel, shapes_equal
 from cinn_py.frontend.program import Variable
 from cinn_py.ir import int64
 
@@ -45,13 +45,18 @@ def iota(nb: NetBuilder, n: Any) -> Variable:
     return nb.cumsum(nb.fill_constant([n], 1, dtype="int64"), 0, exclusive=True)
 
 
+def dim_value(nb: NetBuilder, d: Any, shape: list[Any]) -> Variable | int:
+    """The value of the dim `d` as an operand of an int64 tensor of `shape`: the int itself, or
+    (an expression of symbolic dims) the element count of a [d] tensor of ones, broadcast."""
+    if isinstance(d, int):
+        return d
+    count = nb.reduce_sum(nb.fill_constant([d], 1, dtype="int64"), [0], keep_dim=True)
+    return nb.broadcast_to(count, shape, [len(shape) - 1])
+
+
 def clamp_index(nb: NetBuilder, index: Variable, n: Any) -> tuple[Variable, Variable]:
     """(index clamped into [0, n - 1], whether it was inside) for an int64 index into a dim of n."""
-    if isinstance(n, int):
-        top: Variable | int = n - 1
-    else:  # n - 1 as a tensor: the largest position
-        largest = nb.reduce_max(iota(nb, n), [0], keep_dim=True)
-        top = nb.broadcast_to(largest, list(index.shape), [index.ndim - 1])
+    top = dim_value(nb, add_dims(n, -1), list(index.shape))
     inside = nb.logical_and(nb.greater_equal(index, 0), nb.less_equal(index, top))
     return nb.minimum(nb.maximum(index, 0), top), inside
 
@@ -108,20 +113,10 @@ def linear_rows(nb: NetBuilder, index: Variable, dims: list[Any]) -> Variable:
         col = nb.slice(index, [last], [m], [m + 1])
         stride = numel(dims[m + 1:])
         if not (isinstance(stride, int) and stride == 1):
-            col = nb.multiply(col, _count(nb, dims[m + 1:], col))
+            col = nb.multiply(col, dim_value(nb, stride, list(col.shape)))
         total = col if total is None else nb.add(total, col)
     assert total is not None  # gather_nd's infer: 1 <= depth
     return total
-
-
-def _count(nb: NetBuilder, dims: list[Any], like: Variable) -> Variable | int:
-    """prod(dims) as a Python int, or (symbolic) as an int64 tensor of `like`'s shape."""
-    n = numel(dims)
-    if isinstance(n, int):
-        return n
-    ones = nb.fill_constant(dims, 1, dtype="int64")
-    total = nb.reduce_sum(ones, list(range(len(dims))), keep_dim=True)
-    return nb.broadcast_to(nb.reshape(total, [1]), list(like.shape), [like.ndim - 1])
 
 
 # -- lookup_table ----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ gradient. The gathers and scatters are in `rules_gather`."""
 
 from __future__ import annotations
 
-from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, define_no_grad
+from cinn_py.autodiff.core import GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
 from cinn_py.autodiff.rules_structural import pad_axis, split
 from cinn_py.frontend.ops.base import Dim
@@ -66,9 +66,7 @@ def _tile(c: GradContext) -> list[Variable | None]:
 @define_grad("repeat")
 def _repeat(c: GradContext) -> list[Variable | None]:
     nb, (x,) = c.nb, c.inputs
-    axis, r = c.attrs["axis"], c.attrs["repeats"]
-    if not isinstance(r, int):
-        raise AutodiffError(f"grad: repeat with per-element repeats {r} has no gradient rule yet")
+    axis, r = c.attrs["axis"], c.attrs["repeats"]  # one count for every element (numpy.repeat's int form)
     split = list(x.shape[:axis + 1]) + [r] + list(x.shape[axis + 1:])  # each element's copies adjacent
     return [nb.reduce_sum(nb.reshape(c.dout, split), [axis + 1])]
 

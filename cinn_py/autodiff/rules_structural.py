@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.autodiff.core import AutodiffError, GradContext, define_grad, define_no_grad
+from cinn_py.autodiff.core import GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import masked
+from cinn_py.autodiff.rules_gather import dim_value, iota
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, simplify_dim
+from cinn_py.frontend.ops.shapes import add_dims, dims_equal, simplify_dim
 from cinn_py.frontend.program import Variable
 
 INT_MAX = 2**31 - 1
@@ -62,21 +63,23 @@ def _transpose(c: GradContext) -> list[Variable | None]:
 @define_grad("concat")
 def _concat(c: GradContext) -> list[Variable | None]:
     """`split` of the cotangent into the inputs' extents: static ones, with at most one symbolic
-    extent (the -1 section) or all of them equal (equal sections)."""
-    axis = c.attrs["axis"]
+    extent (the -1 section) or all of them equal (equal sections); otherwise (S0 and S1) each
+    input's rows are gathered at their positions start + 0 .. n - 1 (symbolic starts)."""
+    nb, axis = c.nb, c.attrs["axis"]
     extents = [x.shape[axis] for x in c.inputs]
     if len(extents) == 1:  # (split's one-element list is a section count)
         return [c.dout]
     symbolic = [n for n in extents if not isinstance(n, int)]
     if len(symbolic) <= 1:
-        sections = [n if isinstance(n, int) else -1 for n in extents]
-    elif all(dims_equal(n, extents[0]) for n in extents):
-        sections = [len(extents)]
-    else:
-        raise AutodiffError(f"grad: concat along axis {axis} of the symbolic extents "
-                            f"{', '.join(map(fmt_dim, extents))} has no gradient rule yet (split takes "
-                            "static extents and one -1, or equal sections)")
-    return list(split(c.nb, c.dout, sections, axis))
+        return list(split(nb, c.dout, [n if isinstance(n, int) else -1 for n in extents], axis))
+    if all(dims_equal(n, extents[0]) for n in extents):
+        return list(split(nb, c.dout, [len(extents)], axis))
+    grads, start = [], 0
+    for n in extents:
+        grads.append(nb.gather(c.dout, nb.add(iota(nb, n), dim_value(nb, start, [n])), axis))
+        start = add_dims(start, n)
+    return grads
+
 
 
 @define_grad("slice")

@@ -267,3 +267,24 @@ def test_symbolic_gather_nd_stride_and_embedding_rows_compile() -> None:
             np.testing.assert_allclose(got_x, want_x, rtol=1e-12, atol=1e-15)
             np.testing.assert_allclose(got_t, want_t, rtol=1e-12, atol=1e-15)
             assert not got_t[2].any()  # the padding row
+
+
+def test_concat_of_two_symbolic_extents_backward_compiles() -> None:
+    """concat of [S0, 2] and [S1, 2] rows: each input's cotangent is gathered at its symbolic
+    offset (0 and S0), compiled and by hand."""
+    nb = NetBuilder("cat_sym")
+    a = nb.create_input("float64", ["S0", 2], "A")
+    b = nb.create_input("float64", ["S1", 2], "B")
+    rows = nb.concat([a, nb.tanh(b)], 0)
+    program = nb.build([nb.reduce_sum(nb.multiply(rows, nb.reverse(rows, [0])), [0])])
+    backward = grad(program)
+    compiled = compile_program(backward, "x86", schedule="auto")
+    rng = np.random.default_rng(4)
+    for s0, s1 in ((3, 2), (1, 4)):
+        xa, xb, dy = rng.uniform(-1, 1, (s0, 2)), rng.uniform(-1, 1, (s1, 2)), rng.uniform(-1, 1, 2)
+        both = np.concatenate([xa, np.tanh(xb)])
+        d_rows = 2 * both[::-1] * dy  # d/drows of sum(rows * reversed(rows)) (each pair meets twice)
+        want = [d_rows[:s0], d_rows[s0:] * (1 - np.tanh(xb) ** 2)]
+        for run in (backward.run_numpy, compiled):
+            for got, w in zip(run(xa, xb, dy), want):
+                np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-15)
