@@ -178,3 +178,51 @@ def test_pool2d_argmax_is_torch_max_pool_indices() -> None:
     _, want = F.max_pool2d(torch.tensor(values), 3, 2, 1, ceil_mode=True, return_indices=True)
     np.testing.assert_array_equal(program.run_numpy(values), want.numpy())
     np.testing.assert_array_equal(compile_program(program, "x86", schedule="auto")(values), want.numpy())
+
+
+@pytest.mark.parametrize("case", [CONVS[2], CONVS[4]], ids=["groups-dilation", "nhwc"])
+def test_conv2d_second_order_matches_torch(case: Conv) -> None:
+    """A gradient penalty: the gradient of <dx, v> with respect to w and to the cotangent dy, where
+    dx is conv2d's input gradient (the rules of conv2d_grad_data: conv2d and conv2d_grad_filter)."""
+    backward, (xs, ws, dy), _, attrs = _run(case, "float64")
+    v = np.random.default_rng(8).uniform(-1, 1, xs.shape)
+    second = grad(backward, outputs=[backward.outputs[0]], wrt=[backward.inputs[1], backward.inputs[2]])
+    dw, ddy = second.run_numpy(xs, ws, dy, v)
+
+    def nchw(a: np.ndarray) -> Any:
+        return torch.tensor(a.transpose(0, 3, 1, 2).copy() if case.nhwc else a)
+
+    tx, tw, tdy = nchw(xs).requires_grad_(), torch.tensor(ws, requires_grad=True), nchw(dy).requires_grad_()
+    (gx,) = torch.autograd.grad(_torch_conv(case, tx, tw, attrs), tx, tdy, create_graph=True)
+    (gx * nchw(v)).sum().backward()
+    want_dy = tdy.grad.numpy()
+    np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ddy, want_dy.transpose(0, 2, 3, 1) if case.nhwc else want_dy, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("case", [POOLS[0], POOLS[2], POOLS[6]], ids=["max", "max-nhwc", "avg-ceil-nhwc"])
+def test_pool2d_second_order_matches_torch(case: Pool) -> None:
+    """The gradient of <dx, v> with respect to the cotangent dy (pool2d_grad's rule: g at the
+    windows' first maxima, or g average-pooled) and to x (none: zeros, as PyTorch)."""
+    values = np.random.default_rng(9).integers(-1, 2, size=int(np.prod(case.x))).astype(np.float64)
+    backward, (xs, dy), _ = _pool_run(case, "float64", values)
+    v = np.random.default_rng(8).uniform(-1, 1, xs.shape)
+    second = grad(backward, outputs=[backward.outputs[0]], wrt=list(backward.inputs))
+    dx, ddy = second.run_numpy(xs, dy, v)
+    for got, ref in zip(compile_program(second, "x86", schedule="auto")(xs, dy, v), (dx, ddy)):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+    def nchw(a: np.ndarray) -> Any:
+        return torch.tensor(a.transpose(0, 3, 1, 2).copy() if case.nhwc else a)
+
+    tx, tdy = nchw(xs).requires_grad_(), nchw(dy).requires_grad_()
+    if case.kind == "max":
+        out = F.max_pool2d(tx, case.kernel, case.stride, case.padding, ceil_mode=case.ceil_mode)
+    else:
+        out = F.avg_pool2d(tx, case.kernel, case.stride, case.padding, ceil_mode=case.ceil_mode,
+                           count_include_pad=not case.exclusive)
+    (gx,) = torch.autograd.grad(out, tx, tdy, create_graph=True)
+    (gx * nchw(v)).sum().backward()
+    want = tdy.grad.numpy()
+    np.testing.assert_allclose(ddy, want.transpose(0, 2, 3, 1) if case.nhwc else want, rtol=1e-12, atol=1e-12)
+    assert not dx.any()
