@@ -160,14 +160,27 @@ def _t(e: Emitter, x: Variable) -> Value:
     return x if x.ndim < 2 else e.nb.transpose(x, [1, 0])
 
 
+_TO_THE_END = 2**62
+"""aten.slice's end for "to the end" (sys.maxsize in AOT graphs) is above this; no size is."""
+
+
+def _whole(start: Any, end: Any, step: Any) -> bool:
+    """A slice that keeps the whole axis (`x[:, ...]`): an identity, symbolic axis or not."""
+    return step == 1 and start in (None, 0) and (end is None or isinstance(end, int) and end >= _TO_THE_END)
+
+
 def _positive_step(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> str | None:
-    return f"slice step {step}" if step < 1 else static_axis(x, dim, "slice")
+    if step < 1:
+        return f"slice step {step}"
+    return None if _whole(start, end, step) else static_axis(x, dim, "slice")
 
 
 def _positive_backward_step(g: Any, sizes: Any, dim: int, *args: Any) -> str | None:
     step = args[2] if len(args) > 2 else 1
     if step < 1:
         return f"slice_backward step {step}"
+    if _whole(*(list(args) + [None, None, 1])[:3]):
+        return None
     size = sizes[dim % len(sizes)]  # the input's extent (g's is the slice's)
     if not isinstance(size, int):
         return f"slice_backward along symbolic dim {getattr(size, 'meta', {}).get('val', size)}"
@@ -189,6 +202,8 @@ def _static_split(x: Any, sizes: Any, dim: int = 0) -> str | None:
 
 @converts("aten.slice.Tensor", check=_positive_step)
 def _slice(e: Emitter, x: Variable, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Value:
+    if _whole(start, end, step):
+        return x
     axis = dim % x.ndim
     size = _static(x.shape[axis])
     lo, hi = _slice_range(size, start, end)
@@ -209,6 +224,8 @@ def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, sta
                     step: int) -> Value:
     """The cotangent of `x[start:end:step]` along `dim`: zeros before and after, concatenated
     (a step > 1: `slice_assign` into zeros)."""
+    if _whole(start, end, step):
+        return g
     axis = dim % g.ndim
     size = _static(e.shape[axis])
     lo, hi = _slice_range(size, start, end)

@@ -286,7 +286,7 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
             env[node] = _converted(nb, table, env, node, name)
         elif node.op != "placeholder":
             raise ConversionError(f"{name}: {node.op} node {node.format_node()} cannot be converted")
-    plan = InputPlan.make(name, entries, list(table.symbols.values()))
+    plan = InputPlan.make(name, entries, list(table.symbols.values()), table.definitions())
     for s in plan.carriers:  # after the tensors, as InputPlan.bind passes them
         nb.create_input(CARRIER_DTYPE, [s], f"carrier_{s.name}")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]

@@ -28,6 +28,7 @@ Program's inputs. One compiled Program thus serves every size torch's guards let
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -165,20 +166,30 @@ class SymbolTable:
         return False
 
     def plan_atoms(self, tensor_dims: Sequence[Any], symint_values: Sequence[Any]) -> None:
-        """A product of symbols that the inputs never give apart (only `[s27*s77, 64]` tensors,
-        no `s27` dim or SymInt argument) becomes one fresh symbol (`s27_s77`): it binds from
-        the dim as a whole, where its factors could not."""
+        """An input dim the Program cannot bind as it is becomes one fresh symbol there, bound
+        from that dim as a whole: a product of symbols that the inputs never give apart (only
+        `[s27*s77, 64]` tensors, no `s27` dim or SymInt argument: `s27_s77`), or any other
+        expression (`s27 - 1`, the length of `x[:, 1:]`: `s27_minus_1`). Where the symbols of
+        its definition are bound too, each call checks the two agree (`definitions`)."""
         dims = [self.substituted(_expr_of(d)) for d in tensor_dims if is_symbolic(d)]
         values = [self.substituted(_expr_of(v)) for v in symint_values if is_symbolic(v)]
         known = _solvable(dims + values)
         for d in dims:
-            monomial = d.as_coeff_Mul()[1]
-            if not isinstance(monomial, sympy.Mul) or monomial.free_symbols <= known or monomial in self.atoms:
-                continue
-            name = "_".join(str(f) for f in sympy.Mul.make_args(monomial)).replace("**", "_pow")
-            self.atoms[monomial] = sympy.Symbol(name, integer=True, positive=True)
-            lowers = [self._lower.get(str(f), _torch_range(f, self._shape_env)[0]) for f in monomial.free_symbols]
-            self._lower[name] = math.prod(lowers)
+            target = d.as_coeff_Mul()[1] if isinstance(d, sympy.Mul) else d
+            if isinstance(target, sympy.Symbol) or isinstance(target, sympy.Mul) and target.free_symbols <= known:
+                continue  # bound, or split into factors that are
+            if target not in self.atoms:
+                self.atoms[target] = sympy.Symbol(_atom_name(target), integer=True, positive=True)
+
+    def definitions(self) -> list[tuple[Var, Expr]]:
+        """(atom, its definition in the symbols it stands for) of each atom the Program uses."""
+        out = []
+        for expr, atom in self.atoms.items():
+            if str(atom) in self.symbols and _unsupported(expr) is None:
+                definition = simplify_dim(self._translate(expr, lambda v: sym(str(v))), f"symbolic dim {expr}")
+                if isinstance(definition, Expr):
+                    out.append((self.symbols[str(atom)], definition))
+        return out
 
     def substituted(self, expr: Any) -> Any:
         exact = expr.xreplace(self.substitutions) if self.substitutions else expr
@@ -203,12 +214,12 @@ class SymbolTable:
             raise SymbolicShapeError(f"symbolic dim {expr}: {reason} has no cinn-py dim form")
         return simplify_dim(self._translate(exact), f"symbolic dim {expr}")
 
-    def _translate(self, expr: Any) -> Expr:
+    def _translate(self, expr: Any, symbol: Any = None) -> Expr:
         if isinstance(expr, sympy.Integer):
             return const(int(expr), int64)
         if isinstance(expr, sympy.Symbol):
-            return self._symbol(expr)
-        parts = [self._translate(a) for a in expr.args]
+            return (symbol or self._symbol)(expr)
+        parts = [self._translate(a, symbol) for a in expr.args]
         if isinstance(expr, sympy.Add):
             return _fold(parts, lambda a, b: a + b)
         if isinstance(expr, sympy.Mul):
@@ -221,6 +232,16 @@ class SymbolTable:
             lower, upper = (self._lower[name], None) if name in self._lower else _torch_range(symbol, self._shape_env)
             self.symbols[name] = sym(name, lower=lower, upper=upper)
         return self.symbols[name]
+
+
+def _atom_name(expr: Any) -> str:
+    """A readable identifier for an atom: `s27*s77` -> `s27_s77`, `s27 - 1` -> `s27_minus_1`."""
+    text = str(expr)
+    for old, new in (("**", "_pow_"), ("//", "_fdiv_"), ("*", "_"), (" - ", "_minus_"), (" + ", "_plus_"),
+                     ("-", "minus_"), ("/", "_div_")):
+        text = text.replace(old, new)
+    text = re.sub(r"\W+", "_", text).strip("_")
+    return text if text[:1].isalpha() else f"d_{text}"
 
 
 def _solvable(exprs: Sequence[Any]) -> set[Any]:
@@ -317,9 +338,12 @@ class InputPlan:
     carriers: tuple[Var, ...]
     """Symbols bound by no tensor dim: one int8 input of each one's length, after the tensors."""
     symbols: tuple[Var, ...]
+    definitions: tuple[tuple[Var, Expr], ...] = ()
+    """(atom, the expression of other symbols it stands for), checked where those are bound."""
 
     @staticmethod
-    def make(graph: str, inputs: Sequence[TensorInput | SymIntInput], needed: Sequence[Var]) -> InputPlan:
+    def make(graph: str, inputs: Sequence[TensorInput | SymIntInput], needed: Sequence[Var],
+             definitions: Sequence[tuple[Var, Expr]] = ()) -> InputPlan:
         """The plan for `inputs` (checked with `check_bindable`) and the symbols the Program uses."""
         tensors = [i for i in inputs if isinstance(i, TensorInput)]
         bound = {d.name for t in tensors for d in t.factored if isinstance(d, Var)}
@@ -329,7 +353,7 @@ class InputPlan:
         if unbound:
             raise SymbolicShapeError(f"{graph}: symbolic dim(s) {unbound} occur only inside larger dim "
                                      "expressions: no input tensor dim or SymInt argument gives their value")
-        return InputPlan(graph, tuple(inputs), carriers, tuple(needed))
+        return InputPlan(graph, tuple(inputs), carriers, tuple(needed), tuple(definitions))
 
     @property
     def is_static(self) -> bool:
@@ -350,6 +374,9 @@ class InputPlan:
             pass  # `2*s27_div2`, the symbol a floor division made; `s77` of `s27*s77` once `s27` is known
         for label, d, actual in sizes:
             self._check(env, where, d, actual, label)
+        for atom, definition in self.definitions:
+            if atom.name in env and all(v.name in env for v in walk(definition) if isinstance(v, Var)):
+                self._check(env, where, definition, env[atom.name], f"symbolic dim '{atom.name}' (from {where[atom.name]})")
         tensors = [_factored(a, spec, env) for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput)]
         device = next((t.device for t in tensors), torch.device("cpu"))
         return tensors + [torch.empty(env[s.name], dtype=torch.int8, device=device) for s in self.carriers]

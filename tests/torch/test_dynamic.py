@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import cinn_py.torch as ct  # noqa: E402
+from cinn_py.frontend.ops.shapes import fmt_dim  # noqa: E402
 from cinn_py.torch import graph as graph_module  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 from cinn_py.torch.graph import CompiledGraph, input_spec  # noqa: E402
@@ -166,6 +167,27 @@ def test_a_product_no_input_gives_apart_enters_as_one_symbol(builds: list[Compil
     assert ct.reports()[0].fallback == {"aten.erfinv.default": 1} and len(ct.reports()) == 2
     after = builds[1].program.inputs[0]  # the forward graph's second partition
     assert len(after.shape) == 2 and "_" in str(after.shape[0]) and after.shape[1] == 4, after
+
+
+def test_an_input_dim_of_another_form_enters_as_one_symbol_checked_against_its_definition(
+        builds: list[CompiledGraph]) -> None:
+    """`x[:, 1:]` (a slice along a symbolic dim: eager) makes `s1 - 1` columns; the partition
+    after it takes them as one symbol `s1_minus_1`, which each call checks is `y`'s `s1` minus 1."""
+    def fn(x: Any, y: Any) -> Any:
+        return torch.tanh(x[:, 1:]).sum(-1) * y.sum(-1)
+
+    gen = torch.Generator().manual_seed(10)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, s, generator=gen), torch.randn(b, s, generator=gen)],
+                 [(2, 3), (3, 5), (4, 4)])
+    assert ct.reports()[0].fallback == {"aten.slice.Tensor": 1}, str(ct.reports()[0])
+    graph = next(g for g in builds if g.plan.definitions)
+    (atom, definition), = graph.plan.definitions
+    assert atom.name.endswith("_minus_1") and fmt_dim(definition).endswith(" - 1"), fmt_dim(definition)
+    sliced = [isinstance(e, TensorInput) and atom in e.dims for e in graph.plan.inputs]
+    args = [torch.randn(3, 4 if s else 6) for s in sliced]  # the slice has 4 columns, not 6 - 1
+    with pytest.raises(SymbolicShapeError, match=rf"symbolic dim '{atom.name}' \(from input '\w+' dim 1\) is "
+                                                  r"4, but the graph was traced with it equal to s\d+ - 1 = 5"):
+        graph(*args)
 
 
 def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[CompiledGraph]) -> None:
