@@ -2,14 +2,14 @@
 the compiled pipeline and against PyTorch's autograd.
 
 Each case is a small forward program with the index op (and a nonlinearity, so the cotangent is
-not uniform); its backward program is compiled for x86 (auto schedule) and compared with the
-backward's numpy reference (test_grad_ops checks that reference op by op against finite
-differences), and the gradients are compared with torch autograd of the equivalent torch code
-(torch.gather, index_select, embedding, index_add, index_copy, slicing, split) in float32 and
-float64. Duplicate indices are checked where torch defines their result: accumulation
-(index_add, embedding, gather's backward); for scatter_assign, where torch leaves the winner of
-a duplicate unspecified, the last write wins and the test spells the gradient out.
-"""
+not uniform); its backward program is compiled for x86 (auto schedule) and for CUDA (run in the
+CPU emulator) and compared with the backward's numpy reference (test_grad_ops checks that
+reference op by op against finite differences); the gradients are compared with torch autograd
+of the equivalent torch code (torch.gather, index_select, embedding, index_add, index_copy,
+slicing, split) in float32 and float64. Duplicate indices are checked where torch defines their
+result: accumulation (index_add, embedding, gather's backward); for scatter_assign, where torch
+leaves the winner of a duplicate unspecified, the last write wins and the test spells the
+gradient out."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from cinn_py.autodiff import grad
 from cinn_py.frontend import NetBuilder
 from cinn_py.frontend.program import Program
 from cinn_py.pipeline import compile_program
+from cinn_py.tools.testing.cuda import cuda_emulation
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,21 @@ def test_backward_compiles_and_matches_reference(name: str) -> None:
     want = _as_tuple(backward.run_numpy(*args))
     got = _as_tuple(compile_program(backward, "x86", schedule="auto")(*args))
     assert len(got) == len(want) == len([v for v in program.inputs if v.dtype.is_float])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_backward_cuda_kernels_match_reference_in_the_emulator(name: str) -> None:
+    """The same backward programs' auto-scheduled CUDA kernels, run in the CPU emulator."""
+    case = CASES[name]
+    program = case.build("float32")
+    rng = np.random.default_rng(0)
+    args = case.arrays(rng, "float32") + _cotangents(program, rng, "float32")
+    backward = grad(program)
+    want = _as_tuple(backward.run_numpy(*args))
+    with cuda_emulation():
+        got = _as_tuple(compile_program(backward, "cuda", schedule="auto")(*args))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
