@@ -21,11 +21,14 @@ output plane): `rfactor` over `q` gives `rf_C[.., q]`, whose reduce loops run ou
 strip of q; the final sum over q is a short row reduction.
 
     parallel for spatial..: vectorize for q: rf_C init
-    parallel for spatial..: for reduce..: vectorize for q: rf_C[.., q] += f(.., q, reduce..)
+    parallel for spatial..: for reduce..: for taps..: vectorize for q: rf_C[.., q] += f(.., q, reduce..)
     parallel for spatial..: C[..] = sum_q rf_C[.., q]
 
+where the trailing spatial loops spanning at most TAP_ROWS rows (a filter's KH x KW taps) run
+inside the reduce loops: the rows of x and dy a step reads serve every tap from L1 (2x faster).
+
 On [8, 64, 28, 28] x [64, 64, 3, 3] (3x3, padding 1): conv2d_grad_data 160 ms -> 20-24 ms,
-conv2d_grad_filter 165 ms -> 72-79 ms, on the machine this was written on.
+conv2d_grad_filter 165 ms -> 37 ms (tap loops inside; 72 ms outside), under a load of 8 on 2 cores.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from schedules.tactics.x86_reduce import spatial_loops
 __all__ = ["schedule_window_reduction", "window_misfit"]
 
 MIN_LANES = 4
+TAP_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -158,14 +162,32 @@ def _strip(sch: IRSchedule, block: str, plan: _Plan, cfg: ScheduleConfig) -> str
             f"{plan.extent}{note}")
 
 
+def _taps(sch: IRSchedule, block: str, n_spatial: int) -> int:
+    """How many trailing spatial loops of `block` (at least one left outside) span at most
+    TAP_ROWS rows: a filter's taps, whose strips stay in L1 while the reduce loops run outside."""
+    loops = loops_of(sch.func, block)[:n_spatial]
+    count, rows = 0, 1
+    for loop in reversed(loops[1:]):
+        extent = const_value(loop.extent)
+        if extent is None or rows * extent > TAP_ROWS:
+            break
+        rows, count = rows * extent, count + 1
+    return count
+
+
 def _rfactor(sch: IRSchedule, block: str, plan: _Plan, cfg: ScheduleConfig) -> str:
     axis = len(block_stores(find_block(sch.func, block))[0].indices)
     rf = sch.rfactor(sch.get_loops(block)[-1], axis).name
     init = f"{rf}__reduce_init"
+    taps = _taps(sch, block, plan.n_spatial)
+    if taps:  # the tap loops inside the reduce loops: each dy / x row read once for all taps
+        handles = sch.get_loops(rf)
+        sch.reorder([*handles[plan.n_spatial:-1], *handles[plan.n_spatial - taps:plan.n_spatial]])
     sch.annotate(rf, FP_CONTRACT_ATTR, True)
     for stage in (rf, init):
         _vectorize_last(sch, stage, plan.lanes)
-    for stage in (init, rf, block):
-        _parallel_outer(sch, stage, plan.n_spatial, block, cfg)
+    for stage, outer in ((init, plan.n_spatial), (rf, plan.n_spatial - taps), (block, plan.n_spatial)):
+        _parallel_outer(sch, stage, outer, block, cfg)
+    inner = f", {taps} tap loop(s) inside the reduce loops" if taps else ""
     return (f"window reduction: rfactor over the innermost reduce loop into '{rf}', vectorize[{plan.lanes}] "
-            f"strips of {plan.extent}, then a sum over them")
+            f"strips of {plan.extent}{inner}, then a sum over them")
