@@ -9,13 +9,17 @@ Python: the old ctypes callback + `ThreadPoolExecutor` cost 20-50 us per launch.
                                  ptr closure, i64 extent);
 
 - `num_tasks = min(cinn_py_num_threads, extent)` (a global the Kernel sets before each call);
-  task 0 runs on the calling thread, tasks 1..num_tasks-1 on persistent worker threads
+  the tasks run on the calling thread and on persistent worker threads
   (created on demand with `pthread_create`, detached, never touching Python).
-- Hand-off: the launcher publishes (task, closure, num_tasks), sets `pending` to the number of
-  workers and bumps the generation counter `gen`; every worker (participating or not) sees the
-  new generation, runs its task if its id < num_tasks, and decrements `pending`; the launcher
-  waits for `pending == 0`. Waiting spins briefly (`pause`), yields the CPU a few times, then
-  sleeps on a futex; sleepers
+- Hand-off: the launcher publishes (task, closure, num_tasks), resets the claim counter to the
+  new generation and bumps the generation counter `gen`; every thread of the launch, the launcher
+  included, claims task ids from the counter (generation in its high half, next id in the low
+  half: a worker still on an older launch claims nothing) and runs them until none is left; the
+  launcher then waits until `finished` counts every task. A worker that is not running when a
+  launch starts (a loaded machine, another runtime's threads spinning on the cores) leaves its
+  task to the launcher instead of holding the launch up until it is scheduled; the task ids and
+  their ranges are the same whoever runs them, so results are identical. Waiting spins briefly
+  (`pause`), yields the CPU a few times, then sleeps on a futex; sleepers
   are counted so that a launch makes the wake-up system call only when someone sleeps (the
   sleep/wake checks are Dekker pairs of seq_cst operations, so no wake-up is lost).
 - One launch at a time uses the workers (a `busy` flag); a launch that finds them busy (a
@@ -50,7 +54,8 @@ _FUTEX, _WAIT, _WAKE = 202, 128, 129  # SYS_futex, FUTEX_WAIT_PRIVATE, FUTEX_WAK
 _IR = r"""
 @cinn_py_num_threads = global i64 1, align 8
 @gen = internal global i32 0, align 64
-@pending = internal global i32 0, align 64
+@claim = internal global i64 0, align 64
+@finished = internal global i32 0, align 64
 @sleepers = internal global i32 0, align 64
 @waiter = internal global i32 0, align 64
 @busy = internal global i32 0, align 64
@@ -90,16 +95,61 @@ define internal void @futex_wake(ptr %addr, i64 %count) {
   ret void
 }
 
-; Worker `id` (1..); `arg` = (generation at creation << 16) | id.
+; Claim the next task of launch `g` and run it: true when one ran. `@claim` holds the generation
+; in its high 32 bits and the next task index in its low ones, so a worker that saw an older
+; launch claims nothing (its tag no longer matches) and never runs a task with another launch's
+; function. The thread finishing the last task wakes a sleeping launcher.
+define internal i1 @claim_one(i32 %g, ptr %fn, ptr %cl, i64 %n) {
+entry:
+  %g64 = zext i32 %g to i64
+  %tag = shl i64 %g64, 32
+  %c0 = load atomic i64, ptr @claim seq_cst, align 8
+  br label %try
+try:
+  %c = phi i64 [ %c0, %entry ], [ %seen, %cas ]
+  %cg = and i64 %c, -4294967296
+  %mine = icmp eq i64 %cg, %tag
+  br i1 %mine, label %idx, label %no
+idx:
+  %i = and i64 %c, 4294967295
+  %left = icmp slt i64 %i, %n
+  br i1 %left, label %cas, label %no
+cas:
+  %c1 = add i64 %c, 1
+  %r = cmpxchg ptr @claim, i64 %c, i64 %c1 seq_cst seq_cst
+  %seen = extractvalue { i64, i1 } %r, 0
+  %won = extractvalue { i64, i1 } %r, 1
+  br i1 %won, label %run, label %try
+run:
+  call void %fn(i64 %i, i64 %n, ptr %cl)
+  %f = atomicrmw add ptr @finished, i32 1 seq_cst
+  %f1 = add i32 %f, 1
+  %n32 = trunc i64 %n to i32
+  %all = icmp eq i32 %f1, %n32
+  br i1 %all, label %maybe_wake, label %yes
+maybe_wake:
+  %w = load atomic i32, ptr @waiter seq_cst, align 4
+  %ws = icmp ne i32 %w, 0
+  br i1 %ws, label %wake, label %yes
+wake:
+  call void @futex_wake(ptr @finished, i64 1)
+  br label %yes
+yes:
+  ret i1 true
+no:
+  ret i1 false
+}
+
+; Worker `id` (1..); `arg` = (generation at creation << 16) | id. It claims tasks of each new
+; launch until none is left (its id does not matter: a task is whoever claims it first).
 define internal ptr @worker(ptr %arg) {
 entry:
   %a = ptrtoint ptr %arg to i64
-  %id = and i64 %a, 65535
   %g_hi = lshr i64 %a, 16
   %seen0 = trunc i64 %g_hi to i32
   br label %wait
 wait:
-  %seen = phi i32 [ %seen0, %entry ], [ %g, %done ], [ %g, %maybe_wake ], [ %g, %wake ]
+  %seen = phi i32 [ %seen0, %entry ], [ %g, %claim_more ]
   br label %spin
 spin:
   %k = phi i32 [ 0, %wait ], [ %k1, %spin_more ], [ 0, %woke ]
@@ -124,25 +174,13 @@ woke:
   br label %spin
 run:
   %g = phi i32 [ %g0, %spin ]
-  %n = load i64, ptr @ntasks, align 8
-  %part = icmp slt i64 %id, %n
-  br i1 %part, label %call, label %done
-call:
-  %fn = load ptr, ptr @task_fn, align 8
-  %cl = load ptr, ptr @closure, align 8
-  call void %fn(i64 %id, i64 %n, ptr %cl)
-  br label %done
-done:
-  %r = atomicrmw sub ptr @pending, i32 1 seq_cst
-  %last = icmp eq i32 %r, 1
-  br i1 %last, label %maybe_wake, label %wait
-maybe_wake:
-  %w = load atomic i32, ptr @waiter seq_cst, align 4
-  %ws = icmp ne i32 %w, 0
-  br i1 %ws, label %wake, label %wait
-wake:
-  call void @futex_wake(ptr @pending, i64 1)
-  br label %wait
+  %fn = load atomic ptr, ptr @task_fn monotonic, align 8
+  %cl = load atomic ptr, ptr @closure monotonic, align 8
+  %n = load atomic i64, ptr @ntasks monotonic, align 8
+  br label %claim_more
+claim_more:
+  %ran = call i1 @claim_one(i32 %g, ptr %fn, ptr %cl, i64 %n)
+  br i1 %ran, label %claim_more, label %wait
 }
 
 ; Called in the child after os.fork(): the workers were not copied, the pool is empty.
@@ -150,7 +188,8 @@ define void @cinn_py_parallel_reset() {
   store i64 0, ptr @nworkers, align 8
   store i32 0, ptr @busy, align 4
   store i32 0, ptr @sleepers, align 4
-  store i32 0, ptr @pending, align 4
+  store i64 0, ptr @claim, align 8
+  store i32 0, ptr @finished, align 4
   store i32 0, ptr @waiter, align 4
   ret void
 }
@@ -228,19 +267,24 @@ ensure:
   %capped = icmp slt i64 %avail1, %n
   %n2 = select i1 %capped, i64 %avail1, i64 %n
   %has_workers = icmp sgt i64 %avail, 0
+  %n32 = trunc i64 %n2 to i32
   br i1 %has_workers, label %publish, label %alone
 alone:
   call void @run_serially(ptr %task, ptr %closure, i64 %n)
   store atomic i32 0, ptr @busy release, align 4
   br label %ret
 publish:
-  store ptr %task, ptr @task_fn, align 8
-  store ptr %closure, ptr @closure, align 8
-  store i64 %n2, ptr @ntasks, align 8
-  %avail32 = trunc i64 %avail to i32
-  store atomic i32 %avail32, ptr @pending seq_cst, align 4
+  store atomic ptr %task, ptr @task_fn monotonic, align 8
+  store atomic ptr %closure, ptr @closure monotonic, align 8
+  store atomic i64 %n2, ptr @ntasks monotonic, align 8
+  store atomic i32 0, ptr @finished seq_cst, align 4
   store atomic i32 0, ptr @waiter seq_cst, align 4
-  %old = atomicrmw add ptr @gen, i32 1 seq_cst
+  %cur = load atomic i32, ptr @gen seq_cst, align 4
+  %g = add i32 %cur, 1
+  %g64 = zext i32 %g to i64
+  %tag = shl i64 %g64, 32
+  store atomic i64 %tag, ptr @claim seq_cst, align 8
+  store atomic i32 %g, ptr @gen seq_cst, align 4
   %sl = load atomic i32, ptr @sleepers seq_cst, align 4
   %anyone = icmp ne i32 %sl, 0
   br i1 %anyone, label %wake_all, label %own
@@ -248,12 +292,12 @@ wake_all:
   call void @futex_wake(ptr @gen, i64 2147483647)
   br label %own
 own:
-  call void %task(i64 0, i64 %n2, ptr %closure)
-  br label %spin
+  %ran = call i1 @claim_one(i32 %g, ptr %task, ptr %closure, i64 %n2)
+  br i1 %ran, label %own, label %spin
 spin:
   %k = phi i32 [ 0, %own ], [ %k1, %spin_more ]
-  %p = load atomic i32, ptr @pending acquire, align 4
-  %finished = icmp eq i32 %p, 0
+  %p = load atomic i32, ptr @finished acquire, align 4
+  %finished = icmp eq i32 %p, %n32
   br i1 %finished, label %unlock, label %spin_more
 spin_more:
   call void @backoff(i32 %k)
@@ -262,11 +306,11 @@ spin_more:
   br i1 %more, label %spin, label %sleep
 sleep:
   store atomic i32 1, ptr @waiter seq_cst, align 4
-  %p2 = load atomic i32, ptr @pending seq_cst, align 4
-  %finished2 = icmp eq i32 %p2, 0
+  %p2 = load atomic i32, ptr @finished seq_cst, align 4
+  %finished2 = icmp eq i32 %p2, %n32
   br i1 %finished2, label %unlock, label %do_wait
 do_wait:
-  call void @futex_wait(ptr @pending, i32 %p2)
+  call void @futex_wait(ptr @finished, i32 %p2)
   br label %sleep
 unlock:
   store atomic i32 0, ptr @busy release, align 4

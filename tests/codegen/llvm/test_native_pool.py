@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -53,13 +54,42 @@ def test_task_ids_cover_min_of_threads_and_extent(pool: NativePool, threads: int
     assert {n for _, n, _ in seen} <= {tasks}
 
 
+def _launch_slow(pool: NativePool, extent: int, seconds: float) -> list[tuple[int, int, int]]:
+    """`_launch` with tasks that sleep (releasing the GIL), so that the workers get to claim some."""
+    seen: list[tuple[int, int, int]] = []
+    lock = threading.Lock()
+
+    def task(task_id: int, num_tasks: int, closure: int | None) -> None:
+        time.sleep(seconds)
+        with lock:
+            seen.append((task_id, num_tasks, threading.get_ident()))
+
+    callback = TASK(task)
+    LAUNCH(pool.launch_address)(ctypes.cast(callback, ctypes.c_void_p), None, extent)
+    return seen
+
+
 def test_tasks_run_on_worker_threads(pool: NativePool) -> None:
+    """Every task id runs once per launch, claimed by whichever thread gets to it first: the
+    launcher or a worker (a worker that is not scheduled leaves its task to the others)."""
     pool.set_num_threads(3)
+    caller = threading.get_ident()
+    threads: set[int] = set()
     for _ in range(5):  # repeated launches reuse the same workers
-        seen = _launch(pool, 10)
-        caller = threading.get_ident()
-        assert [ident for t, _, ident in seen if t == 0] == [caller]
-        assert all(ident != caller for t, _, ident in seen if t != 0)
+        seen = _launch_slow(pool, 10, 0.02)
+        assert sorted(t for t, _, _ in seen) == [0, 1, 2] and {n for _, n, _ in seen} == {3}
+        threads |= {ident for _, _, ident in seen}
+    assert caller in threads and len(threads) > 1
+
+
+def test_many_launches_run_every_task_once(pool: NativePool) -> None:
+    """Back-to-back launches (workers still finishing the previous one, or asleep) never run a
+    task twice, skip one, or run one with another launch's task count."""
+    pool.set_num_threads(4)
+    for extent in [7, 2, 4, 1, 9] * 40:
+        seen = _launch(pool, extent)
+        tasks = min(extent, 4)
+        assert sorted(t for t, _, _ in seen) == list(range(tasks)) and {n for _, n, _ in seen} == {tasks}
 
 
 def _par_func(n: int = 4096) -> ir.LoweredFunc:
