@@ -841,7 +841,20 @@ def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: 
           check=_plain_full)
 def _full(e: Emitter, *args: Any, **_: Any) -> Value:
     value = args[-1] if args else 0
+    if isinstance(value, Variable):  # a size used as the fill value: the 0-d input of its value
+        return e.broadcast(value if str(value.dtype) == e.dtype else e.nb.cast(value, e.dtype))
     return e.nb.fill_constant(list(e.shape), value, dtype=e.dtype)
+
+
+@converts("prims.convert_element_type.default")
+def _convert_element_type(e: Emitter, x: Variable, dtype: Any) -> Value:
+    return x if str(x.dtype) == e.dtype else e.nb.cast(x, e.dtype)
+
+
+@converts("aten.pow.Tensor_Tensor")
+def _pow_tensors(e: Emitter, x: Variable, y: Variable) -> Value:
+    x, y = (v if str(v.dtype) == e.dtype else e.nb.cast(v, e.dtype) for v in (x, y))
+    return e.nb.pow(e.broadcast(x), e.broadcast(y))
 
 
 def _constant(value: float) -> Converter:

@@ -16,8 +16,9 @@ Shapes: with `dynamic=False` each new input shape is a new Dynamo graph, compile
 compiled once with cinn-py symbolic dims and serves every size torch's guards let through; the
 size arithmetic between partitions (`operator.mul` of SymInts, `sym_size`) stays in Python and
 reaches the partitions as int arguments (cinn_py/torch/symbolic.py). An op whose call needs a
-size cinn-py cannot express (a floor division of a symbol, a symbolic scalar operand, a slice
-along a symbolic dim) stays eager, reported with the reason.
+size cinn-py cannot express (a floor division torch does not guarantee exact, a SymInt operand
+of an op other than arithmetic, comparisons and `full`, a slice along a symbolic dim) stays
+eager, reported with the reason.
 
 Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
 loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly)

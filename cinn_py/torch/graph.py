@@ -3,7 +3,8 @@
 `unsupported_reason(node)` is the partitioner's test: a node converts when its op has a converter
 (cinn_py/torch/aten.py) that accepts this call, every tensor it reads or produces has a dtype
 NetBuilder takes and sizes that are ints or symbolic dims cinn-py expresses (sums, products and
-powers of torch's symbols), and no scalar operand is symbolic. `CompiledGraph.build(graph_module,
+powers of torch's symbols, exact floor divisions), and a symbolic scalar operand only where the
+op takes it as a 0-d input (`SCALAR_OPERAND_OPS`). `CompiledGraph.build(graph_module,
 input_types)` converts the graph to a `Program` (tensor placeholders become inputs named after
 them, SymInt placeholders the symbolic dims they hold, the output node's values its outputs) and
 compiles it with the automatic schedule, once for all sizes (cinn_py/torch/symbolic.py); calling
@@ -122,15 +123,30 @@ def is_size_value(value: Any) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
 
 
+SCALAR_OPERAND_OPS = frozenset(
+    f"aten.{op}.{overload}" for op in ("add", "sub", "rsub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt",
+                                       "le", "eq", "ne") for overload in ("Tensor", "Scalar")
+) | {"aten.scalar_tensor.default", "aten.full.default"}
+"""Ops that take a SymInt operand as a number (a 0-d int64 input of the Program, `is_scalar_use`)."""
+
+
 def _symbolic_scalar_reason(node: Any) -> str | None:
     """Sizes may be symbolic (lists of SymInts: view/expand/full sizes, taken from the fake
-    tensors), scalar operands may not: NetBuilder's constants are numbers."""
+    tensors); a SymInt used as a number only by the ops of `SCALAR_OPERAND_OPS`, a SymFloat or
+    SymBool by none (NetBuilder's constants are numbers)."""
     for arg in (*node.args, *node.kwargs.values()):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+        if is_symbolic(value) and isinstance(arg, torch.fx.Node) and op_name(node) in SCALAR_OPERAND_OPS:
+            continue
         if isinstance(value, (torch.SymFloat, torch.SymBool)) or is_symbolic(value):
             label = arg.name if isinstance(arg, torch.fx.Node) else "argument"
             return f"scalar {label} = {value} is symbolic (only sizes may be)"
     return None
+
+
+def is_scalar_use(node: Any) -> bool:
+    """Whether some user of the placeholder `node` takes it as an operand, not within a size list."""
+    return any(node in (*user.args, *user.kwargs.values()) for user in node.users)
 
 
 def unsupported_reason(node: Any) -> str | None:
@@ -246,7 +262,9 @@ def _placeholder(nb: NetBuilder, table: SymbolTable, node: Any, spec: InputSpec,
     A tensor dim that is a product enters split into its factors and is reshaped back."""
     if isinstance(spec, SymIntSpec):
         value = table.dim(spec.value)
-        return value, SymIntInput(node.name, value)
+        if not is_scalar_use(node):
+            return value, SymIntInput(node.name, value)
+        return nb.create_input("int64", [], f"in_{node.name}"), SymIntInput(node.name, value, scalar=True)
     dims = table.shape(spec.shape)
     entry = TensorInput(node.name, dims, tuple(f for d in dims for f in factors(d)))
     check_bindable(name, entry)

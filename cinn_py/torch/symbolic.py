@@ -17,7 +17,9 @@ must have int or bare-symbol dims (symbols bind from them at run time):
   input gives the factors apart (no `s27` dim or SymInt argument), the product is one fresh
   symbol (`s27_s77`) in that Program instead (`SymbolTable.plan_atoms`);
 - a symbol that no input tensor has as a dim (only a SymInt placeholder says it) enters as a
-  *shape carrier*: a 1-d int8 input of that length, never read, whose dim binds the symbol.
+  *shape carrier*: a 1-d int8 input of that length, never read, whose dim binds the symbol;
+- a SymInt placeholder the graph uses as a number (`x * x.shape[-1]`) also enters as a 0-d
+  int64 input holding its value (`SymIntInput.scalar`).
 
 `InputPlan.bind` runs before every call: it binds the symbols from the tensors' dims and the
 SymInt arguments, checks that every other dim and SymInt argument has the value its expression
@@ -305,10 +307,13 @@ class TensorInput:
 
 @dataclass(frozen=True)
 class SymIntInput:
-    """A SymInt placeholder: the value its expression says (an int when torch specialised it)."""
+    """A SymInt placeholder: the value its expression says (an int when torch specialised it).
+    `scalar`: the graph also uses it as a number (`x * x.shape[-1]`), so it enters the Program
+    as a 0-d int64 tensor of its value too."""
 
     name: str
     value: Dim
+    scalar: bool = False
 
 
 def factors(d: Dim) -> tuple[Dim, ...]:
@@ -377,8 +382,9 @@ class InputPlan:
         for atom, definition in self.definitions:
             if atom.name in env and all(v.name in env for v in walk(definition) if isinstance(v, Var)):
                 self._check(env, where, definition, env[atom.name], f"symbolic dim '{atom.name}' (from {where[atom.name]})")
-        tensors = [_factored(a, spec, env) for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput)]
-        device = next((t.device for t in tensors), torch.device("cpu"))
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        tensors = [_factored(a, spec, env) if isinstance(spec, TensorInput) else torch.tensor(a, device=device)
+                   for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput) or spec.scalar]
         return tensors + [torch.empty(env[s.name], dtype=torch.int8, device=device) for s in self.carriers]
 
     def _bind(self, env: dict[str, int], where: dict[str, str], s: Var, actual: int, label: str) -> None:

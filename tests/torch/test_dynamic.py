@@ -20,7 +20,7 @@ from cinn_py.frontend.ops.shapes import fmt_dim  # noqa: E402
 from cinn_py.torch import graph as graph_module  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 from cinn_py.torch.graph import CompiledGraph, input_spec  # noqa: E402
-from cinn_py.torch.symbolic import SymbolicShapeError, TensorInput  # noqa: E402
+from cinn_py.torch.symbolic import SymbolicShapeError, SymIntInput, TensorInput  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = {"strict": True}
@@ -127,19 +127,46 @@ def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[C
     assert factored, "the backward graph takes the [s0*s1, F] matmul output: it enters split as [s0, s1, F]"
 
 
-def test_symbolic_scalar_operand_falls_back_with_its_reason(builds: list[CompiledGraph]) -> None:
-    """A size used as a number (`x * x.shape[-1]`) is a symbolic scalar: that op runs eagerly,
-    the ops around it are still compiled, for every size."""
+def test_a_size_used_as_a_number_enters_as_a_0d_input(builds: list[CompiledGraph]) -> None:
+    """`x * x.shape[-1]` and `/ x.shape[0]`: arithmetic with a SymInt operand takes it as a 0-d
+    int64 input of the Program holding its value, so it compiles for every size."""
     def fn(x: Any) -> Any:
-        return torch.exp(torch.tanh(x) * x.shape[-1]) + 1
+        return torch.exp(torch.tanh(x) * x.shape[-1]) / x.shape[0] + 1
 
     gen = torch.Generator().manual_seed(3)
     _check_sizes(fn, lambda b, s: [torch.randn(b, s, generator=gen) * 0.1], [(2, 3), (4, 5), (3, 7)])
+    _compiled_once(builds)
+    scalars = [e for e in builds[0].plan.inputs if isinstance(e, SymIntInput) and e.scalar]
+    assert len(scalars) == 2
+    assert sum(1 for v in builds[0].program.inputs if v.shape == () and str(v.dtype) == "int64") == 2
+
+
+def test_attention_scaled_by_its_symbolic_head_size_compiles_whole(builds: list[CompiledGraph]) -> None:
+    """`dynamic=True` makes the hidden size symbolic too: the attention scale `h ** -0.5` is
+    computed in the graph (scalar_tensor of the SymInt, a float64 pow, casts) and compiles with
+    the rest, one partition per graph."""
+    def attention(q: Any, k: Any) -> Any:
+        return torch.softmax((q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5, dim=-1)
+
+    gen = torch.Generator().manual_seed(11)
+    _check_sizes(attention, lambda b, s: [torch.randn(b, s, 4 + s, generator=gen) for _ in range(2)],
+                 [(2, 3), (3, 5), (2, 6)])
+    _compiled_once(builds)
+    assert ct.reports()[0].compiled["aten.pow.Tensor_Tensor"] == 1 and ct.reports()[0].partitions == 1
+
+
+def test_a_size_used_as_a_number_elsewhere_falls_back_with_its_reason(builds: list[CompiledGraph]) -> None:
+    """Only arithmetic, comparisons and `full` take a SymInt operand: `clamp(x, max=s)` runs
+    eagerly, the ops around it are compiled."""
+    def fn(x: Any) -> Any:
+        return torch.exp(torch.clamp(torch.tanh(x) * 4, max=x.shape[-1] - 1))
+
+    gen = torch.Generator().manual_seed(3)
+    _check_sizes(fn, lambda b, s: [torch.randn(b, s, generator=gen)], [(2, 3), (4, 5)])
     forward = ct.reports()[0]
-    assert forward.fallback == {"aten.mul.Tensor": 1}
-    assert forward.reasons["aten.mul.Tensor"].endswith("is symbolic (only sizes may be)")
+    assert forward.fallback == {"aten.clamp.default": 1}, str(forward)
+    assert forward.reasons["aten.clamp.default"].endswith("is symbolic (only sizes may be)")
     assert forward.compiled["aten.tanh.default"] == 1 and forward.compiled["aten.exp.default"] == 1
-    assert len(ct.reports()) == 2
 
 
 def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[CompiledGraph]) -> None:
