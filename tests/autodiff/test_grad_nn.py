@@ -226,3 +226,19 @@ def test_pool2d_second_order_matches_torch(case: Pool) -> None:
     want = tdy.grad.numpy()
     np.testing.assert_allclose(ddy, want.transpose(0, 2, 3, 1) if case.nhwc else want, rtol=1e-12, atol=1e-12)
     assert not dx.any()
+
+
+def test_backward_op_errors_name_the_op_and_the_expected_shape() -> None:
+    from cinn_py.frontend.ops.base import FrontendError
+
+    nb = NetBuilder("errors")
+    dy, w = nb.create_input("float32", [1, 4, 5, 5], "DY"), nb.create_input("float32", [4, 3, 3, 3], "W")
+    x = nb.create_input("float32", [1, 3, 7, 7], "X")
+    with pytest.raises(FrontendError, match=r"conv2d_grad_data: argument 'input_size' must be \[H, W\]"):
+        nb.conv2d_grad_data(dy, w, [7])
+    with pytest.raises(FrontendError, match=r"conv2d_grad_data: dy \[1, 4, 5, 5\] .* spatial dims \[4, 4\] .* got \[5, 5\]"):
+        nb.conv2d_grad_data(dy, w, [6, 6])
+    with pytest.raises(FrontendError, match=r"conv2d_grad_filter: .* divisible by groups=2"):
+        nb.conv2d_grad_filter(x, dy, [3, 3], groups=2)
+    with pytest.raises(FrontendError, match=r"pool2d_grad: dy must be the forward output's type float32\[1, 3, 5, 5\]"):
+        nb.pool2d_grad(x, dy, "max", [3, 3])

@@ -103,9 +103,10 @@ def _data_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
     if w.ndim != 4 or not all(isinstance(d, int) for d in w.shape) or dy.ndim != 4:
         raise FrontendError(f"conv2d_grad_data: dy must be 4-d and w a static 4-d [C_out, C_in / groups, KH, KW] "
                             f"filter, got {fmt_shape(dy.shape)} and {fmt_shape(w.shape)}")
-    h, wd = at["input_size"] if len(at["input_size"]) == 2 else (None, None)
-    if h is None:
-        raise FrontendError(f"conv2d_grad_data: argument 'input_size' must be [H, W], got {list(at['input_size'])}")
+    if len(at["input_size"]) != 2 or min(at["input_size"]) < 1:
+        raise FrontendError(f"conv2d_grad_data: argument 'input_size' must be [H, W] (>= 1), got "
+                            f"{list(at['input_size'])}")
+    h, wd = at["input_size"]
     x = TensorType(_layout_shape(layout, dy.shape[0], _static_dim(w.shape[1]) * at["groups"], h, wd), dy.dtype)
     attrs = _conv_geometry("conv2d_grad_data", x, (_static_dim(w.shape[2]), _static_dim(w.shape[3])), at)
     attrs["input_hw"] = (h, wd)
