@@ -42,6 +42,7 @@ import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda, unsupported_reason
+from cinn_py.torch.symbolic import read_sizes_from_inputs
 
 log = logging.getLogger("cinn_py.torch")
 
@@ -155,6 +156,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
 
     if any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in example_inputs):
         require_cuda(name)  # a clear error, not a silent eager fallback of every partition
+    if read_sizes_from_inputs(gm.graph):
+        gm.recompile()
     fallback: Counter[str] = Counter()
     reasons: dict[str, str] = {}
     for node in gm.graph.nodes:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,6 +286,82 @@ def _torch_range(symbol: Any, shape_env: Any) -> tuple[int, int | None]:
 def _finite(value: Any) -> int | None:
     """A bound as an int; None for torch's infinities (`int_oo`, sympy's `oo`)."""
     return int(value) if isinstance(value, (int, sympy.Integer)) else None
+
+
+# -- size reads -------------------------------------------------------------------------------------------------
+def read_sizes_from_inputs(graph: Any) -> int:
+    """Rewrite `sym_size(t, d)` of a tensor the graph computes into Python arithmetic on the
+    graph's input sizes (SymInt placeholders, dims of input tensors), where those give its
+    symbols: a compiled partition computing `t` would otherwise output it only for its size
+    (`view(b, -1, 2)`'s `s1//2`). Returns the number of rewritten reads."""
+    symbols: dict[Any, tuple[Any, int | None]] = {}
+    for p in (n for n in graph.nodes if n.op == "placeholder"):
+        value = p.meta.get("val")
+        sizes = [(value, None)] if isinstance(value, torch.SymInt) else \
+            list(zip(value.shape, range(value.dim()))) if isinstance(value, torch.Tensor) else []
+        for size, dim in sizes:
+            if is_symbolic(size) and isinstance(_expr_of(size), sympy.Symbol):
+                symbols.setdefault(_expr_of(size), (p, dim))
+    first = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    rewritten = 0
+    for node in list(graph.nodes):
+        if node.target is not torch.ops.aten.sym_size.int or node.args[0].op == "placeholder" or first is None:
+            continue
+        value = node.meta.get("val")
+        expr = _expr_of(value) if is_symbolic(value) else None
+        names = sorted(expr.free_symbols, key=str) if expr is not None else []
+        if expr is None or not all(s in symbols for s in names) or _size_evaluator(expr, names) is None:
+            continue
+        with graph.inserting_before(first):
+            reads = [_read(graph, *symbols[s]) for s in names]
+            size = reads[0] if expr == names[0] else graph.call_function(_size_function(expr, names), tuple(reads))
+        size.meta["val"] = value
+        node.replace_all_uses_with(size)
+        graph.erase_node(node)
+        rewritten += 1
+    return rewritten
+
+
+def _read(graph: Any, source: Any, dim: int | None) -> Any:
+    """A SymInt placeholder, or a new read of dim `dim` of an input tensor."""
+    if dim is None:
+        return source
+    read = graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
+    read.meta["val"] = source.meta["val"].shape[dim]
+    return read
+
+
+_SizeFn = Callable[[Sequence[int]], int]
+_COMBINE: dict[str, Callable[[list[int]], int]] = {
+    "Add": sum, "Mul": math.prod, "Pow": lambda v: v[0] ** v[1], "FloorDiv": lambda v: v[0] // v[1],
+    "CleanDiv": lambda v: v[0] // v[1], "Mod": lambda v: v[0] % v[1], "PythonMod": lambda v: v[0] % v[1],
+}
+
+
+def _size_evaluator(expr: Any, names: list[Any]) -> _SizeFn | None:
+    """`expr` as a function of the values of `names` (in order), or None for another form."""
+    if isinstance(expr, sympy.Integer):
+        constant = int(expr)
+        return lambda _: constant
+    if isinstance(expr, sympy.Symbol):
+        k = names.index(expr)
+        return lambda values: values[k]
+    combine = _COMBINE.get(type(expr).__name__)
+    parts = [_size_evaluator(a, names) for a in expr.args]
+    if combine is None or any(p is None for p in parts):
+        return None
+    return lambda values: combine([p(values) for p in parts if p is not None])
+
+
+def _size_function(expr: Any, names: list[Any]) -> Callable[..., int]:
+    evaluate = _size_evaluator(expr, names)
+    assert evaluate is not None
+
+    def size(*values: int) -> int:
+        return evaluate(values)
+
+    size.__name__ = "cinn_size_" + re.sub(r"\W+", "_", str(expr)).strip("_")
+    return size
 
 
 # -- how a partition's placeholders enter the Program ----------------------------------------------------------
