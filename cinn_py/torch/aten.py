@@ -187,13 +187,17 @@ def _positive_backward_step(g: Any, sizes: Any, dim: int, *args: Any) -> str | N
     return static_axis(g, dim, "slice_backward")
 
 
-def _static_select(x: Any, dim: int, *_: Any) -> str | None:
-    return static_axis(x, dim, "select")
+def _static_select(x: Any, dim: int, index: Any = 0, *_: Any) -> str | None:
+    """A non-negative index needs no size (along a symbolic dim: an index_select; torch's guards
+    keep the index below the size)."""
+    return None if isinstance(index, int) and index >= 0 else static_axis(x, dim, "select")
 
 
-def _static_select_backward(g: Any, sizes: Sequence[Any], dim: int, *_: Any) -> str | None:
+def _static_select_backward(g: Any, sizes: Sequence[Any], dim: int, index: Any = 0, *_: Any) -> str | None:
     size = sizes[dim % len(sizes)]
-    return None if isinstance(size, int) else f"select_backward along symbolic dim {size.meta.get('val', size)}"
+    if isinstance(size, int) or isinstance(index, int) and index >= 0:
+        return None
+    return f"select_backward along symbolic dim {size.meta.get('val', size)}"
 
 
 def _static_split(x: Any, sizes: Any, dim: int = 0) -> str | None:
@@ -240,6 +244,8 @@ def _slice_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, sta
 @converts("aten.select.int", check=_static_select)
 def _select(e: Emitter, x: Variable, dim: int, index: int) -> Value:
     axis = dim % x.ndim
+    if not isinstance(x.shape[axis], int):  # index >= 0 (the check): one row, gathered
+        return e.to_shape(e.nb.index_select(x, e.nb.fill_constant([1], index, dtype="int64"), axis=axis))
     start = index % _static(x.shape[axis])
     return e.to_shape(e.nb.slice(x, [axis], [start], [start + 1]))
 
@@ -248,6 +254,8 @@ def _select(e: Emitter, x: Variable, dim: int, index: int) -> Value:
 def _select_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, index: int) -> Value:
     axis = dim % len(sizes)
     row = e.to_shape(g, [*g.shape[:axis], 1, *g.shape[axis:]])
+    if not isinstance(e.shape[axis], int):  # index >= 0 (the check): the row added into zeros
+        return e.nb.scatter_add(e.broadcast(0), row, e.nb.fill_constant([1], index, dtype="int64"), axis=axis)
     return _slice_backward(e, row, sizes, axis, index % int(sizes[axis]), index % int(sizes[axis]) + 1, 1)
 
 

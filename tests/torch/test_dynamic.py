@@ -127,6 +127,44 @@ def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[C
     assert factored, "the backward graph takes the [s0*s1, F] matmul output: it enters split as [s0, s1, F]"
 
 
+class _Pooler(torch.nn.Module):
+    """Embedding, a fused qkv Linear split in three, attention, and rows picked by index along
+    the symbolic sequence (`a[:, 0]`, the CLS row, and `select(1, 1)`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(11, 8, padding_idx=0)
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, ids: Any) -> Any:
+        q, k, v = self.qkv(self.emb(ids)).split(8, dim=-1)
+        a = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+        return torch.tanh(a[:, 0]) + a.select(1, 1).clamp_min(0)
+
+
+def test_rows_selected_along_a_symbolic_sequence_compile(builds: list[CompiledGraph]) -> None:
+    """select with a non-negative index along a symbolic dim is an index_select of that row, its
+    backward a scatter_add into zeros: the pooler compiles whole for every (batch, sequence)."""
+    torch.manual_seed(0)
+    model, ref = _Pooler(), _Pooler()
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend=cinn_py_backend, dynamic=True, options=STRICT)
+    gen = torch.Generator().manual_seed(12)
+    for b, s in ((2, 5), (3, 7), (4, 4)):
+        ids = torch.randint(0, 11, (b, s), generator=gen)
+        out, expected = compiled(ids), ref(ids)
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+        for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+        model.zero_grad()
+        ref.zero_grad()
+    _compiled_once(builds)
+    assert ct.reports()[0].compiled["aten.select.int"] == 2
+    assert ct.reports()[1].compiled["aten.select_backward.default"] == 2
+
+
 def test_a_size_used_as_a_number_enters_as_a_0d_input(builds: list[CompiledGraph]) -> None:
     """`x * x.shape[-1]` and `/ x.shape[0]`: arithmetic with a SymInt operand takes it as a 0-d
     int64 input of the Program holding its value, so it compiles for every size."""
