@@ -42,7 +42,7 @@ import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda, unsupported_reason
-from cinn_py.torch.symbolic import read_sizes_from_inputs
+from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 
 log = logging.getLogger("cinn_py.torch")
 
@@ -65,10 +65,13 @@ class GraphReport:
     kernels: int
     failures: tuple[str, ...] = ()
     """Partitions that failed to convert or compile, with the error (their ops ran eagerly)."""
+    symbols: tuple[str, ...] = ()
+    """The symbolic sizes of the graph's inputs (torch's names): compiled once for all their values."""
 
     def __str__(self) -> str:
         total = sum(self.compiled.values()) + sum(self.fallback.values())
-        head = (f"cinn_py {self.name}: {sum(self.compiled.values())} of {total} compute ops compiled in "
+        sizes = f" (symbolic sizes {', '.join(self.symbols)})" if self.symbols else ""
+        head = (f"cinn_py {self.name}{sizes}: {sum(self.compiled.values())} of {total} compute ops compiled in "
                 f"{self.partitions} partition(s), {self.kernels} kernel(s)")
         lines = [head]
         lines += [f"  eager: {op} x{n} ({self.reasons.get(op, '?')})" for op, n in sorted(self.fallback.items())]
@@ -191,7 +194,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
         compiled.update(ops)
         kernels += graph.kernels
     fused.recompile()
-    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(failures), kernels, tuple(failures))
+    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(failures), kernels, tuple(failures),
+                         input_symbols(gm.graph))
     _REPORTS.append(report)
     log.info("%s", report)
     return make_boxed_func(fused.forward)

@@ -288,6 +288,16 @@ def _finite(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, sympy.Integer)) else None
 
 
+def input_symbols(graph: Any) -> tuple[str, ...]:
+    """The symbols in the sizes of the graph's placeholders (tensor dims, SymInt values), sorted."""
+    found: set[str] = set()
+    for p in (n for n in graph.nodes if n.op == "placeholder"):
+        value = p.meta.get("val")
+        sizes = [value] if isinstance(value, torch.SymInt) else list(value.shape) if isinstance(value, torch.Tensor) else []
+        found.update(str(s) for size in sizes if is_symbolic(size) for s in _expr_of(size).free_symbols)
+    return tuple(sorted(found))
+
+
 # -- size reads -------------------------------------------------------------------------------------------------
 def read_sizes_from_inputs(graph: Any) -> int:
     """Rewrite `sym_size(t, d)` of a tensor the graph computes into Python arithmetic on the

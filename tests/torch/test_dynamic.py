@@ -101,6 +101,7 @@ def test_mlp_with_dynamic_batch_compiles_once_and_matches_eager(builds: list[Com
     _check_sizes(model, lambda b, _: [torch.randn(b, 8, generator=gen)], [(3, 0), (5, 0), (9, 0)])
     _compiled_once(builds)
     assert ct.reports()[1].compiled["aten.native_layer_norm_backward.default"] == 1
+    assert len(ct.reports()[0].symbols) == 1 and "(symbolic sizes s" in str(ct.reports()[0])
 
 
 def test_bert_layer_with_dynamic_batch_and_sequence_compiles_once(builds: list[CompiledGraph]) -> None:
@@ -304,6 +305,7 @@ def test_automatic_dynamic_shapes_compile_the_second_graph_once(builds: list[Com
                  dynamic=None)
     assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"] * 2
     assert len(builds) == 4 and all(not r.fallback for r in ct.reports())
+    assert [len(r.symbols) for r in ct.reports()] == [0, 0, 1, 1]  # static, then the batch symbolic
 
 
 # -- call-time checks of a compiled symbolic graph -------------------------------------------------------------
