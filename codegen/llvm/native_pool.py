@@ -11,8 +11,11 @@ Python: the old ctypes callback + `ThreadPoolExecutor` cost 20-50 us per launch.
 - `num_tasks = min(cinn_py_num_threads, extent)` (a global the Kernel sets before each call);
   the tasks run on the calling thread and on persistent worker threads
   (created on demand with `pthread_create`, detached, never touching Python).
-- Hand-off: the launcher publishes (task, closure, num_tasks), resets the claim counter to the
-  new generation and bumps the generation counter `gen`; every thread of the launch, the launcher
+- Hand-off: the launcher closes the claim counter under the new generation (no index left to
+  claim), publishes (task, closure, num_tasks), opens the counter and bumps the generation
+  counter `gen`; closing first means a worker still holding the previous generation can never
+  claim with the new task count, function or closure (it ran an out-of-range task of the old
+  closure and overshot `finished`: the launcher then waited forever); every thread of the launch, the launcher
   included, claims task ids from the counter (generation in its high half, next id in the low
   half: a worker still on an older launch claims nothing) and runs them until none is left; the
   launcher then waits until `finished` counts every task. A worker that is not running when a
@@ -174,9 +177,11 @@ woke:
   br label %spin
 run:
   %g = phi i32 [ %g0, %spin ]
-  %fn = load atomic ptr, ptr @task_fn monotonic, align 8
-  %cl = load atomic ptr, ptr @closure monotonic, align 8
-  %n = load atomic i64, ptr @ntasks monotonic, align 8
+  ; seq_cst: a field of a newer launch read here orders that launch's closing of the counter
+  ; before the claim below, which then fails (its generation no longer matches)
+  %fn = load atomic ptr, ptr @task_fn seq_cst, align 8
+  %cl = load atomic ptr, ptr @closure seq_cst, align 8
+  %n = load atomic i64, ptr @ntasks seq_cst, align 8
   br label %claim_more
 claim_more:
   %ran = call i1 @claim_one(i32 %g, ptr %fn, ptr %cl, i64 %n)
@@ -274,15 +279,20 @@ alone:
   store atomic i32 0, ptr @busy release, align 4
   br label %ret
 publish:
-  store atomic ptr %task, ptr @task_fn monotonic, align 8
-  store atomic ptr %closure, ptr @closure monotonic, align 8
-  store atomic i64 %n2, ptr @ntasks monotonic, align 8
-  store atomic i32 0, ptr @finished seq_cst, align 4
-  store atomic i32 0, ptr @waiter seq_cst, align 4
+  ; close the claim counter under the new generation before the launch's fields change: a worker
+  ; still holding the previous generation (descheduled between reading `gen` and claiming) must
+  ; not pair that generation's open counter with this launch's task count, function or closure
   %cur = load atomic i32, ptr @gen seq_cst, align 4
   %g = add i32 %cur, 1
   %g64 = zext i32 %g to i64
   %tag = shl i64 %g64, 32
+  %closed = or i64 %tag, 4294967295
+  store atomic i64 %closed, ptr @claim seq_cst, align 8
+  store atomic ptr %task, ptr @task_fn seq_cst, align 8
+  store atomic ptr %closure, ptr @closure seq_cst, align 8
+  store atomic i64 %n2, ptr @ntasks seq_cst, align 8
+  store atomic i32 0, ptr @finished seq_cst, align 4
+  store atomic i32 0, ptr @waiter seq_cst, align 4
   store atomic i64 %tag, ptr @claim seq_cst, align 8
   store atomic i32 %g, ptr @gen seq_cst, align 4
   %sl = load atomic i32, ptr @sleepers seq_cst, align 4

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -98,6 +101,48 @@ def _par_func(n: int = 4096) -> ir.LoweredFunc:
     body = loop(i, 64, loop(j, n, ir.Store(Y, ir.Load(X, (i, j)) * 2.0 + 1.0, (i, j)),
                             kind=ir.ForType.VECTORIZED, factor=16), kind=ir.ForType.PARALLEL)
     return func("par", [X], [Y], body)
+
+
+_STRESS = textwrap.dedent("""
+    import numpy as np
+    from cinn_py import ir
+    from cinn_py.ir import dtype as dt
+    from codegen.llvm import build_x86
+    from tests.codegen.llvm.llvm_helpers import func, loop, tensor
+
+    def accumulate(n):
+        X, Y = tensor("X", (n,)), tensor("Y", (n,))
+        i = ir.Var("i", dt.int32)
+        body = loop(i, n, ir.Store(Y, ir.Load(Y, (i,)) + ir.Load(X, (i,)), (i,)), kind=ir.ForType.PARALLEL)
+        return func(f"acc{n}", [X], [Y], body)
+
+    sizes, rounds = [7, 2, 13, 4, 9, 3], 20000
+    kernels = [build_x86(accumulate(n), num_threads=8) for n in sizes]
+    xs = [np.arange(1, n + 1, dtype=np.float32) for n in sizes]
+    ys = [np.zeros(n, np.float32) for n in sizes]
+    for _ in range(rounds):
+        for kernel, x, y in zip(kernels, xs, ys):
+            kernel(x, out=y)
+    bad = [n for n, x, y in zip(sizes, xs, ys) if not np.array_equal(y, x * rounds)]
+    print("bad", bad)
+""")
+
+
+def test_back_to_back_launches_of_different_task_counts_never_hang_or_rerun_a_task() -> None:
+    """120000 tiny launches alternating task counts (7, 2, 8, 4, 8, 3 of 8 threads on few cores):
+    a worker descheduled between seeing a launch and claiming from it must not pair that
+    launch's generation with the next launch's task count (it ran an out-of-range task of the
+    old closure, overshot `finished` and the launcher waited forever). Each task accumulates, so
+    a task run twice or skipped shows in the sums; a hang fails by the timeout (subprocess)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _STRESS], capture_output=True, text=True, timeout=120, env=env,
+                              cwd=root)
+    except subprocess.TimeoutExpired:
+        pytest.fail("back-to-back parallel launches hung (a launcher waiting for a task count it never reaches)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bad []" in proc.stdout, proc.stdout
 
 
 def test_concurrent_launches_from_python_threads_are_correct() -> None:
