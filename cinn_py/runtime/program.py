@@ -10,6 +10,7 @@ import numpy as np
 from cinn_py.frontend.fusion import FusionPlan, Group
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc, bfloat16
+from cinn_py.target import Target
 
 
 class CompiledProgram:
@@ -73,7 +74,9 @@ def _reshape_view(group: Group, fusion: FusionPlan, target: str) -> ReshapeView 
     """A `ReshapeView` for an x86 group of reshapes of one array to a static shape, when the
     alias is invisible: its output is no program output, or its input is a temporary that
     nothing else reads (a program output must not share memory with an input or another output)."""
-    if target != "x86" or len(group.args) != 1 or len(group.outputs) != 1:
+    if Target.parse(target).is_gpu:  # a view of a host array: a GPU group's values are device buffers
+        return None
+    if len(group.args) != 1 or len(group.outputs) != 1:
         return None
     if any(op.type != "reshape" for op in group.ops):
         return None
