@@ -180,12 +180,16 @@ def _data_cases(dtype: str) -> list[Case]:
             grad((1, 2, 2, 4), (4, 3, 2, 2), [8, 7], strides=[3, 3], dilations=[2, 2], data_format="NHWC")]
 
 
+# conv2d's window attributes, as both backward ops take them (the forward's, resolved by the rule)
+_CONV_WINDOW_ATTRS = (attr("strides", int_list, (1, 1)), attr("paddings", int_list, (0, 0)),
+                      attr("dilations", int_list, (1, 1)), attr("groups", integer, 1),
+                      attr("data_format", one_of(*_LAYOUTS), "NCHW"),
+                      attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT"))
+
+
 register(OpDef("conv2d_grad_data", OpPatternKind.kNonFusible, _data_infer, _data_numpy, _data_compute, arity=2,
                signature=Signature(
-                   (tensor("dy"), tensor("w"), attr("input_size", int_list), attr("strides", int_list, (1, 1)),
-                    attr("paddings", int_list, (0, 0)), attr("dilations", int_list, (1, 1)),
-                    attr("groups", integer, 1), attr("data_format", one_of(*_LAYOUTS), "NCHW"),
-                    attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT")),
+                   (tensor("dy"), tensor("w"), attr("input_size", int_list), *_CONV_WINDOW_ATTRS),
                    attrs=_data_attrs, doc="The gradient of conv2d with respect to x (CINN's conv_type "
                    "'backward_data'): the transposed convolution of dy by w onto the input size [H, W]."),
                test=OpTest(FLOATS, _data_cases, rtol=1e-4, atol=1e-5)))
@@ -267,10 +271,7 @@ def _filter_cases(dtype: str) -> list[Case]:
 register(OpDef("conv2d_grad_filter", OpPatternKind.kNonFusible, _filter_infer, _filter_numpy, _filter_compute,
                arity=2,
                signature=Signature(
-                   (tensor("x"), tensor("dy"), attr("filter_size", int_list), attr("strides", int_list, (1, 1)),
-                    attr("paddings", int_list, (0, 0)), attr("dilations", int_list, (1, 1)),
-                    attr("groups", integer, 1), attr("data_format", one_of(*_LAYOUTS), "NCHW"),
-                    attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT")),
+                   (tensor("x"), tensor("dy"), attr("filter_size", int_list), *_CONV_WINDOW_ATTRS),
                    attrs=_filter_attrs, doc="The gradient of conv2d with respect to its filter (CINN's conv_type "
                    "'backward_filter'): [C_out, C_in / groups, KH, KW] correlations of x with dy."),
                test=OpTest(FLOATS, _filter_cases, rtol=1e-4, atol=1e-5)))
