@@ -201,6 +201,7 @@ class _Gen:
         if kind == "select" and self.exact[v]:
             w = self.new_input(shape)
             c = self.emit("greater_than", (v, w), shape, 1.0)
+            self.floating[c] = False  # a bool mask: never a binary partner (float32 x bool is refused)
             return self.emit("select", (c, v, w), shape, max(self.mags[v], 2.0))
         if kind == "matmul" and len(shape) == 2:
             n = self.rng.choice(DIMS[:9])
