@@ -458,7 +458,7 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
                 compile_cuda_auto(lower_group(group))
         if opts.grad:
             stage = "grad"
-            _check_net_grad(spec, program, inputs, rng, opts)
+            _check_net_grad(spec, program, inputs, wants, rng, opts)
     except _Failure as exc:
         result.status, result.stage, result.detail = "fail", exc.stage, exc.detail
     except Exception as exc:  # noqa: BLE001 - after the reference, every exception is a failure
@@ -476,7 +476,8 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
     return result
 
 
-def _check_net_grad(spec: Any, program: Any, inputs: list[Any], rng: random.Random, opts: Options) -> None:
+def _check_net_grad(spec: Any, program: Any, inputs: list[Any], outs: tuple[Any, ...], rng: random.Random,
+                    opts: Options) -> None:
     """The backward program of a net case: compiled (auto, x86) vs its numpy reference, and the
     reference vs a central difference of the forward program in float64 (a directional
     derivative along a random direction: two forward evaluations, whatever the input sizes)."""
@@ -486,16 +487,15 @@ def _check_net_grad(spec: Any, program: Any, inputs: list[Any], rng: random.Rand
     np_rng = np.random.default_rng(rng.randrange(2 ** 31))
     backward = grad(program)
     wrt = [v for v in program.inputs if v.dtype.is_float]
-    outs = _as_tuple(program.run_numpy(*inputs))
     cots = [np_rng.uniform(-1.0, 1.0, np.shape(o)).astype(o.dtype) for o in outs]
     wants = _as_tuple(backward.run_numpy(*inputs, *cots))
     if opts.x86:
         gots = _as_tuple(cinn_py.compile_program(backward, "x86", schedule="auto")(*inputs, *cots))
         _compare_net(backward, gots, wants, "grad-auto-x86-vs-numpy")
-    _check_directional_derivative(spec, inputs, wrt, program, cots, np_rng)
+    _check_directional_derivative(spec, inputs, wrt, cots, np_rng)
 
 
-def _check_directional_derivative(spec: Any, inputs: list[Any], wrt: list[Any], program: Any, cots: list[Any],
+def _check_directional_derivative(spec: Any, inputs: list[Any], wrt: list[Any], cots: list[Any],
                                   np_rng: np.random.Generator) -> None:
     from cinn_py.autodiff import grad  # noqa: PLC0415
 
