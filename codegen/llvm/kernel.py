@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.ir import ArgIO, LoweredFunc
+from cinn_py.ir import ArgIO, LoweredFunc, is_const_int, print_ir
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.args import ArgValidator, FastCall, data_ptr, storage_dtype
 from cinn_py.runtime.kernel import KernelBase
 from codegen.llvm.jit import LoadedObject, parallel_runtime
 from codegen.llvm.module import oob_index_symbol
-from codegen.llvm.stmts import STATUS_NOMEM, STATUS_OUT_OF_BOUNDS
+from codegen.llvm.stmts import STATUS_NOMEM, STATUS_OUT_OF_BOUNDS, STATUS_SIZE_OVERFLOW
 
 ALIGNMENT = 64
 
@@ -131,7 +131,7 @@ class Kernel(KernelBase):
             self._pool_threads.value = threads
         status = self._entry(*call_args)
         if status:
-            self._raise_status(status)
+            self._raise_status(status, fast.symbols)
         return self.results(results)
 
     def _run(self, call_args: Any) -> None:
@@ -140,9 +140,16 @@ class Kernel(KernelBase):
             self._pool_threads.value = threads
         status = self._entry(*call_args)
         if status:
-            self._raise_status(status)
+            symbols = {a.var.name: value for a, value in zip(self.func.args, call_args)  # type: ignore[union-attr]
+                       if a.io is ArgIO.SCALAR}
+            self._raise_status(status, symbols)
 
-    def _raise_status(self, status: int) -> None:
+    def _raise_status(self, status: int, symbols: dict[str, int]) -> None:
+        if status == STATUS_SIZE_OVERFLOW:
+            temps = ", ".join(f"{b.name}[{', '.join(print_ir(d) for d in b.shape)}] {b.dtype}"
+                              for b in self.func.temp_bufs if not all(is_const_int(d) for d in b.shape))
+            raise OverflowError(f"kernel '{self.func.name}': the byte size of a temporary buffer with symbolic "
+                                f"dims is negative or exceeds 2**63 for {symbols} (buffers: {temps or 'local'})")
         if status == STATUS_NOMEM:
             raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
         k = status - STATUS_OUT_OF_BOUNDS

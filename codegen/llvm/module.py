@@ -8,7 +8,8 @@ C ABI of the generated functions (all symbols are C functions, callable through 
         storage type (bool: 1 byte, float16: IEEE half, bfloat16: uint16 bits). No alignment is
         assumed (numpy inputs may be unaligned; x86 unaligned vector loads cost nothing on
         aligned data), outputs the Kernel allocates are 64-byte aligned anyway.
-        Returns 0, or 1 when a heap temp buffer could not be allocated, or in a checked build
+        Returns 0, or 1 when a heap temp buffer could not be allocated, -1 when the byte size of
+        one (symbolic dims) is negative or past int64, or in a checked build
         2 + k when bounds check k failed (before its access; the index is in `<fn>__oob_index`).
 
     void <fn>_infer_shape(const int64_t* sym_values, int64_t* out_shapes);

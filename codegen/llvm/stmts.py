@@ -17,7 +17,9 @@ Temporary buffers (function temp_bufs, `Alloc`ed buffers, any non-argument buffe
 once at function entry: on the stack (64-byte aligned alloca) when their size is a constant of at
 most 32 KiB, otherwise with `aligned_alloc(64, ...)` and freed on exit. Buffers of `local` or
 `shared` memory type are private per parallel task, so a parallel body gets its own copies.
-A failed allocation makes the function return status 1 (the Kernel raises MemoryError).
+A failed allocation makes the function return status 1 (the Kernel raises MemoryError); a heap
+size that overflows int64 (symbolic dims) or is negative returns status -1 before any use (the Kernel
+raises OverflowError naming the buffers and the symbol values).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ STACK_LIMIT_BYTES = 32 * 1024
 STREAM_ALIGN = 64  # bytes: a streaming vector store's address alignment (one cache line)
 UNROLL_LIMIT = 64
 STATUS_OK, STATUS_NOMEM = 0, 1
+STATUS_SIZE_OVERFLOW = -1
+"""A heap temp buffer's byte size (a product of symbolic dims) is negative or exceeds int64."""
 STATUS_OUT_OF_BOUNDS = 2
 """Status of the first failed bounds check of a checked build is this plus the check's number
 (`CodegenUnit.checks[k]` describes it); the offending index value is in `<symbol>__oob_index`."""
@@ -66,6 +70,8 @@ class FunctionEmitter(ExprEmitter):
         self.first = first
         self.cleanup = fn.append_basic_block("cleanup")
         self.heap: list[ir.Value] = []
+        self.size_overflow: list[ir.Value] = []
+        """Per heap temp: i1, its byte size overflows int64 (the function fails before using it)."""
         self.status: ir.Value = T.alloca(self.entry_b, T.I32, "status")
         self.entry_b.store(ir.Constant(T.I32, STATUS_OK), self.status)
         self.in_parallel = False
@@ -135,25 +141,41 @@ class FunctionEmitter(ExprEmitter):
         count = _const_product(buf.shape)
         if count is not None and count * T.storage_bytes(buf.dtype) <= STACK_LIMIT_BYTES:
             return T.alloca(self.entry_b, ir.ArrayType(st, max(count, 1)), local_name(buf.name), align=64)
-        size = self._heap_bytes(buf)
+        size, overflow = self._heap_bytes(buf)
+        self.size_overflow.append(overflow)
         aligned_alloc = self.unit.runtime_fn("aligned_alloc", T.PTR, [T.I64, T.I64])
         ptr = self.b.call(aligned_alloc, [ir.Constant(T.I64, 64), size], name=local_name(buf.name))
         self.heap.append(ptr)
         return ptr
 
-    def _heap_bytes(self, buf: Buffer) -> ir.Value:
+    def _heap_bytes(self, buf: Buffer) -> tuple[ir.Value, ir.Value]:
+        """(bytes to allocate, i1 "the size is not representable"): the product of symbolic dims
+        can exceed int64 (three 2**21 dims of float32 make 2**65 bytes); a wrapped product would
+        allocate a few bytes that the kernel then writes far past. A negative dim is flagged too."""
         count: ir.Value = ir.Constant(T.I64, 1)
+        overflow: ir.Value = ir.Constant(T.I1, 0)
+        zero = ir.Constant(T.I64, 0)
         for dim in buf.shape:
             unknown = [v.name for v in vars_used(dim) if v not in self.env]
             if unknown:
                 raise CompileError(f"x86 codegen: size of temp buffer '{buf.name}' uses {unknown}, which are not "
                                    f"known at function entry (only symbolic dims may size a buffer)")
-            count = self.b.mul(count, T.cast(self.b, self.expr(dim), dim.dtype, int64))
-        nbytes = self.b.mul(count, ir.Constant(T.I64, T.storage_bytes(buf.dtype)))
-        # aligned_alloc needs a multiple of the alignment; never ask for 0 bytes
-        rounded = self.b.and_(self.b.add(nbytes, ir.Constant(T.I64, 63)), ir.Constant(T.I64, -64))
-        return self.b.select(self.b.icmp_signed("<", rounded, ir.Constant(T.I64, 64)),
-                             ir.Constant(T.I64, 64), rounded)
+            value = T.cast(self.b, self.expr(dim), dim.dtype, int64)
+            overflow = self.b.or_(overflow, self.b.icmp_signed("<", value, zero))
+            count, wrapped = self._checked(self.b.smul_with_overflow(count, value))
+            overflow = self.b.or_(overflow, wrapped)
+        nbytes, wrapped = self._checked(self.b.smul_with_overflow(count, ir.Constant(T.I64, T.storage_bytes(buf.dtype))))
+        overflow = self.b.or_(overflow, wrapped)
+        padded, wrapped = self._checked(self.b.sadd_with_overflow(nbytes, ir.Constant(T.I64, 63)))
+        overflow = self.b.or_(overflow, wrapped)
+        # aligned_alloc needs a multiple of the alignment; never ask for 0 bytes (nor for a wrapped size)
+        rounded = self.b.and_(padded, ir.Constant(T.I64, -64))
+        small = self.b.or_(overflow, self.b.icmp_signed("<", rounded, ir.Constant(T.I64, 64)))
+        return self.b.select(small, ir.Constant(T.I64, 64), rounded), overflow
+
+    def _checked(self, pair: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(result, overflow bit) of an `llvm.*.with.overflow` call."""
+        return self.b.extract_value(pair, 0), self.b.extract_value(pair, 1)
 
     # -- statements ------------------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
@@ -376,6 +398,11 @@ class FunctionEmitter(ExprEmitter):
             self.buffers[buf.name] = self.allocate(buf)
         if not self.heap:
             return
+        too_big = self.size_overflow[0]
+        for flag in self.size_overflow[1:]:
+            too_big = self.b.or_(too_big, flag)
+        with self.b.if_then(too_big, likely=False):
+            self.fail(self.status, STATUS_SIZE_OVERFLOW)
         null = ir.Constant(T.PTR, None)
         failed = self.b.icmp_unsigned("==", self.heap[0], null)
         for ptr in self.heap[1:]:
