@@ -3,7 +3,8 @@
 A key is a SHA-256 over the IR text (`print_ir(func, decls=True)`, falling back to `print_ir`
 while the decls printer is missing) plus the dataclass repr of the signature, body and temp
 buffers (dtypes, shapes, scopes the plain text leaves out), and backend facts (target CPU,
-features, toolchain versions, options, and `source_digest` of the backend's own sources).
+features, toolchain versions, options, and `project_digest()`: the project version and a hash of
+every source of the three packages, so that no code change can be served a stale kernel).
 
 Disk entries live in `$CINN_PY_CACHE_DIR` (default `$XDG_CACHE_HOME/cinn-py`, i.e.
 `~/.cache/cinn-py`), one file per key and namespace:
@@ -96,19 +97,47 @@ def func_fingerprint(func: LoweredFunc) -> str:
     return h.hexdigest()
 
 
+_SOURCE_SUFFIXES = (".py", ".h", ".cuh", ".cpp", ".c", ".cu", ".json")
+"""Files that can shape a compiled kernel: Python sources and the C/CUDA headers and runtimes
+that generated code includes."""
+
+PROJECT_PACKAGES = ("cinn_py", "schedules", "codegen")
+
+
 @functools.lru_cache(maxsize=None)
 def source_digest(package_dir: str | os.PathLike[str]) -> str:
-    """SHA-256 over the Python sources of a package directory (relative paths + contents,
-    sorted, subpackages included), computed once per process and directory.
-
-    Backends put it into their cache keys, so that any change to the code generator
-    invalidates the kernels it compiled before, without anyone remembering to bump a version.
-    """
+    """SHA-256 over the sources of a package directory (relative paths + contents, sorted,
+    subpackages included; Python files and the C/CUDA headers and runtimes shipped with them),
+    computed once per process and directory."""
     root = Path(package_dir)
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:  # vanished or unreadable: its absence is part of the digest
+            continue
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+        h.update(data + b"\0")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def project_digest() -> str:
+    """SHA-256 of the project version and of the sources of all three packages (`cinn_py`,
+    `schedules`, `codegen`), computed once per process (~2 MB of sources: a few milliseconds).
+
+    Every disk cache key includes it. A kernel is shaped by far more than its backend's own
+    folder (lowering, passes, the symbolic simplifier, schedules and tactics, the IR printer that
+    words its checks), so a change to any project source, or another project version, must miss
+    the cache instead of serving a kernel the current code would not produce."""
+    from cinn_py import __version__
+
+    root = Path(__file__).resolve().parent.parent.parent  # the folder holding the three packages
+    h = hashlib.sha256(f"cinn-py {__version__}\0".encode())
+    for name in PROJECT_PACKAGES:
+        package = root / name
+        h.update(name.encode() + b"\0" + (source_digest(str(package)) if package.is_dir() else "absent").encode())
     return h.hexdigest()
 
 

@@ -8,7 +8,7 @@ in-memory header, so generated sources simply `#include "cinn_cuda_runtime.cuh"`
 
 Results are cached in memory keyed by (source, arch, options), and on disk
 (`cinn_py.runtime.cache`, namespace "cuda": HMAC-signed entries keyed by the source, arch,
-options, the runtime header, the include folder and the NVRTC version; an untrusted cache
+options, the runtime header, the include folder, the NVRTC version and `project_digest()`; an untrusted cache
 directory is bypassed), so a new process does not recompile the kernels an earlier one did.
 A compile failure raises `CompileError` carrying the NVRTC log and the offending source lines
 with line numbers.
@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.runtime.cache import CompileCache, fingerprint_key
+from cinn_py.runtime.cache import CompileCache, fingerprint_key, project_digest
 
 RUNTIME_HEADER_NAME = "cinn_cuda_runtime.cuh"
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d{2,3})[a-z]?$")
@@ -131,7 +131,8 @@ def compile_cuda(source: str, arch: str = "sm_90", options: tuple[str, ...] = ()
 
 def _disk_key(source: str, arch: str, options: tuple[str, ...]) -> str:
     return fingerprint_key(source=source, arch=arch, options=list(options), header=runtime_header(),
-                           include=cuda_include_dir(), nvrtc=list(nvrtc_version()))
+                           include=cuda_include_dir(), nvrtc=list(nvrtc_version()),
+                           sources=project_digest())
 
 
 def _from_disk(key: str, source: str, arch: str, options: tuple[str, ...]) -> CompiledCuda | None:

@@ -10,19 +10,19 @@ vectorisation, temp buffers), `parallel` (outlined parallel loops), `intrinsics`
 `jit` (optimisation pipeline, object code, MCJIT), `kernel` (the callable).
 
 Compiled kernels are cached in memory and on disk (`cinn_py.runtime.cache`), keyed by the IR,
-fast_math, the host CPU and features, the llvmlite/LLVM versions and a hash of this package's
-sources (so a codegen change invalidates old entries by itself; no version to bump).
+fast_math, the host CPU and features, the llvmlite/LLVM versions, the project version and a hash of
+every project source (`project_digest`: lowering, passes, the simplifier and schedules shape a
+kernel as much as this package; a code change invalidates old entries by itself).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
-from cinn_py.runtime.cache import CompileCache, make_key, source_digest
+from cinn_py.runtime.cache import CompileCache, make_key, project_digest
 from cinn_py.runtime.checked import resolve_checked
 from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, triple_and_layout
 from codegen.llvm.kernel import Kernel
@@ -94,7 +94,7 @@ def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Ker
     num_threads = options.get("num_threads")
     use_cache = bool(options.get("cache", True))
     symbol = symbol_name(func.name)
-    key = make_key(func, backend=BACKEND, codegen_sources=source_digest(Path(__file__).parent),
+    key = make_key(func, backend=BACKEND, sources=project_digest(),
                    fast_math=bool(fast_math), checked=checked, **target_facts())
     if use_cache:
         hit = CACHE.get_memory(key)

@@ -18,7 +18,8 @@ Two flavours:
   lines (see `codegen.cuda.emulator.races`).
 
 Both are cached in memory and on disk (`CompileCache("cuda_emu")`: HMAC-trusted entries keyed by
-the source, kernel name, flavour, flags, the driver, both headers and the g++ version).
+the source, kernel name, flavour, flags, the driver, both headers, the g++ version and
+`project_digest()`, the project version and a hash of every project source).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 
 from cinn_py.diagnostics import CompileError
-from cinn_py.runtime.cache import CompileCache, fingerprint_key
+from cinn_py.runtime.cache import CompileCache, fingerprint_key, project_digest
 from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME, runtime_header
 
 EMU_HEADER = "cuda_emu.h"
@@ -145,7 +146,7 @@ def _key(source: str, kernel_name: str, flavour: str, flags: tuple[str, ...]) ->
     cxx = compiler()
     return fingerprint_key(source=source, kernel=kernel_name, flavour=flavour, flags=list(flags), driver=_DRIVER,
                            race_main=_RACE_MAIN, emu=emulator_header(), runtime=runtime_header(),
-                           cxx=compiler_version(cxx))
+                           cxx=compiler_version(cxx), sources=project_digest())
 
 
 def _build(source: str, kernel_name: str, flags: tuple[str, ...], race_main: bool, out_name: str) -> bytes:

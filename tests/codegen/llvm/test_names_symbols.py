@@ -118,13 +118,13 @@ def test_unresolvable_external_symbol_is_a_compile_error() -> None:
         optimize_and_compile(text)
 
 
-def test_cache_key_follows_codegen_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_key_follows_project_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     f = _sub_func("A", "C", "B", fn_name="keyed")
     assert not build_x86(f).from_cache
     x86.CACHE.clear_memory()
     assert build_x86(f).from_cache  # from disk
     x86.CACHE.clear_memory()
-    monkeypatch.setattr(x86, "source_digest", lambda path: "a different codegen")
+    monkeypatch.setattr(x86, "project_digest", lambda: "a different project")
     assert not build_x86(f).from_cache
 
 
