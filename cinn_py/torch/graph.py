@@ -1,7 +1,7 @@
 """One FX graph of ATen ops (a partition of AOT autograd's forward or backward) as a compiled Program.
 
 `unsupported_reason(node)` is the partitioner's test: a node converts when its op has a converter
-(cinn_py/torch/aten.py) that accepts this call, every tensor it reads or produces has a dtype
+(cinn_py/torch/converters/) that accepts this call, every tensor it reads or produces has a dtype
 NetBuilder takes and sizes that are ints or symbolic dims cinn-py expresses (sums, products and
 powers of torch's symbols, exact floor divisions), and a symbolic scalar operand only where the
 op takes it as a 0-d input (`SCALAR_OPERAND_OPS`). `CompiledGraph.build(graph_module,
@@ -28,7 +28,7 @@ from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
 from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable
 from cinn_py.pipeline import compile_program
-from cinn_py.torch.aten import CONVERTERS, Emitter
+from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
 from cinn_py.torch.symbolic import (
     CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors, is_symbolic,

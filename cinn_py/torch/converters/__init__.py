@@ -1,0 +1,24 @@
+"""ATen ops to NetBuilder ops: the converters of the `torch.compile` backend.
+
+Each converter takes the `Emitter` (the NetBuilder and the FX node's output types), the node's
+arguments with FX nodes replaced by their `Variable`s, and returns the node's value: a Variable,
+or a tuple for multi-output ops (`native_layer_norm`: out, mean, rstd). Converters are keyed by the
+overload's name (`aten.add.Tensor`), as AOT autograd's graphs call them. An optional `check` per op
+says why a particular call cannot be converted (an attribute outside what the converter handles):
+such a node stays in eager PyTorch and is reported with the reason.
+
+Shape-changing view ops (`view`, `expand`, `squeeze`, ...) take the target shape from the node's
+fake-tensor metadata (`node.meta["val"]`), so `-1` and size inference are torch's own.
+
+One module per op family registers its converters in `CONVERTERS` when imported: `views`,
+`indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`. A new family is a new module
+imported below.
+"""
+
+from __future__ import annotations
+
+from cinn_py.torch.converters import conv, creation, elementwise, indexing, matmul, reductions, views
+from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
+
+__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "conv", "creation", "elementwise", "indexing", "matmul",
+           "reductions", "views"]

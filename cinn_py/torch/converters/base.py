@@ -1,0 +1,98 @@
+"""The converters' registry and what every converter shares: `Emitter`, `Rule`, `converts`, axis helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cinn_py.frontend.net_builder import NetBuilder
+from cinn_py.frontend.ops.base import Dim
+from cinn_py.frontend.ops.shapes import shapes_equal
+from cinn_py.frontend.program import Variable
+
+Value = Any  # Variable | tuple[Variable | None, ...] | None
+Converter = Callable[..., Value]
+Check = Callable[..., "str | None"]
+
+
+@dataclass(frozen=True)
+class Emitter:
+    """What a converter needs besides its arguments: the builder and the node's output shape/dtype."""
+
+    nb: NetBuilder
+    shape: tuple[Dim, ...]
+    """Ints and, for symbolic sizes, cinn-py symbolic dims (cinn_py/torch/symbolic.py)."""
+    dtype: str
+
+    def to_shape(self, x: Variable, shape: Sequence[Dim] | None = None) -> Variable:
+        """`x` reshaped to `shape` (the node's by default); the same Variable when it already has it."""
+        target = list(self.shape if shape is None else shape)
+        return x if shapes_equal(x.shape, target) else self.nb.reshape(x, target)
+
+    def broadcast(self, x: Any, shape: Sequence[Dim] | None = None) -> Variable:
+        """`x` (a Variable or a Python number) broadcast numpy-style to `shape` (the node's by default)."""
+        target = list(self.shape if shape is None else shape)
+        if not isinstance(x, Variable):
+            return self.nb.fill_constant(target, x, dtype=self.dtype)
+        if shapes_equal(x.shape, target):
+            return x
+        lead = len(target) - x.ndim
+        return self.nb.broadcast_to(x, target, list(range(lead, len(target))))
+
+
+@dataclass(frozen=True)
+class Rule:
+    convert: Converter
+    check: Check | None = None
+
+
+CONVERTERS: dict[str, Rule] = {}
+
+
+def converts(*names: str, check: Check | None = None) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            CONVERTERS[name] = Rule(fn, check)
+        return fn
+    return register
+
+
+def axes_of(dims: Any, ndim: int) -> list[int]:
+    """Non-negative axes of a dim or dim list (empty or None: every axis, as aten's reductions)."""
+    if dims is None:
+        return list(range(ndim))
+    items = [dims] if isinstance(dims, int) else list(dims)
+    if not items:
+        return list(range(ndim))
+    return sorted(d % ndim if ndim else 0 for d in items)
+
+
+def static_axis(x: Any, dim: int, op: str) -> str | None:
+    """Converters that compute with the size of axis `dim` need it static (a symbolic size there
+    keeps the op in eager PyTorch)."""
+    fake = getattr(x, "meta", {}).get("val")
+    if fake is None or not fake.dim():
+        return None
+    size = fake.shape[dim % fake.dim()]
+    return None if isinstance(size, int) else f"{op} along symbolic dim {size}"
+
+
+def static_dim(d: Any) -> int:
+    """A dim the op's check made sure is static (`static_axis`)."""
+    if not isinstance(d, int):
+        raise TypeError(f"expected a static dim, got symbolic {d}")
+    return d
+
+
+def no_dtype(*args: Any, dtype: Any = None, **_: Any) -> str | None:
+    return None if dtype is None else f"reduction with dtype={dtype}"
+
+def scaled(e: Emitter, y: Any, alpha: Any) -> Any:
+    if alpha == 1:
+        return y
+    return y * alpha if not isinstance(y, Variable) else e.nb.scale(y, float(alpha))
+
+
+def is_strided_layout(layout: Any) -> bool:
+    return layout is None or str(layout) == "torch.strided"

@@ -1,0 +1,92 @@
+"""Reductions and normalisations: sum/mean/amax..., softmax and log_softmax (and backward), layer norm."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cinn_py.frontend.program import Variable
+from cinn_py.torch.converters.base import (
+    Converter,
+    Emitter,
+    Value,
+    axes_of,
+    converts,
+    no_dtype,
+)
+
+
+def _reduce(method: str) -> Converter:
+    def convert(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **_: Any) -> Value:
+        if str(x.dtype) != e.dtype:  # torch sums bool and small ints in int64
+            x = e.nb.cast(x, e.dtype)
+        return getattr(e.nb, method)(x, axes_of(dims, x.ndim), keep_dim=keepdim)
+    return convert
+
+
+converts("aten.sum.dim_IntList", "aten.sum.default", check=no_dtype)(_reduce("reduce_sum"))
+converts("aten.mean.dim", "aten.mean.default", check=no_dtype)(_reduce("reduce_mean"))
+converts("aten.amax.default")(_reduce("reduce_max"))
+converts("aten.amin.default")(_reduce("reduce_min"))
+
+
+def _no_half_to_float(x: Any, dim: int, half_to_float: bool) -> str | None:
+    return "softmax half_to_float=True" if half_to_float else None
+
+
+@converts("aten._softmax.default", check=_no_half_to_float)
+def _softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
+    return e.nb.softmax(x, [dim % x.ndim])
+
+
+@converts("aten._log_softmax.default", check=_no_half_to_float)
+def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
+    nb, axis = e.nb, [dim % x.ndim]
+    shifted = nb.subtract(x, nb.reduce_max(x, axis, keep_dim=True))
+    return nb.subtract(shifted, nb.log(nb.reduce_sum(nb.exp(shifted), axis, keep_dim=True)))
+
+
+@converts("aten._log_softmax_backward_data.default")
+def _log_softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
+    nb = e.nb
+    return nb.subtract(g, nb.multiply(nb.exp(y), nb.reduce_sum(g, [dim % y.ndim], keep_dim=True)))
+
+
+@converts("aten._softmax_backward_data.default")
+def _softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
+    nb = e.nb
+    dot = nb.reduce_sum(nb.multiply(g, y), [dim % y.ndim], keep_dim=True)
+    return nb.multiply(y, nb.subtract(g, dot))
+
+
+@converts("aten.native_layer_norm.default")
+def _layer_norm(e: Emitter, x: Variable, normalized_shape: Sequence[int], w: Variable | None,
+                b: Variable | None, eps: float) -> Value:
+    nb = e.nb
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = nb.reduce_mean(x, axes, keep_dim=True)
+    centred = nb.subtract(x, mean)
+    rstd = nb.rsqrt(nb.scale(nb.reduce_mean(nb.multiply(centred, centred), axes, keep_dim=True), 1.0, eps))
+    y = nb.multiply(centred, rstd)
+    y = y if w is None else nb.multiply(y, w)
+    return (y if b is None else nb.add(y, b)), mean, rstd
+
+
+@converts("aten.native_layer_norm_backward.default")
+def _layer_norm_backward(e: Emitter, g: Variable, x: Variable, normalized_shape: Sequence[int],
+                         mean: Variable, rstd: Variable, w: Variable | None, b: Variable | None,
+                         mask: Sequence[bool]) -> Value:
+    nb = e.nb
+    axes = list(range(x.ndim - len(normalized_shape), x.ndim))
+    lead = list(range(x.ndim - len(normalized_shape)))
+    xhat = nb.multiply(nb.subtract(x, mean), rstd)
+    gw = g if w is None else nb.multiply(g, w)
+    # dx = rstd (gw - mean(gw) - xhat mean(gw xhat)) over the normalised axes
+    inner = nb.subtract(nb.subtract(gw, nb.reduce_mean(gw, axes, keep_dim=True)),
+                        nb.multiply(xhat, nb.reduce_mean(nb.multiply(gw, xhat), axes, keep_dim=True)))
+    dx = nb.multiply(rstd, inner) if mask[0] else None
+    dw = nb.reduce_sum(nb.multiply(g, xhat), lead) if mask[1] and w is not None else None
+    db = nb.reduce_sum(g, lead) if mask[2] and b is not None else None
+    return dx, dw, db
+
+
