@@ -60,3 +60,7 @@ class OutOfBoundsAccessError(CinnError, IndexError):
 
 class CompileError(CinnError):
     """Code generation or the backend compiler (LLVM, NVRTC) failed."""
+
+
+class TuningDatabaseError(CinnError, ValueError):
+    """A tuning database record holds a value the tactics cannot use (wrong type or range)."""

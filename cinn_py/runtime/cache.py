@@ -198,12 +198,12 @@ class CompileCache:
         directory = root / self.namespace
         try:
             if create:
-                _make_private_dir(root)
-                _make_private_dir(directory)
+                make_private_dir(root)
+                make_private_dir(directory)
             elif not directory.is_dir():
                 return None
             for path in (root, directory):
-                _check_private_dir(path)
+                check_private_dir(path)
             return directory, _secret(root)
         except UntrustedCacheError as exc:
             self._warn_once(("untrusted", str(root)), f"cinn-py {self.namespace} cache: not using {root}: {exc}; "
@@ -278,7 +278,7 @@ class UntrustedCacheError(Exception):
     turns it into a warning and runs from memory)."""
 
 
-def _make_private_dir(path: Path) -> None:
+def make_private_dir(path: Path) -> None:
     """Create `path` (and parents) if missing; the folder itself gets mode 0700."""
     if not path.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +288,9 @@ def _make_private_dir(path: Path) -> None:
             pass  # a concurrent process made it (or a file is there: the checks below report it)
 
 
-def _check_private_dir(path: Path) -> None:
+def check_private_dir(path: Path) -> None:
+    """Raise UntrustedCacheError unless `path` is a directory owned by this user that nobody else
+    may write (the rule for every folder cinn-py reads trusted data from)."""
     try:
         st = os.stat(path)
     except OSError as exc:

@@ -8,6 +8,12 @@ Where: `$CINN_PY_TUNING_DB` (a file path; `off` disables the database), else
 `<cache dir>/tuning_db.json` next to the kernel cache (`$CINN_PY_CACHE_DIR`, default
 `~/.cache/cinn-py`); no file when the disk cache is disabled.
 
+Trust (the kernel cache's rule): the file is read only when its folder is owned by this user and
+writable by nobody else and the file is this user's and not group/world-writable (else one
+RuntimeWarning, and the defaults); `save` refuses such a folder. Every record is validated when
+read (`tuning_schema`): a value of the wrong type or range raises `TuningDatabaseError` naming the
+file, the key, the field and the value.
+
 Format (JSON, versioned; a file of another version or that does not parse is ignored with one
 warning and replaced on the next write):
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import tempfile
 import time
 import warnings
@@ -37,11 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from cinn_py.ir import Expr, LoweredFunc
-from cinn_py.runtime.cache import cache_dir
+from cinn_py.diagnostics import TuningDatabaseError
+from cinn_py.runtime.cache import UntrustedCacheError, cache_dir, check_private_dir, make_private_dir
 from schedules.analysis.regions import const_value
 from schedules.tactics.config import next_pow2
 from schedules.tactics.group import analyze_group
 from schedules.tactics.matmul import MatmulInfo, MatmulParams
+from schedules.tactics.tuning_schema import GROUP_PARAMS, check_record
 
 __all__ = [
     "DB_VERSION", "TuningDB", "TuningRecord", "db_path", "group_key", "host_cpu", "lookup_group",
@@ -140,6 +149,7 @@ class TuningDB:
         """Merge with what is on disk now (the faster record per key wins) and replace the file."""
         if self.path is None:
             raise ValueError("tuning database: no file to save to (CINN_PY_TUNING_DB=off or no cache dir)")
+        _check_writable_folder(self.path)
         merged = TuningDB(self.path, _read(self.path))
         for key, rec in self.records.items():
             merged.put(key, rec)
@@ -150,9 +160,15 @@ class TuningDB:
 
 
 def _read(path: Path) -> dict[str, TuningRecord]:
+    """The records of `path` ({} when missing, untrusted, of another version or not JSON, each
+    after one warning); TuningDatabaseError when a record holds an unusable value."""
     try:
+        _check_trusted(path)
         text = path.read_text()
     except FileNotFoundError:
+        return {}
+    except UntrustedCacheError as err:
+        _warn_once(f"tuning database {path}: not used ({err}); using default parameters")
         return {}
     except OSError as err:
         warnings.warn(f"tuning database {path}: cannot read it ({err}); using default parameters", stacklevel=3)
@@ -162,14 +178,49 @@ def _read(path: Path) -> dict[str, TuningRecord]:
         if not isinstance(data, dict) or data.get("version") != DB_VERSION:
             raise ValueError(f"version {data.get('version') if isinstance(data, dict) else None!r}, "
                              f"expected {DB_VERSION}")
-        return {k: TuningRecord.from_json(v) for k, v in data["records"].items()}
+        records = data["records"]
+        if not isinstance(records, dict):
+            raise ValueError(f"'records' is a {type(records).__name__}, expected an object")
     except (ValueError, KeyError, TypeError) as err:
         warnings.warn(f"tuning database {path}: ignored ({err}); it is rewritten by the next tune", stacklevel=3)
         return {}
+    for key, record in records.items():
+        check_record(path, key, record)
+    return {k: TuningRecord.from_json(v) for k, v in records.items()}
+
+
+def _check_trusted(path: Path) -> None:
+    """The kernel cache's rule (`cinn_py.runtime.cache`): the database steers code generation,
+    so it is read only from a folder owned by this user that nobody else may write, and only
+    when the file itself is this user's and not writable by others."""
+    check_private_dir(path.parent)
+    st = os.stat(path)
+    if st.st_uid != os.geteuid():
+        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise UntrustedCacheError(f"{path} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):04o})")
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def _check_writable_folder(path: Path) -> None:
+    """Create the folder (0700) if missing; refuse one the database would not be read from."""
+    try:
+        make_private_dir(path.parent)
+        check_private_dir(path.parent)
+    except UntrustedCacheError as err:
+        raise TuningDatabaseError(f"tuning database {path}: refusing to write it ({err}); the database would not "
+                                  f"be read from there (choose another CINN_PY_TUNING_DB)") from None
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -182,20 +233,21 @@ def _write_atomic(path: Path, data: dict[str, Any]) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_db(path: str, mtime_ns: int) -> TuningDB:
+def _cached_db(path: str, stamp: tuple[int, ...]) -> TuningDB:
     return TuningDB.load(Path(path))
 
 
 def current_db() -> TuningDB | None:
-    """The database `auto_schedule` reads (re-read when the file changes), or None."""
+    """The database `auto_schedule` reads (re-read when the file, its mode or its folder's mode
+    changes), or None."""
     path = db_path()
     if path is None:
         return None
     try:
-        mtime = path.stat().st_mtime_ns
+        st, folder = path.stat(), path.parent.stat()
     except OSError:
         return None
-    return _cached_db(str(path), mtime)
+    return _cached_db(str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, folder.st_mode, folder.st_uid))
 
 
 def lookup_matmul(info: MatmulInfo, target: str = "x86") -> MatmulParams | None:
@@ -210,9 +262,10 @@ def lookup_matmul(info: MatmulInfo, target: str = "x86") -> MatmulParams | None:
 
 
 def lookup_group(func: LoweredFunc, target: str = "x86") -> dict[str, Any] | None:
+    """The `ScheduleConfig` knobs the database holds for this group (validated when read)."""
     db = current_db()
     rec = db.get(group_key(func, target)) if db is not None else None
-    return None if rec is None else rec.params
+    return None if rec is None else {k: v for k, v in rec.params.items() if k in GROUP_PARAMS}
 
 
 def now() -> str:
