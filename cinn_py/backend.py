@@ -3,7 +3,7 @@
 A backend turns a scheduled, target-lowered `LoweredFunc` into code (`generate`) and code into a
 callable kernel (`load`); `build` does both (a backend may cache there). The table names each
 backend by a lazy `"module:attribute"` reference, so `import cinn_py` never imports `codegen`
-(the import rule of DESIGN.md §2): only a call that needs a backend loads it.
+(the import rule of docs/design.md §2): only a call that needs a backend loads it.
 
     >>> from cinn_py.backend import BACKENDS, get_backend
     >>> sorted(BACKENDS)

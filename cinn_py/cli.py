@@ -284,6 +284,12 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_fuzz(ns: argparse.Namespace) -> int:
+    from cinn_py.tools.fuzz import main as fuzz_main
+
+    return fuzz_main(list(ns.passthrough))
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
     from cinn_py.tools.demo import run_demo
 
@@ -351,6 +357,11 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(handler=cmd_tune)
 
+    # The fuzzer keeps one parser of its own (python -m cinn_py.tools.fuzz): its options pass through.
+    fuzz = sub.add_parser("fuzz", help="random programs and schedules vs the numpy oracle (all options: "
+                                       "cinn-py fuzz -h)", add_help=False)
+    fuzz.set_defaults(handler=cmd_fuzz)
+
     demo = sub.add_parser("demo", help="the seed example: lower, schedule, CUDA C, x86 run vs numpy")
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(handler=cmd_demo)
@@ -359,7 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    ns = parser.parse_args(argv)
+    ns, passthrough = parser.parse_known_args(argv)
+    if passthrough and ns.command != "fuzz":
+        parser.error(f"unrecognized arguments: {' '.join(passthrough)}")
+    ns.passthrough = passthrough
     handler: Callable[[argparse.Namespace], int] = ns.handler
     try:
         return handler(ns)

@@ -1,4 +1,4 @@
-"""The import rule of DESIGN.md §2, enforced.
+"""The import rule of docs/design.md §2, enforced.
 
 - `cinn_py` (the core) imports nothing from `schedules` or `codegen`, except the entry points
   that tie them together lazily (`cinn_py/driver.py`, `cinn_py/pipeline.py`, `cinn_py/cli.py`, `cinn_py/__main__.py`)
@@ -51,7 +51,7 @@ def test_import_rule(package: str, path: Path) -> None:
     if rel in ENTRY_POINTS or rel.startswith(TOOLS):
         return
     bad = _imported_packages(path) & FORBIDDEN[package]
-    assert not bad, f"{rel} imports {sorted(bad)}: the import rule (DESIGN.md §2) forbids it"
+    assert not bad, f"{rel} imports {sorted(bad)}: the import rule (docs/design.md §2) forbids it"
 
 
 @pytest.mark.parametrize(("package", "path"), _modules(), ids=lambda v: str(v))

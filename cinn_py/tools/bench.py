@@ -393,7 +393,9 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
         row.update(bw)
         row.update(load)
         row["pct_bw"] = 100.0 * row["gbs"] / row["local_bandwidth_gbs"]
-        row["targets"] = _targets(workload, row)
+        # The targets are about full-size workloads (bandwidth, BLAS, numpy speed-ups): at tiny
+        # sizes a launch costs more than the work, so a target there would only print noise.
+        row["targets"] = {} if tiny else _targets(workload, row)
     return results
 
 

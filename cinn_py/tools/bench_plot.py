@@ -62,7 +62,8 @@ def plot_results(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_ylabel("speed-up over numpy (log)")
     threads = results[0].get("threads")
-    ax.set_title(f"cinn-py x86 kernels, {threads} thread(s); auto bars labelled with auto x hand")
+    # Two short lines: one long line was cut off at the figure's edge.
+    ax.set_title(f"cinn-py x86 kernels, {threads} thread(s)\nauto bars labelled with auto x hand", fontsize=10)
     ax.legend()
     fig.tight_layout()
     out = Path(path)

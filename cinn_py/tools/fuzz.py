@@ -646,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     from cinn_py.tools.fuzzing.worker import Summary, run_in_process, run_with_workers  # noqa: PLC0415
 
     start = time.monotonic()
-    summary = Summary()
+    summary = Summary(expected=ns.examples)
     indices = range(ns.start, ns.start + ns.examples)
     if ns.in_process:
         run_in_process(ns.seed, indices, opts, check_case, summary)

@@ -190,3 +190,16 @@ def test_dump_ir_build_function_must_return_a_program(tmp_path: Path, capsys: py
     script.write_text("def build():\n    return 3\n")
     code, _, err = _run(capsys, "dump-ir", str(script))
     assert code == 1 and "`build()` must be a NetBuilder Program" in err and "got a int" in err
+
+
+def test_fuzz_subcommand_passes_its_options_to_the_fuzzer(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "fuzz", "--examples", "2", "--seed", "5", "--in-process", "--auto", "--auto-only")
+    assert code == 0, out + err
+    assert "fuzz: 2 cases" in out
+    assert "[fuzz] 2/2 cases" in err  # the progress line
+
+
+def test_options_of_other_commands_are_still_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--bogus"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -31,10 +31,11 @@ def test_readme_commands_are_exact_and_ci_runs_the_test_command() -> None:
 def test_readme_python_examples_run() -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks, "README.md has no ```python example"
-    namespace: dict[str, object] = {"__name__": "__readme__"}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for k, block in enumerate(blocks):
+            # Each block in a namespace of its own: a reader pastes one block, not the page.
+            namespace: dict[str, object] = {"__name__": "__readme__"}
             exec(compile(block, f"README.md python block {k}", "exec"), namespace)  # noqa: S102
     printed = out.getvalue()
     assert "function rms_norm (_X, _Y, S)" in printed  # the lowered AST

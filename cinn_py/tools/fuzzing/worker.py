@@ -40,6 +40,10 @@ class Summary:
     rejections: collections.Counter[str] = field(default_factory=collections.Counter)
     steps: collections.Counter[str] = field(default_factory=collections.Counter)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    expected: int = 0
+    """Cases the run will check (0: unknown): progress lines say how far along it is."""
+    started: float = field(default_factory=time.monotonic)
+    last_progress: float = field(default_factory=time.monotonic)
 
     def add(self, result: dict[str, Any], echo: bool = True) -> None:
         self.total += 1
@@ -52,8 +56,23 @@ class Summary:
             self.failures.append(result)
             if echo:
                 print(result.get("reproducer") or json.dumps(result, indent=1), flush=True)
-        if echo and self.total % 100 == 0:
-            print(f"[fuzz] {self.total} cases: {dict(self.status)}", flush=True)
+        if echo:
+            self._progress()
+
+    def _progress(self) -> None:
+        """A line on stderr every 5 s (and at the end): a campaign of thousands of cases runs for
+        minutes, and a user should see that it moves, its outcomes so far and the time left."""
+        now = time.monotonic()
+        if now - self.last_progress < 5.0 and self.total != self.expected:
+            return
+        self.last_progress = now
+        elapsed = now - self.started
+        done = f"{self.total}/{self.expected}" if self.expected else str(self.total)
+        left = ""
+        if self.expected > self.total:
+            left = f", ~{elapsed / self.total * (self.expected - self.total):.0f} s left"
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.status.items()))
+        print(f"[fuzz] {done} cases ({elapsed:.0f} s{left}): {outcomes}", file=sys.stderr, flush=True)
 
     def format(self, seconds: float) -> str:
         lines = [f"fuzz: {self.total} cases in {seconds:.1f}s: " +
