@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from cinn_py.backend import GeneratedCode, get_backend
+from cinn_py.frontend.conv_gemm import conv_to_gemm
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
@@ -254,8 +255,9 @@ def build(func: LoweredFunc, target: TargetLike = "x86", fast_math: bool = False
 
 
 # -- the program steps -------------------------------------------------------------------------------
-def trace_program(program: Program, until: str = "lower") -> Iterator[StepOutput]:
-    """`decompose` .. `lower` (one output per group's LoweredFunc), stopping after `until`."""
+def trace_program(program: Program, until: str = "lower", target: Target | None = None) -> Iterator[StepOutput]:
+    """`decompose` .. `lower` (one output per group's LoweredFunc), stopping after `until`. With a
+    CPU `target`, `optimize` ends with the CPU's graph rewrites (`conv_to_gemm`)."""
     if not isinstance(program, Program):
         raise TypeError(f"expected a Program (NetBuilder.build()), got {type(program).__name__}")
     check_step(until)
@@ -266,6 +268,8 @@ def trace_program(program: Program, until: str = "lower") -> Iterator[StepOutput
         return
     for graph_pass in graph_passes:
         current = graph_pass(current)
+    if target is not None and not target.is_gpu:
+        current = conv_to_gemm(current)
     yield StepOutput("optimize", program.name, current)
     if not _through(until, "fuse"):
         return
@@ -285,7 +289,8 @@ def trace(source: Program | Sequence[LoweredFunc], target: TargetLike = "x86", s
     check_step(until)
     if isinstance(source, Program):
         funcs: list[LoweredFunc] = []
-        for output in trace_program(source, until=until if until in PROGRAM_STEPS else "lower"):
+        tgt = Target.parse(target)
+        for output in trace_program(source, until=until if until in PROGRAM_STEPS else "lower", target=tgt):
             funcs += [output.value] if output.step == "lower" else []
             yield output
     else:

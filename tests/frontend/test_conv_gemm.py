@@ -1,0 +1,151 @@
+"""conv2d as im2col + matmul on x86 (cinn_py/frontend/conv_gemm.py, ops/nn_gemm.py): the rewrite
+takes NCHW convolutions with a real matmul in them and leaves depthwise, NHWC and symbolic ones to
+the direct kernel; compiled with schedule="auto" (and None) the results match numpy and torch for
+random strides, paddings, dilations, groups, batches and epilogues (bias, residual, relu)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cinn_py.frontend import NetBuilder
+from cinn_py.frontend.conv_gemm import COLUMN_MULTIPLE, conv_to_gemm
+from cinn_py.pipeline import compile_program
+
+
+def _program(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], epilogue: str = "relu", **conv: Any) -> Any:
+    nb = NetBuilder("conv_gemm")
+    x = nb.create_input("float32", list(x_shape), "X")
+    w = nb.create_input("float32", list(w_shape), "W")
+    y = nb.conv2d(x, w, **conv)
+    if epilogue in ("bias", "residual"):
+        o = w_shape[0]
+        bias = nb.create_input("float32", [1, o, 1, 1], "B")
+        y = nb.add(y, nb.broadcast_to(bias, list(y.shape)))
+    if epilogue == "residual":
+        y = nb.add(y, nb.create_input("float32", list(y.shape), "R"))
+    if epilogue != "none":
+        y = nb.relu(y)
+    return nb.build([y])
+
+
+def _run(program: Any, schedule: str | None = "auto", batch: int = 2) -> tuple[Any, Any]:
+    rng = np.random.default_rng(0)
+    arrays = [rng.uniform(-1, 1, [batch if not isinstance(d, int) else d for d in v.shape]).astype(np.float32)
+              for v in program.inputs]
+    compiled = compile_program(program, "x86", schedule=schedule)
+    got = compiled(*arrays)
+    np.testing.assert_allclose(got, program.run_numpy(*arrays), rtol=1e-4, atol=1e-4)
+    return compiled, arrays
+
+
+def _types(compiled: Any) -> list[str]:
+    return [o.type for g in compiled.groups for o in g.ops]
+
+
+@pytest.mark.parametrize("schedule", ["auto", None])
+@pytest.mark.parametrize("epilogue", ["relu", "bias", "residual", "none"])
+def test_rewritten_conv_matches_numpy(epilogue: str, schedule: str | None) -> None:
+    program = _program((2, 6, 9, 7), (16, 6, 3, 3), epilogue, strides=[1, 1], paddings=[1, 1])
+    compiled, _ = _run(program, schedule)
+    types = _types(compiled)
+    assert "im2col" in types and "matmul" in types and "conv2d" not in types, types
+
+
+def test_the_epilogue_fuses_with_the_output_reshape() -> None:
+    compiled, _ = _run(_program((2, 6, 9, 7), (16, 6, 3, 3), "residual", paddings=[1, 1]))
+    last = [o.type for o in compiled.groups[-1].ops]
+    assert last[-1] == "relu" and "transpose" in last and "add" in last, last
+
+
+CASES = [  # x shape, w shape, conv attributes
+    ((1, 8, 7, 7), (16, 8, 3, 3), {"paddings": [1, 1]}),
+    ((3, 4, 11, 6), (8, 4, 3, 2), {"strides": [2, 1], "paddings": [1, 0, 2, 1]}),
+    ((2, 8, 10, 10), (16, 4, 3, 3), {"groups": 2, "dilations": [2, 1], "paddings": [2, 1]}),
+    ((2, 16, 9, 9), (32, 16, 1, 1), {"strides": [2, 2]}),
+    ((1, 5, 12, 13), (9, 5, 5, 4), {"strides": [3, 2], "dilations": [1, 2], "padding_algorithm": "SAME"}),
+    ((2, 12, 6, 6), (24, 4, 3, 3), {"groups": 3, "padding_algorithm": "VALID"}),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CASES)
+def test_geometry_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
+    torch = pytest.importorskip("torch")
+    program = _program(x_shape, w_shape, "none", **attrs)
+    compiled, (x, w) = _run(program)
+    assert "matmul" in _types(compiled)
+    if "padding_algorithm" in attrs:
+        return  # SAME/VALID: numpy's reference is the check (torch pads SAME symmetrically)
+    pads = attrs.get("paddings", [0, 0])
+    xt = torch.from_numpy(x)
+    if len(pads) == 4:
+        xt = torch.nn.functional.pad(xt, (pads[2], pads[3], pads[0], pads[1]))
+        pads = [0, 0]
+    ref = torch.nn.functional.conv2d(xt, torch.from_numpy(w), stride=attrs.get("strides", 1), padding=pads,
+                                     dilation=attrs.get("dilations", 1), groups=attrs.get("groups", 1))
+    np.testing.assert_allclose(compiled(x, w), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_geometry(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    groups = int(rng.choice([1, 1, 2]))
+    cin, kh, kw = groups * int(rng.integers(2, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    cout = groups * int(rng.integers(8, 12))
+    h, w = int(rng.integers(kh + 2, 12)), int(rng.integers(kw + 2, 12))
+    attrs = {"strides": [int(rng.integers(1, 3)), int(rng.integers(1, 3))],
+             "paddings": [int(v) for v in rng.integers(0, 3, 4)],
+             "dilations": [int(rng.integers(1, 3)), 1], "groups": groups}
+    program = _program((int(rng.integers(1, 4)), cin, h, w), (cout, cin // groups, kh, kw), "relu", **attrs)
+    _run(program)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs, why", [
+    ((1, 8, 6, 6), (8, 1, 3, 3), {"groups": 8}, "depthwise"),
+    ((1, 6, 6, 8), (16, 8, 3, 3), {"data_format": "NHWC"}, "NHWC"),
+    (("N", 8, 6, 6), (16, 8, 3, 3), {}, "symbolic batch"),
+    ((1, 2, 6, 6), (16, 2, 2, 2), {}, "8 products per output"),
+    ((1, 8, 6, 6), (4, 8, 3, 3), {}, "4 output channels"),
+])
+def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], attrs: dict[str, Any],
+                                         why: str) -> None:
+    program = _program(x_shape, w_shape, "relu", **attrs)
+    assert [o.type for o in conv_to_gemm(program).ops].count("conv2d") == 1, why
+    compiled, _ = _run(program)
+    assert "conv2d" in _types(compiled), why
+
+
+def test_columns_are_padded_to_whole_vectors() -> None:
+    program = conv_to_gemm(_program((1, 8, 7, 7), (16, 8, 3, 3), paddings=[1, 1]))
+    (col,) = [o for o in program.ops if o.type == "im2col"]
+    assert col.output.shape == (72, 64) and 64 % COLUMN_MULTIPLE == 0
+    assert "slice" in [o.type for o in program.ops]
+
+
+def test_gpu_targets_keep_the_direct_conv() -> None:
+    from cinn_py.pipeline import trace_program
+    from cinn_py.target import Target
+
+    program = _program((1, 8, 6, 6), (16, 8, 3, 3))
+    (cuda,) = [o.value for o in trace_program(program, until="optimize", target=Target.parse("cuda"))
+               if o.step == "optimize"]
+    (x86,) = [o.value for o in trace_program(program, until="optimize", target=Target.parse("x86"))
+              if o.step == "optimize"]
+    assert "conv2d" in [o.type for o in cuda.ops] and "im2col" in [o.type for o in x86.ops]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_accumulates_in_float32(dtype: str) -> None:
+    nb = NetBuilder("conv_half")
+    x = nb.create_input(dtype, [1, 16, 6, 6], "X")
+    w = nb.create_input(dtype, [16, 16, 3, 3], "W")
+    program = nb.build([nb.relu(nb.conv2d(x, w, paddings=[1, 1]))])
+    rng = np.random.default_rng(0)
+    arrays = [rng.uniform(-1, 1, v.shape).astype(v.dtype.to_numpy()) for v in program.inputs]
+    compiled = compile_program(program, "x86", schedule="auto")
+    got = np.asarray(compiled(*arrays), np.float32)
+    ref = np.asarray(program.run_numpy(*arrays), np.float32)
+    np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
+    assert "matmul" in _types(compiled)
