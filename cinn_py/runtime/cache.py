@@ -25,6 +25,11 @@ its directory is:
   without the secret, corrupted) or that records another key (copied from another kernel's
   file) is deleted and reported as a miss, so the caller recompiles.
 
+Special files (`cinn_py.runtime.files`): an entry that is a FIFO, device, socket, symbolic link or
+directory is never read (no blocking open, no endless read; entries over 256 MiB are refused);
+it is a miss for that key only, with one warning, and is replaced by the next store (a directory
+is left alone: that key is not cached on disk).
+
 Writes are atomic (temporary file in the same directory + `os.replace`), so concurrent writers
 from several processes never leave a torn file. A directory that cannot be written makes the
 cache fall back to memory only, with one `RuntimeWarning`.
@@ -49,12 +54,16 @@ from pathlib import Path
 from typing import Any
 
 from cinn_py.ir import LoweredFunc
+from cinn_py.runtime.files import SpecialFileError, read_regular_file
 
 MAGIC = b"CINNPY-CACHE-2\n"
 SECRET_NAME = ".hmac-secret"
 _DIGEST = 32
 _SECRET_BYTES = 32
 _MEMORY_ENTRIES = 512
+MAX_ENTRY_BYTES = 256 << 20
+"""The largest disk entry (or source file) read: object code and IR text of one kernel are far
+smaller; a symbolic link to /dev/zero or a huge planted file is refused, not read into memory."""
 
 _cache_dir_override: Path | None = None
 
@@ -114,8 +123,8 @@ def source_digest(package_dir: str | os.PathLike[str]) -> str:
     files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts)
     for path in files:
         try:
-            data = path.read_bytes()
-        except OSError:  # vanished or unreadable: its absence is part of the digest
+            data, _ = read_regular_file(path, MAX_ENTRY_BYTES)
+        except OSError:  # vanished, unreadable or not a file (a FIFO named x.py): its absence is hashed
             continue
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(data + b"\0")
@@ -219,7 +228,10 @@ class CompileCache:
         directory, secret = trusted
         path = directory / f"{key}.bin"
         try:
-            data = path.read_bytes()
+            data, _ = read_regular_file(path, MAX_ENTRY_BYTES)
+        except SpecialFileError as exc:
+            self._skip_special(path, exc)
+            return None
         except OSError:
             return None
         entry = _decode(data, secret, self.namespace, key)
@@ -240,10 +252,14 @@ class CompileCache:
                 return False
             directory, secret = trusted
             data = _encode(header, blob, secret, self.namespace, key)
+            target = directory / f"{key}.bin"
+            if target.is_dir() and not target.is_symlink():  # os.replace cannot replace it
+                self._skip_special(target, SpecialFileError(f"{target} is a directory, not a regular file"))
+                return False
             fd, tmp_name = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=directory)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.replace(tmp_name, directory / f"{key}.bin")
+            os.replace(tmp_name, target)  # also replaces a FIFO, device node or link planted there
             return True
         except OSError as exc:
             if tmp_name is not None:
@@ -253,6 +269,15 @@ class CompileCache:
                           f"({exc.strerror or exc}); compiled kernels are cached in memory only",
                           RuntimeWarning, stacklevel=3)
             return False
+
+    def _skip_special(self, path: Path, exc: SpecialFileError) -> None:
+        """Something other than an entry file is where an entry belongs: this entry is skipped
+        (a FIFO or device is never opened for a blocking read; a directory is left alone and only
+        its key is not cached on disk), the rest of the disk cache keeps working."""
+        self._warn_once(("special", str(path)), f"cinn-py {self.namespace} cache: ignoring {path.name}: {exc}; "
+                        f"this kernel is recompiled")
+        if not path.is_dir() or path.is_symlink():
+            _silent_unlink(path)  # a FIFO, device node or link: ours to remove, the next store writes a file
 
     def discard(self, key: str) -> None:
         """Delete the disk entry of `key` (e.g. its content did not load); warns once."""
@@ -308,17 +333,14 @@ def _secret(root: Path) -> bytes:
     """The per-user HMAC secret of `root` (created on first use)."""
     path = root / SECRET_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        data, st = read_regular_file(path, _SECRET_BYTES + 1)  # no link, FIFO, device or directory
     except FileNotFoundError:
         return _create_secret(root)
     except OSError as exc:
         raise UntrustedCacheError(f"{path} cannot be read ({exc.strerror or exc})") from exc
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            raise UntrustedCacheError(f"{path} must be a regular file owned by this user with mode 0600 "
-                                      f"(found uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})")
-        data = fh.read(_SECRET_BYTES + 1)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise UntrustedCacheError(f"{path} must be a regular file owned by this user with mode 0600 "
+                                  f"(found uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o})")
     if len(data) != _SECRET_BYTES:
         raise UntrustedCacheError(f"{path} holds {len(data)} bytes, expected {_SECRET_BYTES}")
     return data

@@ -10,7 +10,9 @@ Where: `$CINN_PY_TUNING_DB` (a file path; `off` disables the database), else
 
 Trust (the kernel cache's rule): the file is read only when its folder is owned by this user and
 writable by nobody else and the file is this user's and not group/world-writable (else one
-RuntimeWarning, and the defaults); `save` refuses such a folder. Every record is validated when
+RuntimeWarning, and the defaults); `save` refuses such a folder. A FIFO, device or directory as
+the file is never opened for a blocking read (`cinn_py.runtime.files`): a warning and the
+defaults; files over 64 MiB are refused. Every record is validated when
 read (`tuning_schema`): a value of the wrong type or range raises `TuningDatabaseError` naming the
 file, the key, the field and the value.
 
@@ -46,6 +48,7 @@ from typing import Any
 from cinn_py.ir import Expr, LoweredFunc
 from cinn_py.diagnostics import TuningDatabaseError
 from cinn_py.runtime.cache import UntrustedCacheError, cache_dir, check_private_dir, make_private_dir
+from cinn_py.runtime.files import SpecialFileError, file_kind, read_regular_file
 from schedules.analysis.regions import const_value
 from schedules.tactics.config import next_pow2
 from schedules.tactics.group import analyze_group
@@ -60,6 +63,9 @@ __all__ = [
 DB_VERSION = 1
 ENV_VAR = "CINN_PY_TUNING_DB"
 FILE_NAME = "tuning_db.json"
+MAX_DB_BYTES = 64 << 20
+"""The largest database read (a record is ~300 bytes: 200,000 records); a link to /dev/zero or a
+huge file is refused, not read into memory."""
 
 
 def db_path() -> Path | None:
@@ -160,17 +166,20 @@ class TuningDB:
 
 
 def _read(path: Path) -> dict[str, TuningRecord]:
-    """The records of `path` ({} when missing, untrusted, of another version or not JSON, each
-    after one warning); TuningDatabaseError when a record holds an unusable value."""
+    """The records of `path` ({} when missing, untrusted, not a regular file, of another version
+    or not JSON, each after one warning); TuningDatabaseError when a record holds an unusable
+    value."""
     try:
-        _check_trusted(path)
-        text = path.read_text()
+        check_private_dir(path.parent)
+        raw, st = read_regular_file(path, MAX_DB_BYTES, follow_symlinks=True)  # a FIFO never blocks
+        _check_owner(path, st)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return {}
-    except UntrustedCacheError as err:
+    except (UntrustedCacheError, SpecialFileError) as err:
         _warn_once(f"tuning database {path}: not used ({err}); using default parameters")
         return {}
-    except OSError as err:
+    except (OSError, UnicodeDecodeError) as err:
         warnings.warn(f"tuning database {path}: cannot read it ({err}); using default parameters", stacklevel=3)
         return {}
     try:
@@ -189,12 +198,10 @@ def _read(path: Path) -> dict[str, TuningRecord]:
     return {k: TuningRecord.from_json(v) for k, v in records.items()}
 
 
-def _check_trusted(path: Path) -> None:
+def _check_owner(path: Path, st: os.stat_result) -> None:
     """The kernel cache's rule (`cinn_py.runtime.cache`): the database steers code generation,
-    so it is read only from a folder owned by this user that nobody else may write, and only
-    when the file itself is this user's and not writable by others."""
-    check_private_dir(path.parent)
-    st = os.stat(path)
+    so it is read only from a folder owned by this user that nobody else may write (checked by
+    the caller), and only when the file itself is this user's and not writable by others."""
     if st.st_uid != os.geteuid():
         raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid {os.geteuid()})")
     if st.st_mode & 0o022:
@@ -211,7 +218,12 @@ def _warn_once(message: str) -> None:
 
 
 def _check_writable_folder(path: Path) -> None:
-    """Create the folder (0700) if missing; refuse one the database would not be read from."""
+    """Create the folder (0700) if missing; refuse one the database would not be read from, and
+    a path that holds something other than a file (a directory, FIFO, device)."""
+    if path.exists() and not path.is_file():
+        mode = path.stat().st_mode
+        raise TuningDatabaseError(f"tuning database {path}: refusing to write it: it is {file_kind(mode)}, "
+                                  f"not a regular file (choose another CINN_PY_TUNING_DB)")
     try:
         make_private_dir(path.parent)
         check_private_dir(path.parent)
