@@ -1,5 +1,6 @@
 """Shared fixtures: a fresh name context per test (CINN's ResetNameId), no tuning database unless a
-test asks for one (the user's tuned parameters must not change what tests see), a fresh on-disk
+test asks for one (the user's tuned parameters must not change what tests see), the torch
+backend in strict mode (internal errors raise, never fall back silently), a fresh on-disk
 kernel cache (`cache_dir`), the `cuda` marker (a GPU when there is one, else the CPU emulator), and checked builds (bounds-checked kernels: an
 out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbage or a crash)."""
 
@@ -25,6 +26,14 @@ def _checked_builds() -> Iterator[None]:
     checked.set_default_checked(True)
     yield
     checked.set_default_checked(None)
+
+
+@pytest.fixture(autouse=True)
+def _strict_torch_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch backend raises an internal error of a partition instead of running it eagerly
+    (`CINN_PY_TORCH_STRICT`): no test passes by hiding a converter bug behind the eager fallback.
+    A test of the fallback itself opts out (`monkeypatch.delenv` or `options={"strict": False}`)."""
+    monkeypatch.setenv("CINN_PY_TORCH_STRICT", "1")
 
 
 @pytest.fixture(autouse=True)

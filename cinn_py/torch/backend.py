@@ -20,9 +20,16 @@ size cinn-py cannot express (a floor division torch does not guarantee exact, a 
 of an op other than arithmetic, comparisons and `full`, a slice along a symbolic dim) stays
 eager, reported with the reason.
 
+Errors are never silent: a partition whose conversion or compilation raises (an internal error,
+not an op without a converter) runs eagerly, but is recorded in the graph's report with its
+traceback (`GraphReport.errors`, counted apart from `fallback`) and logged at WARNING; in strict
+mode (option `strict`, or the environment variable `CINN_PY_TORCH_STRICT=1`, which the test suite
+sets) it is raised instead. The reports of the last `REPORTS_KEPT` graphs are kept (`reports()`,
+`last_report()`, `reset_reports()` clears them).
+
 Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
-loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly)
-and `fast_math` (default True: float32 exp/log/tanh/erf/sigmoid/rsqrt as the vectorised
+loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly;
+default: `CINN_PY_TORCH_STRICT=1` in the environment) and `fast_math` (default True: float32 exp/log/tanh/erf/sigmoid/rsqrt as the vectorised
 polynomials of `codegen.llvm.fastmath` and reassociable float arithmetic, as PyTorch's own
 vectorised CPU kernels and Inductor compute them; libm's scalar `erff`/`expf` made a gelu kernel
 10x slower; False: libm's results, as `compile_program`'s default).
@@ -33,7 +40,9 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections import Counter
+import os
+import traceback
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +56,26 @@ from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 log = logging.getLogger("cinn_py.torch")
 
 _GRAPH_IDS = itertools.count()
-_REPORTS: list[GraphReport] = []
+REPORTS_KEPT = 256
+"""How many graph reports `reports()` keeps (the oldest are dropped first): a long-running
+process compiling many graphs must not grow without bound."""
+_REPORTS: deque[GraphReport] = deque(maxlen=REPORTS_KEPT)
+STRICT_ENV = "CINN_PY_TORCH_STRICT"
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    """A partition that raised while being converted or compiled (its ops ran eagerly)."""
+
+    partition: str
+    ops: Counter[str]
+    error: str
+    """`ExceptionType: message`."""
+    traceback: str
+    """The formatted traceback, innermost frame last (where the internal error is)."""
+
+    def __str__(self) -> str:
+        return f"{self.partition} ({sum(self.ops.values())} ops): {self.error}"
 
 
 @dataclass(frozen=True)
@@ -63,24 +91,31 @@ class GraphReport:
     """Op name -> why it fell back (the first reason met)."""
     partitions: int
     kernels: int
-    failures: tuple[str, ...] = ()
-    """Partitions that failed to convert or compile, with the error (their ops ran eagerly)."""
+    errors: tuple[PartitionError, ...] = ()
+    """Partitions that raised while converting or compiling (their ops ran eagerly, not counted
+    in `fallback`): internal errors, each with its traceback."""
     symbols: tuple[str, ...] = ()
     """The symbolic sizes of the graph's inputs (torch's names): compiled once for all their values."""
 
+    @property
+    def failed(self) -> Counter[str]:
+        """Op name -> count of nodes that ran eagerly because their partition raised."""
+        return sum((e.ops for e in self.errors), Counter())
+
     def __str__(self) -> str:
-        total = sum(self.compiled.values()) + sum(self.fallback.values())
+        total = sum(self.compiled.values()) + sum(self.fallback.values()) + sum(self.failed.values())
         sizes = f" (symbolic sizes {', '.join(self.symbols)})" if self.symbols else ""
         head = (f"cinn_py {self.name}{sizes}: {sum(self.compiled.values())} of {total} compute ops compiled in "
                 f"{self.partitions} partition(s), {self.kernels} kernel(s)")
         lines = [head]
         lines += [f"  eager: {op} x{n} ({self.reasons.get(op, '?')})" for op, n in sorted(self.fallback.items())]
-        lines += [f"  failed: {f}" for f in self.failures]
+        lines += [f"  error: {e}" for e in self.errors]
         return "\n".join(lines)
 
 
 def reports() -> list[GraphReport]:
-    """The reports of every graph compiled since `reset_reports()` (oldest first)."""
+    """The reports of the graphs compiled since `reset_reports()` (oldest first), the last
+    `REPORTS_KEPT` of them."""
     return list(_REPORTS)
 
 
@@ -90,13 +125,19 @@ def last_report() -> GraphReport | None:
 
 
 def reset_reports() -> None:
+    """Forget every kept report."""
     _REPORTS.clear()
+
+
+def strict_from_env() -> bool:
+    """`CINN_PY_TORCH_STRICT=1` (or true/yes/on): partitions that fail to compile raise."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True)
 class Options:
     schedule: str | None = "auto"
-    strict: bool = False
+    strict: bool = field(default_factory=strict_from_env)
     fast_math: bool = True
 
     @staticmethod
@@ -172,7 +213,7 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
     partitions = [p for p in partitioner.propose_partitions() if any(_is_compute(n) for n in p.nodes)]
     fused = partitioner.fuse_partitions(partitions, prefix="cinn_")
     compiled: Counter[str] = Counter()
-    kernels, failures = 0, []
+    kernels, errors = 0, []
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not str(node.target).startswith("cinn_"):
             continue
@@ -182,19 +223,21 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
             graph = CompiledGraph.build(sub, [input_spec(a.meta["val"]) for a in node.args],
                                         f"{name.replace(' ', '_')}_{node.target}", options.schedule,
                                         options.fast_math)
-        except Exception as exc:  # a partition cinn-py cannot compile runs eagerly, reported
+        except Exception as exc:  # an internal error: recorded with its traceback, raised when strict
+            error = PartitionError(str(node.target), ops, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            errors.append(error)
+            log.warning("cinn_py %s: %s runs eagerly after an internal error:\n%s", name, node.target,
+                        error.traceback)
             if options.strict:
+                _REPORTS.append(GraphReport(name, compiled, fallback, reasons, len(partitions), kernels,
+                                            tuple(errors), input_symbols(gm.graph)))
                 raise
-            failures.append(f"{node.target} ({sum(ops.values())} ops): {type(exc).__name__}: {exc}")
-            log.warning("cinn_py %s: %s runs eagerly: %s: %s", name, node.target, type(exc).__name__, exc)
-            fallback.update(ops)
-            reasons.update((op, "partition failed to compile") for op in ops if op not in reasons)
             continue
         setattr(fused, str(node.target), _Kernels(graph))
         compiled.update(ops)
         kernels += graph.kernels
     fused.recompile()
-    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(failures), kernels, tuple(failures),
+    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(errors), kernels, tuple(errors),
                          input_symbols(gm.graph))
     _REPORTS.append(report)
     log.info("%s", report)

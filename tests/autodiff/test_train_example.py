@@ -35,4 +35,4 @@ def test_training_steps_match_eager(via: str) -> None:
         assert mine[-1] < mine[0]
         return
     assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"], [str(r) for r in ct.reports()]
-    assert all(not r.fallback and not r.failures for r in ct.reports())
+    assert all(not r.fallback and not r.errors for r in ct.reports())

@@ -62,7 +62,7 @@ def test_bert_layer_forward_and_grads_match_eager() -> None:
     forward, backward = ct.reports()
     assert (forward.name, backward.name) == (forward.name, backward.name.replace("forward", "backward"))
     for report in (forward, backward):
-        assert not report.fallback and not report.failures, str(report)
+        assert not report.fallback and not report.errors, str(report)
         assert report.partitions == 1 and report.kernels > 1
     assert forward.compiled["aten.native_layer_norm.default"] == 2
     assert forward.compiled["aten._softmax.default"] == 1 and forward.compiled["aten.gelu.default"] == 1
