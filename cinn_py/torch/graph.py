@@ -328,7 +328,7 @@ def _converted(nb: NetBuilder, table: SymbolTable, env: dict[Any, Any], node: An
     spec = TensorSpec.of(_tensors(node.meta["val"])[0])
     emitter = Emitter(nb, table.shape(spec.shape), spec.dtype)
     try:
-        value = rule.convert(emitter, *_var_of(env, node.args), **_var_of(env, node.kwargs))
+        value = rule.convert(emitter, *_var_of(env, node.args), **{k: _var_of(env, v) for k, v in node.kwargs.items()})
     except CinnError as exc:
         raise ConversionError(f"{name}: {op_name(node)} ({node.format_node()}): {exc}") from exc
     return _checked(node, value, nb, table)

@@ -11,14 +11,16 @@ Shape-changing view ops (`view`, `expand`, `squeeze`, ...) take the target shape
 fake-tensor metadata (`node.meta["val"]`), so `-1` and size inference are torch's own.
 
 One module per op family registers its converters in `CONVERTERS` when imported: `views`,
-`indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`. A new family is a new module
-imported below.
+`indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`, `norms` (batch and group
+norm), `activations`, `attention` (SDPA, `_safe_softmax`). A new family is a new module imported below.
 """
 
 from __future__ import annotations
 
-from cinn_py.torch.converters import conv, creation, elementwise, indexing, matmul, reductions, views
+from cinn_py.torch.converters import (
+    activations, attention, conv, creation, elementwise, indexing, matmul, norms, reductions, views,
+)
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
-__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "conv", "creation", "elementwise", "indexing", "matmul",
-           "reductions", "views"]
+__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise", "indexing",
+           "matmul", "norms", "reductions", "views"]

@@ -211,6 +211,11 @@ def _cumsum(e: Emitter, x: Variable, dim: int, **_: Any) -> Value:
 
 @converts("aten.cat.default")
 def _cat(e: Emitter, xs: Sequence[Variable], dim: int = 0) -> Value:
-    return e.nb.concat(list(xs), axis=dim % xs[0].ndim)
+    """torch.cat skips 1-d empty operands of any other rank (legacy behaviour a KV cache that
+    starts as `torch.tensor([])` relies on)."""
+    kept = [x for x in xs if not (x.ndim == 1 and shapes_equal(x.shape, [0]) and len(e.shape) != 1)]
+    if len(kept) == 1:
+        return kept[0]
+    return e.nb.concat(kept, axis=dim % kept[0].ndim)
 
 

@@ -1,0 +1,189 @@
+"""Converters real models hit (batch/group norm, activations, attention, losses, dropout, resizing),
+each through `torch.compile(backend="cinn_py")` in strict mode against eager: outputs, the
+gradients of every input and parameter, and that no compute op fell back."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import cinn_py.torch as ct  # noqa: E402
+from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
+
+STRICT = {"strict": True}
+
+
+def _gen(seed: int) -> Any:
+    return torch.Generator().manual_seed(seed)
+
+
+def _no_fallback() -> None:
+    assert ct.reports(), "nothing was compiled"
+    bad = [r for r in ct.reports() if r.fallback or r.failures]
+    assert not bad, "\n".join(map(str, bad))
+
+
+def check(fn: Callable[..., Any], inputs: Sequence[Any], params: Sequence[Any] = (), rtol: float = 1e-4,
+          atol: float = 1e-5, grad: bool = True) -> None:
+    """`fn(*inputs)` compiled (strict) vs eager; with `grad` the gradients of the float inputs and
+    of `params` (tensors `fn` closes over, compared after a backward of each run)."""
+    torch._dynamo.reset()
+    ct.reset_reports()
+    mine = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in inputs]
+    ref = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in inputs]
+    out = torch.compile(fn, backend=cinn_py_backend, dynamic=False, options=STRICT)(*mine)
+    outs = out if isinstance(out, tuple) else (out,)
+    mine_param_grads = _backward(outs, params) if grad else []
+    expected = fn(*ref)
+    exp = expected if isinstance(expected, tuple) else (expected,)
+    for k, (a, b) in enumerate(zip(outs, exp)):
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol, msg=lambda m, k=k: f"output {k}: {m}")
+    if not grad:
+        _no_fallback()
+        return
+    ref_param_grads = _backward(exp, params)
+    for k, (a, b) in enumerate(zip(mine, ref)):
+        if b.grad is not None:
+            torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol, msg=lambda m, k=k: f"input {k}: {m}")
+    for k, (a, b) in enumerate(zip(mine_param_grads, ref_param_grads)):
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol, msg=lambda m, k=k: f"param {k}: {m}")
+    _no_fallback()
+
+
+def _backward(outs: Sequence[Any], params: Sequence[Any]) -> list[Any]:
+    """Backward of sum(out * cotangent) over the float outputs; the params' grads, then cleared."""
+    loss = sum((o.float() * torch.randn(o.shape, generator=_gen(7 + k)).to(o.dtype).float()).sum()
+               for k, o in enumerate(outs) if o.is_floating_point() and o.requires_grad)
+    assert isinstance(loss, torch.Tensor)
+    loss.backward()
+    grads = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    return grads
+
+
+def check_module(model: Any, ref: Any, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """`model` compiled (strict) vs its copy `ref` in eager: output and every parameter's gradient."""
+    torch._dynamo.reset()
+    ct.reset_reports()
+    out = torch.compile(model, backend=cinn_py_backend, dynamic=False, options=STRICT)(*inputs)
+    expected = ref(*inputs)
+    torch.testing.assert_close(out, expected, rtol=rtol, atol=atol)
+    cot = torch.randn(expected.shape, generator=_gen(5))
+    (out * cot).sum().backward()
+    (expected * cot).sum().backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=rtol, atol=atol, msg=lambda m, n=name: f"{n}: {m}")
+    _no_fallback()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# batch norm
+# ---------------------------------------------------------------------------------------------------------
+def _conv_bn(channels_last: bool) -> tuple[Any, Any, Any]:
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=False)
+    bn = torch.nn.BatchNorm2d(4)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+        bn.running_mean.uniform_(-0.2, 0.2)
+        bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(2, 3, 6, 6, generator=_gen(1))
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    return conv, bn, x
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_training_matches_eager_with_running_stats(channels_last: bool) -> None:
+    conv, bn, x = _conv_bn(channels_last)
+    bn.train()
+    ref = torch.nn.Sequential(copy.deepcopy(conv), copy.deepcopy(bn))
+    model = torch.nn.Sequential(conv, bn)
+    check_module(model, ref, x)
+    torch.testing.assert_close(bn.running_mean, ref[1].running_mean, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(bn.running_var, ref[1].running_var, rtol=1e-5, atol=1e-6)
+    assert int(bn.num_batches_tracked) == 1
+
+
+def test_batch_norm_inference_is_a_conv_epilogue() -> None:
+    conv, bn, x = _conv_bn(False)
+    bn.eval()
+    with torch.no_grad():
+        check(lambda t: bn(conv(t)), [x], grad=False)
+    # batch norm is one per-channel scale + shift group after the conv (the conv's epilogue once the
+    # conv tactic takes epilogues: then one kernel), not a chain of kernels over the statistics
+    report = ct.reports()[-1]
+    assert report.kernels <= 2, f"batch norm at inference should be at most one kernel: {report}"
+
+
+def test_batch_norm_eval_backward_and_no_affine() -> None:
+    """Eval-mode batch norm in a training graph (frozen statistics) and affine=False."""
+    conv, bn, x = _conv_bn(False)
+    bn.eval()
+    plain = torch.nn.BatchNorm2d(4, affine=False)
+    check(lambda t: plain(bn(conv(t))), [x], [conv.weight, bn.weight, bn.bias])
+
+
+def test_group_norm_matches_eager() -> None:
+    torch.manual_seed(0)
+    gn = torch.nn.GroupNorm(2, 6)
+    with torch.no_grad():
+        gn.weight.uniform_(0.5, 1.5)
+        gn.bias.uniform_(-0.5, 0.5)
+    check(lambda t: gn(t), [torch.randn(2, 6, 3, 4, generator=_gen(2))], [gn.weight, gn.bias])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# activations
+# ---------------------------------------------------------------------------------------------------------
+_F = torch.nn.functional
+
+
+def test_activations_and_their_backward_match_eager() -> None:
+    x = torch.linspace(-5, 5, 48).reshape(4, 12)  # both sides of every kink
+    x = x + 0.013 * torch.randn(4, 12, generator=_gen(3))  # off the kinks themselves
+
+    def fn(t: Any) -> Any:
+        return (_F.hardtanh(t, -2.0, 2.0) + _F.relu6(t) + _F.hardswish(t) + _F.hardsigmoid(t) + _F.silu(t)
+                + _F.mish(t) + _F.elu(t, 0.7) + _F.selu(t) + _F.leaky_relu(t, 0.1) + _F.softplus(t, 2.0, 5.0)
+                + _F.celu(t))
+
+    check(fn, [x])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# attention
+# ---------------------------------------------------------------------------------------------------------
+def _qkv(kv_heads: int = 2, length: int = 5, keys: int = 5) -> list[Any]:
+    g = _gen(11)
+    return [torch.randn(2, 2, length, 8, generator=g), torch.randn(2, kv_heads, keys, 8, generator=g),
+            torch.randn(2, kv_heads, keys, 8, generator=g)]
+
+
+@pytest.mark.parametrize("kind", ["plain", "causal", "float_mask", "bool_mask", "scale", "gqa"])
+def test_sdpa_forward_and_backward_match_eager(kind: str) -> None:
+    sdpa = _F.scaled_dot_product_attention
+    float_mask = torch.randn(5, 5, generator=_gen(12))
+    bool_mask = torch.rand(2, 1, 5, 5, generator=_gen(13)) > 0.3
+    bool_mask[..., 0] = True  # no fully masked row (eager's math path gives NaN there)
+    fns = {"plain": lambda q, k, v: sdpa(q, k, v),
+           "causal": lambda q, k, v: sdpa(q, k, v, is_causal=True),
+           "float_mask": lambda q, k, v: sdpa(q, k, v, attn_mask=float_mask),
+           "bool_mask": lambda q, k, v: sdpa(q, k, v, attn_mask=bool_mask),
+           "scale": lambda q, k, v: sdpa(q, k, v, scale=0.3, is_causal=True),
+           "gqa": lambda q, k, v: sdpa(q, k, v, enable_gqa=True)}
+    check(fns[kind], _qkv(kv_heads=1 if kind == "gqa" else 2))
+
+
+def test_safe_softmax_fully_masked_rows_are_zero() -> None:
+    """The math path (a bool mask with a fully masked row) goes through _safe_softmax."""
+    mask = torch.ones(2, 1, 5, 5, dtype=torch.bool)
+    mask[0, 0, 2] = False
+    check(lambda q, k, v: _F.scaled_dot_product_attention(q, k, v, attn_mask=mask), _qkv())
