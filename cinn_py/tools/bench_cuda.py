@@ -1,6 +1,6 @@
 """GPU benchmark of hand-scheduled cinn-py CUDA kernels against PyTorch (eager and torch.compile).
 
-    python -m cinn_py.tools.bench_cuda [--repeat 50]
+    python -m cinn_py.tools.bench_cuda [--repeat 50] [--no-compile]
 
 Reports median time, effective GB/s (bytes read + written once) and % of the measured
 device-to-device copy bandwidth; every cinn-py result is first checked against PyTorch. Needs
@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (its Triton builds take minutes)")
     args = parser.parse_args(argv)
     peak = copy_bandwidth(args.repeat)
     print(f"device copy bandwidth: {peak:.0f} GB/s")
@@ -264,10 +265,12 @@ def main(argv: list[str] | None = None) -> None:
     for name, nbytes, ours, eager in rows:
         _checked(name, ours, eager)
         t_ours, t_eager = _time(ours, args.repeat), _time(eager, args.repeat)
-        try:
-            t_comp = _time(torch.compile(eager), args.repeat)
-        except Exception:  # torch.compile unavailable (no triton): report eager only
-            t_comp = float("nan")
+        t_comp = float("nan")
+        if not args.no_compile:
+            try:
+                t_comp = _time(torch.compile(eager), args.repeat)
+            except Exception:  # torch.compile unavailable (no triton): report eager only
+                pass
         gbs = nbytes / t_ours / 1e9
         print(f"{name:34s} {t_ours * 1e3:9.3f} {gbs:7.0f} {100 * gbs / peak:5.0f}% {t_eager * 1e3:9.3f} "
               f"{t_comp * 1e3:11.3f}")

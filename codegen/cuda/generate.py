@@ -20,6 +20,7 @@ from codegen.cuda.kernel_source import print_kernel
 from codegen.cuda.launch import LaunchInfo, TempSpace
 from codegen.cuda.lowering import lower_for_cuda
 from codegen.cuda.nvrtc import CompiledCuda, check_arch, compile_cuda
+from codegen.cuda.resources import KernelResources, parse_ptxas_report
 
 FAST_MATH_OPTIONS = ("--use_fast_math",)
 
@@ -73,6 +74,14 @@ class GeneratedCode:
     def cubin(self) -> bytes | None:
         """The CUBIN for an `sm_XX` arch; None for a virtual `compute_XX` arch (PTX only)."""
         return self.compiled.cubin
+
+    @property
+    def resources(self) -> KernelResources | None:
+        """Registers, spills and static shared memory ptxas allocated (compiles on first use);
+        None for a PTX-only `compute_XX` arch."""
+        if not self.arch.startswith("sm_"):
+            return None
+        return parse_ptxas_report(self.compiled.log, self.kernel_name)
 
     @property
     def is_compiled(self) -> bool:

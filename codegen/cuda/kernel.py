@@ -14,7 +14,9 @@ context. Calling it:
   (`GeneratedCode.temp_spaces`, zero-filled when needed) and launches on the legacy default
   stream (the one PyTorch uses unless told otherwise, so no extra synchronisation is needed).
   Host calls copy the outputs back with a synchronous copy, which waits for the kernel; device
-  calls return without synchronising, like a PyTorch op.
+  calls return without synchronising, like a PyTorch op. A torch call whose (dtype, shape,
+  device) signature was validated before skips the checks and the host arithmetic (`_CachedCall`):
+  on an H100 a call cost ~130 us of Python against a few us of kernel at small shapes.
 
 Arguments are packed with PyCUDA's prepared-call format (`P` for pointers, `q`/`i` for int64 /
 int32 scalars, native alignment = the CUDA parameter layout) in signature order: inputs,
@@ -25,6 +27,7 @@ PyCUDA is imported lazily: building GeneratedCode never needs it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,6 +61,33 @@ def _pycuda() -> tuple[Any, Any]:
     except Exception as exc:  # no driver / no device
         raise CompileError(f"build_cuda: cannot initialise CUDA through PyCUDA: {exc}", _EMULATOR_HINT) from exc
     return drv, gpuarray
+
+
+_TORCH_CALL_CACHE_SIZE = 64
+LaunchDims = tuple[tuple[int, int, int], tuple[int, int, int], int]
+
+
+@dataclass(frozen=True)
+class _CachedCall:
+    """A validated torch call: its symbol values, outputs and launch dims (a function of the shapes)."""
+
+    symbols: dict[str, int]
+    output_shapes: tuple[Any, ...]
+    output_dtypes: tuple[Any, ...]
+    dims: LaunchDims
+
+
+def torch_signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """(dtype, shape, device) of each argument when all are contiguous torch CUDA tensors, else
+    None. Two calls with one signature validate alike: dtypes, ranks, dims and symbol values
+    depend on nothing else (the launch checks the pointers' alignment on every call)."""
+    key = []
+    for a in args:
+        if type(a).__name__ != "Tensor" or not type(a).__module__.startswith("torch") \
+                or not a.is_cuda or not a.is_contiguous():
+            return None
+        key.append((a.dtype, a.shape, a.device))
+    return tuple(key)
 
 
 def _is_device_array(obj: Any) -> bool:
@@ -103,6 +133,8 @@ class Kernel(KernelBase):
         self._function.prepare(param_format(code))
         self._shared_opt_in = 0
         self._temps: dict[str, tuple[int, Any]] = {}
+        self._torch_calls: dict[tuple[Any, ...], _CachedCall] = {}
+        """`torch_signature` of validated calls without `out=` -> what their launch needs."""
         """Temp space name -> (bytes, DeviceAllocation), reused across launches (stream-ordered)."""
 
     @property
@@ -112,8 +144,24 @@ class Kernel(KernelBase):
     def __repr__(self) -> str:
         return f"<cuda Kernel {self.code.kernel_name} {self.code.arch} {self.code.launch}>"
 
+    def resource_usage(self) -> dict[str, int | str]:
+        """What the driver reports for the loaded kernel: registers per thread, static shared and
+        local (stack/spill) bytes per thread, the most threads per block it can launch with, and
+        the launch dims as expressions of the symbolic dims."""
+        attr = self._drv.function_attribute
+        get = self._function.get_attribute
+        return {"kernel": self.code.kernel_name, "arch": self.code.arch, "launch": str(self.code.launch),
+                "registers": int(get(attr.NUM_REGS)), "shared_static_bytes": int(get(attr.SHARED_SIZE_BYTES)),
+                "local_bytes": int(get(attr.LOCAL_SIZE_BYTES)),
+                "max_threads_per_block": int(get(attr.MAX_THREADS_PER_BLOCK))}
+
     # -- call --------------------------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None) -> Any:
+        if out is None and args:
+            key = torch_signature(args)
+            cached = self._torch_calls.get(key) if key is not None else None
+            if cached is not None:
+                return self._call_cached(args, cached)
         on_device = [_is_device_array(a) for a in args]
         if any(on_device) and not all(on_device):
             raise TypeError(f"kernel '{self.func.name}': mix of host (numpy) and device inputs; pass all inputs "
@@ -146,9 +194,24 @@ class Kernel(KernelBase):
             shapes = self.device_validator.output_shapes(bound.symbols)
             outs = tuple(self._allocate_like(args[0], shape, t) for shape, t in zip(shapes, self.func.outputs))
             out_ptrs = [int(o.__cuda_array_interface__["data"][0]) for o in outs]
-        self._launch([m.ptr for m in bound.inputs], out_ptrs, bound.symbols)
+        dims = self._launch([m.ptr for m in bound.inputs], out_ptrs, bound.symbols)
         if out is not None:
             return out
+        key = torch_signature(args)
+        if key is not None and len(self._torch_calls) < _TORCH_CALL_CACHE_SIZE:
+            self._torch_calls[key] = _CachedCall(bound.symbols, tuple(o.shape for o in outs),
+                                                 tuple(o.dtype for o in outs), dims)
+        return self.results(outs)
+
+    def _call_cached(self, args: tuple[Any, ...], cached: _CachedCall) -> Any:
+        """A torch call of a signature that passed validation before: only the pointers change
+        (alignment is still checked on each), so the checks and the host arithmetic are skipped."""
+        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (torch tensors came in)
+
+        device = args[0].device
+        outs = tuple(torch.empty(shape, dtype=dtype, device=device)
+                     for shape, dtype in zip(cached.output_shapes, cached.output_dtypes))
+        self._launch([a.data_ptr() for a in args], [o.data_ptr() for o in outs], cached.symbols, cached.dims)
         return self.results(outs)
 
     def _allocate_like(self, ref: Any, shape: tuple[int, ...], tensor: Any) -> Any:
@@ -161,11 +224,15 @@ class Kernel(KernelBase):
             return torch.empty(shape, dtype=torch_dtype, device=ref.device)
         return self._gpuarray.empty(shape, dtype=_np_dtype(tensor))
 
-    def _launch(self, in_ptrs: list[int], out_ptrs: list[int], symbols: dict[str, int]) -> None:
+    def _launch(self, in_ptrs: list[int], out_ptrs: list[int], symbols: dict[str, int],
+                dims: LaunchDims | None = None) -> LaunchDims:
+        """Launch with `dims` (grid, block, dynamic shared bytes), else those of `symbols`; returns them."""
         check_alignment(self.code, self.func.name, (*in_ptrs, *out_ptrs))
-        grid, block, shared = self.code.launch.launch_dims(symbols)
+        if dims is None:
+            dims = self.code.launch.launch_dims(symbols)
+        grid, block, shared = dims
         if 0 in grid or 0 in block:
-            return  # empty tensors: nothing to compute
+            return dims  # empty tensors: nothing to compute
         self._opt_in_shared(shared)
         packed = {"P": np.uintp, "q": np.int64, "i": np.int32}
         params = [packed[kind](value) for kind, value in kernel_arguments(self.code, in_ptrs, out_ptrs, symbols)]
@@ -177,6 +244,7 @@ class Kernel(KernelBase):
                                    f"shared={shared} failed: {exc}") from exc
         if self.code.checks:
             self._raise_failed_check()
+        return dims
 
     def _raise_failed_check(self) -> None:
         """Checked builds: read and clear `cinn_oob_status` (synchronises with the launch)."""

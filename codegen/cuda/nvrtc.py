@@ -1,8 +1,9 @@
 """NVRTC compilation of CUDA C source to PTX and CUBIN (no GPU needed).
 
-Uses the `cuda-bindings` NVRTC binding with the library from the `nvidia-cuda-nvrtc-cu12` wheel.
-The NVRTC wheel ships no headers: `cuda_fp16.h`/`cuda_bf16.h` come from the
-`nvidia-cuda-runtime-cu12` wheel's `include/` folder (passed with `-I`). The device runtime
+Uses the `cuda-bindings` NVRTC binding with the library from the `nvidia-cuda-nvrtc-cu12` wheel
+(CUDA 12) or `nvidia-cuda-nvrtc` (CUDA 13). The NVRTC wheel ships no headers: `cuda_fp16.h`/
+`cuda_bf16.h` come from the runtime wheel's `include/` folder or a toolkit (`cuda_include_dir`,
+passed with `-I`). The device runtime
 header `cinn_cuda_runtime.cuh` (package data next to this module) is handed to NVRTC as an
 in-memory header, so generated sources simply `#include "cinn_cuda_runtime.cuh"`.
 
@@ -17,6 +18,7 @@ with line numbers.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -27,6 +29,8 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.runtime.cache import CompileCache, fingerprint_key, project_digest
 
 RUNTIME_HEADER_NAME = "cinn_cuda_runtime.cuh"
+PTXAS_REPORT = "--ptxas-options=-v"
+"""Added to every CUBIN compile: the log then holds ptxas's per-kernel resource report."""
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d{2,3})[a-z]?$")
 _LOG_LINE_RE = re.compile(r"^(?P<file>[^()\s]+)\((?P<line>\d+)\): (?P<kind>error|warning)")
 _CACHE: dict[tuple[str, str, tuple[str, ...]], CompiledCuda] = {}
@@ -55,20 +59,50 @@ def runtime_header() -> str:
 
 @functools.lru_cache(maxsize=1)
 def cuda_include_dir() -> str:
-    """The `include/` folder of the nvidia-cuda-runtime wheel (cuda_fp16.h, cuda_bf16.h)."""
+    """The CUDA include folder handed to NVRTC (cuda_fp16.h, cuda_bf16.h).
+
+    Searched in order: the CUDA wheels' folder matching NVRTC's major version (`nvidia/cu13/include`:
+    CUDA 13 wheels install everything under `nvidia/cu13/`), the CUDA 12 runtime wheel
+    (`nvidia/cuda_runtime/include`), any other `nvidia/cuNN/include`, then a toolkit
+    (`$CUDA_HOME`, `$CUDA_PATH`, /usr/local/cuda). Headers of NVRTC's own version come first:
+    a CUDA 13 `cuda_fp16.hpp` does not compile under NVRTC 12.
+    """
+    candidates = include_dir_candidates(_nvrtc_major_or_none())
+    for folder in candidates:
+        if (folder / "cuda_fp16.h").is_file():
+            return str(folder)
+    raise CompileError(
+        "CUDA codegen: cuda_fp16.h not found (NVRTC needs the CUDA headers); searched "
+        + ", ".join(str(c) for c in candidates),
+        "install the runtime wheel matching NVRTC (pip install 'cinn-py[nvrtc]' for CUDA 12, "
+        "nvidia-cuda-runtime for CUDA 13) or set CUDA_HOME to a CUDA toolkit",
+    )
+
+
+def include_dir_candidates(nvrtc_major: int | None) -> list[Path]:
+    """Folders that may hold the CUDA headers, best first (see `cuda_include_dir`)."""
+    wheel_roots: list[Path] = []
     try:
-        import nvidia.cuda_runtime as cuda_runtime  # noqa: PLC0415
-    except ImportError as exc:
-        raise CompileError(
-            "CUDA codegen: the nvidia-cuda-runtime-cu12 wheel (cuda_fp16.h, cuda_bf16.h; part of the optional "
-            "'nvrtc' extra) is not installed",
-            "install it with: pip install 'cinn-py[nvrtc]'",
-        ) from exc
-    for root in cuda_runtime.__path__:
-        include = Path(root) / "include"
-        if (include / "cuda_fp16.h").is_file():
-            return str(include)
-    raise CompileError("CUDA codegen: cuda_fp16.h not found in the nvidia-cuda-runtime wheel")
+        import nvidia  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (namespace package of the CUDA wheels)
+
+        wheel_roots = [Path(p) for p in nvidia.__path__]
+    except ImportError:
+        pass
+    versioned = sorted(d for root in wheel_roots for d in root.glob("cu[0-9]*") if d.is_dir())
+    matching = f"cu{nvrtc_major}"
+    folders = [d / "include" for d in versioned if d.name == matching]
+    folders += [root / "cuda_runtime" / "include" for root in wheel_roots]
+    folders += [d / "include" for d in versioned if d.name != matching]
+    toolkits = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    folders += [Path(t) / "include" for t in toolkits if t]
+    return folders
+
+
+def _nvrtc_major_or_none() -> int | None:
+    try:
+        return nvrtc_version()[0]
+    except CompileError:
+        return None
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]
@@ -132,7 +166,7 @@ def compile_cuda(source: str, arch: str = "sm_90", options: tuple[str, ...] = ()
 def _disk_key(source: str, arch: str, options: tuple[str, ...]) -> str:
     return fingerprint_key(source=source, arch=arch, options=list(options), header=runtime_header(),
                            include=cuda_include_dir(), nvrtc=list(nvrtc_version()),
-                           sources=project_digest())
+                           sources=project_digest(), report=PTXAS_REPORT)
 
 
 def _from_disk(key: str, source: str, arch: str, options: tuple[str, ...]) -> CompiledCuda | None:
@@ -165,7 +199,9 @@ def _compile_uncached(source: str, arch: str, options: tuple[str, ...], name: st
                                             [RUNTIME_HEADER_NAME.encode()])
     _check(nvrtc, result, "nvrtcCreateProgram")
     try:
-        opts = [f"--gpu-architecture={arch}", f"-I{cuda_include_dir()}", "-std=c++17", *options]
+        # ptxas's resource report (registers, spills, shared memory) lands in the log: codegen.cuda.resources
+        report = [PTXAS_REPORT] if arch.startswith("sm_") else []
+        opts = [f"--gpu-architecture={arch}", f"-I{cuda_include_dir()}", "-std=c++17", *report, *options]
         encoded = [o.encode() for o in opts]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)

@@ -1,6 +1,7 @@
 """`EmulatedCudaKernel`: a generated CUDA kernel run on the CPU, with the PyCUDA `Kernel`'s interface.
 
-Calling it validates numpy inputs with the same `ArgValidator`, evaluates output shapes, launch
+Calling it validates numpy inputs with the same `ArgValidator`, copies them like a host-to-device
+copy would (contiguous, 256-byte aligned: `device_copy`), evaluates output shapes, launch
 dims, dynamic shared bytes and temp space sizes from the symbolic dims with the same host logic
 (`codegen.cuda.launch`), packs the arguments in the same signature order, runs the grid through
 the emulator's launch runtime and, for checked builds, turns `cinn_oob_status` into the same
@@ -62,7 +63,7 @@ class EmulatedCudaKernel(KernelBase):
             raise TypeError(f"kernel '{self.func.name}' runs in the CPU emulator: pass numpy arrays, not CUDA arrays")
         bound = self.validator.validate(args, out)
         shapes = self.validator.output_shapes(bound.symbols)
-        inputs = [np.ascontiguousarray(m.array) for m in bound.inputs]
+        inputs = [device_copy(m.array) for m in bound.inputs]
         outputs = [_poisoned(shape, _np_dtype(t)) for shape, t in zip(shapes, self.func.outputs)]
         self.launch(inputs, outputs, bound.symbols)
         if out is not None:
@@ -107,6 +108,23 @@ class EmulatedCudaKernel(KernelBase):
         check, index = int(status[0]), int(status[1])
         status[0] = status[1] = 0
         raise self.out_of_bounds(check - 1, index, "the access went to element 0 instead")
+
+
+DEVICE_ALIGNMENT = 256
+"""Bytes cudaMalloc aligns every allocation to."""
+
+
+def device_copy(array: np.ndarray) -> np.ndarray:
+    """`array` as the kernel sees a host input on the GPU: contiguous, in a buffer aligned like a
+    fresh device allocation (the PyCUDA Kernel copies host inputs to new device memory, so a numpy
+    view at an odd offset still meets the alignment of vectorised loads)."""
+    if array.flags.c_contiguous and array.ctypes.data % DEVICE_ALIGNMENT == 0:
+        return array
+    raw = np.empty(array.nbytes + DEVICE_ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % DEVICE_ALIGNMENT
+    copy = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
 
 
 def _poisoned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

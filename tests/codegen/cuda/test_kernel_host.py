@@ -59,7 +59,7 @@ class FakeFunction:
         self.log, self.fail = log, fail
 
     def get_attribute(self, attr: str) -> int:
-        return 1024 if attr == "SHARED_SIZE_BYTES" else 0
+        return {"SHARED_SIZE_BYTES": 1024, "NUM_REGS": 18, "MAX_THREADS_PER_BLOCK": 1024}.get(attr, 0)
 
     def prepare(self, fmt: str) -> None:
         self.fmt = fmt
@@ -93,8 +93,9 @@ def fake_pycuda(log: list, fail_launch: bool = False, globals_: dict[int, np.nda
                              get_global=lambda name: (OOB_STATUS_PTR, 16) if name == "cinn_oob_status" else None)
     drv = SimpleNamespace(
         Error=FakeError,
-        function_attribute=SimpleNamespace(SHARED_SIZE_BYTES="SHARED_SIZE_BYTES",
-                                           MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+        function_attribute=SimpleNamespace(**{name: name for name in (
+            "SHARED_SIZE_BYTES", "MAX_DYNAMIC_SHARED_SIZE_BYTES", "NUM_REGS", "LOCAL_SIZE_BYTES",
+            "MAX_THREADS_PER_BLOCK")}),
         module_from_buffer=lambda cubin: module,
         mem_alloc=lambda n: FakeAlloc(log, n),
         memset_d8=lambda ptr, value, n: log.append(("memset", ptr, value, n)),
@@ -176,3 +177,64 @@ def test_device_inputs_get_device_outputs_without_copies(monkeypatch: pytest.Mon
     assert [int(a) for a in args[:3]] == [x.gpudata, out.gpudata, 6]
     with pytest.raises(TypeError, match="mix of host"):
         kernel(np.ones((6, 64), np.float32), x)
+
+
+class FakeTorchTensor:
+    """What the Kernel reads of a contiguous torch CUDA tensor (named and placed like one)."""
+
+    _next = 0x500000
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+        self.shape, self.dtype, self.device, self.is_cuda = shape, dtype, "cuda:0", True
+        FakeTorchTensor._next += 0x1000
+        self.ptr = FakeTorchTensor._next
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+
+
+FakeTorchTensor.__name__ = "Tensor"
+FakeTorchTensor.__module__ = "torch"
+
+
+def test_torch_calls_of_a_seen_signature_skip_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second call with the same (dtype, shape, device) launches with the first call's symbols
+    and dims without running the validator; a new shape takes the full path again."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch, "empty", lambda shape, dtype, device: FakeTorchTensor(tuple(shape), dtype))
+    kernel, log = _kernel(monkeypatch, symbolic_with_temp())
+    first = kernel(FakeTorchTensor((6, 64), torch.float32))
+    assert first.shape == (6,) and first.dtype is torch.float32
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("validated again")
+
+    monkeypatch.setattr(kernel.device_validator, "validate", refuse)
+    x = FakeTorchTensor((6, 64), torch.float32)
+    second = kernel(x)
+    launches = [e for e in log if e[0] == "launch"]
+    assert len(launches) == 2 and launches[0][1:3] == launches[1][1:3]
+    assert [int(a) for a in launches[1][3][:3]] == [x.ptr, second.ptr, 6]
+    with pytest.raises(AssertionError, match="validated again"):
+        kernel(FakeTorchTensor((7, 64), torch.float32))
+
+
+def test_torch_signature_needs_contiguous_cuda_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    assert kernel_mod.torch_signature((torch.ones(3),)) is None  # a CPU tensor
+    assert kernel_mod.torch_signature((FakeTorchTensor((3,), torch.float32), np.ones(3))) is None
+    assert kernel_mod.torch_signature((FakeTorchTensor((3,), torch.float32),)) == ((torch.float32, (3,), "cuda:0"),)
+
+
+def test_resource_usage_reads_the_driver_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel, _ = _kernel(monkeypatch, symbolic_with_temp())
+    usage = kernel.resource_usage()
+    assert (usage["registers"], usage["shared_static_bytes"], usage["local_bytes"]) == (18, 1024, 0)
+    assert usage["kernel"] == "fn" and usage["launch"].startswith("grid=(")

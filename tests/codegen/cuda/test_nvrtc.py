@@ -104,3 +104,28 @@ def test_disk_cache_refuses_copied_and_planted_entries(cuda_cache: Path) -> None
     nvrtc.clear_cache()
     with pytest.warns(RuntimeWarning, match="foreign entry"):
         assert nvrtc.compile_cuda(GOOD).cubin == good.cubin
+
+
+def test_include_dir_prefers_the_wheel_matching_nvrtc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA 13 wheels install their headers under nvidia/cu13/include (no nvidia.cuda_runtime package):
+    the folder of NVRTC's major version comes first, then the CUDA 12 runtime wheel, then a toolkit."""
+    import nvidia  # pyright: ignore[reportMissingImports]
+
+    for folder in ("cu12/include", "cu13/include", "cuda_runtime/include"):
+        (tmp_path / folder).mkdir(parents=True)
+    monkeypatch.setattr(nvidia, "__path__", [str(tmp_path)])
+    monkeypatch.setenv("CUDA_HOME", "/opt/toolkit")
+    found = nvrtc.include_dir_candidates(13)
+    assert found[:4] == [tmp_path / "cu13/include", tmp_path / "cuda_runtime/include", tmp_path / "cu12/include",
+                         Path("/opt/toolkit/include")]
+    assert nvrtc.include_dir_candidates(None)[0] == tmp_path / "cuda_runtime/include"
+
+
+def test_missing_headers_name_the_folders_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvrtc, "include_dir_candidates", lambda major: [Path("/nowhere/include")])
+    nvrtc.cuda_include_dir.cache_clear()
+    try:
+        with pytest.raises(CompileError, match=r"cuda_fp16.h not found .*searched /nowhere/include"):
+            nvrtc.cuda_include_dir()
+    finally:
+        nvrtc.cuda_include_dir.cache_clear()

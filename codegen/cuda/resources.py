@@ -1,0 +1,144 @@
+"""Static resources of a compiled CUDA kernel and the theoretical occupancy they allow (no GPU).
+
+NVRTC compiles every CUBIN with `--ptxas-options=-v` (codegen.cuda.nvrtc), so its program log
+holds ptxas's report of each entry function:
+
+    ptxas info    : Compiling entry function 'k' for 'sm_90'
+    ptxas info    : Function properties for k
+    ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    ptxas info    : Used 10 registers, used 1 barriers, 1024 bytes smem
+
+`parse_ptxas_report` reads it into `KernelResources` (the driver reports the same register and
+static shared-memory counts for the loaded kernel: `Kernel.resource_usage()`, checked on an
+H100). `occupancy` is the CUDA occupancy calculator's rule: resident blocks per SM are limited by
+warps, blocks, registers (allocated per warp in units of 256) and shared memory (allocated in
+units of 128 bytes, plus 1 KiB the runtime reserves per block on sm_80 and newer).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cinn_py.diagnostics import CompileError
+
+_ENTRY_RE = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
+_FRAME_RE = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spill stores, "
+                       r"(?P<loads>\d+) bytes spill loads")
+_USED_RE = re.compile(r"Used (?P<regs>\d+) registers")
+_BARRIERS_RE = re.compile(r"used (?P<barriers>\d+) barriers")
+_SMEM_RE = re.compile(r"(?P<smem>\d+) bytes smem")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas allocated for one kernel."""
+
+    kernel: str
+    arch: str
+    registers: int
+    """Registers per thread."""
+    shared_static_bytes: int
+    """`__shared__` arrays (dynamic shared memory comes on top, per launch)."""
+    stack_frame_bytes: int
+    """Local memory per thread (register spills and arrays indexed at run time)."""
+    spill_store_bytes: int
+    spill_load_bytes: int
+    barriers: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+
+def parse_ptxas_report(log: str, kernel: str) -> KernelResources:
+    """`kernel`'s resources from an NVRTC log compiled with `--ptxas-options=-v`.
+
+    Raises:
+        CompileError: the log has no ptxas report of `kernel` (a PTX-only build, or no -v).
+    """
+    lines = log.splitlines()
+    for start, line in enumerate(lines):
+        entry = _ENTRY_RE.search(line)
+        if entry is None or entry.group("name") != kernel:
+            continue
+        block = []
+        for following in lines[start + 1:]:
+            if _ENTRY_RE.search(following):
+                break
+            block.append(following)
+        return _resources(kernel, entry.group("arch"), "\n".join(block))
+    raise CompileError(f"CUDA resources: no ptxas report of kernel '{kernel}' in the NVRTC log (a PTX-only "
+                       "compute_XX build has none; the log must come from --ptxas-options=-v)")
+
+
+def _resources(kernel: str, arch: str, text: str) -> KernelResources:
+    used, frame = _USED_RE.search(text), _FRAME_RE.search(text)
+    if used is None:
+        raise CompileError(f"CUDA resources: ptxas's report of '{kernel}' names no register count:\n{text}")
+    barriers, smem = _BARRIERS_RE.search(text), _SMEM_RE.search(text)
+    return KernelResources(
+        kernel, arch, int(used.group("regs")), int(smem.group("smem")) if smem else 0,
+        int(frame.group("stack")) if frame else 0, int(frame.group("stores")) if frame else 0,
+        int(frame.group("loads")) if frame else 0, int(barriers.group("barriers")) if barriers else 0)
+
+
+@dataclass(frozen=True)
+class SmLimits:
+    """Per-SM limits of one compute capability (CUDA C Programming Guide, technical specifications)."""
+
+    max_warps: int
+    max_blocks: int
+    shared_bytes: int
+    registers: int = 65536
+    reserved_shared_per_block: int = 1024
+
+
+_SM_LIMITS = {75: SmLimits(32, 16, 64 * 1024, reserved_shared_per_block=0),
+              80: SmLimits(64, 32, 164 * 1024), 86: SmLimits(48, 16, 100 * 1024), 87: SmLimits(48, 16, 164 * 1024),
+              89: SmLimits(48, 24, 100 * 1024), 90: SmLimits(64, 32, 228 * 1024), 100: SmLimits(64, 32, 228 * 1024),
+              120: SmLimits(48, 32, 100 * 1024)}
+_REGISTER_UNIT = 256
+_SHARED_UNIT = 128
+
+
+def sm_limits(arch: str) -> SmLimits:
+    """The limits of `sm_XY` (the nearest older listed capability for an unlisted one)."""
+    match = re.match(r"^(?:sm|compute)_(\d+)", arch)
+    if match is None:
+        raise ValueError(f"CUDA resources: arch must look like 'sm_90', got {arch!r}")
+    cc = int(match.group(1))
+    known = [c for c in _SM_LIMITS if c <= cc]
+    if not known:
+        raise ValueError(f"CUDA resources: no SM limits for {arch} (oldest known: sm_{min(_SM_LIMITS)})")
+    return _SM_LIMITS[max(known)]
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Resident blocks per SM for one launch configuration, and what limits them."""
+
+    blocks_per_sm: int
+    warps_per_sm: int
+    fraction: float
+    """Resident warps over the SM's maximum."""
+    limiter: str
+    """"warps", "blocks", "registers" or "shared memory"."""
+
+
+def occupancy(resources: KernelResources, threads_per_block: int, dynamic_shared_bytes: int = 0) -> Occupancy:
+    """Theoretical occupancy of `resources` launched with `threads_per_block` threads."""
+    if threads_per_block <= 0:
+        raise ValueError(f"CUDA resources: threads per block must be positive, got {threads_per_block}")
+    sm = sm_limits(resources.arch)
+    warps = -(-threads_per_block // 32)
+    regs_per_warp = -(-max(resources.registers, 1) * 32 // _REGISTER_UNIT) * _REGISTER_UNIT
+    shared = resources.shared_static_bytes + dynamic_shared_bytes
+    limits = {"warps": sm.max_warps // warps, "blocks": sm.max_blocks,
+              "registers": (sm.registers // regs_per_warp) // warps}
+    if shared:
+        per_block = -(-(shared + sm.reserved_shared_per_block) // _SHARED_UNIT) * _SHARED_UNIT
+        limits["shared memory"] = sm.shared_bytes // per_block
+    limiter = min(limits, key=lambda name: limits[name])
+    blocks = limits[limiter]
+    return Occupancy(blocks, blocks * warps, blocks * warps / sm.max_warps, limiter)
