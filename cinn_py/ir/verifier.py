@@ -10,6 +10,8 @@ and the offending node marked. Rules:
 - `access-rank`: loads and stores index every dimension of their tensor.
 - `index-dtype`: indices are integers.
 - `loop-dtype`: a loop's min and extent have its loop var's dtype.
+- `loop-extent`: a constant loop extent is >= 0 (a negative one runs nothing: its outputs would be
+  left uninitialised without any error).
 - `loop-body`: `For.body` is a `Block`.
 - `bind-info`: bound loops start at 0, have a valid axis and are not nested under a loop bound to
   the same axis; other loops carry no bind offset; vectorized loops a positive factor.
@@ -114,6 +116,8 @@ class _Checker:
             if value.dtype != var.dtype:
                 self.fail("loop-dtype", f"loop '{var.name}' has a {var.dtype} var but its {what} is "
                           f"{value.dtype}", node)
+        if isinstance(node.extent, (E.IntImm, E.UIntImm)) and node.extent.value < 0:
+            self.fail("loop-extent", f"loop '{var.name}' has extent {node.extent.value}; expected >= 0", node)
         if not isinstance(node.body, S.Block):
             self.fail("loop-body", f"loop '{var.name}' body must be a Block, got {type(node.body).__name__}", node)
         axis = self.check_bind(node, axes)

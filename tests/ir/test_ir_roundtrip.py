@@ -41,7 +41,9 @@ def test_stmt_roundtrip(s: ir.Stmt) -> None:
 @given(funcs())
 def test_func_roundtrip(f: ir.LoweredFunc) -> None:
     text = ir.print_ir(f, decls=True)
-    parsed = parse_ir(text)
+    # random trees index their [8, 16] pool tensors with any int32 expression: the property here
+    # is syntax (print -> parse), so the parser's bounds check is off
+    parsed = parse_ir(text, check_bounds=False)
     _check(f, parsed)
     module = ir.Module("m", (f, parsed))
-    _check(module, parse_ir(ir.print_ir(module, decls=True)))
+    _check(module, parse_ir(ir.print_ir(module, decls=True), check_bounds=False))

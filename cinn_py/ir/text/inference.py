@@ -48,6 +48,10 @@ class TensorInference:
         self.stored_names: list[str] = []
         self.stored_buffers: set[str] = set()
         self.finals: dict[str, Tensor] | None = None
+        self.guards = 0
+        """How many ifs / selects enclose the text being parsed: an access under one may be
+        out of range on iterations the condition excludes (split tails, padding), so it is not
+        checked against its tensor's shape."""
 
     # -- recording ------------------------------------------------------------------------------
     def provisional(self, name: str) -> Tensor:
@@ -81,7 +85,9 @@ class TensorInference:
 
     def note_access(self, tensor: Tensor, indices: tuple[E.Expr, ...], tok: Token) -> None:
         if not self.is_provisional(tensor):
+            self.check_in_shape(tensor, indices, tok)
             return
+        self.check_not_negative(tensor, indices, tok)
         name = tensor.name
         known = self.arity.setdefault(name, len(indices))
         if known != len(indices):
@@ -102,6 +108,33 @@ class TensorInference:
                 syms[k] = self.loop_extent(index)
 
     # -- bounds ---------------------------------------------------------------------------------
+    def check_in_shape(self, tensor: Tensor, indices: tuple[E.Expr, ...], tok: Token) -> None:
+        """In a function, an unguarded access whose index provably leaves a constant dimension of
+        its declared tensor on some iteration is an error (it would read or write memory it does
+        not own). Interval arithmetic over affine indices of independent loops is exact, and
+        accesses under an `if` or `select` are left alone, so valid IR is never refused."""
+        if self.guards or not (self.scope.in_function and self.scope.check_bounds) or len(indices) != len(tensor.shape):
+            return  # a bare statement is a fragment: its loops need not be all that runs it
+        for k, (index, dim) in enumerate(zip(indices, tensor.shape)):
+            size = dim.value if isinstance(dim, (E.IntImm, E.UIntImm)) else None
+            interval = self.interval(index) if index.dtype.element_of().is_integral else None
+            if size is None or interval is None or 0 <= interval[0] and interval[1] < size:
+                continue
+            self.scope.error(f"index {k} of '{tensor.name}' takes values in [{interval[0]}, {interval[1]}] over the "
+                             f"enclosing loops, outside its dimension [0, {size}) (shape "
+                             f"[{', '.join(str(getattr(d, 'value', d)) for d in tensor.shape)}])", tok)
+
+    def check_not_negative(self, tensor: Tensor, indices: tuple[E.Expr, ...], tok: Token) -> None:
+        """Header-less text: a shape is inferred to cover the largest index, but no shape covers
+        an unguarded negative one."""
+        if self.guards or not (self.scope.in_function and self.scope.check_bounds):
+            return
+        for k, index in enumerate(indices):
+            interval = self.interval(index) if index.dtype.element_of().is_integral else None
+            if interval is not None and interval[0] < 0:
+                self.scope.error(f"index {k} of '{tensor.name}' takes values down to {interval[0]} over the "
+                                 f"enclosing loops; an index must be >= 0", tok)
+
     def interval(self, e: E.Expr, depth: int = 0) -> Interval | None:
         """Constant [lo, hi] of an integer index over the enclosing loops, if computable."""
         # imported here: cinn_py.symbolic builds on the IR package this module is part of

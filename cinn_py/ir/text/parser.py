@@ -15,6 +15,11 @@ the text has an `ll` literal, else int32; `function` args named `_T` are tensor 
 stored to), other args are int64 symbolic dims (lower bound 1); tensors stored to that are not
 args become temp buffers.
 
+Semantic checks (each a ParseError at the offending token): a loop extent that is a negative
+constant (`for (i, 0, -8)` would silently run nothing and leave its outputs uninitialised); in a
+function, an unguarded access whose index provably leaves a constant dimension of its tensor over
+the enclosing loops (declared shapes), or goes below 0 (inferred shapes); see `parse_ir`.
+
 Every failure is a `ParseError` with `line:col`, what was expected and what was found, and a
 caret line; no Python exception escapes from inside the parser.
 """
@@ -46,9 +51,10 @@ class Parser:
     lines and function assembly from `DeclParser` (parser_decls.py).
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, check_bounds: bool = True) -> None:
         self.cur = Cursor(text)
         self.scope = Scope(self.cur)
+        self.scope.check_bounds = check_bounds
         self.exprs = ExprParser(self.cur, self.scope)
         self.stmts = StmtParser(self.cur, self.scope, self.exprs)
         self.decls = DeclParser(self.cur, self.scope, self.exprs)
@@ -116,11 +122,11 @@ class Parser:
 
 
 @deep_nesting
-def _run(text: str, kind: str) -> Any:
+def _run(text: str, kind: str, check_bounds: bool = True) -> Any:
     if not isinstance(text, str):
         raise TypeError(f"parse_ir expects the IR text as str, got {type(text).__name__}")
     try:
-        return Parser(text).parse_document(kind)
+        return Parser(text, check_bounds).parse_document(kind)
     except ParseError:
         raise
     except RecursionError:
@@ -129,14 +135,19 @@ def _run(text: str, kind: str) -> Any:
         raise ParseError(f"malformed IR: {type(exc).__name__}: {exc}", 1, 1, "") from None
 
 
-def parse_ir(text: str) -> LoweredFunc | Module | S.Stmt | E.Expr:
-    """Parse IR text (optionally with a `// decl` header) into the node it prints."""
-    return _run(text, "any")
+def parse_ir(text: str, check_bounds: bool = True) -> LoweredFunc | Module | S.Stmt | E.Expr:
+    """Parse IR text (optionally with a `// decl` header) into the node it prints.
+
+    `check_bounds` (default True): in a function, an access that is not under an `if`/`select`
+    and whose index provably leaves a constant dimension of its tensor on some iteration of the
+    enclosing loops is a ParseError (line:col of the access); False accepts such text (syntax
+    tests on random trees)."""
+    return _run(text, "any", check_bounds)
 
 
-def parse_func(text: str) -> LoweredFunc:
-    """Parse `function name (...) {...}`."""
-    return _run(text, "func")
+def parse_func(text: str, check_bounds: bool = True) -> LoweredFunc:
+    """Parse `function name (...) {...}` (`check_bounds` as for `parse_ir`)."""
+    return _run(text, "func", check_bounds)
 
 
 def parse_stmt(text: str) -> S.Stmt:

@@ -34,6 +34,9 @@ _BINARY_LEVELS: tuple[dict[str, type[E.BinaryOp]], ...] = (
 _REDUCE_TAGS = {t.value: t for t in E.ReduceType}
 DTYPE_NAMES = frozenset(d.scalar_name() for d in dt.ALL_SCALAR_DTYPES) | {"handle"}
 """Scalar dtype names (and `handle`) that start a cast, a Let or a vector type."""
+_CONDITIONAL_CALLS = frozenset({"select", "if_then_else"})
+"""Calls whose operands are evaluated only where their condition allows (an access inside may
+be out of range elsewhere: padding)."""
 
 
 class ExprParser:
@@ -193,7 +196,10 @@ class ExprParser:
             return self.parse_cast(dt.dtype_of(name), tok)
         if name in ("Ramp", "Broadcast"):
             return self.parse_vector(tok)
+        guarded = name in _CONDITIONAL_CALLS  # its operands are evaluated only where the condition allows
+        self.scope.infer.guards += guarded
         args = tuple(self.parse_expr_list(")"))
+        self.scope.infer.guards -= guarded
         fixed = {"select": (3, E.Select), "cinn_min": (2, E.Min), "cinn_max": (2, E.Max)}
         if name in fixed:
             arity, cls = fixed[name]

@@ -99,8 +99,13 @@ class StmtParser:
         self.cur.expect(",", "after the loop variable")
         lo = self.exprs.parse_expr()
         self.cur.expect(",", "after the loop min")
+        extent_tok = self.cur.peek()
         extent = self.exprs.parse_expr()
         self.cur.expect(")", "to close the loop header")
+        extent_range = self.scope.infer.interval(extent)
+        if extent_range is not None and extent_range[1] < 0:
+            self.cur.error(f"loop '{var_tok.text}' has extent {extent_range[1]}; a loop extent must be >= 0 "
+                           f"(for (var, min, extent) runs min .. min + extent - 1)", extent_tok)
         var = self.scope.binder(var_tok.text, lo.dtype, var_tok)
         self.scope.scopes.append({var.name: var})
         self.scope.infer.push_loop(var, lo, extent)
@@ -127,8 +132,10 @@ class StmtParser:
         self.cur.expect("(", "after 'if'")
         cond = self.exprs.parse_expr()
         self.cur.expect(")", "to close the if condition")
+        self.scope.infer.guards += 1
         true_case = self.parse_body_block()
         false_case = self.parse_body_block() if self.cur.accept("else") else None
+        self.scope.infer.guards -= 1
         return S.IfThenElse(cond, true_case, false_case)
 
     def parse_let(self) -> S.Let:

@@ -31,6 +31,9 @@ class Scope:
         self.n_literals = self.n_calls = self.n_reduces = self.n_blocks = 0
         self.scopes: list[dict[str, E.Var]] = [{}]
         self.in_function = False
+        self.check_bounds = True
+        """Refuse unguarded accesses outside their tensor's shape in a function (`parse_ir`'s
+        `check_bounds`)."""
         self.free_int_dtype = dt.int32
         self.params: dict[str, E.Var] = {}
         self.infer = TensorInference(self)
