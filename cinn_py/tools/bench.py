@@ -463,31 +463,59 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """Arguments of `cinn-py bench` (added to `parser` when given, e.g. a CLI subparser)."""
     parser = parser or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
-    parser.add_argument("--repeat", type=int, default=20, help="timed calls per kernel (median reported)")
-    parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls per kernel (median reported; "
+                        "default 20, with --models 10 steps)")
+    parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores; "
+                        "with --models: torch's intra-op threads, default 2)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (a quick correctness run)")
     parser.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="print the results as JSON instead of the table (with FILE: the table, and the JSON into FILE)")
     parser.add_argument("--plot", metavar="FILE.png", help="also write a bar chart (needs matplotlib: cinn-py[plot])")
     parser.add_argument("--peers", default="", metavar="LIST",
                         help=f"comma-separated peers to time too: {', '.join(PEERS)} (see cinn_py.tools.bench_peers)")
+    parser.add_argument("--models", nargs="?", const="all", metavar="LIST",
+                        help="the model zoo instead of the kernels: real models through eager, Inductor and "
+                             "cinn_py (comma-separated, default all; see cinn_py/tools/zoo.py)")
+    zoo = parser.add_argument_group("model zoo (with --models)")
+    from cinn_py.tools.zoo_options import add_zoo_arguments  # noqa: PLC0415 (no torch import)
+
+    add_zoo_arguments(parser.add_argument_group("model zoo (with --models)"))
     return parser
 
 
 def run_from_args(ns: argparse.Namespace) -> int:
+    if ns.models is not None:
+        return _run_zoo(ns)
     if ns.plot:
         from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
 
         require_matplotlib()  # before the (long) run, not after it
     peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
-    results = run_benchmarks(ns.names, repeat=ns.repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto,
-                             peers=peers)
-    print(json.dumps(results, indent=1, default=str) if ns.json else format_table(results))
+    results = run_benchmarks(ns.names, repeat=ns.repeat or 20, threads=ns.threads, tiny=ns.tiny,
+                             auto=not ns.no_auto, peers=peers)
+    data = json.dumps(results, indent=1, default=str)
+    print(data if ns.json == "-" else format_table(results))
+    if ns.json and ns.json != "-":
+        with open(ns.json, "w") as f:
+            f.write(data + "\n")
     if ns.plot:
         from cinn_py.tools.bench_plot import plot_results  # noqa: PLC0415
 
         plot_results(results, ns.plot)
     return 0
+
+
+def _run_zoo(ns: argparse.Namespace) -> int:
+    """`--models`: the model zoo (cinn_py.tools.zoo), which needs torch and transformers."""
+    if ns.names or ns.tiny or ns.peers or ns.no_auto:
+        raise BenchmarkError("bench --models runs the model zoo: workload names, --tiny, --peers and --no-auto "
+                             "apply to the kernel benchmarks (use --size tiny)")
+    # Before torch is imported (the zoo imports it): spinning OpenMP workers slow torch down.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from cinn_py.tools import zoo_report  # noqa: PLC0415
+
+    return zoo_report.run_from_args(ns)
 
 
 def run_reporting_errors(ns: argparse.Namespace) -> int:
