@@ -50,6 +50,7 @@ from typing import Any
 import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
+from cinn_py.torch.converters.random import SEED_MARK, seed_dropout
 from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda, unsupported_reason
 from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 
@@ -188,7 +189,7 @@ def _is_compute(node: Any) -> bool:
     and run-time assertions on sizes are not counted (they stay in Python, between kernels)."""
     if node.op != "call_function" or op_name(node) in VIEW_OPS:
         return False
-    if any(word in op_name(node) for word in ("_assert", "sym_constrain")):
+    if any(word in op_name(node) for word in ("_assert", "sym_constrain")) or node.meta.get(SEED_MARK):
         return False
     return not is_size_value(node.meta.get("val"))
 
@@ -200,7 +201,7 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
 
     if any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in example_inputs):
         require_cuda(name)  # a clear error, not a silent eager fallback of every partition
-    if read_sizes_from_inputs(gm.graph):
+    if read_sizes_from_inputs(gm.graph) | seed_dropout(gm):
         gm.recompile()
     fallback: Counter[str] = Counter()
     reasons: dict[str, str] = {}

@@ -24,7 +24,7 @@ def _gen(seed: int) -> Any:
 
 def _no_fallback() -> None:
     assert ct.reports(), "nothing was compiled"
-    bad = [r for r in ct.reports() if r.fallback or r.failures]
+    bad = [r for r in ct.reports() if r.fallback or r.errors]
     assert not bad, "\n".join(map(str, bad))
 
 
@@ -187,3 +187,70 @@ def test_safe_softmax_fully_masked_rows_are_zero() -> None:
     mask = torch.ones(2, 1, 5, 5, dtype=torch.bool)
     mask[0, 0, 2] = False
     check(lambda q, k, v: _F.scaled_dot_product_attention(q, k, v, attn_mask=mask), _qkv())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_with_weight_and_ignore_index(reduction: str) -> None:
+    target = torch.tensor([1, 4, -100, 0, 2, 4])
+    weight = torch.rand(5, generator=_gen(21)) + 0.5
+    check(lambda x: _F.cross_entropy(x, target, weight=weight, ignore_index=-100, reduction=reduction),
+          [torch.randn(6, 5, generator=_gen(22))])
+
+
+def test_nll_loss_2d_and_single_sample() -> None:
+    target = torch.randint(0, 4, (2, 3, 3), generator=_gen(23))
+    target[0, 1, 1] = 2  # ignored below
+
+    def fn(x: Any, y: Any) -> Any:
+        return (_F.nll_loss(_F.log_softmax(x, 1), target, ignore_index=2)
+                + _F.cross_entropy(y, torch.tensor(3), reduction="sum"))
+
+    check(fn, [torch.randn(2, 4, 3, 3, generator=_gen(24)), torch.randn(5, generator=_gen(25))])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dropout
+# ---------------------------------------------------------------------------------------------------------
+def test_seeded_dropout_kernel_draws_the_ops_own_mask() -> None:
+    """The compiled mask equals `cinn_py::seeded_dropout`'s torch implementation bit for bit (what
+    eager fallback runs), gradient included."""
+    seed = torch.tensor([123_456_789, 42])
+    check(lambda x: torch.ops.cinn_py.seeded_dropout(x, 0.3, seed), [torch.randn(4, 33, generator=_gen(31))])
+
+
+def test_dropout_in_training_draws_a_new_mask_per_call_from_torchs_seed() -> None:
+    torch._dynamo.reset()
+    ct.reset_reports()
+    x = torch.ones(64, 64, requires_grad=True)
+    fn = torch.compile(lambda t: _F.dropout(t, 0.25, training=True) * 2, backend=cinn_py_backend, dynamic=False,
+                       options=STRICT)
+    torch.manual_seed(5)
+    first = fn(x)
+    second = fn(x)
+    torch.manual_seed(5)
+    again = fn(x)
+    assert torch.equal(first, again), "torch.manual_seed must reproduce the mask"
+    assert not torch.equal(first, second), "each call draws a new mask"
+    kept = first != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.03
+    torch.testing.assert_close(first[kept], torch.full_like(first[kept], 2 / 0.75))
+    first.sum().backward()
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, kept.float() * 2 / 0.75)
+    _no_fallback()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# adaptive pooling
+# ---------------------------------------------------------------------------------------------------------
+def test_adaptive_pooling_matches_eager() -> None:
+    """Global, dividing (a pool2d) and overlapping (the window matrices) adaptive average pools;
+    a dividing adaptive max pool."""
+    def fn(x: Any) -> Any:
+        return (_F.adaptive_avg_pool2d(x, 1).sum() + _F.adaptive_avg_pool2d(x, (3, 2)).sum() * 0.5
+                + _F.adaptive_avg_pool2d(x, (4, 5)).square().sum() + _F.adaptive_max_pool2d(x, (3, 2)).square().sum())
+
+    check(fn, [torch.randn(2, 3, 6, 4, generator=_gen(41))])

@@ -19,8 +19,7 @@ import math
 from typing import Any
 
 from cinn_py.frontend.program import Variable
-from cinn_py.torch.converters.base import Emitter, Value, converts
-from cinn_py.torch.converters.norms import as_dtype, compute_dtype
+from cinn_py.torch.converters.base import Emitter, Value, as_dtype, compute_dtype, converts
 
 
 def _fake(node: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.base import Dim
@@ -96,3 +96,23 @@ def scaled(e: Emitter, y: Any, alpha: Any) -> Any:
 
 def is_strided_layout(layout: Any) -> bool:
     return layout is None or str(layout) == "torch.strided"
+
+
+LOW_PRECISION = frozenset({"bfloat16", "float16"})
+
+
+def compute_dtype(*xs: Variable | None) -> str:
+    """float32 when any operand is bf16/fp16 (statistics accumulate in float32), else the first's."""
+    given = [str(x.dtype) for x in xs if x is not None]
+    return "float32" if any(d in LOW_PRECISION for d in given) else given[0]
+
+
+@overload
+def as_dtype(e: Emitter, x: Variable, dtype: str) -> Variable: ...
+@overload
+def as_dtype(e: Emitter, x: None, dtype: str) -> None: ...
+@overload
+def as_dtype(e: Emitter, x: Variable | None, dtype: str) -> Variable | None: ...
+def as_dtype(e: Emitter, x: Variable | None, dtype: str) -> Variable | None:
+    """`x` cast to `dtype` (itself when it has it; None stays None)."""
+    return x if x is None or str(x.dtype) == dtype else e.nb.cast(x, dtype)

@@ -15,31 +15,11 @@ kernels accumulate them, and cast back by the graph's dtype check.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any
 
 from cinn_py.frontend.ops.base import Dim
 from cinn_py.frontend.program import Variable
-from cinn_py.torch.converters.base import Emitter, Value, converts
-
-_LOW_PRECISION = frozenset({"bfloat16", "float16"})
-
-
-def compute_dtype(*xs: Variable | None) -> str:
-    """float32 when any operand is bf16/fp16 (statistics accumulate in float32), else the first's."""
-    given = [str(x.dtype) for x in xs if x is not None]
-    return "float32" if any(d in _LOW_PRECISION for d in given) else given[0]
-
-
-@overload
-def as_dtype(e: Emitter, x: Variable, dtype: str) -> Variable: ...
-@overload
-def as_dtype(e: Emitter, x: None, dtype: str) -> None: ...
-@overload
-def as_dtype(e: Emitter, x: Variable | None, dtype: str) -> Variable | None: ...
-def as_dtype(e: Emitter, x: Variable | None, dtype: str) -> Variable | None:
-    """`x` cast to `dtype` (itself when it has it; None stays None)."""
-    return x if x is None or str(x.dtype) == dtype else e.nb.cast(x, dtype)
-
+from cinn_py.torch.converters.base import Emitter, Value, as_dtype, compute_dtype, converts
 
 def _per_channel(e: Emitter, v: Variable, like: Variable) -> Variable:
     """A [C] vector broadcast along axis 1 of `like` (NC..., any rank >= 2)."""

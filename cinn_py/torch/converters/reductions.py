@@ -10,7 +10,10 @@ from cinn_py.torch.converters.base import (
     Converter,
     Emitter,
     Value,
+    LOW_PRECISION,
+    as_dtype,
     axes_of,
+    compute_dtype,
     converts,
     no_dtype,
 )
@@ -18,8 +21,8 @@ from cinn_py.torch.converters.base import (
 
 def _reduce(method: str) -> Converter:
     def convert(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **_: Any) -> Value:
-        if str(x.dtype) != e.dtype:  # torch sums bool and small ints in int64
-            x = e.nb.cast(x, e.dtype)
+        # torch sums bool and small ints in int64, bf16/fp16 in float32 (cast back by the graph)
+        x = as_dtype(e, x, e.dtype if e.dtype not in LOW_PRECISION else "float32")
         return getattr(e.nb, method)(x, axes_of(dims, x.ndim), keep_dim=keepdim)
     return convert
 
@@ -36,25 +39,28 @@ def _no_half_to_float(x: Any, dim: int, half_to_float: bool) -> str | None:
 
 @converts("aten._softmax.default", check=_no_half_to_float)
 def _softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
-    return e.nb.softmax(x, [dim % x.ndim])
+    return e.nb.softmax(as_dtype(e, x, compute_dtype(x)), [dim % x.ndim])
 
 
 @converts("aten._log_softmax.default", check=_no_half_to_float)
 def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
     nb, axis = e.nb, [dim % x.ndim]
+    x = as_dtype(e, x, compute_dtype(x))
     shifted = nb.subtract(x, nb.reduce_max(x, axis, keep_dim=True))
     return nb.subtract(shifted, nb.log(nb.reduce_sum(nb.exp(shifted), axis, keep_dim=True)))
 
 
 @converts("aten._log_softmax_backward_data.default")
 def _log_softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
-    nb = e.nb
+    nb, dtype = e.nb, compute_dtype(g, y)
+    g, y = as_dtype(e, g, dtype), as_dtype(e, y, dtype)
     return nb.subtract(g, nb.multiply(nb.exp(y), nb.reduce_sum(g, [dim % y.ndim], keep_dim=True)))
 
 
 @converts("aten._softmax_backward_data.default")
 def _softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
-    nb = e.nb
+    nb, dtype = e.nb, compute_dtype(g, y)
+    g, y = as_dtype(e, g, dtype), as_dtype(e, y, dtype)
     dot = nb.reduce_sum(nb.multiply(g, y), [dim % y.ndim], keep_dim=True)
     return nb.multiply(y, nb.subtract(g, dot))
 
@@ -62,7 +68,10 @@ def _softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtyp
 @converts("aten.native_layer_norm.default")
 def _layer_norm(e: Emitter, x: Variable, normalized_shape: Sequence[int], w: Variable | None,
                 b: Variable | None, eps: float) -> Value:
-    nb = e.nb
+    """bf16/fp16 x (autocast) or mixed x/weight dtypes: normalised in float32, as torch's CPU kernel
+    (out in x's dtype, mean and rstd float32: the graph casts to torch's dtypes)."""
+    nb, dtype = e.nb, compute_dtype(x, w, b)
+    x, w, b = as_dtype(e, x, dtype), as_dtype(e, w, dtype), as_dtype(e, b, dtype)
     axes = list(range(x.ndim - len(normalized_shape), x.ndim))
     mean = nb.reduce_mean(x, axes, keep_dim=True)
     centred = nb.subtract(x, mean)
@@ -76,7 +85,9 @@ def _layer_norm(e: Emitter, x: Variable, normalized_shape: Sequence[int], w: Var
 def _layer_norm_backward(e: Emitter, g: Variable, x: Variable, normalized_shape: Sequence[int],
                          mean: Variable, rstd: Variable, w: Variable | None, b: Variable | None,
                          mask: Sequence[bool]) -> Value:
-    nb = e.nb
+    nb, dtype = e.nb, compute_dtype(g, x, w)
+    g, x, w, b = as_dtype(e, g, dtype), as_dtype(e, x, dtype), as_dtype(e, w, dtype), as_dtype(e, b, dtype)
+    mean, rstd = as_dtype(e, mean, dtype), as_dtype(e, rstd, dtype)
     axes = list(range(x.ndim - len(normalized_shape), x.ndim))
     lead = list(range(x.ndim - len(normalized_shape)))
     xhat = nb.multiply(nb.subtract(x, mean), rstd)
