@@ -46,6 +46,8 @@ from cinn_py.ir import LoweredFunc, deep_nesting, nesting_room, print_ir
 from cinn_py.lowering.group import lower_group
 from cinn_py.passes import run_passes
 from cinn_py.runtime.checked import resolve_checked
+from cinn_py.runtime.graph_plan import plan_graph
+from cinn_py.runtime.native import NativeGraph
 from cinn_py.runtime.program import CompiledProgram
 from cinn_py.target import Target, TargetLike
 
@@ -325,7 +327,37 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
         tgt = Target.parse(target)
         outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
         fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
-        return CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"), tgt.name)
+        compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"),
+                                   tgt.name)
+        link_native(compiled, tgt)
+        return compiled
+
+
+NATIVE_ENV = "CINN_PY_NATIVE_GRAPH"
+
+
+def link_native(compiled: CompiledProgram, target: Target) -> None:
+    """Give `compiled` its native graph (`CompiledProgram.native`: every kernel in one native
+    call) where the backend links one (`link_program`: x86) and the memory plan expresses the
+    program; otherwise `native_reason` says why it runs kernel by kernel. `CINN_PY_NATIVE_GRAPH=0`
+    turns it off (to compare)."""
+    if os.environ.get(NATIVE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        compiled.native_reason = f"{NATIVE_ENV}=0"
+        return
+    link = getattr(get_backend(target), "link_program", None)
+    if link is None:
+        compiled.native_reason = f"the {target.kind} backend runs kernels one by one"
+        return
+    plan = plan_graph(compiled.plan, [kernel.func for kernel in compiled.kernels])
+    if isinstance(plan, str):
+        compiled.native_reason = plan
+        return
+    entry = link(plan, compiled.kernels)
+    if entry is None:
+        compiled.native_reason = "a kernel has its own thread count"
+        return
+    compiled.native = NativeGraph(plan, entry)
+    compiled.native_reason = ""
 
 
 @deep_nesting
@@ -344,5 +376,5 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
 
 __all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step", "StepOutput",
            "build", "check_step", "codegen_step", "compile_program", "dump_dir", "dump_path", "dumped",
-           "generate", "program_steps", "run_interpreted", "schedule_step", "step_text", "target_passes", "trace",
+           "generate", "link_native", "program_steps", "run_interpreted", "schedule_step", "step_text", "target_passes", "trace",
            "trace_func", "trace_program"]

@@ -1,4 +1,12 @@
-"""A program compiled group by group (`cinn_py.compile_program`): runs its kernels in order."""
+"""A program compiled group by group (`cinn_py.compile_program`): runs its kernels in order.
+
+On x86 the kernels run as one native call (`native`, a `cinn_py.runtime.native.NativeGraph`: an
+entry function that calls each kernel with arena buffers of a static memory plan); a repeated call
+with the inputs' dtypes, shapes and strides of an earlier one skips every check (a signature
+cache), allocates the outputs and makes that one ctypes call. Elsewhere (CUDA), or for a program
+the plan cannot express (`native_reason`), the kernels run one by one from Python, each checking
+its arguments and allocating its outputs (`run_bound`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,12 @@ import numpy as np
 from cinn_py.frontend.fusion import FusionPlan, Group
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc, bfloat16
+from cinn_py.runtime import threadpool
+from cinn_py.runtime.args import data_ptr, storage_dtype
+from cinn_py.runtime.native import NativeGraph, SizedGraph, aligned_empty
 from cinn_py.target import Target
+
+_SIGNATURES = 64
 
 
 class CompiledProgram:
@@ -26,6 +39,16 @@ class CompiledProgram:
         self.steps = tuple(_reshape_view(group, fusion, target) or kernel
                             for group, kernel in zip(fusion.groups, self.kernels))
         """What `run_bound` calls per group: the kernel, or a `ReshapeView` in its place."""
+        self.native: NativeGraph | None = None
+        """The kernels as one native call (set by `compile_program` where the backend links one)."""
+        self.native_reason = "not linked"
+        """Why `native` is None (a program the memory plan cannot express, a backend that links none)."""
+        self._signatures: dict[tuple[Any, ...] | None, tuple[SizedGraph, bool]] = {}
+        # fusion.program's inputs are the user's, by name, possibly fewer (dead inputs dropped)
+        positions = {v.name: k for k, v in enumerate(program.inputs)}
+        self.input_positions = tuple(positions[v.name] for v in fusion.program.inputs)
+        self._output_dtypes = tuple(storage_dtype(v.dtype) for v in fusion.program.outputs)
+        self._bf16_outputs = any(v.dtype == bfloat16 for v in fusion.program.outputs)
 
     @property
     def groups(self) -> tuple[Group, ...]:
@@ -35,12 +58,57 @@ class CompiledProgram:
         """The outputs for numpy inputs. bfloat16 results are `ml_dtypes.bfloat16` arrays, or
         uint16 bit patterns (the kernels' storage, as `cinn_py.torch` passes them) when the
         bfloat16 inputs came as bit patterns."""
-        arrays, _ = bind_inputs(self.program, _inputs(inputs))
+        if self.native is not None:
+            hit = self._signatures.get(_signature(inputs))
+            if hit is not None:
+                return self._run_native(hit[0], inputs, hit[1])
+        given = _inputs(inputs)
+        arrays, env = bind_inputs(self.program, given)
+        bits = any(arrays[v.name].dtype == np.uint16 for v in self.program.inputs if v.dtype == bfloat16)
+        sized = self.size_native(env)
+        if sized is not None:
+            bound = [arrays[v.name] for v in self.program.inputs]
+            convert = self._bf16_outputs and not bits
+            if given is inputs:
+                self._remember(inputs, bound, sized, convert)
+            return self._run_native(sized, bound, convert)
         result = self.run_bound(arrays)
-        if any(arrays[v.name].dtype == np.uint16 for v in self.program.inputs if v.dtype == bfloat16):
+        if bits:
             return result
         outs = result if isinstance(result, tuple) else (result,)
         return pack([frontend_array(r, v) for r, v in zip(outs, self.plan.program.outputs)])
+
+    def _remember(self, inputs: tuple[Any, ...], bound: list[Any], sized: SizedGraph, convert: bool) -> None:
+        """Let later calls with the signature of `inputs` skip the checks: only when the checked
+        arrays are the given ones (a strided or converted input was copied: its signature must
+        take the checked path again) with numpy's own dtypes (bfloat16 is checked each time)."""
+        key = _signature(inputs)
+        if key is None or not all(a is b and a.dtype.isbuiltin for a, b in zip(bound, inputs)):
+            return
+        if len(self._signatures) >= _SIGNATURES:
+            self._signatures.pop(next(iter(self._signatures)))
+        self._signatures[key] = (sized, convert)
+
+    def size_native(self, env: dict[str, int]) -> SizedGraph | None:
+        """The native graph's layout for the symbol values of a call that passed `bind_inputs`;
+        None when there is no native graph or its plan does not fit these sizes (the kernels
+        then run one by one)."""
+        if self.native is None:
+            return None
+        try:
+            return self.native.sized(env)
+        except ValueError as exc:
+            self.native_reason = str(exc)
+            return None
+
+    def _run_native(self, sized: SizedGraph, inputs: Any, convert: bool) -> Any:
+        """One native call on numpy `inputs` (the user's positional order, checked before)."""
+        outs = [aligned_empty(shape, dtype) for shape, dtype in zip(sized.output_shapes, self._output_dtypes)]
+        pointers = [data_ptr(inputs[k]) for k in self.input_positions] + [data_ptr(o) for o in outs]
+        self.native.launch(sized, pointers, threadpool.get_num_threads())  # type: ignore[union-attr]
+        if convert:
+            outs = [frontend_array(o, v) for o, v in zip(outs, self.plan.program.outputs)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def run_bound(self, arrays: Mapping[str, Any]) -> Any:
         """The kernels on inputs by name, already checked (`bind_inputs`) or device arrays the
@@ -90,6 +158,16 @@ def _reshape_view(group: Group, fusion: FusionPlan, target: str) -> ReshapeView 
         if readers != 1 or id(source) in outputs or any(v is source for v in program.inputs):
             return None
     return ReshapeView(tuple(int(d) for d in result.shape))
+
+
+def _signature(inputs: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """(dtype, shape, strides) of each input when all are plain numpy arrays, else None."""
+    key = []
+    for a in inputs:
+        if type(a) is not np.ndarray:
+            return None
+        key.append((a.dtype, a.shape, a.strides))
+    return tuple(key)
 
 
 def _inputs(inputs: tuple[Any, ...]) -> Sequence[Any] | Mapping[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch  # pyright: ignore[reportMissingImports]
@@ -26,7 +26,7 @@ from cinn_py.diagnostics import CinnError
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
 from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
-from cinn_py.frontend.program import Program, Variable
+from cinn_py.frontend.program import Program, Variable, bind_inputs
 from cinn_py.pipeline import compile_program
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
@@ -360,6 +360,13 @@ class CompiledGraph:
     plan: InputPlan
     views: tuple[OutputView, ...] = ()
     """How each graph output is made from the Program's outputs (empty: they are the outputs)."""
+    _native_sizes: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+    """Tensor signatures (dtype, shape, strides) that passed the checks -> the native layout."""
+    _torch_dtypes: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    """The torch dtype of each Program output (what the native call allocates)."""
+
+    def __post_init__(self) -> None:
+        self._torch_dtypes = tuple(getattr(torch, v.dtype.scalar_name()) for v in self.program.outputs)
 
     @staticmethod
     def build(gm: Any, inputs: Sequence[InputSpec], name: str, schedule: str | None = "auto",
@@ -387,12 +394,53 @@ class CompiledGraph:
             result = self.compiled.run_bound(bound)
             outs = result if isinstance(result, tuple) else (result,)
         else:
-            result = self.compiled(*[to_numpy(t) for t in tensors])
-            arrays = result if isinstance(result, tuple) else (result,)
-            outs = tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
+            outs = self._run_cpu(tensors)
         if self.views:
             outs = tuple(view(outs, args) for view in self.views)
         return outs if self.tuple_output else outs[0]
+
+    def _run_cpu(self, tensors: Sequence[Any]) -> tuple[Any, ...]:
+        """The Program's outputs for CPU tensors: one native call on the tensors' memory
+        (`_run_native`) where the compiled program has its native graph, else the kernels one by
+        one on zero-copy numpy views."""
+        outs = self._run_native(tensors)
+        if outs is not None:
+            return outs
+        result = self.compiled(*[to_numpy(t) for t in tensors])
+        arrays = result if isinstance(result, tuple) else (result,)
+        return tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
+
+    def _run_native(self, tensors: Sequence[Any]) -> tuple[Any, ...] | None:
+        """One native call (cinn_py/runtime/native.py): inputs passed by data pointer, outputs
+        allocated with `torch.empty` and written in place, parallel loops on torch's intra-op
+        thread count (`torch.get_num_threads()`: the two pools then use the cores torch was told
+        to use, not both all of them). The first call of a (dtype, shape, strides) signature is
+        checked as numpy arrays (`CompiledProgram.size_native`); later ones only look it up.
+        None when the program has no native graph or these sizes do not fit its plan."""
+        native = self.compiled.native
+        if native is None:
+            return None
+        key = tuple([(t.dtype, t.shape, t.stride(), t.is_cpu) for t in tensors])
+        sized = self._native_sizes.get(key)
+        pointers = None
+        if sized is None:
+            arrays = [to_numpy(t) for t in tensors]  # contiguous: a strided tensor is copied once here
+            bound, env = bind_inputs(self.compiled.program, arrays)
+            sized = self.compiled.size_native(env)
+            if sized is None:
+                return None
+            if all(t.is_contiguous() for t in tensors) and len(self._native_sizes) < NATIVE_SIGNATURES:
+                self._native_sizes[key] = sized
+            else:  # this call runs on the contiguous copies
+                pointers = [int(bound[v.name].ctypes.data) for v in self.compiled.plan.program.inputs]
+        outs = tuple(torch.empty(shape, dtype=dtype) for shape, dtype in zip(sized.output_shapes, self._torch_dtypes))
+        if pointers is None:
+            pointers = [tensors[k].data_ptr() for k in self.compiled.input_positions]
+        native.launch(sized, pointers + [o.data_ptr() for o in outs], torch.get_num_threads())
+        return outs
+
+NATIVE_SIGNATURES = 64
+"""(dtype, shape, strides) signatures of tensors a CompiledGraph remembers for its native call."""
 
 
 def require_cuda(name: str) -> None:

@@ -8,6 +8,8 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
 from codegen.llvm import GeneratedCode, build_x86, generate_x86
+from cinn_py.runtime.graph_plan import GraphPlan
+from codegen.llvm.graph import GraphEntry, link_program
 from codegen.llvm.jit import LoadedObject
 from codegen.llvm.kernel import Kernel
 from codegen.llvm.names import symbol_name
@@ -43,6 +45,10 @@ class X86Backend:
     def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Kernel:
         _check_target(target)
         return build_x86(func, fast_math=fast_math, **options)
+
+    def link_program(self, plan: GraphPlan, kernels: Any) -> GraphEntry | None:
+        """The native entry function running a program's kernels in one call (`codegen.llvm.graph`)."""
+        return link_program(plan, kernels)
 
 
 BACKEND = X86Backend()

@@ -73,6 +73,11 @@ class Kernel(KernelBase):
         self._canonical_order = ios == sorted(ios, key=[ArgIO.INPUT, ArgIO.OUTPUT, ArgIO.SCALAR].index) and \
             [name for io, name in self._arg_kinds if io is ArgIO.SCALAR] == [v.name for v in func.scalar_args]
 
+    @property
+    def address(self) -> int:
+        """The entry point's address (what the native graph runtime calls, `codegen.llvm.graph`)."""
+        return self._loaded.address(self.symbol)
+
     def __repr__(self) -> str:
         return f"<Kernel x86 '{self.func.name}' inputs={[t.name for t in self.func.inputs]} " \
                f"outputs={[t.name for t in self.func.outputs]}>"
@@ -131,7 +136,7 @@ class Kernel(KernelBase):
             self._pool_threads.value = threads
         status = self._entry(*call_args)
         if status:
-            self._raise_status(status, fast.symbols)
+            self.raise_status(status, fast.symbols)
         return self.results(results)
 
     def _run(self, call_args: Any) -> None:
@@ -142,9 +147,10 @@ class Kernel(KernelBase):
         if status:
             symbols = {a.var.name: value for a, value in zip(self.func.args, call_args)  # type: ignore[union-attr]
                        if a.io is ArgIO.SCALAR}
-            self._raise_status(status, symbols)
+            self.raise_status(status, symbols)
 
-    def _raise_status(self, status: int, symbols: dict[str, int]) -> None:
+    def raise_status(self, status: int, symbols: dict[str, int]) -> None:
+        """Raise the error of a non-zero status the generated code returned for symbol values `symbols`."""
         if status == STATUS_SIZE_OVERFLOW:
             temps = ", ".join(f"{b.name}[{', '.join(print_ir(d) for d in b.shape)}] {b.dtype}"
                               for b in self.func.temp_bufs if not all(is_const_int(d) for d in b.shape))
