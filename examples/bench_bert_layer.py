@@ -3,7 +3,7 @@ examples/train_bert_layer.py, eager PyTorch vs `torch.compile(backend="cinn_py")
 `torch.compile` with Inductor, in the same run.
 
     python examples/bench_bert_layer.py [--batch 4 --seq 64 --hidden 128 --ffn 512] [--repeat 20]
-                                        [--dtype float32|bfloat16]
+                                        [--dtype float32|bfloat16] [--compare-native]
 
 Each variant runs the same step on CPU: the layer on the same input and weights, loss = sum of
 the output times a fixed random tensor, `backward()`, gradients cleared (set to None). The
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_bert_layer as layer  # noqa: E402
 
 import cinn_py.torch  # noqa: E402
+from cinn_py.pipeline import NATIVE_ENV  # noqa: E402
 from cinn_py.tools.bench import time_alternating  # noqa: E402
 
 Step = Callable[[], Any]
@@ -52,7 +53,29 @@ def make_step(fn: Callable[..., torch.Tensor], x: torch.Tensor, params: dict[str
     return step
 
 
-def variants(x: torch.Tensor, hidden: int, ffn: int) -> dict[str, Step]:
+def compiled_without_native_graph(step: Step) -> Step:
+    """`step` whose partitions compile (at its first call) with `CINN_PY_NATIVE_GRAPH=0`: kernel by
+    kernel from Python, the runtime before the native graph (docs/runtime.md)."""
+    compiled = False
+
+    def run() -> Any:
+        nonlocal compiled
+        if compiled:
+            return step()
+        previous = os.environ.get(NATIVE_ENV)
+        os.environ[NATIVE_ENV] = "0"
+        try:
+            return step()
+        finally:
+            compiled = True
+            if previous is None:
+                del os.environ[NATIVE_ENV]
+            else:
+                os.environ[NATIVE_ENV] = previous
+    return run
+
+
+def variants(x: torch.Tensor, hidden: int, ffn: int, compare_native: bool = False) -> dict[str, Step]:
     def eager(x: torch.Tensor, *p: torch.Tensor) -> torch.Tensor:
         return layer.eager_layer(x, dict(zip(layer.PARAMS, p)))
 
@@ -64,6 +87,9 @@ def variants(x: torch.Tensor, hidden: int, ffn: int) -> dict[str, Step]:
     for name, backend in (("cinn_py", "cinn_py"), ("inductor", "inductor")):
         compiled = torch.compile(eager, backend=backend, dynamic=False)
         steps[name] = make_step(compiled, x, params())
+    if compare_native:
+        compiled = torch.compile(eager, backend="cinn_py", dynamic=False)
+        steps["cinn_py/kernels"] = compiled_without_native_graph(make_step(compiled, x, params()))
     return steps
 
 
@@ -98,11 +124,13 @@ def main() -> None:
     parser.add_argument("--ffn", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--compare-native", action="store_true",
+                        help="also time cinn_py with its partitions run kernel by kernel (CINN_PY_NATIVE_GRAPH=0)")
     args = parser.parse_args()
     torch.manual_seed(0)
     x = torch.randn(args.batch, args.seq, args.hidden).to(getattr(torch, args.dtype))
     load_before = os.getloadavg()
-    steps = variants(x, args.hidden, args.ffn)
+    steps = variants(x, args.hidden, args.ffn, args.compare_native)
     cinn_py.torch.reset_reports()
     first = check(steps)
     times = time_alternating(list(steps.values()), args.repeat, warmup=2)
@@ -111,10 +139,10 @@ def main() -> None:
           f"hidden {args.hidden}, ffn {args.ffn}; {args.repeat} alternating rounds; torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads")
     eager_median = statistics.median(times[0])
-    print(f"{'variant':<10} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'vs eager':>9} {'first step s':>13}")
+    print(f"{'variant':<15} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'vs eager':>9} {'first step s':>13}")
     for (name, _), t in zip(steps.items(), times):
         median = statistics.median(t)
-        print(f"{name:<10} {median * 1e3:>10.2f} {min(t) * 1e3:>8.2f} {max(t) * 1e3:>8.2f} "
+        print(f"{name:<15} {median * 1e3:>10.2f} {min(t) * 1e3:>8.2f} {max(t) * 1e3:>8.2f} "
               f"{eager_median / median:>8.2f}x {first[name]:>13.1f}")
     for report in cinn_py.torch.reports():
         print(report)

@@ -28,6 +28,7 @@ from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
 from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable, bind_inputs
 from cinn_py.pipeline import compile_program
+from cinn_py.runtime.threadpool import num_threads_override
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
 from cinn_py.torch.symbolic import (
@@ -406,7 +407,8 @@ class CompiledGraph:
         outs = self._run_native(tensors)
         if outs is not None:
             return outs
-        result = self.compiled(*[to_numpy(t) for t in tensors])
+        with num_threads_override(torch.get_num_threads()):
+            result = self.compiled(*[to_numpy(t) for t in tensors])
         arrays = result if isinstance(result, tuple) else (result,)
         return tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
 

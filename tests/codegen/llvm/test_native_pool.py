@@ -198,3 +198,17 @@ def test_parallel_task_captures_symbols_used_only_in_strides() -> None:
     for n in (1, 5, 37):
         x = np.random.default_rng(n).standard_normal((3, n), dtype=np.float32)
         np.testing.assert_array_equal(kernel(x), x[2] - x[0])
+
+
+def test_idle_workers_sleep_instead_of_spinning(pool: NativePool) -> None:
+    """After a burst of launches the workers spin briefly, then sleep on a futex: an idle process
+    burns no CPU (torch's OpenMP threads and other processes get the cores whatever
+    OMP_WAIT_POLICY says)."""
+    pool.set_num_threads(4)
+    for _ in range(50):
+        assert sorted(t for t, _, _ in _launch(pool, 8)) == [0, 1, 2, 3]
+    time.sleep(0.05)  # the spin-then-yield phase: ~64 pauses + 256 yields per worker
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    time.sleep(0.3)
+    busy = time.process_time() - cpu0
+    assert busy < 0.05 * (time.perf_counter() - wall0), f"{busy:.3f} s of CPU in an idle 0.3 s"
