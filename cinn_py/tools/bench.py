@@ -492,7 +492,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
         require_matplotlib()  # before the (long) run, not after it
     peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
-    results = run_benchmarks(ns.names, repeat=ns.repeat or 20, threads=ns.threads, tiny=ns.tiny,
+    results = run_benchmarks(ns.names, repeat=20 if ns.repeat is None else ns.repeat, threads=ns.threads, tiny=ns.tiny,
                              auto=not ns.no_auto, peers=peers)
     data = json.dumps(results, indent=1, default=str)
     print(data if ns.json == "-" else format_table(results))

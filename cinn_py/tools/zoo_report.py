@@ -143,8 +143,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
         from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
 
         require_matplotlib()  # before the (long) run, not after it
-    run = run_zoo(_names(ns.models), ns.size, _names(ns.modes), _names(ns.dtypes), repeat=ns.repeat or 10,
-                  threads=ns.threads or 2, variants=_names(ns.variants))
+    run = run_zoo(_names(ns.models), ns.size, _names(ns.modes), _names(ns.dtypes), repeat=10 if ns.repeat is None else ns.repeat,
+                  threads=2 if ns.threads is None else ns.threads, variants=_names(ns.variants))
     data = json.dumps(run.as_dict(), indent=1, default=str)
     if ns.json == "-":
         print(data)
