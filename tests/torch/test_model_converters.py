@@ -254,3 +254,50 @@ def test_adaptive_pooling_matches_eager() -> None:
                 + _F.adaptive_avg_pool2d(x, (4, 5)).square().sum() + _F.adaptive_max_pool2d(x, (3, 2)).square().sum())
 
     check(fn, [torch.randn(2, 3, 6, 4, generator=_gen(41))])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# autocast
+# ---------------------------------------------------------------------------------------------------------
+class _BertBlock(torch.nn.Module):
+    """A BERT-like block: embeddings, layer norm, fused qkv, SDPA with a padding mask, GELU MLP,
+    dropout, and a cross-entropy head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(17, 16)
+        self.ln1, self.ln2 = torch.nn.LayerNorm(16), torch.nn.LayerNorm(16)
+        self.qkv, self.proj = torch.nn.Linear(16, 48), torch.nn.Linear(16, 16)
+        self.up, self.down = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+        self.head = torch.nn.Linear(16, 17)
+
+    def forward(self, ids: Any, keep: Any) -> Any:
+        x = self.ln1(self.emb(ids))
+        q, k, v = (t.unflatten(-1, (2, 8)).transpose(1, 2) for t in self.qkv(x).split(16, -1))
+        a = _F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+        x = self.ln2(x + _F.dropout(self.proj(a.transpose(1, 2).flatten(2)), 0.0, self.training))
+        x = x + self.down(_F.gelu(self.up(x)))
+        return _F.cross_entropy(self.head(x).flatten(0, 1), ids.flatten())
+
+
+def test_bert_block_under_bf16_autocast_converts_fully_and_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = _BertBlock()
+    ref = copy.deepcopy(model)
+    ids = torch.randint(0, 17, (2, 6), generator=_gen(51))
+    keep = torch.ones(2, 6, dtype=torch.bool)
+    keep[1, 4:] = False
+    torch._dynamo.reset()
+    ct.reset_reports()
+    compiled = torch.compile(model, backend=cinn_py_backend, dynamic=False, options=STRICT)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = compiled(ids, keep)
+        expected = ref(ids, keep)
+    torch.testing.assert_close(loss, expected, rtol=2e-2, atol=2e-2)
+    loss.backward()
+    expected.backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        scale = q.grad.abs().max().item()
+        torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-2 * scale, msg=lambda m, n=name: f"{n}: {m}")
+    _no_fallback()
+    assert sum(sum(r.compiled.values()) for r in ct.reports()) > 40
