@@ -10,8 +10,10 @@ register-tiled micro-kernel of `schedules.tactics.matmul` (mr x 2 vectors of FMA
     out2 = matmul(reshape(w, [O, K]), col)    [O, Q]       (per group: a batched matmul)
     y    = transpose(reshape(out2[:, :N*P], [O, N, OH, OW]), [1, 0, 2, 3])   (N = 1: a reshape)
 
-The column count Q is rounded up to a whole vector (`COLUMN_MULTIPLE`: the padding columns are
-zero), so the register tile needs no tail guard. The elementwise ops after the conv (bias, batch
+The column count Q is a whole number of register tiles (`COLUMN_MULTIPLE`), so the micro-kernel
+has no tail guard: `padding` widens each output row a little (14 -> 16 pixels: the extra columns
+are dropped) or, when no width within `MAX_ROW_WASTE` does, rounds Q up with zero columns. The
+elementwise ops after the conv (bias, batch
 norm, residual add, activation) fuse with the final reshape/transpose into one injective kernel,
 which reads `out2` once.
 
@@ -23,14 +25,17 @@ whose matmul would be thin: depthwise ones (one channel per group) and any with 
 from __future__ import annotations
 
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.nn_gemm import im2col_shape
+from cinn_py.frontend.ops.nn_gemm import im2col_matrix, im2col_shape
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.frontend.rewrite import Match, Rewrite, apply_rewrites, op, var
 
-__all__ = ["CONV_GEMM", "conv_to_gemm", "gemm_conv"]
+__all__ = ["CONV_GEMM", "conv_to_gemm", "gemm_conv", "padding"]
 
-COLUMN_MULTIPLE = 16
-"""Columns of the matmul are padded to a multiple of this (16 float32 lanes: one AVX-512 vector)."""
+COLUMN_MULTIPLE = 32
+"""Columns of the matmul are padded to a multiple of this: the 2 x 16-lane register tile of the
+AVX-512 matmul (a 16-wide tile has half the accumulators: 256x2304x208 ran at 71 GF/s, x224 at 87)."""
+MAX_ROW_WASTE = 0.15
+"""Widen output rows by at most this fraction to fill whole register tiles."""
 MIN_DEPTH = 16
 MIN_CHANNELS = 8
 
@@ -45,24 +50,43 @@ def gemm_conv(conv: Operator) -> bool:
     return w.shape[1] > 1 and k >= MIN_DEPTH and w.shape[0] // at["groups"] >= MIN_CHANNELS
 
 
+def padding(n: int, oh: int, ow: int) -> tuple[int, int]:
+    """(row_width, columns) of the column matrix: N * OH * OW columns when they fill whole
+    register tiles; else each output row widened to the narrowest width (within
+    `MAX_ROW_WASTE`) that fills them; else the columns rounded up (see `im2col`)."""
+    pixels = n * oh * ow
+    if pixels % COLUMN_MULTIPLE == 0:
+        return ow, pixels
+    for width in range(ow + 1, int(ow * (1 + MAX_ROW_WASTE)) + 1):
+        if n * oh * width % COLUMN_MULTIPLE == 0:
+            return width, n * oh * width
+    return ow, -(-pixels // COLUMN_MULTIPLE) * COLUMN_MULTIPLE
+
+
 def _build(nb: NetBuilder, m: Match) -> Variable:
     x, w = m["x"], m["w"]
     attrs = dict(m.op("conv").attrs)
     n, (oh, ow), g, o = x.shape[0], attrs["out_hw"], attrs["groups"], w.shape[0]
-    pixels = n * oh * ow
-    attrs["columns"] = -(-pixels // COLUMN_MULTIPLE) * COLUMN_MULTIPLE
-    shape = im2col_shape(x.shape, attrs)
+    rw, cols = padding(n, oh, ow)
+    attrs["row_width"], attrs["columns"] = rw, cols
+    matrix = im2col_matrix(x.shape, attrs)
     col = nb.emit("im2col", [x], attrs)
-    k, cols = shape[-2], shape[-1]
+    if im2col_shape(x.shape, attrs) != matrix:
+        col = nb.reshape(col, list(matrix))
+    k = matrix[-2]
     if g == 1:
         out2 = nb.matmul(nb.reshape(w, [o, k]), col)
     else:
         out2 = nb.reshape(nb.matmul(nb.reshape(w, [g, o // g, k]), col), [o, cols])
-    if cols != pixels:
-        out2 = nb.slice(out2, axes=[1], starts=[0], ends=[pixels])
+    if rw > ow:  # [O, N, OH, RW] -> the first OW pixels of each row
+        rows = nb.reshape(out2, [o, n, oh, rw])
+        planes = nb.slice(rows, axes=[3], starts=[0], ends=[ow])
+    else:
+        planes = out2 if cols == n * oh * ow else nb.slice(out2, axes=[1], starts=[0], ends=[n * oh * ow])
     if n == 1:
-        return nb.emit("reshape", [out2], {"shape": (1, o, oh, ow)}, name=m.name)
-    planes = nb.reshape(out2, [o, n, oh, ow])
+        return nb.emit("reshape", [planes], {"shape": (1, o, oh, ow)}, name=m.name)
+    if rw == ow:
+        planes = nb.reshape(planes, [o, n, oh, ow])
     return nb.emit("transpose", [planes], {"perm": (1, 0, 2, 3)}, name=m.name)
 
 

@@ -22,9 +22,11 @@ from cinn_py.ir import (
     FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
     For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
     ScheduleBlock, ScheduleBlockRealize, Select, Stmt, Store,
-    StringImm, Sub, UIntImm, Var, print_ir_marked, walk,
+    StringImm, Sub, Tensor, UIntImm, Var, int64, print_ir, print_ir_marked, walk,
 )
+from cinn_py.passes.flatten import flatten_index
 from cinn_py.passes.inline_blocks import inline_schedule_blocks
+from codegen.llvm.window_load import unclamped_window_load
 
 
 class _Contract(Mutator):
@@ -187,7 +189,8 @@ def vectorizable(body: Stmt, info: LaneInfo) -> bool:
 def _exprs_ok(exprs: tuple[Expr, ...], info: LaneInfo) -> bool:
     for root in exprs:
         for node in walk(root):
-            if isinstance(node, Select) and varies(node.condition, info) and _has_load(node):
+            if isinstance(node, Select) and varies(node.condition, info) and _has_load(node) \
+                    and not masked_window_read(node, info):
                 return False
             if isinstance(node, (And, Or)) and varies(node.a, info) and any(
                     isinstance(n, Load) for n in walk(node.b)):
@@ -195,6 +198,42 @@ def _exprs_ok(exprs: tuple[Expr, ...], info: LaneInfo) -> bool:
             if isinstance(node, Reduce):
                 return False
     return True
+
+
+def flat_index(tensor: Tensor, indices: tuple[Expr, ...]) -> Expr:
+    """Row-major element offset of `tensor[indices]` as an int64 IR expression.
+
+    Strides come from the buffer's shape (the storage layout) when its rank matches, else from
+    the tensor's shape; the offset is the shared `cinn_py.passes.flatten.flatten_index` over
+    int64 indices and dims (the lane-stride analysis reads its constant factors).
+    """
+    shape = tensor.buffer.shape if len(tensor.buffer.shape) == len(indices) else tensor.shape
+    if len(shape) != len(indices):
+        raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
+                           f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
+    if not indices:
+        return IntImm(int64, 0)
+    return flatten_index(tuple(_to_i64(i) for i in indices), tuple(_to_i64(d) for d in shape))
+
+
+def _to_i64(e: Expr) -> Expr:
+    if isinstance(e, (IntImm, UIntImm)):
+        return IntImm(int64, int(e.value))
+    return e if e.dtype.element_of() == int64 else Cast(int64, e)
+
+
+def masked_window_read(select: Select, info: LaneInfo) -> bool:
+    """`select` is a padded window read whose unclamped index is contiguous in the lane: the
+    emitter reads it with one masked vector load (`window_load`), never touching masked lanes,
+    so it needs no lazy evaluation."""
+    load = unclamped_window_load(select)
+    if load is None or _reads(select.condition) or _reads(select.false_value):
+        return False
+    return lane_stride(flat_index(load.tensor, load.indices), info) == 1
+
+
+def _reads(e: Expr) -> bool:
+    return any(isinstance(n, Load) for n in walk(e))
 
 
 def _has_load(select: Select) -> bool:

@@ -24,37 +24,15 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Add, And, BinaryOp, Broadcast, Call, Cast, CmpOp, DType, Div, EQ, Expr, FloatImm, GE, GT, IntImm, LE, LT,
     Load, LogicalOp, Max, Min, Minus, Mod, Mul, NE, Not, Ramp, Reduce, Select, StringImm, Sub, Tensor,
-    UIntImm, Var, bool_, int64, int8, print_ir, walk,
+    UIntImm, Var, bool_, int8, print_ir, walk,
 )
-from cinn_py.passes.flatten import flatten_index
 from codegen.llvm import types as T
-from codegen.llvm.analysis import LaneInfo, lane_stride
+from codegen.llvm.analysis import LaneInfo, flat_index, lane_stride
 from codegen.llvm.intrinsics import MathEmitter
+from codegen.llvm.window_load import unclamped_window_load
 
 FAST_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 _INT_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
-
-
-def flat_index(tensor: Tensor, indices: tuple[Expr, ...]) -> Expr:
-    """Row-major element offset of `tensor[indices]` as an int64 IR expression.
-
-    Strides come from the buffer's shape (the storage layout) when its rank matches, else from
-    the tensor's shape; the offset is the shared `cinn_py.passes.flatten.flatten_index` over
-    int64 indices and dims (the lane-stride analysis reads its constant factors).
-    """
-    shape = tensor.buffer.shape if len(tensor.buffer.shape) == len(indices) else tensor.shape
-    if len(shape) != len(indices):
-        raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
-                           f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
-    if not indices:
-        return IntImm(int64, 0)
-    return flatten_index(tuple(_to_i64(i) for i in indices), tuple(_to_i64(d) for d in shape))
-
-
-def _to_i64(e: Expr) -> Expr:
-    if isinstance(e, (IntImm, UIntImm)):
-        return IntImm(int64, int(e.value))
-    return e if e.dtype.element_of() == int64 else Cast(int64, e)
 
 
 class ExprEmitter:
@@ -215,6 +193,10 @@ class ExprEmitter:
         cond = self.typed(e.condition, bool_)
         if T.lanes_of(cond) == 1 and (_reads_memory(e.true_value) or _reads_memory(e.false_value)):
             return self.lazy(cond, lambda: self.expr(e.true_value), lambda: self.expr(e.false_value))
+        if T.lanes_of(cond) > 1:
+            masked = self.masked_window_load(e, cond)
+            if masked is not None:
+                return masked
         tv, fv = self.expr(e.true_value), self.expr(e.false_value)
         tv, fv = T.match_lanes(self.b, tv, fv)
         if T.lanes_of(cond) > 1:
@@ -273,6 +255,30 @@ class ExprEmitter:
             raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=ir.VectorType(st, lanes), align=align)
         else:
             raw = self.gather(tensor, index, st, align)
+        return T.load_convert(self.b, raw, tensor.dtype)
+
+    def masked_window_load(self, e: Select, cond: ir.Value) -> ir.Value | None:
+        """A padded window read (`window_load`) as one `llvm.masked.load`; None when `e` is not
+        one or its unclamped index is not contiguous in the lane."""
+        load = unclamped_window_load(e)
+        if load is None or _reads_memory(e.false_value) or e.dtype != load.tensor.dtype:
+            return None
+        tensor = load.tensor
+        index, stride = self.address(tensor, load.indices)
+        lanes = T.lanes_of(cond)
+        if stride != 1 or T.lanes_of(index) != lanes:
+            return None
+        self.check_access(tensor, e.true_value.indices, False)  # type: ignore[attr-defined]
+        st = T.scalar_storage_type(tensor.dtype)
+        vt = ir.VectorType(st, lanes)
+        # not `inbounds`: the first lane's address may lie before the tensor (a masked-off lane)
+        ptr = self.b.gep(self.buffer_ptr(tensor), [self._lane(index, 0)], source_etype=st)
+        name = f"llvm.masked.load.v{lanes}{_type_suffix(st)}.p0"
+        fn = self.module.globals.get(name)
+        if not isinstance(fn, ir.Function):
+            fn = ir.Function(self.module, ir.FunctionType(vt, [T.PTR, T.I32, ir.VectorType(T.I1, lanes), vt]), name)
+        pad = T.store_convert(self.b, T.splat(self.b, self.typed(e.false_value, tensor.dtype), lanes), tensor.dtype)
+        raw = self.b.call(fn, [ptr, ir.Constant(T.I32, T.storage_bytes(tensor.dtype)), cond, pad])
         return T.load_convert(self.b, raw, tensor.dtype)
 
     def gather(self, tensor: Tensor, index: ir.Value, st: ir.Type, align: int) -> ir.Value:

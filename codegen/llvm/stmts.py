@@ -39,7 +39,8 @@ from codegen.llvm import types as T
 from codegen.llvm.analysis import (
     LaneInfo, buffers_used, inline_blocks_x86, lane_stride, vars_used, varies, vectorizable,
 )
-from codegen.llvm.emitter import ExprEmitter, flat_index
+from codegen.llvm.analysis import flat_index
+from codegen.llvm.emitter import ExprEmitter
 from codegen.llvm.names import value_name as local_name
 
 if TYPE_CHECKING:

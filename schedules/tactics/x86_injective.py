@@ -6,8 +6,8 @@ loops). What a performance engineer writes for each shape of nest:
 * **contiguous rows** (the store moves along the innermost loop): the outer loops are fused into
   one row loop that runs on the thread pool, the innermost loop is vectorised with the target's
   native lanes (16 float32 with AVX-512; any extent: the backend adds a scalar tail). A short
-  innermost loop (< 4 vectors) over a dense row-major nest is fused with the rows into one flat
-  loop first, so that the vector loop is long; a flat loop is split into chunks of
+  innermost loop (< 4 vectors) over a dense row-major nest whose loads index by loop variables
+  is fused with the rows into one flat loop first, so that the vector loop is long; a flat loop is split into chunks of
   `lanes * 1024` (a task's slice stays a long vector loop). Few long rows (fewer than
   `MIN_TASKS` rows) are split into column chunks that are fused with the rows, so that every
   thread gets work.
@@ -24,7 +24,7 @@ loops). What a performance engineer writes for each shape of nest:
 
 from __future__ import annotations
 
-from cinn_py.ir import NONTEMPORAL_ATTR, For, Var
+from cinn_py.ir import NONTEMPORAL_ATTR, For, IntImm, Load, Var, walk
 from schedules.analysis.loops import block_stores, find_block
 from schedules.analysis.regions import const_value
 from schedules.schedule import IRSchedule
@@ -83,12 +83,21 @@ def _dense(sch: IRSchedule, block: str, loops: list[For]) -> bool:
     return True
 
 
+def _plain_loads(sch: IRSchedule, block: str) -> bool:
+    """Every load indexes its tensor by loop variables and constants (elementwise, broadcast,
+    transpose). A computed index (an im2col's clamped window read) would be computed from the
+    flat loop's divisions and remainders per lane: such nests keep their rows."""
+    body = find_block(sch.func, block).schedule_block.body
+    return all(isinstance(i, (Var, IntImm)) for n in walk(body) if isinstance(n, Load) for i in n.indices)
+
+
 def vectorize_rows(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig) -> str:
     """Contiguous rows: parallel row loop, vectorised innermost loop (see the module docstring)."""
     loops = loops_of(sch.func, block)
     inner = const_value(loops[-1].extent)
     handles = sch.get_loops(block)
-    if len(handles) > 1 and inner is not None and inner < SHORT_ROW_VECTORS * lanes and _dense(sch, block, loops):
+    if len(handles) > 1 and inner is not None and inner < SHORT_ROW_VECTORS * lanes and _dense(sch, block, loops) \
+            and _plain_loads(sch, block):
         handles = [sch.fuse(handles)]
     if len(handles) == 1:
         return _flat(sch, block, handles[0], lanes, cfg)

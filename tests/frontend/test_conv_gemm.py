@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cinn_py.frontend import NetBuilder
-from cinn_py.frontend.conv_gemm import COLUMN_MULTIPLE, conv_to_gemm
+from cinn_py.frontend.conv_gemm import COLUMN_MULTIPLE, conv_to_gemm, padding
 from cinn_py.pipeline import compile_program
 
 
@@ -117,11 +117,23 @@ def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tupl
     assert "conv2d" in _types(compiled), why
 
 
-def test_columns_are_padded_to_whole_vectors() -> None:
-    program = conv_to_gemm(_program((1, 8, 7, 7), (16, 8, 3, 3), paddings=[1, 1]))
+@pytest.mark.parametrize("n, oh, ow, expected", [
+    (1, 56, 56, (56, 3136)), (1, 14, 14, (16, 224)), (1, 7, 7, (7, 64)), (8, 7, 7, (8, 448)), (3, 5, 9, (9, 160)),
+])
+def test_padding_fills_whole_register_tiles(n: int, oh: int, ow: int, expected: tuple[int, int]) -> None:
+    assert padding(n, oh, ow) == expected and expected[1] % COLUMN_MULTIPLE == 0
+
+
+@pytest.mark.parametrize("x_shape, im2col_shape", [
+    ((1, 8, 7, 7), (72, 64)),                 # 49 pixels + 15 zero columns
+    ((1, 8, 14, 14), (8, 3, 3, 1, 14, 16)),   # each row widened to 16 pixels
+    ((2, 8, 4, 4), (8, 3, 3, 2, 4, 4)),       # 32 pixels: no padding
+])
+def test_columns_are_padded_to_whole_register_tiles(x_shape: tuple[int, ...], im2col_shape: tuple[int, ...]) -> None:
+    program = conv_to_gemm(_program(x_shape, (16, 8, 3, 3), paddings=[1, 1]))
     (col,) = [o for o in program.ops if o.type == "im2col"]
-    assert col.output.shape == (72, 64) and 64 % COLUMN_MULTIPLE == 0
-    assert "slice" in [o.type for o in program.ops]
+    assert col.output.shape == im2col_shape
+    _run(program, batch=x_shape[0])
 
 
 def test_gpu_targets_keep_the_direct_conv() -> None:
