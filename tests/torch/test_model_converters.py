@@ -301,3 +301,19 @@ def test_bert_block_under_bf16_autocast_converts_fully_and_matches_eager() -> No
         torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-2 * scale, msg=lambda m, n=name: f"{n}: {m}")
     _no_fallback()
     assert sum(sum(r.compiled.values()) for r in ct.reports()) > 40
+
+
+# ---------------------------------------------------------------------------------------------------------
+# statistics, reductions with dtype=, embedding scaled by frequency
+# ---------------------------------------------------------------------------------------------------------
+def test_statistics_and_reductions_with_dtype_match_eager() -> None:
+    ids = torch.tensor([[0, 1, 1], [2, 3, 1], [0, 0, 1], [3, 2, 1]])
+
+    def fn(x: Any, table: Any) -> Any:
+        v, m = torch.var_mean(x, 1, keepdim=True)
+        return (v + m + x.var(0, correction=0) + torch.cumsum(x, 1, dtype=torch.float64).float()
+                + torch.logsumexp(x, 1, keepdim=True) + x.sum(1, dtype=torch.float64, keepdim=True).float()
+                + _F.embedding(ids, table, scale_grad_by_freq=True).sum((1, 2))[:, None])
+
+    check(fn, [torch.randn(4, 6, generator=_gen(61)), torch.randn(5, 3, generator=_gen(62))])
+    check(lambda x: x.std(1) + x.std(), [torch.randn(4, 6, generator=_gen(63))], grad=False)

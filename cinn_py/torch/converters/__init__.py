@@ -14,15 +14,17 @@ One module per op family registers its converters in `CONVERTERS` when imported:
 `indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`, `norms` (batch and group
 norm), `activations`, `attention` (SDPA, `_safe_softmax`),
 `losses` (nll_loss), `random` (dropout),
-`resize` (adaptive pooling). A new family is a new module imported below.
+`resize` (adaptive pooling), `statistics` (var/std, logsumexp). A new family is a new module imported below.
 """
 
 from __future__ import annotations
 
 from cinn_py.torch.converters import (
-    activations, attention, conv, creation, elementwise, indexing, losses, matmul, norms, random, reductions, resize, views,
+    activations, attention, conv, creation, elementwise, indexing, losses, matmul, norms, random, reductions, resize,
+    statistics, views,
 )
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
 __all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise", "indexing",
-           "losses", "matmul", "norms", "random", "reductions", "resize", "views"]
+           "losses", "matmul", "norms", "random", "reductions", "resize", "statistics",
+           "views"]

@@ -16,7 +16,6 @@ from cinn_py.torch.converters.base import (
     Value,
     axes_of,
     converts,
-    no_dtype,
     scaled,
     static_axis,
     static_dim,
@@ -203,8 +202,9 @@ def _flip(e: Emitter, x: Variable, dims: Sequence[int]) -> Value:
     return e.nb.reverse(x, axes_of(dims, x.ndim)) if dims else x
 
 
-@converts("aten.cumsum.default", check=no_dtype)
+@converts("aten.cumsum.default")
 def _cumsum(e: Emitter, x: Variable, dim: int, **_: Any) -> Value:
+    """dtype= (or torch's int64 for bool/int inputs) is the node's: the input is cast to it first."""
     x = x if str(x.dtype) == e.dtype else e.nb.cast(x, e.dtype)
     return e.nb.cumsum(x, axis=dim % x.ndim)
 

@@ -15,7 +15,6 @@ from cinn_py.torch.converters.base import (
     axes_of,
     compute_dtype,
     converts,
-    no_dtype,
 )
 
 
@@ -27,8 +26,9 @@ def _reduce(method: str) -> Converter:
     return convert
 
 
-converts("aten.sum.dim_IntList", "aten.sum.default", check=no_dtype)(_reduce("reduce_sum"))
-converts("aten.mean.dim", "aten.mean.default", check=no_dtype)(_reduce("reduce_mean"))
+# dtype=: the input is cast to it first, as torch does (the node's dtype is the requested one)
+converts("aten.sum.dim_IntList", "aten.sum.default")(_reduce("reduce_sum"))
+converts("aten.mean.dim", "aten.mean.default")(_reduce("reduce_mean"))
 converts("aten.amax.default")(_reduce("reduce_max"))
 converts("aten.amin.default")(_reduce("reduce_min"))
 

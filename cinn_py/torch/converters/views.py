@@ -184,20 +184,20 @@ def _embedding(e: Emitter, weight: Variable, indices: Variable, *_: Any) -> Valu
     return e.to_shape(e.nb.index_select(weight, flat, axis=0))
 
 
-def _not_scaled_by_freq(*args: Any) -> str | None:
-    return "embedding_dense_backward with scale_grad_by_freq" if len(args) > 4 and args[4] else None
-
-
-@converts("aten.embedding_dense_backward.default", check=_not_scaled_by_freq)
+@converts("aten.embedding_dense_backward.default")
 def _embedding_backward(e: Emitter, g: Variable, indices: Variable, num_weights: int, padding_idx: int,
                         scale_grad_by_freq: bool) -> Value:
-    """The rows' cotangents summed into a zero table (`scatter_add`); none for `padding_idx`."""
+    """The rows' cotangents summed into a zero table (`scatter_add`); none for `padding_idx`; with
+    `scale_grad_by_freq` each row's cotangent divided by how often its index occurs."""
     n = numel(indices.shape)
     flat = e.to_shape(indices, [n])
     rows = e.to_shape(g, [n, g.shape[-1]])
+    if scale_grad_by_freq:
+        ones = e.nb.fill_constant([n], 1.0, dtype=str(g.dtype))
+        counts = e.nb.scatter_add(e.nb.fill_constant([num_weights], 0.0, dtype=str(g.dtype)), ones, flat, axis=0)
+        per_row = e.nb.reciprocal(e.nb.gather(counts, flat, axis=0))
+        rows = e.nb.multiply(rows, e.nb.broadcast_to(per_row, list(rows.shape), [0]))
     if padding_idx >= 0:
         keep = e.nb.not_equal(flat, padding_idx)
         rows = e.nb.select(e.broadcast(e.to_shape(keep, [n, 1]), rows.shape), rows, e.broadcast(0, rows.shape))
     return e.nb.scatter_add(e.broadcast(0), rows, flat, axis=0)
-
-
