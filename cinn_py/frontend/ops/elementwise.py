@@ -26,6 +26,7 @@ from cinn_py.frontend.ops.signature import (
     OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, one_of, operand, optional,
     string, tensor, tensors,
 )
+from cinn_py.frontend.ops.reference import cinn_maximum, cinn_minimum, int_division
 from cinn_py.frontend.ops.testing import Case, Input, OpTest, binary_cases, unary_cases
 from cinn_py.interp import math_fns
 from cinn_py.ir import And, DType, EQ, Expr, GE, GT, INTRINSICS, LE, LT, Minus, Mod, NE, Not, Or, bool_, const, dtype_of
@@ -184,10 +185,11 @@ def _const(attrs: Attrs, key: str, like: Expr) -> Expr:
 _elementwise("add", 2, NUMERIC, lambda at, a, b: a + b, lambda at, a, b: a + b)
 _elementwise("subtract", 2, NUMERIC, lambda at, a, b: a - b, lambda at, a, b: a - b)
 _elementwise("multiply", 2, NUMERIC, lambda at, a, b: a * b, lambda at, a, b: a * b)
-_elementwise("divide", 2, NUMERIC, lambda at, a, b: a / b, lambda at, a, b: _c_divide(a, b), y_low=0.5, y_high=3.0)
-_elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda at, a, b: np.maximum(a, b),
+_elementwise("divide", 2, NUMERIC, lambda at, a, b: a / b, lambda at, a, b: int_division(_c_divide, a, b),
+             y_low=0.5, y_high=3.0)
+_elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda at, a, b: cinn_maximum(a, b),
              methods=("max", "maximum"))
-_elementwise("minimum", 2, NUMERIC, lambda at, a, b: cdsl.minimum(a, b), lambda at, a, b: np.minimum(a, b),
+_elementwise("minimum", 2, NUMERIC, lambda at, a, b: cdsl.minimum(a, b), lambda at, a, b: cinn_minimum(a, b),
              methods=("min", "minimum"))
 _elementwise("pow", 2, FLOAT, lambda at, a, b: cdsl.pow(a, b), lambda at, a, b: np.power(a, b), low=0.25, high=2.0)
 _elementwise("atan2", 2, FLOAT, lambda at, a, b: cdsl.atan2(a, b), lambda at, a, b: np.arctan2(a, b))
@@ -216,11 +218,11 @@ def _floor_divide(a: Expr, b: Expr) -> Expr:
 
 # CINN: `mod` is the floor modulo (Python's %, sign of the divisor), `remainder` the truncated
 # remainder (C's % / fmod, sign of the dividend); floor_divide rounds the quotient down.
-_elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b), lambda at, a, b: np.floor_divide(a, b),
+_elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b), lambda at, a, b: int_division(np.floor_divide, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True, rtol=1e-3)
-_elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b), lambda at, a, b: np.mod(a, b),
+_elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b), lambda at, a, b: int_division(np.mod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
-_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b), lambda at, a, b: np.fmod(a, b),
+_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b), lambda at, a, b: int_division(np.fmod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
 
 # -- logic and comparisons -> bool ------------------------------------------------------------------
@@ -253,7 +255,7 @@ for _name, _node, _np in (
 _elementwise("negative", 1, NUMERIC, lambda at, a: Minus(a), lambda at, a: -a)
 _elementwise("abs", 1, NUMERIC, lambda at, a: cdsl.abs(a), lambda at, a: np.abs(a))
 _elementwise("relu", 1, NUMERIC, lambda at, a: cdsl.maximum(a, const(0, a.dtype)),
-             lambda at, a: np.maximum(a, np.zeros((), a.dtype)))
+             lambda at, a: cinn_maximum(a, np.zeros((), a.dtype)))
 _elementwise("exp", 1, FLOAT, lambda at, a: cdsl.exp(a), lambda at, a: np.exp(a))
 _elementwise("log", 1, FLOAT, lambda at, a: cdsl.log(a), lambda at, a: np.log(a), low=0.1, high=3.0)
 _elementwise("sqrt", 1, FLOAT, lambda at, a: cdsl.sqrt(a), lambda at, a: np.sqrt(a), low=0.0, high=3.0)
@@ -324,7 +326,7 @@ _elementwise("reciprocal", 1, FLOAT, lambda at, a: const(1, a.dtype) / a, lambda
 _elementwise("identity", 1, ANY, lambda at, a: a, lambda at, a: a.copy())
 _elementwise("relu6", 1, NUMERIC,
              lambda at, a: cdsl.minimum(cdsl.maximum(a, const(0, a.dtype)), const(at["threshold"], a.dtype)),
-             lambda at, a: np.minimum(np.maximum(a, np.zeros((), a.dtype)), np.asarray(at["threshold"], a.dtype)),
+             lambda at, a: cinn_minimum(cinn_maximum(a, np.zeros((), a.dtype)), np.asarray(at["threshold"], a.dtype)),
              signature=Signature((tensor("a"), attr("threshold", number, 6.0)), attrs=lambda ins, at: {
                  "threshold": scalar_of(at["threshold"], ins[0].dtype, "relu6")},
                  doc="`min(max(a, 0), threshold)`."),
@@ -348,7 +350,7 @@ def _clip_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
 
 _elementwise("clip", 1, NUMERIC,
              lambda at, a: cdsl.minimum(cdsl.maximum(a, const(at["min"], a.dtype)), const(at["max"], a.dtype)),
-             lambda at, a: np.clip(a, np.asarray(at["min"], a.dtype), np.asarray(at["max"], a.dtype)),
+             lambda at, a: cinn_minimum(cinn_maximum(a, np.asarray(at["min"], a.dtype)), np.asarray(at["max"], a.dtype)),
              signature=Signature((tensor("x"), attr("min", number), attr("max", number)), attrs=_clip_attrs,
                                  doc="Clamp `x` to [min, max]."),
              test=OpTest(testing.NUMERIC, lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"min": -1, "max": 2})

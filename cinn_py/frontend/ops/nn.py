@@ -30,6 +30,7 @@ from cinn_py.frontend.ops.base import (
 )
 from cinn_py.frontend.ops.elementwise import binary_operands, scalar_of
 from cinn_py.frontend.ops.reduce import accumulator
+from cinn_py.frontend.ops.reference import fold_extreme
 from cinn_py.frontend.ops.shapes import eval_shape, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
     OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, int_list, integer, number, one_of, tensor,
@@ -303,7 +304,8 @@ def _pool_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> l
     x = arrays[0]
     if attrs["pooling_type"] == "max":
         win, _ = _window_numpy(x, attrs, -np.inf)
-        return [_to_layout(win.max(axis=(4, 5)), attrs["data_format"]).astype(x.dtype)]
+        # CINN's NaN rule in the kernel's window order (kh, kw), from -inf (the padding value)
+        return [_to_layout(fold_extreme(win, (4, 5), False, True), attrs["data_format"]).astype(x.dtype)]
     acc = accumulator_np(x.dtype)
     win, inside = _window_numpy(x.astype(acc), attrs, 0.0)
     count = inside.sum(axis=(2, 3)) if attrs["exclusive"] else np.full(inside.shape[:2], inside[0, 0].size)

@@ -19,6 +19,7 @@ from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
 )
+from cinn_py.frontend.ops.reference import fold_extreme
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, int_list, tensor
 from cinn_py.frontend.ops.testing import Case, CaseFn, Input, OpTest
@@ -67,6 +68,8 @@ def _make(op: str) -> OpDef:
 
     def numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
         x = arrays[0]
+        if op in ("reduce_max", "reduce_min"):  # CINN's NaN rule, folded in the serial kernel's order
+            return [fold_extreme(x, attrs["axes"], attrs["keepdim"], op == "reduce_max")]
         wide = x.astype(accumulator(dtype_of(x.dtype)).to_numpy(), copy=False) if op in _ACCUMULATING else x
         out = _NUMPY[op](wide, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"])
         return [np.asarray(out).astype(x.dtype, copy=False)]
