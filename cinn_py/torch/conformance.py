@@ -6,7 +6,9 @@ samples run compiled (`fullgraph=False, dynamic=False`, strict: an internal erro
 raises) and eagerly; outputs are compared, and for ops with `supports_autograd` the gradients of
 every input through `sum(output * cotangent)` too. The backend's reports say, per op, whether
 every compute op ran in cinn-py kernels (`converted`), some stayed in eager PyTorch (`eager`,
-with the ops and reasons), a value differed (`wrong`) or the backend raised (`error`, with the
+with the ops and reasons; `by_design` when all of them have no sensible loop-nest kernel:
+FFTs, LAPACK factorisations and solvers, complex dtypes: `EAGER_BY_DESIGN`, left out of the
+share), a value differed (`wrong`) or the backend raised (`error`, with the
 traceback). Ops nothing can be said about are `skipped`, with the reason: no float32, a random
 or uninitialised output, no sample eager PyTorch runs, or Dynamo breaking the graph (the op then
 runs in Python, out of any backend's reach).
@@ -35,7 +37,20 @@ from torch.utils import _pytree as pytree  # pyright: ignore[reportMissingImport
 from cinn_py.torch import backend
 
 MODES = ("forward", "gradient")
-OUTCOMES = ("converted", "eager", "wrong", "error", "skipped")
+OUTCOMES = ("converted", "by_design", "eager", "wrong", "error", "skipped")
+_LAPACK = ("_linalg_svd", "_linalg_eigh", "linalg_eig", "_linalg_det", "_linalg_slogdet", "linalg_lu_factor_ex",
+           "linalg_lu_solve", "linalg_lu", "lu_unpack", "linalg_solve_triangular", "_linalg_solve_ex", "linalg_inv_ex",
+           "linalg_cholesky_ex", "linalg_qr", "geqrf", "ormqr", "linalg_householder_product", "linalg_ldl_factor_ex",
+           "linalg_ldl_solve", "triangular_solve", "cholesky_solve", "cholesky_inverse", "linalg_lstsq",
+           "linalg_eigvals", "linalg_matrix_exp", "_linalg_eigvals")
+EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
+    *((f"aten.{name}.", "a LAPACK factorisation or solver") for name in _LAPACK),
+    ("aten._fft_", "an FFT"),
+    ("dtype complex", "complex dtypes"),
+)
+"""ATen ops (name prefixes, or a prefix of the fallback reason) with no sensible loop-nest kernel:
+an op whose eager ops are all of these counts as `by_design`, apart from the ops that could run
+in cinn-py kernels and do not (`eager`)."""
 RANDOM_OPS = ("bernoulli", "normal", "rand", "uniform", "multinomial", "dropout", "rrelu", "cauchy", "exponential",
               "geometric", "log_normal", "randint", "randn")
 """Name parts of ops whose values are random draws (they cannot equal eager's)."""
@@ -75,7 +90,8 @@ class Summary:
         return Counter(r.outcome for r in self.results if r.mode == mode)
 
     def eligible(self, mode: str) -> int:
-        return sum(n for outcome, n in self.counts(mode).items() if outcome != "skipped")
+        """Ops that ran (not skipped), those eager by design (no sensible kernel) excluded."""
+        return sum(n for outcome, n in self.counts(mode).items() if outcome not in ("skipped", "by_design"))
 
     def figures(self) -> str:
         lines = []
@@ -84,7 +100,9 @@ class Summary:
             if not counts:
                 continue
             share = 100 * counts["converted"] / eligible if eligible else 0.0
-            lines.append(f"{mode}: {counts['converted']} of {eligible} eligible ops converted ({share:.1f}%), "
+            ran = eligible + counts["by_design"]
+            lines.append(f"{mode}: {counts['converted']} of {eligible} eligible ops converted ({share:.1f}%; "
+                         f"{counts['converted']} of {ran} with the {counts['by_design']} eager by design), "
                          f"eager {counts['eager']}, wrong {counts['wrong']}, error {counts['error']}, "
                          f"skipped {counts['skipped']}")
         return "\n".join(lines)
@@ -228,8 +246,14 @@ def _run_sample(op: Any, mode: str, mine: Any, ref: Any) -> _Run:
         return _Run("error", "\n".join(e.traceback for r in reports for e in r.errors))
     eager = {op_name: r.reasons.get(op_name, "?") for r in reports for op_name in r.fallback}
     if eager:
-        return _Run("eager", ", ".join(f"{k} ({v})" for k, v in sorted(eager.items())), tuple(sorted(eager)))
+        detail = ", ".join(f"{k} ({v})" for k, v in sorted(eager.items()))
+        designed = all(_by_design(k, v) for k, v in eager.items())
+        return _Run("by_design" if designed else "eager", detail, tuple(sorted(eager)))
     return _Run("converted")
+
+
+def _by_design(op_name: str, reason: str) -> bool:
+    return any(op_name.startswith(prefix) or reason.startswith(prefix) for prefix, _ in EAGER_BY_DESIGN)
 
 
 def _assert_close(actual: Any, expected: Any, tol: tuple[float, float], what: str = "") -> None:
@@ -237,7 +261,7 @@ def _assert_close(actual: Any, expected: Any, tol: tuple[float, float], what: st
                                msg=lambda m: what + m)
 
 
-_SEVERITY = {"error": 4, "wrong": 3, "eager": 2, "converted": 1, "skipped": 0}
+_SEVERITY = {"error": 5, "wrong": 4, "eager": 3, "by_design": 2, "converted": 1, "skipped": 0}
 
 
 def run_op(op: Any, mode: str, samples: int = 3) -> OpResult:
@@ -257,8 +281,8 @@ def run_op(op: Any, mode: str, samples: int = 3) -> OpResult:
         return OpResult(label, mode, "skipped", "no samples")
     worst = max(runs, key=lambda r: _SEVERITY[r.outcome])
     eager_ops = tuple(sorted({o for r in runs for o in r.eager_ops}))
-    details = worst.detail if worst.outcome != "eager" else ", ".join(
-        sorted({part for r in runs if r.outcome == "eager" for part in r.detail.split(", ")}))
+    details = worst.detail if worst.outcome not in ("eager", "by_design") else ", ".join(
+        sorted({part for r in runs if r.outcome == worst.outcome for part in r.detail.split(", ")}))
     ran = sum(r.outcome != "skipped" for r in runs)
     return OpResult(label, mode, worst.outcome, details, eager_ops, ran)
 

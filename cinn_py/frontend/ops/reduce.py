@@ -139,6 +139,8 @@ def _count_expr(count: Any, dtype: DType) -> Expr:
 
 def _reduce_compute(op: str, x: cdsl.ComputeTensor, axes: Sequence[int], keepdim: bool,
                     out: TensorType, acc: DType, name: str) -> cdsl.ComputeTensor:
+    if not axes:  # a 0-d input: the reduction of its one element is that element
+        return cdsl.compute(out.shape, lambda *idx: cdsl.cast(x[tuple(idx)], acc), name)
     rvars = {a: cdsl.reduce_axis(x.shape[a]) for a in axes}
     reducer = _DSL[op]
 

@@ -12,9 +12,15 @@ fake-tensor metadata (`node.meta["val"]`), so `-1` and size inference are torch'
 
 One module per op family registers its converters in `CONVERTERS` when imported: `views`,
 `indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`, `norms` (batch and group
-norm), `activations`, `attention` (SDPA, `_safe_softmax`),
-`losses` (nll_loss), `random` (dropout),
-`resize` (adaptive pooling), `statistics` (var/std, logsumexp). A new family is a new module imported below.
+norm), `activations`, `attention` (SDPA, `_safe_softmax`), `losses` (nll_loss), `random`
+(dropout), `resize` (adaptive pooling), `statistics` (var/std, logsumexp), `math` (unary/binary
+math), `nonlinear` (elu family, softplus, glu, shrink, ...), `logical` (bitwise, logical,
+masked), `padding`, `shaping` (view copies, stack, roll, tril, arange, unfold), `stats` (std_mean,
+arg/max/min, norms, sort/topk), `linalg` (dot, mv, addr, diagonal), `regression` (mse, huber,
+smooth_l1, soft_margin), `scatters` (scatter_reduce, index_reduce, index_copy), `scans` (cumprod,
+logcumsumexp, cummax), `ordering` (median, kthvalue, aminmax, bucketize, searchsorted). `shaping`
+comes after `views`: it aliases the views' converters. A new family is a new module imported
+below.
 """
 
 from __future__ import annotations
@@ -23,8 +29,12 @@ from cinn_py.torch.converters import (
     activations, attention, conv, creation, elementwise, indexing, losses, matmul, norms, random, reductions, resize,
     statistics, views,
 )
+from cinn_py.torch.converters import (
+    linalg, logical, math, nonlinear, ordering, padding, regression, scans, scatters, shaping, stats,
+)
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
-__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise", "indexing",
-           "losses", "matmul", "norms", "random", "reductions", "resize", "statistics",
+__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise",
+           "indexing", "linalg", "logical", "losses", "math", "matmul", "nonlinear", "norms", "ordering", "padding",
+           "random", "reductions", "regression", "resize", "scans", "scatters", "shaping", "statistics", "stats",
            "views"]

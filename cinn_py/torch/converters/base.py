@@ -28,7 +28,13 @@ class Emitter:
     def to_shape(self, x: Variable, shape: Sequence[Dim] | None = None) -> Variable:
         """`x` reshaped to `shape` (the node's by default); the same Variable when it already has it."""
         target = list(self.shape if shape is None else shape)
-        return x if shapes_equal(x.shape, target) else self.nb.reshape(x, target)
+        if shapes_equal(x.shape, target):
+            return x
+        if any(isinstance(d, int) and d == 0 for d in target):
+            # NetBuilder's reshape reads a 0 as "keep the input's dim" (CINN's rule), torch as an
+            # empty dim; a tensor with no elements has no data to move: a new empty tensor
+            return self.nb.fill_constant(target, 0, dtype=str(x.dtype))
+        return self.nb.reshape(x, target)
 
     def broadcast(self, x: Any, shape: Sequence[Dim] | None = None) -> Variable:
         """`x` (a Variable or a Python number) broadcast numpy-style to `shape` (the node's by default)."""
@@ -58,14 +64,35 @@ def converts(*names: str, check: Check | None = None) -> Callable[[Converter], C
     return register
 
 
+def zero_d_as_1d(fn: Converter) -> Converter:
+    """A converter of an op taking a `dim` that torch also applies to 0-d tensors (as to one
+    element along dim 0 or -1): 0-d tensor arguments become [1], the result the node's shape.
+    For single-output ops."""
+    def convert(e: Emitter, *args: Any, **kwargs: Any) -> Value:
+        if not any(isinstance(a, Variable) and a.ndim == 0 for a in args):
+            return fn(e, *args, **kwargs)
+        lifted = [e.nb.reshape(a, [1]) if isinstance(a, Variable) and a.ndim == 0 else a for a in args]
+        inner = Emitter(e.nb, e.shape or (1,), e.dtype)
+        return e.to_shape(fn(inner, *lifted, **kwargs))
+    convert.__doc__, convert.__name__ = fn.__doc__, fn.__name__
+    return convert
+
+
+def axis_of(dim: int, ndim: int) -> int:
+    """A non-negative axis; 0 for a 0-d tensor (torch accepts dim 0 and -1 there)."""
+    return dim % ndim if ndim else 0
+
+
 def axes_of(dims: Any, ndim: int) -> list[int]:
     """Non-negative axes of a dim or dim list (empty or None: every axis, as aten's reductions)."""
+    if ndim == 0:  # dim 0 or -1 of a 0-d tensor: its one element, no axis
+        return []
     if dims is None:
         return list(range(ndim))
     items = [dims] if isinstance(dims, int) else list(dims)
     if not items:
         return list(range(ndim))
-    return sorted(d % ndim if ndim else 0 for d in items)
+    return sorted(d % ndim for d in items)
 
 
 def static_axis(x: Any, dim: int, op: str) -> str | None:

@@ -28,12 +28,26 @@ def _promoted(e: Emitter, method: str, a: Variable, b: Any) -> tuple[Variable, A
     return tuple(v if str(v.dtype) == to else e.nb.cast(v, to) for v in (a, b))  # type: ignore[return-value]
 
 
+_BOOL_ARITHMETIC = {"multiply": "logical_and", "add": "logical_or", "maximum": "logical_or", "minimum": "logical_and"}
+"""torch computes bool * bool, bool + bool, max/min of bools in bool (and, or); NetBuilder's
+arithmetic takes numbers only."""
+
+
 def _binary(method: str) -> Converter:
     def convert(e: Emitter, a: Any, b: Any) -> Value:
         if not isinstance(a, Variable):
             a = e.broadcast(a, b.shape)
+        if e.dtype == "bool" and method in _BOOL_ARITHMETIC:
+            return _bool_binary(e, _BOOL_ARITHMETIC[method], a, b)
         return getattr(e.nb, method)(*_promoted(e, method, a, b))
     return convert
+
+
+def _bool_binary(e: Emitter, method: str, a: Variable, b: Any) -> Value:
+    """A logical op on operands cast to bool (a number operand: its truth, broadcast)."""
+    b = b if isinstance(b, Variable) else e.broadcast(bool(b), a.shape)
+    a, b = (v if str(v.dtype) == "bool" else e.nb.not_equal(v, 0) for v in (a, b))
+    return getattr(e.nb, method)(a, b)
 
 
 @converts("aten.add.Tensor", "aten.add.Scalar")
@@ -51,23 +65,17 @@ def _rsub(e: Emitter, a: Any, b: Any, alpha: Any = 1) -> Value:
     return _binary("subtract")(e, b, scaled(e, a, alpha))
 
 
-def _true_division(*args: Any, rounding_mode: Any = None) -> str | None:
-    return None if rounding_mode is None else f"div rounding_mode={rounding_mode!r}"
-
-
-for _name, _method in (("mul", "multiply"), ("logical_and", "logical_and"), ("logical_or", "logical_or"),
-                       ("logical_xor", "logical_xor"), ("maximum", "maximum"), ("minimum", "minimum"),
+for _name, _method in (("mul", "multiply"), ("maximum", "maximum"), ("minimum", "minimum"),
                        ("gt", "greater_than"), ("ge", "greater_equal"), ("lt", "less_than"),
                        ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal")):
     converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_binary(_method))
-converts("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", check=_true_division)(
-    lambda e, a, b, rounding_mode=None: _binary("divide")(e, a, b))
+converts("aten.div.Tensor", "aten.div.Scalar")(_binary("divide"))  # with a rounding mode: math.py
 
 for _name, _method in (("neg", "negative"), ("exp", "exp"), ("log", "log"), ("tanh", "tanh"),
                        ("sigmoid", "sigmoid"), ("relu", "relu"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"),
                        ("abs", "abs"), ("erf", "erf"), ("sin", "sin"), ("cos", "cos"),
                        ("reciprocal", "reciprocal"), ("silu", "silu"), ("log1p", "log1p"), ("floor", "floor"),
-                       ("ceil", "ceil"), ("logical_not", "logical_not")):
+                       ("ceil", "ceil")):
     converts(f"aten.{_name}.default")(lambda e, x, _m=_method: getattr(e.nb, _m)(x))
 
 
@@ -86,11 +94,6 @@ def _clamp(e: Emitter, x: Variable, lo: Any = None, hi: Any = None) -> Value:
 
 converts("aten.clamp_min.default")(lambda e, x, lo: _clamp(e, x, lo))
 converts("aten.clamp_max.default")(lambda e, x, hi: _clamp(e, x, None, hi))
-
-
-@converts("aten.where.self")
-def _where(e: Emitter, cond: Variable, a: Any, b: Any) -> Value:
-    return e.nb.select(e.broadcast(cond), e.broadcast(a), e.broadcast(b))
 
 
 @converts("aten.threshold_backward.default")

@@ -15,6 +15,7 @@ from cinn_py.torch.converters.base import (
     axes_of,
     compute_dtype,
     converts,
+    zero_d_as_1d,
 )
 
 
@@ -33,16 +34,25 @@ converts("aten.amax.default")(_reduce("reduce_max"))
 converts("aten.amin.default")(_reduce("reduce_min"))
 
 
+@converts("aten.nansum.default")
+def _nansum(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **_: Any) -> Value:
+    if str(x.dtype).startswith(("float", "bfloat")):
+        x = e.nb.select(e.nb.is_nan(x), e.nb.fill_constant(list(x.shape), 0.0, dtype=str(x.dtype)), x)
+    return _reduce("reduce_sum")(e, x, dims, keepdim)
+
+
 def _no_half_to_float(x: Any, dim: int, half_to_float: bool) -> str | None:
     return "softmax half_to_float=True" if half_to_float else None
 
 
 @converts("aten._softmax.default", check=_no_half_to_float)
+@zero_d_as_1d
 def _softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
     return e.nb.softmax(as_dtype(e, x, compute_dtype(x)), [dim % x.ndim])
 
 
 @converts("aten._log_softmax.default", check=_no_half_to_float)
+@zero_d_as_1d
 def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Value:
     nb, axis = e.nb, [dim % x.ndim]
     x = as_dtype(e, x, compute_dtype(x))
@@ -51,6 +61,7 @@ def _log_softmax(e: Emitter, x: Variable, dim: int, half_to_float: bool) -> Valu
 
 
 @converts("aten._log_softmax_backward_data.default")
+@zero_d_as_1d
 def _log_softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
     nb, dtype = e.nb, compute_dtype(g, y)
     g, y = as_dtype(e, g, dtype), as_dtype(e, y, dtype)
@@ -58,6 +69,7 @@ def _log_softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_
 
 
 @converts("aten._softmax_backward_data.default")
+@zero_d_as_1d
 def _softmax_backward(e: Emitter, g: Variable, y: Variable, dim: int, input_dtype: Any) -> Value:
     nb, dtype = e.nb, compute_dtype(g, y)
     g, y = as_dtype(e, g, dtype), as_dtype(e, y, dtype)
@@ -96,8 +108,14 @@ def _layer_norm_backward(e: Emitter, g: Variable, x: Variable, normalized_shape:
     inner = nb.subtract(nb.subtract(gw, nb.reduce_mean(gw, axes, keep_dim=True)),
                         nb.multiply(xhat, nb.reduce_mean(nb.multiply(gw, xhat), axes, keep_dim=True)))
     dx = nb.multiply(rstd, inner) if mask[0] else None
-    dw = nb.reduce_sum(nb.multiply(g, xhat), lead) if mask[1] and w is not None else None
-    db = nb.reduce_sum(g, lead) if mask[2] and b is not None else None
+    dw = _sum_over(e, nb.multiply(g, xhat), lead) if mask[1] and w is not None else None
+    db = _sum_over(e, g, lead) if mask[2] and b is not None else None
     return dx, dw, db
+
+
+def _sum_over(e: Emitter, x: Variable, axes: list[int]) -> Variable:
+    """x summed over `axes`; none (a norm over every dim): x itself (NetBuilder's empty `dim`
+    would sum over all of them)."""
+    return e.nb.reduce_sum(x, axes) if axes else x
 
 

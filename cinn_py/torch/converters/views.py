@@ -19,12 +19,12 @@ from cinn_py.torch.converters.base import (
 
 @converts("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.squeeze.dim",
           "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default", "aten.flatten.using_ints",
-          "aten.view_copy.default", "aten.expand_copy.default")
+          "aten.view_copy.default")
 def _reshape(e: Emitter, x: Variable, *_: Any) -> Value:
     return e.to_shape(x)
 
 
-@converts("aten.expand.default")
+@converts("aten.expand.default", "aten.expand_copy.default")
 def _expand(e: Emitter, x: Variable, *_: Any) -> Value:
     return e.broadcast(x)
 
@@ -54,11 +54,15 @@ def _to_copy(e: Emitter, x: Variable, **_: Any) -> Value:
 
 @converts("aten.permute.default")
 def _permute(e: Emitter, x: Variable, dims: Sequence[int]) -> Value:
+    if x.ndim < 2:
+        return x
     return e.nb.transpose(x, [d % x.ndim for d in dims])
 
 
 @converts("aten.transpose.int")
 def _transpose(e: Emitter, x: Variable, d0: int, d1: int) -> Value:
+    if x.ndim < 2:
+        return x
     perm = list(range(x.ndim))
     a, b = d0 % x.ndim, d1 % x.ndim
     perm[a], perm[b] = perm[b], perm[a]

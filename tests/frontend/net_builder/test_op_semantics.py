@@ -52,6 +52,26 @@ def test_reduce_empty_dim_means_all_axes_and_keep_dim() -> None:
     assert nb.reduce_max(x, dim=[-1]).shape[0].name == "S0"
 
 
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"])
+def test_reduce_of_a_0d_tensor_is_its_element(op: str) -> None:
+    """A 0-d operand has no axis to reduce: the result is its one element (torch's x.sum() of a
+    0-d tensor; the compute had no reduce axis and raised)."""
+    nb = NetBuilder("red0")
+    x = nb.create_input("float32", [], "X")
+    out, kept = getattr(nb, op)(x), getattr(nb, op)(x, [], keep_dim=True)
+    assert out.shape == () and kept.shape == ()
+    got = _run(nb, [nb.scale(out, 2.0), kept], np.array(1.5, np.float32))
+    assert [g.shape for g in got] == [(), ()] and [float(g) for g in got] == [3.0, 1.5]
+    assert float(nb.build([out]).run_numpy(np.array(-4.0, np.float32))) == -4.0  # the numpy reference
+
+
+def test_reduce_all_any_of_a_0d_bool() -> None:
+    nb = NetBuilder("red0b")
+    x = nb.create_input("bool", [], "X")
+    got = _run(nb, [nb.reduce_all(x), nb.reduce_any(x)], np.array(True))
+    assert [bool(g) for g in got] == [True, True]
+
+
 def test_mod_remainder_floor_divide_signs() -> None:
     nb = NetBuilder("mod")
     x = nb.create_input("int32", [4], "X")

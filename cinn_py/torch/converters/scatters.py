@@ -1,0 +1,125 @@
+"""Scatters with a reduction or a copy along a dim: scatter_reduce (sum, prod, mean, amax, amin),
+index_reduce and index_copy. A [.., n, K, ..] mask says which of the K source elements land on
+each of the n places along the dim; each reduction reduces over K."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from cinn_py.autodiff.rules_gather import iota
+from cinn_py.frontend.ops.shapes import shapes_equal
+from cinn_py.frontend.program import Variable
+from cinn_py.torch.converters.base import Emitter, Value, axis_of, converts, static_dim, zero_d_as_1d
+
+_IDENTITY = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "amax": -math.inf, "amin": math.inf}
+
+
+def _fake(node: Any) -> Any:
+    return getattr(node, "meta", {}).get("val")
+
+
+def _float_static(x: Any, dim: int, index: Any, *rest: Any, **_: Any) -> str | None:
+    fx, fi = _fake(x), _fake(index)
+    if fx is None or fi is None:
+        return None
+    if not fx.dtype.is_floating_point:
+        return f"scatter reduction of {fx.dtype} (floats only)"
+    if any(not isinstance(s, int) for s in (*fx.shape, *fi.shape)):
+        return "scatter reduction with symbolic sizes"
+    return None
+
+
+def _scatter_reduce(e: Emitter, x: Variable, axis: int, index: Variable, src: Variable, reduce: str,
+                    include_self: bool) -> Variable:
+    nb = e.nb
+    n, count = static_dim(x.shape[axis]), static_dim(index.shape[axis])
+    idx = index if str(index.dtype) == "int64" else nb.cast(index, "int64")
+    src = src if str(src.dtype) == e.dtype else nb.cast(src, e.dtype)
+    src = _cut(e, src, index.shape, None)
+    base = _cut(e, x, index.shape, axis)
+    wide = [*idx.shape[:axis], n, *idx.shape[axis:]]
+    beside = [a for a in range(len(wide)) if a != axis]
+    hit = nb.equal(nb.broadcast_to(idx, wide, beside), nb.broadcast_to(iota(nb, n), wide, [axis]))
+    spread = nb.select(hit, nb.broadcast_to(src, wide, beside), nb.fill_constant(wide, _IDENTITY[reduce], dtype=e.dtype))
+    hits = nb.reduce_sum(nb.cast(hit, e.dtype), [axis + 1])
+    if reduce in ("sum", "mean"):
+        agg = nb.reduce_sum(spread, [axis + 1])
+    elif reduce == "prod":
+        agg = nb.reduce_prod(spread, [axis + 1])
+    else:
+        agg = (nb.reduce_max if reduce == "amax" else nb.reduce_min)(spread, [axis + 1])
+    combined = _combine(e, base, agg, hits, reduce, include_self)
+    landed = nb.greater_than(hits, nb.fill_constant(list(hits.shape), 0.0, dtype=e.dtype))
+    pads = [[0, static_dim(a) - static_dim(b)] for a, b in zip(x.shape, hits.shape)]
+    if any(after for _, after in pads):
+        combined, landed = nb.pad(combined, pads, 0.0), nb.pad(nb.cast(landed, "int32"), pads, 0)
+        landed = nb.not_equal(landed, nb.fill_constant(list(landed.shape), 0, dtype="int32"))
+    return nb.select(landed, combined, x)
+
+
+def _cut(e: Emitter, x: Variable, shape: Any, keep: int | None) -> Variable:
+    for d, (have, want) in enumerate(zip(x.shape, shape)):
+        if d != keep and not shapes_equal([have], [want]):
+            x = e.nb.slice(x, [d], [0], [static_dim(want)])
+    return x
+
+
+def _combine(e: Emitter, base: Variable, agg: Variable, hits: Variable, reduce: str, include_self: bool) -> Variable:
+    nb = e.nb
+    if reduce == "sum":
+        return nb.add(base, agg) if include_self else agg
+    if reduce == "prod":
+        return nb.multiply(base, agg) if include_self else agg
+    if reduce == "amax":
+        return nb.maximum(base, agg) if include_self else agg
+    if reduce == "amin":
+        return nb.minimum(base, agg) if include_self else agg
+    if include_self:  # mean
+        return nb.divide(nb.add(base, agg), nb.scale(hits, 1.0, 1.0))
+    return nb.divide(agg, hits)
+
+
+def _known_reduce(x: Any, dim: int, index: Any, src: Any, reduce: str, *rest: Any, **kw: Any) -> str | None:
+    if reduce not in _IDENTITY:
+        return f"scatter_reduce reduce={reduce!r}"
+    return _float_static(x, dim, index)
+
+
+@converts("aten.scatter_reduce.two", check=_known_reduce)
+@zero_d_as_1d
+def _scatter_reduce_two(e: Emitter, x: Variable, dim: int, index: Variable, src: Variable, reduce: str,
+                        include_self: bool = True) -> Value:
+    return _scatter_reduce(e, x, axis_of(dim, x.ndim), index, src, reduce, include_self)
+
+
+def _along(e: Emitter, index: Variable, source: Variable, axis: int) -> Variable:
+    """A 1-d index along `axis` as a take_along_axis index of source's shape."""
+    shape = [1] * source.ndim
+    shape[axis] = index.shape[0]
+    return e.nb.broadcast_to(e.nb.reshape(index, shape), list(source.shape), list(range(source.ndim)))
+
+
+def _index_reduce_check(x: Any, dim: int, index: Any, source: Any, reduce: str, *_: Any, **__: Any) -> str | None:
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        return f"index_reduce reduce={reduce!r}"
+    fi = _fake(index)
+    if fi is not None and fi.dim() > 1:
+        return f"index_reduce with a {fi.dim()}-d index"
+    return _float_static(x, dim, index)
+
+
+@converts("aten.index_reduce.default", check=_index_reduce_check)
+@zero_d_as_1d
+def _index_reduce(e: Emitter, x: Variable, dim: int, index: Variable, source: Variable, reduce: str,
+                  include_self: bool = True) -> Value:
+    axis = axis_of(dim, x.ndim)
+    return _scatter_reduce(e, x, axis, _along(e, index, source, axis), source, reduce, include_self)
+
+
+@converts("aten.index_copy.default", check=lambda x, dim, index, *_: None if (_fake(index) is None or
+          _fake(index).dim() <= 1) else "index_copy with a multi-dim index")
+@zero_d_as_1d
+def _index_copy(e: Emitter, x: Variable, dim: int, index: Variable, source: Variable) -> Value:
+    source = source if str(source.dtype) == e.dtype else e.nb.cast(source, e.dtype)
+    return e.nb.scatter_assign(x, source, index, axis=axis_of(dim, x.ndim))
