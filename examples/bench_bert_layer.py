@@ -88,9 +88,34 @@ def variants(x: torch.Tensor, hidden: int, ffn: int, compare_native: bool = Fals
         compiled = torch.compile(eager, backend=backend, dynamic=False)
         steps[name] = make_step(compiled, x, params())
     if compare_native:
-        compiled = torch.compile(eager, backend="cinn_py", dynamic=False)
+        def eager_kernels(x: torch.Tensor, *p: torch.Tensor) -> torch.Tensor:  # Dynamo caches per code object
+            return layer.eager_layer(x, dict(zip(layer.PARAMS, p)))
+
+        compiled = torch.compile(eager_kernels, backend="cinn_py", dynamic=False)
         steps["cinn_py/kernels"] = compiled_without_native_graph(make_step(compiled, x, params()))
+        name, step = on_other_pool(steps["cinn_py"])
+        steps[name] = step
     return steps
+
+
+def on_other_pool(step: Step) -> tuple[str, Step]:
+    """`step` with parallel loops on the pool this run does not use by default: torch's OpenMP
+    threads or cinn-py's own workers (codegen/llvm/openmp.py decides by OMP_WAIT_POLICY)."""
+    from codegen.llvm.jit import parallel_runtime  # noqa: PLC0415
+    from codegen.llvm.openmp import adopt_loaded_openmp, entry_points, loaded_libgomp  # noqa: PLC0415
+
+    pool = parallel_runtime()
+    shared_by_default = adopt_loaded_openmp(pool)
+    path = loaded_libgomp()
+    other = None if shared_by_default else entry_points(path) if path else None
+
+    def run() -> Any:
+        pool.share_openmp(other)
+        try:
+            return step()
+        finally:
+            adopt_loaded_openmp(pool)
+    return ("cinn_py/own-pool" if shared_by_default else "cinn_py/omp-pool"), run
 
 
 def _close(name: str, what: str, got: torch.Tensor, want: torch.Tensor) -> None:
@@ -125,7 +150,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--compare-native", action="store_true",
-                        help="also time cinn_py with its partitions run kernel by kernel (CINN_PY_NATIVE_GRAPH=0)")
+                        help="also time cinn_py with its partitions run kernel by kernel (CINN_PY_NATIVE_GRAPH=0) "
+                             "and with its parallel loops on its own thread pool instead of torch's OpenMP threads")
     args = parser.parse_args()
     torch.manual_seed(0)
     x = torch.randn(args.batch, args.seq, args.hidden).to(getattr(torch, args.dtype))

@@ -50,7 +50,7 @@ def best(rounds: int, batch: int, fns: dict[str, Callable[[], object]]) -> dict[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or '').splitlines()[0])
     parser.add_argument("--kernels", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--batch", type=int, default=300)

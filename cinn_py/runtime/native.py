@@ -5,8 +5,10 @@
 plan (`cinn_py.runtime.graph_plan`). A call is:
 
 1. `sized(env)`: the plan's layout for the call's symbol values (temporaries' offsets, arena size,
-   output shapes), cached per size signature with an arena allocated once and reused by every
-   call of that signature;
+   output shapes), cached per size signature (64 at most) with an arena allocated once and reused
+   by every call of that signature (the `ARENAS` most recent signatures keep theirs: with many
+   sizes, an LLM's sequence lengths, older ones allocate an arena per call instead of holding
+   64 arenas);
 2. the caller allocates the outputs (numpy or torch `empty`) and passes every input and output
    by address to `launch(sized, pointers, threads)`: one ctypes call, the GIL released while the
    kernels run. A call that finds the cached arena in use (the same program run from two Python
@@ -32,7 +34,9 @@ from cinn_py.runtime.args import data_ptr
 from cinn_py.runtime.graph_plan import ALIGNMENT, GraphPlan, Layout
 
 SIGNATURES = 64
-"""Size signatures (and arenas) a graph remembers; the oldest goes first."""
+"""Size signatures a graph remembers; the oldest goes first."""
+ARENAS = 4
+"""Size signatures that keep their arena between calls (the most recently added ones)."""
 ALIGNED_OUTPUT_BYTES = 4096
 """numpy outputs at least this large are allocated 64-byte aligned (full-width vector stores);
 smaller ones take `np.empty` as it is (numpy aligns to 16), which costs half as much."""
@@ -60,7 +64,8 @@ class SizedGraph:
     """The ctypes array type of one call's input and output addresses."""
     offsets: Any
     symbols: Any
-    arena: np.ndarray
+    arena: np.ndarray | None
+    """The cached arena (None: each call allocates one; see `ARENAS`)."""
     arena_address: int
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -95,8 +100,18 @@ class NativeGraph:
         sized = SizedGraph(layout, layout.output_shapes, pointers, offsets, symbols, arena, _address(arena))
         if len(self._sized) >= SIGNATURES:
             self._sized.pop(next(iter(self._sized)))
+        self._release_old_arenas()
         self._sized[key] = sized
         return sized
+
+    def _release_old_arenas(self) -> None:
+        """Keep the arenas of the `ARENAS - 1` newest signatures (a new one is being added); an
+        arena in use by a call right now is left for a later release."""
+        holding = [s for s in self._sized.values() if s.arena is not None]
+        for old in holding[:max(0, len(holding) - (ARENAS - 1))]:
+            if old.lock.acquire(False):
+                old.arena, old.arena_address = None, 0
+                old.lock.release()
 
     def launch(self, sized: SizedGraph, pointers: Sequence[int], threads: int) -> None:
         """Run every kernel on the inputs and outputs at `pointers` (inputs, then outputs, in
@@ -107,7 +122,11 @@ class NativeGraph:
         arrays = sized.pointers(*pointers)
         if sized.lock.acquire(False):
             try:
-                status = self._function(arrays, sized.arena_address, sized.offsets, sized.symbols)
+                if sized.arena is not None:
+                    status = self._function(arrays, sized.arena_address, sized.offsets, sized.symbols)
+                else:
+                    arena = _arena(sized.layout.arena_bytes)
+                    status = self._function(arrays, _address(arena), sized.offsets, sized.symbols)
             finally:
                 sized.lock.release()
         else:  # the cached arena is in use by another thread's call of this program

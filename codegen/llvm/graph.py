@@ -31,6 +31,7 @@ from cinn_py.runtime.graph_plan import GraphPlan, PlannedCall
 from codegen.llvm import types as T
 from codegen.llvm.jit import LOCK, new_target_machine, parallel_runtime
 from codegen.llvm.kernel import Kernel
+from codegen.llvm.openmp import adopt_loaded_openmp
 
 _SERIAL = itertools.count()
 ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -76,7 +77,7 @@ def link_program(plan: GraphPlan, kernels: Sequence[Kernel]) -> GraphEntry | Non
         addresses[name] = kernel.address
     _emit_body(entry, plan, declared)
     text = str(module)
-    parallel_runtime()  # kernels that launch parallel loops need the pool's symbol registered
+    adopt_loaded_openmp(parallel_runtime())  # one pool with torch's OpenMP threads when torch is loaded
     with LOCK:
         for name, address in addresses.items():
             llvm.add_symbol(name, address)

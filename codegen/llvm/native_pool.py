@@ -28,6 +28,10 @@ Python: the old ctypes callback + `ThreadPoolExecutor` cost 20-50 us per launch.
 - One launch at a time uses the workers (a `busy` flag); a launch that finds them busy (a
   kernel called concurrently from another Python thread) runs its tasks serially on its own
   thread, with the same partitioning, so results are identical.
+- In a process whose OpenMP runtime is loaded (torch's libgomp), launches run as OpenMP parallel
+  regions instead (`GOMP_parallel`; `codegen.llvm.openmp`): one pool for torch's ops and ours, so
+  the threads torch leaves spinning after an op are the ones that run our next tasks, never
+  competitors for the cores.
 - After `os.fork()` the child has no workers: an `os.register_at_fork` handler resets the pool
   (`cinn_py_parallel_reset`). (glibc's `pthread_atfork` is not an exported symbol MCJIT could
   bind to.)
@@ -56,6 +60,9 @@ _FUTEX, _WAIT, _WAKE = 202, 128, 129  # SYS_futex, FUTEX_WAIT_PRIVATE, FUTEX_WAK
 
 _IR = r"""
 @cinn_py_num_threads = global i64 1, align 8
+@cinn_py_omp_parallel = global ptr null, align 8
+@cinn_py_omp_thread_num = global ptr null, align 8
+@cinn_py_omp_num_threads = global ptr null, align 8
 @gen = internal global i32 0, align 64
 @claim = internal global i64 0, align 64
 @finished = internal global i32 0, align 64
@@ -190,6 +197,7 @@ claim_more:
 
 ; Called in the child after os.fork(): the workers were not copied, the pool is empty.
 define void @cinn_py_parallel_reset() {
+  store ptr null, ptr @cinn_py_omp_parallel, align 8
   store i64 0, ptr @nworkers, align 8
   store i32 0, ptr @busy, align 4
   store i32 0, ptr @sleepers, align 4
@@ -241,8 +249,39 @@ out:
   ret void
 }
 
+; The body of an OpenMP parallel region (GOMP_parallel's `fn(data)`, data = {task, closure, n}):
+; thread t of a team of T runs tasks t, t + T, ... below n, so every task runs once whatever
+; team size the OpenMP runtime gives.
+define internal void @omp_body(ptr %args) {
+entry:
+  %task = load ptr, ptr %args, align 8
+  %cl_p = getelementptr { ptr, ptr, i64 }, ptr %args, i32 0, i32 1
+  %cl = load ptr, ptr %cl_p, align 8
+  %n_p = getelementptr { ptr, ptr, i64 }, ptr %args, i32 0, i32 2
+  %n = load i64, ptr %n_p, align 8
+  %tnf = load ptr, ptr @cinn_py_omp_thread_num, align 8
+  %ntf = load ptr, ptr @cinn_py_omp_num_threads, align 8
+  %tid32 = call i32 %tnf()
+  %nt32 = call i32 %ntf()
+  %tid = sext i32 %tid32 to i64
+  %nt0 = sext i32 %nt32 to i64
+  %nt_bad = icmp slt i64 %nt0, 1
+  %nt = select i1 %nt_bad, i64 1, i64 %nt0
+  %any = icmp slt i64 %tid, %n
+  br i1 %any, label %loop, label %out
+loop:
+  %i = phi i64 [ %tid, %entry ], [ %i1, %loop ]
+  call void %task(i64 %i, i64 %n, ptr %cl)
+  %i1 = add i64 %i, %nt
+  %more = icmp slt i64 %i1, %n
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+}
+
 define void @cinn_py_parallel_launch(ptr %task, ptr %closure, i64 %extent) {
 entry:
+  %omp_args = alloca { ptr, ptr, i64 }, align 8
   %positive = icmp sgt i64 %extent, 0
   br i1 %positive, label %go, label %ret
 go:
@@ -259,6 +298,21 @@ single:
   call void %task(i64 0, i64 1, ptr %closure)
   br label %ret
 lock:
+  %omp = load atomic ptr, ptr @cinn_py_omp_parallel acquire, align 8
+  %shared = icmp ne ptr %omp, null
+  br i1 %shared, label %omp_launch, label %own_pool
+omp_launch:
+  ; one pool with the process's OpenMP runtime (torch's intra-op pool): GOMP_parallel(fn, data,
+  ; num_threads, flags) runs the region on the calling thread and the team's workers
+  store ptr %task, ptr %omp_args, align 8
+  %a1 = getelementptr { ptr, ptr, i64 }, ptr %omp_args, i32 0, i32 1
+  store ptr %closure, ptr %a1, align 8
+  %a2 = getelementptr { ptr, ptr, i64 }, ptr %omp_args, i32 0, i32 2
+  store i64 %n, ptr %a2, align 8
+  %n_omp = trunc i64 %n to i32
+  call void %omp(ptr @omp_body, ptr %omp_args, i32 %n_omp, i32 0)
+  br label %ret
+own_pool:
   %cx = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
   %locked = extractvalue { i32, i1 } %cx, 1
   br i1 %locked, label %ensure, label %serial
@@ -341,11 +395,29 @@ def runtime_ir(triple: str) -> str:
 class NativePool:
     """The compiled runtime of this process: the launcher's address and the thread-count cell."""
 
-    def __init__(self, launch_address: int, num_threads_address: int, reset_address: int) -> None:
+    def __init__(self, launch_address: int, num_threads_address: int, reset_address: int,
+                 openmp_addresses: tuple[int, int, int]) -> None:
         self.launch_address = launch_address
         self.num_threads_cell = ctypes.c_int64.from_address(num_threads_address)
         """`cinn_py_num_threads`: threads of the next launches (the Kernel sets it before a call)."""
         self._reset = ctypes.CFUNCTYPE(None)(reset_address)
+        self._openmp_cells = tuple(ctypes.c_void_p.from_address(a) for a in openmp_addresses)
+
+    @property
+    def openmp(self) -> tuple[int, int, int] | None:
+        """The OpenMP entry points launches use (`share_openmp`), None for the pool's own workers."""
+        values = tuple(cell.value or 0 for cell in self._openmp_cells)
+        return None if not values[0] else (values[0], values[1], values[2])
+
+    def share_openmp(self, entry_points: tuple[int, int, int] | None) -> None:
+        """Run launches as OpenMP parallel regions (`GOMP_parallel`, `omp_get_thread_num`,
+        `omp_get_num_threads` addresses: one pool with torch's intra-op threads, see
+        `codegen.llvm.openmp`), or on the pool's own workers again (None)."""
+        parallel, thread_num, num_threads = entry_points or (0, 0, 0)
+        self._openmp_cells[0].value = None  # never a half-set triple: the launcher tests the first
+        self._openmp_cells[1].value = thread_num or None
+        self._openmp_cells[2].value = num_threads or None
+        self._openmp_cells[0].value = parallel or None
 
     def set_num_threads(self, n: int) -> None:
         """Threads of the next launches from any thread."""
@@ -377,7 +449,9 @@ def compile_native_pool(target_machine: llvm.TargetMachine) -> NativePool:
     engine.finalize_object()
     pool = NativePool(engine.get_function_address(LAUNCH_SYMBOL),
                       engine.get_global_value_address(NUM_THREADS_SYMBOL),
-                      engine.get_function_address("cinn_py_parallel_reset"))
+                      engine.get_function_address("cinn_py_parallel_reset"),
+                      tuple(engine.get_global_value_address(f"cinn_py_omp_{name}")  # type: ignore[arg-type]
+                            for name in ("parallel", "thread_num", "num_threads")))
     engine.detach()  # leak on purpose (see above)
     llvm.add_symbol(LAUNCH_SYMBOL, pool.launch_address)
     os.register_at_fork(after_in_child=pool.reset_after_fork)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,10 +17,11 @@ from cinn_py.frontend import NetBuilder
 from cinn_py.pipeline import compile_program
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.graph_plan import Temp, place
+from cinn_py.runtime.native import ARENAS
 from cinn_py.runtime.program import CompiledProgram
 
 
-def _chain(kernels: int, rows: int = 4, cols: int = 4) -> tuple[NetBuilder, object]:
+def _chain(kernels: int, rows: int = 4, cols: int = 4) -> tuple[NetBuilder, Any]:
     """`kernels` groups in a chain: row sums broadcast back and added, column maxima multiplied."""
     nb = NetBuilder("chain")
     x = nb.create_input("float32", [rows, cols], "x")
@@ -32,7 +34,7 @@ def _chain(kernels: int, rows: int = 4, cols: int = 4) -> tuple[NetBuilder, obje
     return nb, v
 
 
-def _both(nb: NetBuilder, outputs: list[object]) -> tuple[CompiledProgram, CompiledProgram]:
+def _both(nb: NetBuilder, outputs: list[Any]) -> tuple[CompiledProgram, CompiledProgram]:
     """The program compiled twice: with its native graph, and forced to run kernel by kernel."""
     native = compile_program(nb.build(outputs), "x86", schedule="auto")
     assert native.native is not None, native.native_reason
@@ -76,11 +78,15 @@ def test_symbolic_sizes_plan_per_signature() -> None:
     col = nb.add(x, nb.reduce_max(nb.multiply(nb.relu(a), y), [0], keep_dim=True))
     native, per_kernel = _both(nb, [total, flat, col])
     rng = np.random.default_rng(1)
-    for rows in (5, 1, 33, 5):
+    for rows in (5, 1, 33, 5, 2, 3, 4, 7, 1, 33):
         xs, ys = (rng.random((rows, 8), dtype=np.float32) for _ in range(2))
         for got, want in zip(native(xs, ys), per_kernel(xs, ys)):
             np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert native.native is not None and len(native.native._sized) == 3
+    assert native.native is not None
+    sized = native.native._sized
+    # a layout per size; only the newest keep their arena (older sizes allocate one per call)
+    assert sorted(sized) == [(1,), (2,), (3,), (4,), (5,), (7,), (33,)]
+    assert [s.arena is not None for s in sized.values()] == [False] * 3 + [True] * ARENAS
 
 
 def test_strided_and_named_inputs_take_the_checked_path() -> None:
@@ -193,7 +199,8 @@ def test_per_kernel_overhead_is_below_a_numpy_ufunc_call() -> None:
     x = np.random.default_rng(6).random((4, 4), dtype=np.float32)
     y = x.copy()
     with threadpool.num_threads_override(1):  # the kernels are tiny: measure calls, not hand-offs
-        native(x), per_kernel(x)
+        native(x)
+        per_kernel(x)
 
         def twenty_ufuncs() -> None:
             for _ in range(20):

@@ -3,6 +3,8 @@ tensors by data pointer, outputs from `torch.empty`, parallel loops on torch's t
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,3 +62,34 @@ def test_symbolic_sizes_run_natively() -> None:
     for rows in (3, 8, 5, 3):
         x, y = torch.randn(rows, 7), torch.randn(rows, 7)
         torch.testing.assert_close(compiled(x, y), torch.softmax(x * 2 + y, dim=-1).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_parallel_loops_share_torchs_openmp_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With torch loaded and sharing on, a parallel loop is an OpenMP region on torch's threads
+    (one pool for both, codegen/llvm/openmp.py): every task id runs once, on more than one thread."""
+    from codegen.llvm.openmp import ENV, adopt_loaded_openmp  # noqa: PLC0415
+
+    pool = parallel_runtime()
+    monkeypatch.setenv(ENV, "1")
+    assert adopt_loaded_openmp(pool) and pool.openmp is not None
+    try:
+        _launch_python_tasks(pool)
+    finally:
+        pool.share_openmp(None)
+
+
+def _launch_python_tasks(pool: Any) -> None:
+    seen: list[tuple[int, int, int]] = []
+    lock = threading.Lock()
+
+    def task(task_id: int, num_tasks: int, closure: int | None) -> None:
+        with lock:
+            seen.append((task_id, num_tasks, threading.get_ident()))
+        threading.Event().wait(0.01)  # long enough for the team's other threads to take theirs
+
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)(task)
+    launch = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(pool.launch_address)
+    pool.set_num_threads(3)
+    launch(ctypes.cast(callback, ctypes.c_void_p), None, 10)
+    assert sorted(t for t, _, _ in seen) == [0, 1, 2] and {n for _, n, _ in seen} == {3}
+    assert len({ident for _, _, ident in seen}) > 1

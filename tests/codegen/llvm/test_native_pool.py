@@ -29,8 +29,13 @@ LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
 
 @pytest.fixture()
 def pool() -> Iterator[NativePool]:
+    """The pool on its own workers (a test process that imported torch shares torch's OpenMP
+    threads otherwise: tests/torch/test_native_runtime.py)."""
     runtime = parallel_runtime()
+    shared = runtime.openmp
+    runtime.share_openmp(None)
     yield runtime
+    runtime.share_openmp(shared)
     runtime.set_num_threads(threadpool.get_num_threads())
 
 
@@ -212,3 +217,19 @@ def test_idle_workers_sleep_instead_of_spinning(pool: NativePool) -> None:
     time.sleep(0.3)
     busy = time.process_time() - cpu0
     assert busy < 0.05 * (time.perf_counter() - wall0), f"{busy:.3f} s of CPU in an idle 0.3 s"
+
+
+@pytest.mark.parametrize(("share", "policy", "expected"), [
+    (None, None, False), (None, "PASSIVE", True), (None, "active", False), ("1", None, True), ("0", "passive", False)])
+def test_openmp_sharing_follows_the_wait_policy(monkeypatch: pytest.MonkeyPatch, share: str | None,
+                                                policy: str | None, expected: bool) -> None:
+    """Torch's OpenMP pool is shared only where its idle threads sleep (codegen/llvm/openmp.py),
+    unless CINN_PY_SHARE_OPENMP says otherwise."""
+    from codegen.llvm import openmp
+
+    for name, value in ((openmp.ENV, share), ("OMP_WAIT_POLICY", policy)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert openmp.sharing_enabled() is expected
