@@ -27,6 +27,10 @@ mode (option `strict`, or the environment variable `CINN_PY_TORCH_STRICT=1`, whi
 sets) it is raised instead. The reports of the last `REPORTS_KEPT` graphs are kept (`reports()`,
 `last_report()`, `reset_reports()` clears them).
 
+Random ops: a training graph's `native_dropout` is rewritten into `cinn_py::seeded_dropout` with
+a seed drawn from torch's generator at each call (`converters/random.py`), so a compiled graph
+draws a new mask per call and `torch.manual_seed` reproduces them.
+
 Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for unscheduled
 loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly;
 default: `CINN_PY_TORCH_STRICT=1` in the environment) and `fast_math` (default True: float32 exp/log/tanh/erf/sigmoid/rsqrt as the vectorised

@@ -1,6 +1,7 @@
-"""Converters real models hit (batch/group norm, activations, attention, losses, dropout, resizing),
-each through `torch.compile(backend="cinn_py")` in strict mode against eager: outputs, the
-gradients of every input and parameter, and that no compute op fell back."""
+"""Converters real models hit (batch/group norm, activations, attention, losses, dropout, adaptive
+pooling, statistics, autocast), each through `torch.compile(backend="cinn_py")` in strict mode
+against eager: outputs, the gradients of every input and parameter, and that no compute op fell
+back."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def _conv_bn(channels_last: bool) -> tuple[Any, Any, Any]:
     return conv, bn, x
 
 
-@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels_last", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_batch_norm_training_matches_eager_with_running_stats(channels_last: bool) -> None:
     conv, bn, x = _conv_bn(channels_last)
     bn.train()
@@ -123,6 +124,7 @@ def test_batch_norm_inference_is_a_conv_epilogue() -> None:
     assert report.kernels <= 2, f"batch norm at inference should be at most one kernel: {report}"
 
 
+@pytest.mark.slow
 def test_batch_norm_eval_backward_and_no_affine() -> None:
     """Eval-mode batch norm in a training graph (frozen statistics) and affine=False."""
     conv, bn, x = _conv_bn(False)
@@ -167,7 +169,8 @@ def _qkv(kv_heads: int = 2, length: int = 5, keys: int = 5) -> list[Any]:
             torch.randn(2, kv_heads, keys, 8, generator=g)]
 
 
-@pytest.mark.parametrize("kind", ["plain", "causal", "float_mask", "bool_mask", "scale", "gqa"])
+@pytest.mark.parametrize("kind", ["causal", "bool_mask", "gqa"] + [pytest.param(k, marks=pytest.mark.slow)
+                                                          for k in ("plain", "float_mask", "scale")])
 def test_sdpa_forward_and_backward_match_eager(kind: str) -> None:
     sdpa = _F.scaled_dot_product_attention
     float_mask = torch.randn(5, 5, generator=_gen(12))
@@ -192,7 +195,7 @@ def test_safe_softmax_fully_masked_rows_are_zero() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # losses
 # ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("reduction", ["mean", pytest.param("sum", marks=pytest.mark.slow), "none"])
 def test_cross_entropy_with_weight_and_ignore_index(reduction: str) -> None:
     target = torch.tensor([1, 4, -100, 0, 2, 4])
     weight = torch.rand(5, generator=_gen(21)) + 0.5
