@@ -221,8 +221,8 @@ def cmd_codegen(ns: argparse.Namespace) -> int:
     target = Target.cuda(ns.arch) if target.is_gpu else target
     code = codegen(_scheduled_program(ns), target=target, fast_math=ns.fast_math)
     emit = ns.emit or ("source" if target.is_gpu else "llvm")
-    attribute = {"source": "source", "ptx": "ptx", "launch": "launch", "llvm": "llvm_ir",
-                 "llvm-unopt": "unoptimized_ir", "asm": "asm"}[emit]
+    attribute = {"source": "source", "ptx": "ptx", "launch": "launch", "resources": "resource_summary",
+                 "llvm": "llvm_ir", "llvm-unopt": "unoptimized_ir", "asm": "asm"}[emit]
     if not hasattr(code, attribute):
         raise CliError(f"codegen: --emit {emit} is not available for target {ns.target}")
     print(getattr(code, attribute))
@@ -322,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("file")
     gen.add_argument("--schedule", metavar="SCRIPT")
     gen.add_argument("--target", choices=KINDS, default="cuda")
-    gen.add_argument("--emit", choices=("source", "ptx", "launch", "llvm", "llvm-unopt", "asm"))
+    gen.add_argument("--emit", choices=("source", "ptx", "launch", "resources", "llvm", "llvm-unopt", "asm"))
     gen.add_argument("--arch", default="sm_90", help="CUDA arch for NVRTC (default sm_90)")
     gen.add_argument("--fast-math", action="store_true")
     gen.set_defaults(handler=cmd_codegen)

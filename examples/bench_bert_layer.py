@@ -4,8 +4,10 @@ examples/train_bert_layer.py, eager PyTorch vs `torch.compile(backend="cinn_py")
 
     python examples/bench_bert_layer.py [--batch 4 --seq 64 --hidden 128 --ffn 512] [--repeat 20]
                                         [--dtype float32|bfloat16] [--compare-native]
+                                        [--device cpu|cuda]
 
-Each variant runs the same step on CPU: the layer on the same input and weights, loss = sum of
+Each variant runs the same step on the CPU (or, `--device cuda`, on a GPU: the CUDA kernels,
+each step synchronised before its time is taken): the layer on the same input and weights, loss = sum of
 the output times a fixed random tensor, `backward()`, gradients cleared (set to None). The
 compiled variants compile in their warm-up steps (their compile times are printed apart); the
 timed steps then alternate between the variants round by round, so all see the same load. The
@@ -33,6 +35,7 @@ import train_bert_layer as layer  # noqa: E402
 
 import cinn_py.torch  # noqa: E402
 from cinn_py.pipeline import NATIVE_ENV  # noqa: E402
+from cinn_py.torch.backend import cinn_py_backend  # noqa: E402 - by object: works without the installed entry point
 from cinn_py.tools.bench import time_alternating  # noqa: E402
 
 Step = Callable[[], Any]
@@ -42,13 +45,15 @@ def make_step(fn: Callable[..., torch.Tensor], x: torch.Tensor, params: dict[str
     """One training step of `fn(x, *params)`; returns the output and the gradients."""
     names = list(params)
     # a fixed random cotangent: the sum of squares of a layer_norm output would be constant
-    cot = torch.randn(x.shape, generator=torch.Generator().manual_seed(3)).to(x.dtype)
+    cot = torch.randn(x.shape, generator=torch.Generator().manual_seed(3)).to(x.dtype).to(x.device)
 
     def step() -> tuple[torch.Tensor, list[torch.Tensor]]:
         for p in params.values():
             p.grad = None
         out = fn(x, *params.values())
         (out * cot).sum().backward()
+        if x.is_cuda:
+            torch.cuda.synchronize()
         return out.detach(), [params[n].grad for n in names]
     return step
 
@@ -80,18 +85,18 @@ def variants(x: torch.Tensor, hidden: int, ffn: int, compare_native: bool = Fals
         return layer.eager_layer(x, dict(zip(layer.PARAMS, p)))
 
     def params() -> dict[str, torch.Tensor]:
-        return {k: v.detach().to(x.dtype).requires_grad_() for k, v in layer.init_params(hidden=hidden,
-                                                                                          ffn=ffn).items()}
+        return {k: v.detach().to(x.dtype).to(x.device).requires_grad_()
+                for k, v in layer.init_params(hidden=hidden, ffn=ffn).items()}
 
     steps = {"eager": make_step(eager, x, params())}
-    for name, backend in (("cinn_py", "cinn_py"), ("inductor", "inductor")):
+    for name, backend in (("cinn_py", cinn_py_backend), ("inductor", "inductor")):
         compiled = torch.compile(eager, backend=backend, dynamic=False)
         steps[name] = make_step(compiled, x, params())
     if compare_native:
         def eager_kernels(x: torch.Tensor, *p: torch.Tensor) -> torch.Tensor:  # Dynamo caches per code object
             return layer.eager_layer(x, dict(zip(layer.PARAMS, p)))
 
-        compiled = torch.compile(eager_kernels, backend="cinn_py", dynamic=False)
+        compiled = torch.compile(eager_kernels, backend=cinn_py_backend, dynamic=False)
         steps["cinn_py/kernels"] = compiled_without_native_graph(make_step(compiled, x, params()))
         name, step = on_other_pool(steps["cinn_py"])
         steps[name] = step
@@ -152,16 +157,18 @@ def main() -> None:
     parser.add_argument("--compare-native", action="store_true",
                         help="also time cinn_py with its partitions run kernel by kernel (CINN_PY_NATIVE_GRAPH=0) "
                              "and with its parallel loops on its own thread pool instead of torch's OpenMP threads")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
-    x = torch.randn(args.batch, args.seq, args.hidden).to(getattr(torch, args.dtype))
+    x = torch.randn(args.batch, args.seq, args.hidden).to(getattr(torch, args.dtype)).to(args.device)
     load_before = os.getloadavg()
     steps = variants(x, args.hidden, args.ffn, args.compare_native)
     cinn_py.torch.reset_reports()
     first = check(steps)
     times = time_alternating(list(steps.values()), args.repeat, warmup=2)
     load_after = os.getloadavg()
-    print(f"BERT layer training step (forward + backward), {args.dtype}, CPU: batch {args.batch}, seq {args.seq}, "
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    print(f"BERT layer training step (forward + backward), {args.dtype}, {where}: batch {args.batch}, seq {args.seq}, "
           f"hidden {args.hidden}, ffn {args.ffn}; {args.repeat} alternating rounds; torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads")
     eager_median = statistics.median(times[0])

@@ -49,6 +49,7 @@ class CompiledProgram:
         self.input_positions = tuple(positions[v.name] for v in fusion.program.inputs)
         self._output_dtypes = tuple(storage_dtype(v.dtype) for v in fusion.program.outputs)
         self._bf16_outputs = any(v.dtype == bfloat16 for v in fusion.program.outputs)
+        self._gpu = Target.parse(target).is_gpu
 
     @property
     def groups(self) -> tuple[Group, ...]:
@@ -115,8 +116,18 @@ class CompiledProgram:
         kernels check themselves (CUDA tensors, which numpy cannot bind)."""
         # decomposition rebuilds the program: its input variables are new objects with the same names
         values = {id(v): arrays[v.name] for v in self.plan.program.inputs}
-        for group, kernel in zip(self.plan.groups, self.steps):
-            result = kernel(*(values[id(v)] for v in group.args))
+        device_ref = next((a for a in arrays.values() if hasattr(a, "__cuda_array_interface__")), None) \
+            if self._gpu else None
+        for group, step in zip(self.plan.groups, self.steps):
+            args = [values[id(v)] for v in group.args]
+            empty_outputs = getattr(step, "empty_outputs", None) if not args and device_ref is not None else None
+            if empty_outputs is not None:
+                # A group without inputs (fill_constant) would return numpy arrays: its outputs go
+                # on the device of the program's inputs, where the next kernels expect them.
+                kernel: Any = step
+                result = kernel(out=empty_outputs(device_ref))
+            else:
+                result = step(*args)
             results = result if isinstance(result, tuple) else (result,)
             values.update({id(v): r for v, r in zip(group.outputs, results)})
         return pack([values[id(v)] for v in self.plan.program.outputs])

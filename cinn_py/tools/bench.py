@@ -481,12 +481,24 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     from cinn_py.tools.zoo_options import add_zoo_arguments  # noqa: PLC0415 (no torch import)
 
     add_zoo_arguments(parser.add_argument_group("model zoo (with --models)"))
+    parser.add_argument("--target", choices=("x86", "cuda"), default="x86",
+                        help="x86 (default); cuda: the auto-scheduled CUDA kernels against PyTorch on a GPU, or with "
+                             "--static the no-GPU report (cinn_py.tools.cuda_report)")
+    parser.add_argument("--static", action="store_true",
+                        help="with --target cuda: registers, spills, shared memory, occupancy and the global bytes "
+                             "each kernel moves in the CPU emulator against the minimum; no GPU needed")
     return parser
 
 
 def run_from_args(ns: argparse.Namespace) -> int:
     if ns.models is not None:
         return _run_zoo(ns)
+    if ns.target == "cuda":
+        from cinn_py.tools import cuda_report  # noqa: PLC0415
+
+        return cuda_report.run_from_args(ns)
+    if ns.static:
+        raise ValueError("bench: --static is the CUDA report; add --target cuda")
     if ns.plot:
         from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
 

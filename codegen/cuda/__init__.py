@@ -40,15 +40,21 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
     device; an explicit `sm_XX` must match it (`sm_90` for H100). `emulate` (default from
     `$CINN_PY_CUDA`, see `codegen.cuda.loader`): run the kernel in the CPU emulator instead of on a
     GPU (`EmulatedCudaKernel`, same call interface); `race_check` (emulator only): also run each
-    launch under ThreadSanitizer and raise `DataRaceError` on a data race.
+    launch under ThreadSanitizer and raise `DataRaceError` on a data race; `count_traffic` (emulator
+    only): the kernel counts the bytes of its global loads and stores, read after each launch as
+    `kernel.last_traffic` (`codegen.cuda.traffic.Traffic`).
     """
     extra = tuple(options.pop("nvrtc_options", ()))
     buckets = options.pop("buckets", None)
     checked = resolve_checked(options.pop("checked", None))
     lowered = bool(options.pop("lowered", False))
+    count_traffic = bool(options.pop("count_traffic", False))
     loader = KernelLoader.from_options(options)
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
+    if count_traffic and (not loader.emulate or buckets is not None):
+        raise ValueError(f"build_cuda: count_traffic=True on '{func.name}' needs the CPU emulator (emulate=True) and "
+                         "one kernel (no buckets: give the shapes as constants)")
     arch = loader.arch(arch)
     if buckets is not None:
         dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra,
@@ -60,5 +66,6 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
             # Compile every bucket now: a broken bucket fails the build, not a later call.
             _ = dispatch.kernel(index) if loader.emulate else code.cubin
         return dispatch
-    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked, lowered=lowered)
+    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked, lowered=lowered,
+                         count_traffic=count_traffic)
     return loader(code, func)

@@ -162,6 +162,15 @@ CINN_RT_DEFINE_REDUCE(any, bool, bool, int, 0, CINN_RT_TO_INT, CINN_RT_TO_BOOL)
 // dimension is empty, where no element is safe).
 __device__ long long cinn_oob_status[2];
 
+// Traffic-counting builds (`generate_cuda(..., count_traffic=True)`): every global load and store adds its
+// bytes here ([0] loaded, [1] stored); the host zeroes both before a launch and reads them after
+// (codegen.cuda.traffic). A load prints as `(cinn_traffic_add(0, 4), A[i])`.
+__device__ unsigned long long cinn_traffic[2];
+
+__device__ __forceinline__ void cinn_traffic_add(int store, unsigned long long bytes) {
+  atomicAdd(&cinn_traffic[store], bytes);
+}
+
 __device__ __forceinline__ long long cinn_checked_index(long long index, long long extent, int check) {
   if ((unsigned long long)index < (unsigned long long)extent) return index;
   if (atomicCAS((unsigned long long*)&cinn_oob_status[0], 0ull, (unsigned long long)check + 1ull) == 0ull) {

@@ -29,7 +29,7 @@ import itertools
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Add, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType, Min, Minus, Mod,
+    Add, Buffer, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType, Min, Minus, Mod,
     Mul, Select, Store, Sub, Tensor, UIntImm, Var, float32, float64, int32, int64, is_const_int, lookup_intrinsic,
     print_ir, substitute, walk,
 )
@@ -79,6 +79,8 @@ class CudaPrinter(CFamilyPrinter):
         self.ranges: dict[Var, tuple[Expr, Expr]] = {}
         """(min, extent) of the loops and launch axes around the code being printed: a checked
         build leaves out the checks these prove."""
+        self.count_traffic = False
+        """Traffic-counting builds: every global load/store adds its bytes to `cinn_traffic`."""
 
     # -- types and literals ----------------------------------------------------------------------
     def ctype(self, dtype: DType) -> str:
@@ -151,6 +153,25 @@ class CudaPrinter(CFamilyPrinter):
             return super().index(tensor, indices)
         return self.expr(flatten_index(tuple(self.checked_index(tensor, indices, k) for k in range(len(indices))),
                                        shape))
+
+    # -- traffic counting (codegen.cuda.traffic) ---------------------------------------------------
+    def counted(self, tensor: Tensor, lanes: int = 1) -> str | None:
+        """`cinn_traffic_add(...)` for a global access of `lanes` elements of `tensor` (loads:
+        pass to `counted_load`), or None when this build counts nothing or the buffer is on chip."""
+        if not self.count_traffic or not is_global_buffer(tensor.buffer):
+            return None
+        return f"{max(1, tensor.dtype.bits // 8) * lanes}ull"
+
+    def expr_Load(self, node: Load) -> str:
+        text = super().expr_Load(node)
+        bytes_ = self.counted(node.tensor, node.dtype.lanes)
+        return text if bytes_ is None else f"(cinn_traffic_add(0, {bytes_}), {text})"
+
+    def print_Store(self, node: Store) -> None:
+        bytes_ = self.counted(node.tensor, node.value.dtype.lanes)
+        if bytes_ is not None:
+            self.line(f"cinn_traffic_add(1, {bytes_});")
+        super().print_Store(node)
 
     def checked_index(self, tensor: Tensor, indices: tuple[Expr, ...], k: int) -> Expr:
         """`indices[k]`, through `cinn_checked_index` unless the analyzer proves it in range."""
@@ -233,6 +254,9 @@ class CudaPrinter(CFamilyPrinter):
         for k, (load, base) in enumerate(loads):
             ltype = VECTOR_TYPES[(load.tensor.dtype.scalar_name(), width)]
             name = self.identifier("tmp", f"vec{uid}_{k}", f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}")
+            bytes_ = self.counted(load.tensor, width)
+            if bytes_ is not None:
+                self.line(f"cinn_traffic_add(0, {bytes_});")
             self.line(f"const {ltype} {name} = *reinterpret_cast<const {ltype}*>(&"
                       f"{self.name_buffer(load.tensor.buffer)}[{self.expr(base)}]);")
             names[k] = name
@@ -249,6 +273,9 @@ class CudaPrinter(CFamilyPrinter):
             self.lane_values.pop(ph.name, None)
         store_base = _split_contiguous(flatten_index(store.indices, store.tensor.buffer.shape), var)
         assert store_base is not None  # checked by _vector_plan
+        bytes_ = self.counted(store.tensor, width)
+        if bytes_ is not None:
+            self.line(f"cinn_traffic_add(1, {bytes_});")
         self.line(f"*reinterpret_cast<{vtype}*>(&{self.name_buffer(store.tensor.buffer)}"
                   f"[{self.expr(store_base)}]) = {out};")
         self.level -= 1
@@ -256,6 +283,11 @@ class CudaPrinter(CFamilyPrinter):
         elem_bytes = max(1, store.tensor.dtype.bits // 8)
         self.vector_alignment = max(self.vector_alignment, elem_bytes * width)
         return True
+
+
+def is_global_buffer(buffer: Buffer) -> bool:
+    """Global memory: the arguments and the temp spaces (shared and local buffers are on chip)."""
+    return buffer.memory_type in (MemoryType.HEAP, MemoryType.AUTO)
 
 
 def _prints_as_int(e: Expr) -> bool:

@@ -17,10 +17,10 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
 from cinn_py.runtime.checked import resolve_checked
 from codegen.cuda.kernel_source import print_kernel
-from codegen.cuda.launch import LaunchInfo, TempSpace
+from codegen.cuda.launch import LaunchInfo, TempSpace, eval_int
 from codegen.cuda.lowering import lower_for_cuda
 from codegen.cuda.nvrtc import CompiledCuda, check_arch, compile_cuda
-from codegen.cuda.resources import KernelResources, parse_ptxas_report
+from codegen.cuda.resources import KernelResources, parse_ptxas_report, summary
 
 FAST_MATH_OPTIONS = ("--use_fast_math",)
 
@@ -45,6 +45,8 @@ class GeneratedCode:
     """Global temporaries the host allocates per launch, passed after the function's arguments."""
     checks: tuple[str, ...] | None = None
     """Checked builds: what each `cinn_checked_index` guards (the host reports check k + 1)."""
+    counts_traffic: bool = False
+    """Traffic-counting builds: the kernel adds every global access's bytes to `cinn_traffic`."""
     _compiled: list[CompiledCuda] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -84,6 +86,19 @@ class GeneratedCode:
         return parse_ptxas_report(self.compiled.log, self.kernel_name)
 
     @property
+    def resource_summary(self) -> str:
+        """`resources` with the launch and its theoretical occupancy, as text (`codegen --emit resources`)."""
+        resources = self.resources
+        if resources is None:
+            return f"kernel {self.kernel_name} ({self.arch}): a PTX-only build; ptxas allocates nothing until an sm_XX build"
+        try:  # the block and shared bytes are often constant even when the grid is symbolic
+            block = [eval_int(d, {}) for d in self.launch.block]
+            dynamic = eval_int(self.launch.shared_bytes, {})
+        except ValueError:
+            return summary(resources, str(self.launch), None)
+        return summary(resources, str(self.launch), block[0] * block[1] * block[2], dynamic)
+
+    @property
     def is_compiled(self) -> bool:
         return bool(self._compiled)
 
@@ -94,7 +109,7 @@ def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ..
 
 def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90",
                   options: tuple[str, ...] = (), kernel_name: str | None = None, checked: bool = False,
-                  lowered: bool = False) -> GeneratedCode:
+                  lowered: bool = False, count_traffic: bool = False) -> GeneratedCode:
     """Lower `func` for the GPU and print CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`).
 
     Args:
@@ -106,6 +121,8 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         checked: guard every index the printer cannot prove in range (`cinn_checked_index`).
         lowered: `func` already went through the CUDA target's passes (the pipeline's
             `target_passes` step); otherwise `generate_cuda` runs them.
+        count_traffic: count the bytes of every global load and store (the CPU emulator reads
+            them after each launch: codegen.cuda.traffic).
 
     Raises:
         CompileError: a GPU pass or the printer rejected the function.
@@ -118,11 +135,11 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         func = dataclasses.replace(func, name=kernel_name)
     if not lowered:
         func = lower_for_cuda(func)
-    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked))
+    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked), count_traffic=count_traffic)
     opts = nvrtc_options(fast_math, tuple(options))
     info = func.cuda_axis_info
     if info is None:  # gpu_bind always sets it
         raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
     launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, func.scalar_args)
     return GeneratedCode(kernel.source, launch, kernel.name, func, arch, opts, kernel.vector_alignment,
-                         kernel.temp_spaces, kernel.checks)
+                         kernel.temp_spaces, kernel.checks, count_traffic)

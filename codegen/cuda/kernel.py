@@ -162,13 +162,21 @@ class Kernel(KernelBase):
             cached = self._torch_calls.get(key) if key is not None else None
             if cached is not None:
                 return self._call_cached(args, cached)
-        on_device = [_is_device_array(a) for a in args]
+        given = () if out is None else tuple(out) if isinstance(out, (list, tuple)) else (out,)
+        on_device = [_is_device_array(a) for a in (*args, *given)]
         if any(on_device) and not all(on_device):
-            raise TypeError(f"kernel '{self.func.name}': mix of host (numpy) and device inputs; pass all inputs "
-                            "as numpy arrays or all as CUDA arrays (GPUArray / torch CUDA tensors)")
-        if args and all(on_device):
+            raise TypeError(f"kernel '{self.func.name}': mix of host (numpy) and device arrays; pass all inputs "
+                            "(and out=) as numpy arrays or all as CUDA arrays (GPUArray / torch CUDA tensors)")
+        if any(on_device):  # then all are: a kernel without inputs is told so by its out= arrays
             return self._call_device(args, out)
         return self._call_host(args, out)
+
+    def empty_outputs(self, like: Any) -> tuple[Any, ...]:
+        """Output arrays on `like`'s device, allocated with its library, for a kernel without
+        inputs (a program's `full`/`fill_constant` group): call it as `kernel(out=...)`, since
+        `kernel()` alone has no device array to go by and returns numpy arrays."""
+        shapes = self.device_validator.output_shapes({})
+        return tuple(self._allocate_like(like, shape, t) for shape, t in zip(shapes, self.func.outputs))
 
     def _call_host(self, args: tuple[Any, ...], out: Any) -> Any:
         bound = self.host_validator.validate(args, out)

@@ -26,7 +26,7 @@ from cinn_py.ir import (
     int32, int64, walk,
 )
 from cinn_py.passes.gpu_buffers import collect_accesses, interval, is_bound_var
-from codegen.cuda.codegen import CudaPrinter
+from codegen.cuda.codegen import CudaPrinter, is_global_buffer
 from codegen.cuda.half import promote_half
 from codegen.cuda.launch import TempSpace
 from codegen.cuda.nvrtc import RUNTIME_HEADER_NAME
@@ -50,6 +50,8 @@ class KernelSource:
     """Global temporaries passed after the regular arguments, in signature order."""
     checks: tuple[str, ...] | None = None
     """Checked builds: what each bounds check guards; None when unchecked."""
+    counts_traffic: bool = False
+    """Every global load/store adds its bytes to `cinn_traffic` (codegen.cuda.traffic)."""
 
 
 def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
@@ -72,10 +74,6 @@ def scoped_buffers(func: LoweredFunc) -> list[Buffer]:
     return list(seen.values())
 
 
-def _is_global(buffer: Buffer) -> bool:
-    return buffer.memory_type in (MemoryType.HEAP, MemoryType.AUTO)
-
-
 def _num_elements(buffer: Buffer) -> Expr:
     total: Expr | None = None
     for dim in buffer.shape:
@@ -94,7 +92,7 @@ def temp_spaces(func: LoweredFunc, names: dict[str, str]) -> tuple[TempSpace, ..
     A temporary needs zero-filling when its first access in program order is a load (e.g. an
     accumulation without an init block); every buffer the lowering creates is written first.
     """
-    buffers = [b for b in scoped_buffers(func) if _is_global(b)]
+    buffers = [b for b in scoped_buffers(func) if is_global_buffer(b)]
     if not buffers:
         return ()
     accesses = collect_accesses(func.body, [b.name for b in buffers])
@@ -150,7 +148,7 @@ class _KernelPrinter(CudaPrinter):
         offset: Expr = IntImm(int64, 0)
         dynamic = False
         for buf in self.buffers:
-            if _is_global(buf):
+            if is_global_buffer(buf):
                 continue  # a temp_space argument
             name = self.name_buffer(buf)
             elems = _num_elements(buf)
@@ -216,12 +214,16 @@ def launch_ranges(func: LoweredFunc) -> dict[Var, tuple[Expr, Expr]]:
     return out
 
 
-def print_kernel(func: LoweredFunc, fast_math: bool = False, checked: bool = False) -> KernelSource:
+def print_kernel(func: LoweredFunc, fast_math: bool = False, checked: bool = False,
+                 count_traffic: bool = False) -> KernelSource:
     """The full NVRTC translation unit for one GPU-lowered function (`checked`: indices the
-    printer cannot prove in range go through `cinn_checked_index`)."""
+    printer cannot prove in range go through `cinn_checked_index`; `count_traffic`: every global
+    load and store adds its bytes to `cinn_traffic`)."""
     body = promote_half(func.body)
     printer = _KernelPrinter(dataclasses.replace(func, body=body), fast_math, checked)
+    printer.count_traffic = count_traffic
     kernel = printer.kernel()
     source = f'#include "{RUNTIME_HEADER_NAME}"\n\nextern "C" {{\n\n{kernel}\n}}\n'
     return KernelSource(source, printer.kernel_name, printer.dynamic_bytes, printer.vector_alignment,
-                        printer.temp_spaces, None if printer.checks is None else tuple(printer.checks))
+                        printer.temp_spaces, None if printer.checks is None else tuple(printer.checks),
+                        count_traffic)

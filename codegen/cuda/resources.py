@@ -142,3 +142,21 @@ def occupancy(resources: KernelResources, threads_per_block: int, dynamic_shared
     limiter = min(limits, key=lambda name: limits[name])
     blocks = limits[limiter]
     return Occupancy(blocks, blocks * warps, blocks * warps / sm.max_warps, limiter)
+
+
+def summary(resources: KernelResources, launch: str, threads: int | None, dynamic_shared_bytes: int = 0) -> str:
+    """The report `cinn-py codegen --emit resources` prints (`threads`: None when the block size
+    depends on symbolic dims, which leaves the occupancy out)."""
+    r = resources
+    lines = [f"kernel {r.kernel} ({r.arch})",
+             f"  registers per thread: {r.registers}",
+             f"  spills: {r.spill_store_bytes} bytes stored, {r.spill_load_bytes} bytes loaded; stack frame "
+             f"{r.stack_frame_bytes} bytes",
+             f"  shared memory: {r.shared_static_bytes} bytes static + {dynamic_shared_bytes} dynamic; "
+             f"barriers: {r.barriers}",
+             f"  launch: {launch}"]
+    if threads is not None:
+        occ = occupancy(r, threads, dynamic_shared_bytes)
+        lines.append(f"  occupancy: {occ.fraction:.2f} ({occ.blocks_per_sm} blocks, {occ.warps_per_sm} warps per SM; "
+                     f"limited by {occ.limiter})")
+    return "\n".join(lines)

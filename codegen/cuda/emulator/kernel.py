@@ -26,6 +26,7 @@ from cinn_py.ir import LoweredFunc
 from cinn_py.runtime.kernel import KernelBase
 from codegen.cuda.generate import GeneratedCode
 from codegen.cuda.launch import check_alignment, kernel_arguments
+from codegen.cuda.traffic import Traffic
 from codegen.cuda.emulator.compile import shared_library
 
 _POISON = 0xFF
@@ -49,7 +50,9 @@ class EmulatedCudaKernel(KernelBase):
         self.race_check = race_check
         self.validator = ArgValidator(func, device="cpu")
         self._lib = shared_library(code.source, code.kernel_name)
-        self._lock = threading.Lock()  # cinn_oob_status is one global of the library
+        self._lock = threading.Lock()  # cinn_oob_status and cinn_traffic are globals of the library
+        self.last_traffic: Traffic | None = None
+        """Traffic-counting builds: the global bytes the last launch loaded and stored."""
 
     @property
     def source(self) -> str:
@@ -93,7 +96,12 @@ class EmulatedCudaKernel(KernelBase):
                                                           for v in values])
         dims = (ctypes.c_uint * 6)(*grid, *block)
         with self._lock:
+            counters = (ctypes.c_ulonglong * 2).in_dll(self._lib, "cinn_traffic") if self.code.counts_traffic else None
+            if counters is not None:
+                counters[0] = counters[1] = 0
             failed = self._lib.cinn_emu_launch(params, dims, shared)
+            if counters is not None:
+                self.last_traffic = Traffic(int(counters[0]), int(counters[1]))
             if failed:
                 message = (self._lib.cinn_emu_error() or b"").decode(errors="replace")
                 raise EmulationError(f"kernel '{self.func.name}' (CUDA emulator, grid={grid} block={block} "

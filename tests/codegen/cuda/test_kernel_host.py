@@ -238,3 +238,30 @@ def test_resource_usage_reads_the_driver_attributes(monkeypatch: pytest.MonkeyPa
     usage = kernel.resource_usage()
     assert (usage["registers"], usage["shared_static_bytes"], usage["local_bytes"]) == (18, 1024, 0)
     assert usage["kernel"] == "fn" and usage["launch"].startswith("grid=(")
+
+
+def _constant_kernel(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list]:
+    import cinn_py as cp
+    from schedules import IRSchedule
+
+    B = cp.compute((64,), lambda i: cp.cast(i, "float32") * 0.5, "B")
+    s = IRSchedule(cp.lower("ramp", [B]))
+    s.bind(s.get_loops("B")[0], "threadIdx.x")
+    return _kernel(monkeypatch, s.func)
+
+
+def test_a_kernel_without_inputs_writes_device_outputs_given_as_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program's fill_constant group has no input to tell it the device: `empty_outputs(like)`
+    allocates its outputs there and `kernel(out=...)` launches on them (the BERT layer's attention
+    mask mixed a numpy array into CUDA kernels on an H100 before)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch, "empty", lambda shape, dtype, device: FakeTorchTensor(tuple(shape), dtype))
+    kernel, log = _constant_kernel(monkeypatch)
+    (out,) = kernel.empty_outputs(FakeTorchTensor((3,), torch.float32))
+    assert isinstance(out, FakeTorchTensor) and out.shape == (64,) and out.dtype is torch.float32
+    assert kernel(out=out) is out
+    (_, _, _, args, _), = [e for e in log if e[0] == "launch"]
+    assert [int(a) for a in args] == [out.ptr]
+    assert isinstance(kernel(), np.ndarray)  # no device array anywhere: the host path
+    with pytest.raises(TypeError, match="mix of host"):
+        kernel(np.empty(1, np.float32), out=out)

@@ -74,3 +74,12 @@ def test_unknown_and_newer_archs() -> None:
         sm_limits("sm_60")
     with pytest.raises(ValueError, match="threads per block must be positive"):
         occupancy(KernelResources("k", "sm_90", 8, 0, 0, 0, 0, 0), 0)
+
+
+def test_resource_summary_text() -> None:
+    text = generate_cuda(_shared_reduce(), arch="sm_90").resource_summary
+    lines = text.splitlines()
+    assert lines[0] == "kernel rsum (sm_90)" and "launch: grid=(64, 1, 1) block=(256, 1, 1)" in text
+    assert lines[-1].startswith("  occupancy: 1.00 (8 blocks, 64 warps per SM; limited by warps)")
+    ptx_only = generate_cuda(_shared_reduce(), arch="compute_90").resource_summary
+    assert "PTX-only build" in ptx_only
