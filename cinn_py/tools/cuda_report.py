@@ -108,8 +108,20 @@ def run_from_args(ns: argparse.Namespace) -> int:
     """`cinn-py bench --target cuda [--static]`."""
     if ns.static:
         return run_static(list(ns.names), ns.json)
+    if not _torch_sees_a_gpu():
+        raise ValueError("bench --target cuda times the kernels on a GPU against PyTorch, and PyTorch sees no CUDA "
+                         "device here; --target cuda --static reports registers, occupancy and memory traffic "
+                         "without one")
     from cinn_py.tools import bench_cuda_auto  # noqa: PLC0415 - needs PyTorch and a GPU
 
     repeat = [] if ns.repeat is None else ["--repeat", str(ns.repeat)]
     json_to = [] if ns.json in (None, "-") else ["--json", ns.json]
     return bench_cuda_auto.main([*ns.names, *repeat, *json_to])
+
+
+def _torch_sees_a_gpu() -> bool:
+    try:
+        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())

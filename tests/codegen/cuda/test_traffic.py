@@ -92,3 +92,15 @@ def test_static_bench_report() -> None:
     with contextlib.redirect_stderr(err):
         assert cli.main(["bench", "--static", "relu"]) == 1
     assert "--static is the CUDA report; add --target cuda" in err.getvalue()
+
+
+def test_timed_cuda_bench_without_a_gpu_says_what_to_do() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    from cinn_py import cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli.main(["bench", "--target", "cuda", "relu"]) == 1
+    assert "PyTorch sees no CUDA device here; --target cuda --static" in err.getvalue()
