@@ -320,3 +320,14 @@ def test_statistics_and_reductions_with_dtype_match_eager() -> None:
 
     check(fn, [torch.randn(4, 6, generator=_gen(61)), torch.randn(5, 3, generator=_gen(62))])
     check(lambda x: x.std(1) + x.std(), [torch.randn(4, 6, generator=_gen(63))], grad=False)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer_fast_path_matches_eager(norm_first: bool) -> None:
+    """nn.TransformerEncoderLayer in eval mode under no_grad runs aten._transformer_encoder_layer_fwd."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, activation="gelu", batch_first=True,
+                                             norm_first=norm_first).eval()
+    with torch.no_grad():
+        check(lambda x: layer(x), [torch.randn(2, 5, 16, generator=_gen(71))], grad=False)
+    assert "aten._transformer_encoder_layer_fwd.default" in ct.reports()[-1].compiled

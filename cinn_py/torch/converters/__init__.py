@@ -12,7 +12,8 @@ fake-tensor metadata (`node.meta["val"]`), so `-1` and size inference are torch'
 
 One module per op family registers its converters in `CONVERTERS` when imported: `views`,
 `indexing`, `elementwise`, `matmul`, `reductions`, `conv`, `creation`, `norms` (batch and group
-norm), `activations`, `attention` (SDPA, `_safe_softmax`), `losses` (nll_loss), `random`
+norm), `activations`, `attention` (SDPA, `_safe_softmax`),
+`encoder` (nn.TransformerEncoderLayer's fused inference op), `losses` (nll_loss), `random`
 (dropout), `resize` (adaptive pooling), `statistics` (var/std, logsumexp), `math` (unary/binary
 math), `nonlinear` (elu family, softplus, glu, shrink, ...), `logical` (bitwise, logical,
 masked), `padding`, `shaping` (view copies, stack, roll, tril, arange, unfold), `stats` (std_mean,
@@ -26,7 +27,7 @@ below.
 from __future__ import annotations
 
 from cinn_py.torch.converters import (
-    activations, attention, conv, creation, elementwise, indexing, losses, matmul, norms, random, reductions, resize,
+    activations, attention, conv, creation, elementwise, encoder, indexing, losses, matmul, norms, random, reductions, resize,
     statistics, views,
 )
 from cinn_py.torch.converters import (
