@@ -107,3 +107,13 @@ def test_family_converts_values_and_gradients(family: str) -> None:
     check_converts(fn, *inputs)
     compiled = _compiled_ops()
     assert expected_ops <= set(compiled), sorted(expected_ops - set(compiled))
+
+
+def _special(x: Any) -> tuple[Any, ...]:
+    return (torch.lgamma(x), torch.lgamma(-x.abs() - 0.5), torch.digamma(x), torch.digamma(-x.abs() - 0.25),
+            torch.mvlgamma(x.abs() + 2.0, 3), torch.polygamma(0, x.abs() + 0.1), torch.lgamma(torch.tensor([-2.0, 0.0])))
+
+
+def test_special_functions() -> None:
+    check_converts(_special, _gen(3, 4, low=0.1, high=6.0), eager_ops=frozenset({"aten.polygamma.default"}))
+    assert {"aten.lgamma.default", "aten.digamma.default", "aten.mvlgamma.default"} <= set(_compiled_ops())

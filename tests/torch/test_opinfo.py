@@ -43,8 +43,10 @@ def test_sampled_subset_is_deterministic_and_spread() -> None:
 @pytest.mark.slow
 def test_every_op_matches_eager_and_runs_in_kernels() -> None:
     """The acceptance figures of issue 28: over every eligible float32 op, forward and gradient,
-    nothing wrong, no internal error, at least 80% of the ops wholly in cinn-py kernels."""
-    summary = conformance.run(conformance.select(conformance.op_database(), None, 0), samples=3)
+    nothing wrong, no internal error, at least 80% of the ops wholly in cinn-py kernels (ops eager
+    by design, `conformance.EAGER_BY_DESIGN`, left out). One sample per op: about 10 s an op on a
+    loaded 2-core machine; `python -m cinn_py.torch.conformance --shard i/n` splits the run."""
+    summary = conformance.run(conformance.select(conformance.op_database(), None, 0), samples=1)
     bad = [r.line(verbose=True) for r in summary.results if r.outcome in ("wrong", "error")]
     assert not bad, "\n\n".join(bad)
     for mode in conformance.MODES:

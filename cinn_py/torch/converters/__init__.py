@@ -19,9 +19,9 @@ math), `nonlinear` (elu family, softplus, glu, shrink, ...), `logical` (bitwise,
 masked), `padding`, `shaping` (view copies, stack, roll, tril, arange, unfold), `stats` (std_mean,
 arg/max/min, norms, sort/topk), `linalg` (dot, mv, addr, diagonal), `regression` (mse, huber,
 smooth_l1, soft_margin), `scatters` (scatter_reduce, index_reduce, index_copy), `scans` (cumprod,
-logcumsumexp, cummax), `ordering` (median, kthvalue, aminmax, bucketize, searchsorted). `shaping`
-comes after `views`: it aliases the views' converters. A new family is a new module imported
-below.
+logcumsumexp, cummax), `ordering` (median, kthvalue, aminmax, bucketize, searchsorted),
+`special` (lgamma, digamma). `shaping` comes after `views`: it aliases the views' converters. A
+new family is a new module imported below.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from cinn_py.torch.converters import (
     statistics, views,
 )
 from cinn_py.torch.converters import (
-    linalg, logical, math, nonlinear, ordering, padding, regression, scans, scatters, shaping, stats,
+    linalg, logical, math, nonlinear, ordering, padding, regression, scans, scatters, shaping, special, stats,
 )
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
 __all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise",
            "indexing", "linalg", "logical", "losses", "math", "matmul", "nonlinear", "norms", "ordering", "padding",
-           "random", "reductions", "regression", "resize", "scans", "scatters", "shaping", "statistics", "stats",
-           "views"]
+           "random", "reductions", "regression", "resize", "scans", "scatters", "shaping", "special", "statistics",
+           "stats", "views"]

@@ -137,3 +137,30 @@ def _trace(e: Emitter, x: Variable) -> Value:
 def _addbmm(e: Emitter, bias: Variable, a: Variable, b: Variable, *, beta: Any = 1, alpha: Any = 1) -> Value:
     """beta * bias + alpha * the sum over the batch of a @ b."""
     return _blend(e, bias, e.nb.reduce_sum(e.nb.matmul(a, b), [0]), beta, alpha)
+
+
+@converts("aten.linalg_cross.default")
+def _cross(e: Emitter, a: Variable, b: Variable, dim: int = -1) -> Value:
+    """The cross product of 3-vectors along `dim` (operands broadcast to the node's shape)."""
+    nb = e.nb
+    a, b = e.broadcast(as_dtype(e, a)), e.broadcast(as_dtype(e, b))
+    axis = axis_of(dim, a.ndim)
+
+    def part(v: Variable, k: int) -> Variable:
+        return nb.slice(v, [axis], [k], [k + 1])
+
+    comps = [nb.subtract(nb.multiply(part(a, (k + 1) % 3), part(b, (k + 2) % 3)),
+                         nb.multiply(part(a, (k + 2) % 3), part(b, (k + 1) % 3))) for k in range(3)]
+    return nb.concat(comps, axis=axis)
+
+
+@converts("aten.diagonal_scatter.default", check=_static_pair)
+def _diagonal_scatter(e: Emitter, x: Variable, src: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Value:
+    """x with its diagonal replaced by src: a mask of the diagonal's places selects src embedded."""
+    nb = e.nb
+    shape = [static_dim(s) for s in x.shape]
+    a, b = axis_of(dim1, len(shape)), axis_of(dim2, len(shape))
+    placed = _embedded(e, src, shape, offset, a, b)
+    ones = nb.fill_constant(list(src.shape), 1.0, dtype=e.dtype)
+    mask = nb.not_equal(_embedded(e, ones, shape, offset, a, b), nb.fill_constant(shape, 0.0, dtype=e.dtype))
+    return nb.select(mask, placed, x)

@@ -318,3 +318,21 @@ def _ndtr(e: Emitter, x: Variable) -> Value:
 def _ldexp(e: Emitter, x: Any, exponent: Any) -> Value:
     x, exponent = _operands(e, x, exponent)
     return e.nb.multiply(x, e.nb.pow(full(e, 2.0), exponent))
+
+
+@converts("aten.clamp.Tensor", "aten.clamp_min.Tensor")
+def _clamp_tensors(e: Emitter, x: Variable, lo: Any = None, hi: Any = None) -> Value:
+    """clamp with tensor (or number) bounds, broadcast to the node's shape."""
+    nb = e.nb
+    y = full(e, x)
+    y = y if lo is None else nb.maximum(y, full(e, lo))
+    return y if hi is None else nb.minimum(y, full(e, hi))
+
+
+converts("aten.clamp_max.Tensor")(lambda e, x, hi: _clamp_tensors(e, x, None, hi))
+
+
+@converts("aten.float_power.Tensor_Tensor", "aten.float_power.Tensor_Scalar", "aten.float_power.Scalar")
+def _float_power(e: Emitter, a: Any, b: Any) -> Value:
+    """pow in float64 (the node's dtype)."""
+    return e.nb.pow(*_operands(e, a, b))

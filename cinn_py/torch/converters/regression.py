@@ -121,3 +121,32 @@ def _soft_margin_backward(e: Emitter, g: Variable, x: Variable, y: Variable, red
     z = nb.exp(nb.negative(nb.multiply(full(e, x), y)))
     slope = nb.negative(nb.divide(nb.multiply(y, z), nb.add(z, full(e, 1.0))))
     return nb.multiply(_grad_scale(e, g, x, reduction), slope)
+
+
+def _bce_weight(e: Emitter, loss: Variable, weight: Variable | None) -> Variable:
+    return loss if weight is None else e.nb.multiply(loss, full(e, weight))
+
+
+@converts("aten.binary_cross_entropy.default", check=_static_mean)
+def _binary_cross_entropy(e: Emitter, x: Variable, y: Variable, weight: Variable | None = None,
+                          reduction: int = MEAN) -> Value:
+    """-w (y log x + (1 - y) log(1 - x)), each log clamped at -100 (as torch)."""
+    nb = e.nb
+    inner = Emitter(nb, tuple(x.shape), e.dtype)
+    floor = full(inner, -100.0)
+    log_x = nb.maximum(nb.log(x), floor)
+    log_1mx = nb.maximum(nb.log(nb.subtract(full(inner, 1.0), x)), floor)
+    y = full(inner, y)
+    loss = nb.negative(nb.add(nb.multiply(y, log_x), nb.multiply(nb.subtract(full(inner, 1.0), y), log_1mx)))
+    return _reduced(e, _bce_weight(inner, loss, weight), reduction)
+
+
+@converts("aten.binary_cross_entropy_backward.default", check=lambda g, x, *a, **k: _static_mean(x))
+def _binary_cross_entropy_backward(e: Emitter, g: Variable, x: Variable, y: Variable, weight: Variable | None = None,
+                                   reduction: int = MEAN) -> Value:
+    """g w (x - y) / max(x (1 - x), 1e-12)."""
+    nb = e.nb
+    x, y = full(e, x), full(e, y)
+    denom = nb.maximum(nb.multiply(x, nb.subtract(full(e, 1.0), x)), full(e, 1e-12))
+    slope = _bce_weight(e, nb.divide(nb.subtract(x, y), denom), weight)
+    return nb.multiply(_grad_scale(e, g, x, reduction), slope)

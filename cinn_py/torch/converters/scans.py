@@ -9,39 +9,43 @@ import math
 from typing import Any
 
 from cinn_py.frontend.program import Variable
-from cinn_py.torch.converters.base import Emitter, Value, axis_of, converts, no_dtype, static_axis, static_dim, \
+from cinn_py.torch.converters.base import Emitter, Value, axis_of, converts, static_axis, static_dim, \
     zero_d_as_1d
 from cinn_py.torch.converters.math import as_dtype
+
+
+_WIDE = "float64"
 
 
 def _ints(e: Emitter, mask: Variable) -> Variable:
     return e.nb.cast(mask, "int32")
 
 
-@converts("aten.cumprod.default", check=no_dtype)
+@converts("aten.cumprod.default")  # dtype=: the node's, cast to at the end
 @zero_d_as_1d
 def _cumprod(e: Emitter, x: Variable, dim: int, **_: Any) -> Value:
     nb = e.nb
-    x = as_dtype(e, x)
+    x = as_dtype(e, x, _WIDE)  # float64 sums of logs: the product's digits survive exp
     axis = axis_of(dim, x.ndim)
-    zero = nb.fill_constant(list(x.shape), 0.0, dtype=e.dtype)
+    zero = nb.fill_constant(list(x.shape), 0.0, dtype=_WIDE)
     magnitude = nb.exp(nb.cumsum(nb.log(nb.abs(x)), axis=axis))
     negatives = nb.cumsum(_ints(e, nb.less_than(x, zero)), axis=axis)
     odd = nb.equal(nb.mod(negatives, nb.fill_constant(list(x.shape), 2, dtype="int32")),
                    nb.fill_constant(list(x.shape), 1, dtype="int32"))
-    return nb.select(odd, nb.negative(magnitude), magnitude)
+    return as_dtype(e, nb.select(odd, nb.negative(magnitude), magnitude))
 
 
 @converts("aten.logcumsumexp.default")
 @zero_d_as_1d
 def _logcumsumexp(e: Emitter, x: Variable, dim: int) -> Value:
     nb = e.nb
-    x = as_dtype(e, x)
+    x = as_dtype(e, x, _WIDE)  # float64: the prefix sums of terms far below the max keep their digits
     axis = axis_of(dim, x.ndim)
     top = nb.reduce_max(x, [axis], keep_dim=True)
-    top = nb.select(nb.is_inf(top), nb.fill_constant(list(top.shape), 0.0, dtype=e.dtype), top)
-    shifted = nb.exp(nb.subtract(x, e.broadcast(top, list(x.shape))))
-    return nb.add(nb.log(nb.cumsum(shifted, axis=axis)), e.broadcast(top, list(x.shape)))
+    top = nb.select(nb.is_inf(top), nb.fill_constant(list(top.shape), 0.0, dtype=_WIDE), top)
+    top = nb.broadcast_to(top, list(x.shape), list(range(x.ndim)))
+    shifted = nb.exp(nb.subtract(x, top))
+    return as_dtype(e, nb.add(nb.log(nb.cumsum(shifted, axis=axis)), top))
 
 
 def _cumulative_extreme(largest: bool) -> Any:

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from cinn_py.autodiff.rules_gather import iota
-from cinn_py.frontend.ops.shapes import shapes_equal
+from cinn_py.frontend.ops.shapes import numel, shapes_equal
 from cinn_py.frontend.program import Variable
 from cinn_py.torch.converters.base import Emitter, Value, axis_of, converts, static_dim, zero_d_as_1d
 
@@ -123,3 +123,53 @@ def _index_reduce(e: Emitter, x: Variable, dim: int, index: Variable, source: Va
 def _index_copy(e: Emitter, x: Variable, dim: int, index: Variable, source: Variable) -> Value:
     source = source if str(source.dtype) == e.dtype else e.nb.cast(source, e.dtype)
     return e.nb.scatter_assign(x, source, index, axis=axis_of(dim, x.ndim))
+
+
+def _static_all(*args: Any, **_: Any) -> str | None:
+    for a in args:
+        fake = _fake(a)
+        if fake is not None and any(not isinstance(s, int) for s in fake.shape):
+            return "take/put/masked_scatter with symbolic sizes"
+    return None
+
+
+def _wrapped_flat(e: Emitter, index: Variable, n: int) -> Variable:
+    nb = e.nb
+    flat = nb.reshape(index, [static_dim(numel(index.shape))]) if index.ndim != 1 else index
+    flat = flat if str(flat.dtype) == "int64" else nb.cast(flat, "int64")
+    return nb.select(nb.less_than(flat, nb.fill_constant(list(flat.shape), 0, dtype="int64")),
+                     nb.add(flat, nb.fill_constant(list(flat.shape), n, dtype="int64")), flat)
+
+
+@converts("aten.take.default", check=_static_all)
+def _take(e: Emitter, x: Variable, index: Variable) -> Value:
+    """x flattened, gathered at index (negative from the end)."""
+    n = static_dim(numel(x.shape))
+    flat = e.nb.reshape(x, [n]) if x.ndim != 1 else x
+    return e.to_shape(e.nb.gather(flat, _wrapped_flat(e, index, n), axis=0))
+
+
+@converts("aten.put.default", check=_static_all)
+def _put(e: Emitter, x: Variable, index: Variable, source: Variable, accumulate: bool = False) -> Value:
+    n = static_dim(numel(x.shape))
+    flat = e.nb.reshape(x, [n]) if x.ndim != 1 else x
+    values = e.nb.reshape(source, [static_dim(numel(source.shape))]) if source.ndim != 1 else source
+    scatter = e.nb.scatter_add if accumulate else e.nb.scatter_assign
+    return e.to_shape(scatter(flat, values, _wrapped_flat(e, index, n), axis=0))
+
+
+@converts("aten.masked_scatter.default", check=_static_all)
+def _masked_scatter(e: Emitter, x: Variable, mask: Variable, source: Variable) -> Value:
+    """Where the mask (broadcast) is set, source's elements in order: the k-th set place takes
+    source's flat element k (k from an exclusive cumsum of the mask)."""
+    nb = e.nb
+    n = static_dim(numel(e.shape))
+    flat_mask = nb.reshape(e.broadcast(mask), [n])
+    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0), nb.fill_constant([n], 1, dtype="int64"))
+    m = static_dim(numel(source.shape))
+    src = nb.reshape(source, [m]) if source.ndim != 1 else source
+    safe = nb.minimum(nb.maximum(order, nb.fill_constant([n], 0, dtype="int64")), nb.fill_constant([n], max(m - 1, 0),
+                                                                                                  dtype="int64"))
+    picked = nb.gather(src, safe, axis=0) if m else nb.fill_constant([n], 0, dtype=e.dtype)
+    flat_x = nb.reshape(e.broadcast(x), [n])
+    return e.to_shape(nb.select(flat_mask, picked, flat_x))

@@ -185,3 +185,87 @@ def _unfold(e: Emitter, x: Variable, dim: int, size: int, step: int) -> Value:
     split = nb.reshape(picked, [*x.shape[:axis], windows, size, *x.shape[axis + 1:]])
     order = [d for d in range(split.ndim) if d != axis + 1] + [axis + 1]
     return nb.transpose(split, order)
+
+
+def _plain_factory(*args: Any, layout: Any = None, pin_memory: Any = None, **_: Any) -> str | None:
+    if not is_strided_layout(layout) or pin_memory:
+        return "a factory with a sparse layout or pinned memory"
+    bad = [a for a in args if not isinstance(a, (int, float))]
+    return f"a factory with a non-constant argument {bad[0]}" if bad else None
+
+
+@converts("aten.eye.default", "aten.eye.m", check=_plain_factory)
+def _eye(e: Emitter, n: int, m: int | None = None, **_: Any) -> Value:
+    nb = e.nb
+    rows, cols = static_dim(e.shape[0]), static_dim(e.shape[1])
+    r = nb.broadcast_to(nb.arange(0, rows, 1, "int64"), [rows, cols], [0])
+    c = nb.broadcast_to(nb.arange(0, cols, 1, "int64"), [rows, cols], [1])
+    return nb.cast(nb.equal(r, c), e.dtype)
+
+
+@converts("aten.linspace.default", check=_plain_factory)
+def _linspace(e: Emitter, start: float, end: float, steps: int, **_: Any) -> Value:
+    """start + k * step, the second half from the end (end - (steps - 1 - k) * step), as torch."""
+    nb = e.nb
+    if steps <= 1:
+        return nb.fill_constant(list(e.shape), start, dtype=e.dtype)
+    step = (end - start) / (steps - 1)
+    k = nb.cast(nb.arange(0, steps, 1, "int64"), "float64")
+    low = nb.scale(k, step, float(start))
+    high = nb.scale(k, step, float(end) - step * (steps - 1))
+    half = nb.less_than(k, nb.fill_constant([steps], float(steps // 2), dtype="float64"))
+    values = nb.select(half, low, high)
+    if e.dtype.startswith(("int", "uint")):
+        values = nb.trunc(values)
+    return nb.cast(values, e.dtype)
+
+
+@converts("aten.logspace.default", check=_plain_factory)
+def _logspace(e: Emitter, start: float, end: float, steps: int, base: float = 10.0, **_: Any) -> Value:
+    nb = e.nb
+    exponents = _linspace(Emitter(nb, e.shape, "float64"), start, end, steps)
+    values = nb.pow(nb.fill_constant([steps], float(base), dtype="float64"), exponents)
+    if e.dtype.startswith(("int", "uint")):
+        values = nb.trunc(values)
+    return nb.cast(values, e.dtype)
+
+
+@converts("aten.zero.default")
+def _zero(e: Emitter, x: Variable) -> Value:
+    return e.nb.fill_constant(list(e.shape), 0, dtype=e.dtype)
+
+
+def _static_shuffle(x: Any, *_: Any) -> str | None:
+    fake = getattr(x, "meta", {}).get("val")
+    if fake is None or all(isinstance(s, int) for s in fake.shape):
+        return None
+    return "pixel/channel shuffle of a symbolic shape"
+
+
+@converts("aten.pixel_shuffle.default", check=_static_shuffle)
+def _pixel_shuffle(e: Emitter, x: Variable, r: int) -> Value:
+    """[.., C r r, H, W] -> [.., C, H r, W r]: a reshape, a transpose, a reshape."""
+    lead, (c, h, w) = list(x.shape[:-3]), [static_dim(d) for d in x.shape[-3:]]
+    k = len(lead)
+    split = e.nb.reshape(x, [*lead, c // (r * r), r, r, h, w])
+    moved = e.nb.transpose(split, [*range(k), k, k + 3, k + 1, k + 4, k + 2])
+    return e.to_shape(moved)
+
+
+@converts("aten.pixel_unshuffle.default", check=_static_shuffle)
+def _pixel_unshuffle(e: Emitter, x: Variable, r: int) -> Value:
+    """[.., C, H r, W r] -> [.., C r r, H, W]."""
+    lead, (c, h, w) = list(x.shape[:-3]), [static_dim(d) for d in x.shape[-3:]]
+    k = len(lead)
+    split = e.nb.reshape(x, [*lead, c, h // r, r, w // r, r])
+    moved = e.nb.transpose(split, [*range(k), k, k + 2, k + 4, k + 1, k + 3])
+    return e.to_shape(moved)
+
+
+@converts("aten.channel_shuffle.default", "aten.native_channel_shuffle.default", check=_static_shuffle)
+def _channel_shuffle(e: Emitter, x: Variable, groups: int) -> Value:
+    n, c = static_dim(x.shape[0]), static_dim(x.shape[1])
+    rest = list(x.shape[2:])
+    split = e.nb.reshape(x, [n, groups, c // groups, *rest])
+    moved = e.nb.transpose(split, [0, 2, 1, *range(3, 3 + len(rest))])
+    return e.to_shape(moved)

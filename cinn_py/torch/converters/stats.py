@@ -74,6 +74,7 @@ def _arg(method: str) -> Any:
             x, axis = e.nb.reshape(x, [numel(x.shape)]) if x.ndim != 1 else x, 0
         else:
             axis = axis_of(dim, x.ndim)
+        x = x if str(x.dtype) != "bool" else e.nb.cast(x, "int32")  # NetBuilder orders numbers only
         return e.to_shape(getattr(e.nb, method)(x, axis=axis, keep_dim=keepdim))
     return convert
 
@@ -85,6 +86,7 @@ converts("aten.argmin.default")(_arg("argmin"))
 def _arg_index(e: Emitter, x: Variable, axis: int, largest: bool) -> Variable:
     """argmax/argmin along `axis`, kept as a size-1 dim, int64."""
     method = e.nb.argmax if largest else e.nb.argmin
+    x = x if str(x.dtype) != "bool" else e.nb.cast(x, "int32")
     return e.nb.cast(method(x, axis=axis, keep_dim=True), "int64")
 
 
