@@ -306,17 +306,17 @@ def test_unsupported_op_runs_eagerly_and_is_reported() -> None:
 
 
 def test_call_a_converter_does_not_handle_runs_eagerly_with_its_reason() -> None:
-    def fn(w: Any, ids: Any) -> Any:
-        return torch.tanh(torch.nn.functional.embedding(ids, w, scale_grad_by_freq=True)[:, 1::2] * 2)
+    def fn(x: Any) -> Any:
+        return torch.tanh(torch.nn.functional.avg_pool2d(x, 2, divisor_override=3)[:, 1::2] * 2)
 
     ct.reset_reports()
-    _compare(fn, [torch.randn(6, 3), torch.tensor([[1, 4, 4], [0, 5, 1]])])
+    _compare(fn, [torch.randn(2, 4, 6, 6)])
     forward, backward = ct.reports()
-    assert not forward.fallback and forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
+    assert forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
     assert backward.compiled["aten.slice_backward.default"] == 1  # ... and their backward
-    assert backward.fallback == {"aten.embedding_dense_backward.default": 1}
-    assert backward.reasons == {"aten.embedding_dense_backward.default": "embedding_dense_backward with "
-                                                                         "scale_grad_by_freq"}
+    assert forward.fallback == {"aten.avg_pool2d.default": 1}
+    assert backward.fallback == {"aten.avg_pool2d_backward.default": 1}
+    assert backward.reasons == {"aten.avg_pool2d_backward.default": "avg_pool2d with divisor_override"}
 
 
 def test_unknown_option_is_an_error() -> None:
