@@ -18,7 +18,7 @@ def _dot(e: Emitter, a: Variable, b: Variable) -> Value:
 
 @converts("aten.mv.default")
 def _mv(e: Emitter, m: Variable, v: Variable) -> Value:
-    return e.to_shape(e.nb.matmul(m, e.nb.reshape(v, [v.shape[0], 1])))
+    return e.to_shape(e.nb.matmul(m, e.to_shape(v, [v.shape[0], 1])))
 
 
 def _blend(e: Emitter, bias: Any, prod: Variable, beta: Any, alpha: Any) -> Variable:
@@ -83,7 +83,7 @@ def _diagonal(e: Emitter, x: Variable, offset: int = 0, dim1: int = 0, dim2: int
     if not slots:
         return nb.fill_constant(list(e.shape), 0, dtype=e.dtype)
     moved = nb.transpose(x, _to_back(x, a, b))
-    flat = nb.reshape(moved, [*moved.shape[:-2], n * m])
+    flat = e.to_shape(moved, [*moved.shape[:-2], n * m])
     return nb.gather(flat, _line(e, slots[0], m + 1, len(slots)), axis=flat.ndim - 1)
 
 
@@ -96,7 +96,7 @@ def _embedded(e: Emitter, g: Variable, shape: list[int], offset: int, a: int, b:
     table = nb.fill_constant([*rest, n * m], 0, dtype=e.dtype)
     if slots:
         table = nb.scatter_assign(table, as_dtype(e, g), _line(e, slots[0], m + 1, len(slots)), axis=len(rest))
-    moved = nb.reshape(table, [*rest, n, m])
+    moved = e.to_shape(table, [*rest, n, m])
     order = _to_back_order(len(shape), a, b)
     return nb.transpose(moved, [order.index(d) for d in range(len(shape))])
 

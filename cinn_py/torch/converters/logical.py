@@ -89,7 +89,7 @@ def _index_fill(e: Emitter, x: Variable, dim: int, index: Variable, value: Any) 
                               nb.fill_constant(list(flat.shape), 1, dtype="int32"), flat, axis=0)
     shape = [1] * x.ndim
     shape[axis] = size
-    rows = e.broadcast(nb.reshape(nb.not_equal(marks, 0), shape))
+    rows = e.broadcast(e.to_shape(nb.not_equal(marks, 0), shape))
     return nb.select(rows, full(e, value), x)
 
 
@@ -108,7 +108,7 @@ def _isin(e: Emitter, elements: Any, test: Any, *, assume_unique: bool = False, 
     if not isinstance(test, Variable):
         found = nb.equal(elements, test)
         return nb.logical_not(found) if invert else found
-    flat_test = nb.reshape(test, [static_dim(numel(test.shape))]) if test.ndim != 1 else test
+    flat_test = e.to_shape(test, [static_dim(numel(test.shape))]) if test.ndim != 1 else test
     if not isinstance(elements, Variable):
         elements = nb.fill_constant([], elements, dtype=str(test.dtype))
     n = static_dim(flat_test.shape[0])

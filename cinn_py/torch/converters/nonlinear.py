@@ -107,3 +107,14 @@ def _softshrink(e: Emitter, x: Variable, lambd: float = 0.5) -> Value:
 def _softshrink_backward(e: Emitter, g: Variable, x: Variable, lambd: float) -> Value:
     nb = e.nb
     return nb.select(nb.greater_than(nb.abs(x), full(e, float(lambd))), g, full(e, 0.0))
+
+
+@converts("aten._prelu_kernel_backward.default")
+def _prelu_backward(e: Emitter, g: Variable, x: Variable, w: Variable) -> Value:
+    """(g where x > 0 else w g, 0 where x > 0 else x g), both in x's (broadcast) shape: prelu's
+    autograd sums the weight's part down to the weight's shape."""
+    nb = e.nb
+    positive = nb.greater_than(x, full(e, 0.0))
+    weight = full(e, w)
+    return (nb.select(positive, g, nb.multiply(weight, g)),
+            nb.select(positive, full(e, 0.0), nb.multiply(x, g)))

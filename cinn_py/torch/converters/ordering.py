@@ -31,7 +31,7 @@ def _sorted_pick(e: Emitter, x: Variable, axis: int, k: int, nan_wins: bool) -> 
 @converts("aten.median.default")
 def _median(e: Emitter, x: Variable) -> Value:
     nb = e.nb
-    flat = nb.reshape(x, [numel(x.shape)]) if x.ndim != 1 else x
+    flat = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x
     n = static_dim(flat.shape[0])
     value, _ = _sorted_pick(e, flat, 0, (n - 1) // 2, nan_wins=True)
     return e.to_shape(value)
@@ -39,14 +39,14 @@ def _median(e: Emitter, x: Variable) -> Value:
 
 def _drop(e: Emitter, v: Variable, axis: int, keepdim: bool, ndim: int) -> Variable:
     if keepdim:
-        return v if ndim else e.nb.reshape(v, [])
-    return e.nb.reshape(v, [d for k, d in enumerate(v.shape) if k != axis] if ndim else [])
+        return v if ndim else e.to_shape(v, [])
+    return e.to_shape(v, [d for k, d in enumerate(v.shape) if k != axis] if ndim else [])
 
 
 @converts("aten.median.dim", check=lambda x, dim, keepdim=False: static_axis(x, dim, "median"))
 def _median_dim(e: Emitter, x: Variable, dim: int, keepdim: bool = False) -> Value:
     nb = e.nb
-    lifted = x if x.ndim else nb.reshape(x, [1])
+    lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     n = static_dim(lifted.shape[axis])
     value, index = _sorted_pick(e, lifted, axis, (n - 1) // 2, nan_wins=True)
@@ -56,7 +56,7 @@ def _median_dim(e: Emitter, x: Variable, dim: int, keepdim: bool = False) -> Val
 @converts("aten.kthvalue.default", check=lambda x, k, dim=-1, keepdim=False: static_axis(x, dim, "kthvalue"))
 def _kthvalue(e: Emitter, x: Variable, k: int, dim: int = -1, keepdim: bool = False) -> Value:
     nb = e.nb
-    lifted = x if x.ndim else nb.reshape(x, [1])
+    lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     value, index = _sorted_pick(e, lifted, axis, k - 1, nan_wins=False)
     return _drop(e, value, axis, keepdim, x.ndim), _drop(e, index, axis, keepdim, x.ndim)
@@ -96,7 +96,7 @@ def _static_boundaries(*args: Any, **_: Any) -> str | None:
 def _bucketize(e: Emitter, x: Variable, boundaries: Variable, *, out_int32: bool = False, right: bool = False
                ) -> Value:
     if x.ndim == 0:
-        return e.to_shape(_count_below(e, e.nb.reshape(x, [1]), boundaries, right, False))
+        return e.to_shape(_count_below(e, e.to_shape(x, [1]), boundaries, right, False))
     return _count_below(e, x, boundaries, right, False)
 
 
@@ -108,5 +108,5 @@ def _no_sorter(sorted_seq: Any, x: Any, *, sorter: Any = None, **_: Any) -> str 
 def _searchsorted(e: Emitter, sorted_seq: Variable, x: Variable, *, out_int32: bool = False, right: bool = False,
                   side: Any = None, sorter: Any = None) -> Value:
     right = right or side == "right"
-    lifted = x if x.ndim else e.nb.reshape(x, [1])
+    lifted = x if x.ndim else e.to_shape(x, [1])
     return e.to_shape(_count_below(e, lifted, sorted_seq, right, sorted_seq.ndim > 1))

@@ -51,7 +51,7 @@ def _logcumsumexp(e: Emitter, x: Variable, dim: int) -> Value:
 def _cumulative_extreme(largest: bool) -> Any:
     def convert(e: Emitter, x: Variable, dim: int) -> Value:
         nb = e.nb
-        lifted = x if x.ndim else nb.reshape(x, [1])
+        lifted = x if x.ndim else e.to_shape(x, [1])
         axis = axis_of(dim, lifted.ndim)
         n = static_dim(lifted.shape[axis])
         wide = [*lifted.shape[:axis + 1], n, *lifted.shape[axis + 1:]]  # [.., i, j, ..]
@@ -68,7 +68,7 @@ def _cumulative_extreme(largest: bool) -> Any:
         none = nb.fill_constant(wide, -1, dtype="int64")
         is_value = nb.equal(xj, nb.broadcast_to(values, wide, list(range(len(wide)))))
         index = nb.reduce_max(nb.select(nb.logical_and(upto, is_value), j, none), [axis + 1])
-        values = nb.reshape(values, list(lifted.shape))
+        values = e.to_shape(values, list(lifted.shape))
         if dtype.startswith(("float", "bfloat")):  # the last NaN so far wins
             nan_j = nb.reduce_max(nb.select(nb.logical_and(upto, nb.is_nan(xj)), j, none), [axis + 1])
             has_nan = nb.greater_equal(nan_j, nb.fill_constant(list(nan_j.shape), 0, dtype="int64"))

@@ -97,7 +97,7 @@ def _along(e: Emitter, index: Variable, source: Variable, axis: int) -> Variable
     """A 1-d index along `axis` as a take_along_axis index of source's shape."""
     shape = [1] * source.ndim
     shape[axis] = index.shape[0]
-    return e.nb.broadcast_to(e.nb.reshape(index, shape), list(source.shape), list(range(source.ndim)))
+    return e.nb.broadcast_to(e.to_shape(index, shape), list(source.shape), list(range(source.ndim)))
 
 
 def _index_reduce_check(x: Any, dim: int, index: Any, source: Any, reduce: str, *_: Any, **__: Any) -> str | None:
@@ -135,7 +135,7 @@ def _static_all(*args: Any, **_: Any) -> str | None:
 
 def _wrapped_flat(e: Emitter, index: Variable, n: int) -> Variable:
     nb = e.nb
-    flat = nb.reshape(index, [static_dim(numel(index.shape))]) if index.ndim != 1 else index
+    flat = e.to_shape(index, [static_dim(numel(index.shape))]) if index.ndim != 1 else index
     flat = flat if str(flat.dtype) == "int64" else nb.cast(flat, "int64")
     return nb.select(nb.less_than(flat, nb.fill_constant(list(flat.shape), 0, dtype="int64")),
                      nb.add(flat, nb.fill_constant(list(flat.shape), n, dtype="int64")), flat)
@@ -145,15 +145,15 @@ def _wrapped_flat(e: Emitter, index: Variable, n: int) -> Variable:
 def _take(e: Emitter, x: Variable, index: Variable) -> Value:
     """x flattened, gathered at index (negative from the end)."""
     n = static_dim(numel(x.shape))
-    flat = e.nb.reshape(x, [n]) if x.ndim != 1 else x
+    flat = e.to_shape(x, [n]) if x.ndim != 1 else x
     return e.to_shape(e.nb.gather(flat, _wrapped_flat(e, index, n), axis=0))
 
 
 @converts("aten.put.default", check=_static_all)
 def _put(e: Emitter, x: Variable, index: Variable, source: Variable, accumulate: bool = False) -> Value:
     n = static_dim(numel(x.shape))
-    flat = e.nb.reshape(x, [n]) if x.ndim != 1 else x
-    values = e.nb.reshape(source, [static_dim(numel(source.shape))]) if source.ndim != 1 else source
+    flat = e.to_shape(x, [n]) if x.ndim != 1 else x
+    values = e.to_shape(source, [static_dim(numel(source.shape))]) if source.ndim != 1 else source
     scatter = e.nb.scatter_add if accumulate else e.nb.scatter_assign
     return e.to_shape(scatter(flat, values, _wrapped_flat(e, index, n), axis=0))
 
@@ -164,12 +164,29 @@ def _masked_scatter(e: Emitter, x: Variable, mask: Variable, source: Variable) -
     source's flat element k (k from an exclusive cumsum of the mask)."""
     nb = e.nb
     n = static_dim(numel(e.shape))
-    flat_mask = nb.reshape(e.broadcast(mask), [n])
+    flat_mask = e.to_shape(e.broadcast(mask), [n])
     order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0), nb.fill_constant([n], 1, dtype="int64"))
     m = static_dim(numel(source.shape))
-    src = nb.reshape(source, [m]) if source.ndim != 1 else source
+    src = e.to_shape(source, [m]) if source.ndim != 1 else source
     safe = nb.minimum(nb.maximum(order, nb.fill_constant([n], 0, dtype="int64")), nb.fill_constant([n], max(m - 1, 0),
                                                                                                   dtype="int64"))
     picked = nb.gather(src, safe, axis=0) if m else nb.fill_constant([n], 0, dtype=e.dtype)
-    flat_x = nb.reshape(e.broadcast(x), [n])
+    flat_x = e.to_shape(e.broadcast(x), [n])
     return e.to_shape(nb.select(flat_mask, picked, flat_x))
+
+
+@converts("aten.masked_scatter_backward.default", check=lambda g, mask, sizes: _static_all(g, mask) or (
+    None if all(isinstance(s, int) for s in sizes) else "masked_scatter_backward to symbolic sizes"))
+def _masked_scatter_backward(e: Emitter, g: Variable, mask: Variable, sizes: Any) -> Value:
+    """The source's cotangent: g at the mask's set places, in order, zeros after (the k-th set
+    place adds into element k; unset places into a spare slot past the end)."""
+    nb = e.nb
+    shape = [static_dim(s) for s in g.shape]
+    n, m = static_dim(numel(shape)), static_dim(numel(e.shape))
+    flat_mask = e.to_shape(nb.broadcast_to(mask, shape, list(range(len(shape) - mask.ndim, len(shape))))
+                           if list(mask.shape) != shape else mask, [n])
+    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0), nb.fill_constant([n], 1, dtype="int64"))
+    slot = nb.select(flat_mask, order, nb.fill_constant([n], m, dtype="int64"))
+    table = nb.fill_constant([m + 1], 0, dtype=e.dtype)
+    summed = nb.scatter_add(table, e.to_shape(g, [n]), slot, axis=0)
+    return e.to_shape(nb.slice(summed, [0], [0], [m]))

@@ -25,7 +25,7 @@ for _copy, _view in (("transpose_copy.int", "transpose.int"), ("permute_copy.def
 @converts("aten.stack.default")
 def _stack(e: Emitter, xs: Sequence[Variable], dim: int = 0) -> Value:
     axis = axis_of(dim, len(e.shape))
-    rows = [e.nb.reshape(x, [*x.shape[:axis], 1, *x.shape[axis:]]) for x in xs]
+    rows = [e.to_shape(x, [*x.shape[:axis], 1, *x.shape[axis:]]) for x in xs]
     return rows[0] if len(rows) == 1 else e.nb.concat(rows, axis=axis)
 
 
@@ -59,7 +59,7 @@ def _roll(e: Emitter, x: Variable, shifts: Sequence[int], dims: Sequence[int] = 
     """Each dim's two pieces swapped (concat of slices); no dims: the flattened tensor rolled."""
     shifts = [shifts] if isinstance(shifts, int) else list(shifts)
     if not dims:
-        flat = e.nb.reshape(x, [numel(x.shape)]) if x.ndim != 1 else x
+        flat = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x
         return e.to_shape(_roll_axis(e, flat, 0, shifts[0]))
     for shift, dim in zip(shifts, dims):
         x = _roll_axis(e, x, axis_of(dim, x.ndim), shift)
@@ -80,7 +80,7 @@ def _roll_axis(e: Emitter, x: Variable, axis: int, shift: int) -> Variable:
 def _repeat(e: Emitter, x: Variable, repeats: Sequence[int]) -> Value:
     """numpy.tile with x's shape padded by leading 1s to the repeats' length."""
     lead = len(repeats) - x.ndim
-    x = e.nb.reshape(x, [1] * lead + list(x.shape)) if lead else x
+    x = e.to_shape(x, [1] * lead + list(x.shape)) if lead else x
     if all(r == 1 for r in repeats):
         return e.to_shape(x)
     return e.nb.tile(x, [int(r) for r in repeats])
@@ -91,8 +91,8 @@ def _triangle(keep_upper: bool) -> Any:
         """Keep (col - row) >= diagonal (triu) or <= diagonal (tril) over the last two dims."""
         nb = e.nb
         rows, cols = static_dim(x.shape[-2]), static_dim(x.shape[-1])
-        r = nb.reshape(nb.arange(0, rows, 1, "int64"), [rows, 1])
-        c = nb.reshape(nb.arange(0, cols, 1, "int64"), [1, cols])
+        r = e.to_shape(nb.arange(0, rows, 1, "int64"), [rows, 1])
+        c = e.to_shape(nb.arange(0, cols, 1, "int64"), [1, cols])
         offset = nb.subtract(nb.broadcast_to(c, [rows, cols], [0, 1]), nb.broadcast_to(r, [rows, cols], [0, 1]))
         bound = nb.fill_constant([rows, cols], int(diagonal), dtype="int64")
         keep = nb.greater_equal(offset, bound) if keep_upper else nb.less_equal(offset, bound)
@@ -180,9 +180,9 @@ def _unfold(e: Emitter, x: Variable, dim: int, size: int, step: int) -> Value:
     starts = nb.broadcast_to(nb.multiply(nb.arange(0, windows, 1, "int64"),
                                          nb.fill_constant([windows], step, dtype="int64")), [windows, size], [0])
     offsets = nb.broadcast_to(nb.arange(0, size, 1, "int64"), [windows, size], [1])
-    flat = nb.reshape(nb.add(starts, offsets), [windows * size])
+    flat = e.to_shape(nb.add(starts, offsets), [windows * size])
     picked = nb.gather(x, flat, axis=axis)
-    split = nb.reshape(picked, [*x.shape[:axis], windows, size, *x.shape[axis + 1:]])
+    split = e.to_shape(picked, [*x.shape[:axis], windows, size, *x.shape[axis + 1:]])
     order = [d for d in range(split.ndim) if d != axis + 1] + [axis + 1]
     return nb.transpose(split, order)
 
@@ -247,7 +247,7 @@ def _pixel_shuffle(e: Emitter, x: Variable, r: int) -> Value:
     """[.., C r r, H, W] -> [.., C, H r, W r]: a reshape, a transpose, a reshape."""
     lead, (c, h, w) = list(x.shape[:-3]), [static_dim(d) for d in x.shape[-3:]]
     k = len(lead)
-    split = e.nb.reshape(x, [*lead, c // (r * r), r, r, h, w])
+    split = e.to_shape(x, [*lead, c // (r * r), r, r, h, w])
     moved = e.nb.transpose(split, [*range(k), k, k + 3, k + 1, k + 4, k + 2])
     return e.to_shape(moved)
 
@@ -257,7 +257,7 @@ def _pixel_unshuffle(e: Emitter, x: Variable, r: int) -> Value:
     """[.., C, H r, W r] -> [.., C r r, H, W]."""
     lead, (c, h, w) = list(x.shape[:-3]), [static_dim(d) for d in x.shape[-3:]]
     k = len(lead)
-    split = e.nb.reshape(x, [*lead, c, h // r, r, w // r, r])
+    split = e.to_shape(x, [*lead, c, h // r, r, w // r, r])
     moved = e.nb.transpose(split, [*range(k), k, k + 2, k + 4, k + 1, k + 3])
     return e.to_shape(moved)
 
@@ -266,6 +266,6 @@ def _pixel_unshuffle(e: Emitter, x: Variable, r: int) -> Value:
 def _channel_shuffle(e: Emitter, x: Variable, groups: int) -> Value:
     n, c = static_dim(x.shape[0]), static_dim(x.shape[1])
     rest = list(x.shape[2:])
-    split = e.nb.reshape(x, [n, groups, c // groups, *rest])
+    split = e.to_shape(x, [n, groups, c // groups, *rest])
     moved = e.nb.transpose(split, [0, 2, 1, *range(3, 3 + len(rest))])
     return e.to_shape(moved)

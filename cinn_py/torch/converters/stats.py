@@ -39,7 +39,7 @@ def _moments(e: Emitter, x: Variable, dims: Any, correction: Any, keepdim: bool)
     dof = count - (1 if correction is None else correction)
     squares = _sum(e, nb.multiply(centred, centred), axes, keepdim)
     var = nb.scale(squares, 1.0 / dof) if dof > 0 else nb.divide(squares, e.broadcast(0.0, list(squares.shape)))
-    kept = mean if keepdim or not axes else nb.reshape(mean, list(var.shape))
+    kept = mean if keepdim or not axes else e.to_shape(mean, list(var.shape))
     return var, kept
 
 
@@ -71,7 +71,7 @@ converts("aten.all.default", "aten.all.dim", "aten.all.dims")(_any_all("reduce_a
 def _arg(method: str) -> Any:
     def convert(e: Emitter, x: Variable, dim: Any = None, keepdim: bool = False) -> Value:
         if dim is None or x.ndim == 0:  # over the flattened tensor
-            x, axis = e.nb.reshape(x, [numel(x.shape)]) if x.ndim != 1 else x, 0
+            x, axis = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x, 0
         else:
             axis = axis_of(dim, x.ndim)
         x = x if str(x.dtype) != "bool" else e.nb.cast(x, "int32")  # NetBuilder orders numbers only
@@ -93,7 +93,7 @@ def _arg_index(e: Emitter, x: Variable, axis: int, largest: bool) -> Variable:
 def _with_indices(largest: bool) -> Any:
     def convert(e: Emitter, x: Variable, dim: int, keepdim: bool = False) -> Value:
         nb = e.nb
-        lifted = x if x.ndim else nb.reshape(x, [1])
+        lifted = x if x.ndim else e.to_shape(x, [1])
         axis = axis_of(dim, lifted.ndim)
         index = _arg_index(e, lifted, axis, largest)
         values = nb.gather(lifted, index, axis=axis)
@@ -110,7 +110,7 @@ converts("aten.min.dim")(_with_indices(False))
 
 def _max_all(e: Emitter, x: Variable, largest: bool) -> Value:
     nb = e.nb
-    flat = nb.reshape(x, [numel(x.shape)]) if x.ndim != 1 else x
+    flat = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x
     return e.to_shape(nb.gather(flat, _arg_index(e, flat, 0, largest), axis=0))
 
 
@@ -154,7 +154,7 @@ def _sort(e: Emitter, x: Variable, dim: int = -1, descending: bool = False, *, s
     nb = e.nb
     if isinstance(dim, bool):  # sort.stable(x, *, stable, dim, descending) passed positionally
         dim = -1
-    lifted = x if x.ndim else nb.reshape(x, [1])
+    lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     order: Any = nb.argsort(lifted, axis=axis, is_ascend=not descending)  # [indices, positions]
     index = nb.cast(order[0], "int64")
@@ -170,7 +170,7 @@ def _topk_check(x: Any, k: Any, dim: int = -1, *_: Any, **__: Any) -> str | None
 @converts("aten.topk.default", check=_topk_check)
 def _topk(e: Emitter, x: Variable, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Value:
     nb = e.nb
-    lifted = x if x.ndim else nb.reshape(x, [1])
+    lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     pair: Any = nb.top_k(lifted, k, axis=axis, largest=largest)  # [values, indices]
     values, index = pair
