@@ -202,9 +202,11 @@ def _is_backend_error(exc: BaseException) -> bool:
 
 def _root_cause(exc: BaseException) -> BaseException:
     """The innermost exception (Dynamo wraps the backend's in BackendCompilerFailed)."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return exc
+    while True:
+        inner = exc.__cause__ or getattr(exc, "inner_exception", None)
+        if not isinstance(inner, BaseException):
+            return exc
+        exc = inner
 
 
 def _run_sample(op: Any, mode: str, mine: Any, ref: Any) -> _Run:

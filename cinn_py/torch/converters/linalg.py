@@ -154,7 +154,8 @@ def _cross(e: Emitter, a: Variable, b: Variable, dim: int = -1) -> Value:
     return nb.concat(comps, axis=axis)
 
 
-@converts("aten.diagonal_scatter.default", check=_static_pair)
+@converts("aten.diagonal_scatter.default",
+          check=lambda x, src, offset=0, dim1=0, dim2=1: _static_pair(x, offset, dim1, dim2))
 def _diagonal_scatter(e: Emitter, x: Variable, src: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Value:
     """x with its diagonal replaced by src: a mask of the diagonal's places selects src embedded."""
     nb = e.nb
