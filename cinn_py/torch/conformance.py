@@ -47,6 +47,8 @@ EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
     *((f"aten.{name}.", "a LAPACK factorisation or solver") for name in _LAPACK),
     ("aten._fft_", "an FFT"),
     ("dtype complex", "complex dtypes"),
+    *((f"aten.{name}.", "complex dtypes") for name in ("view_as_real", "view_as_complex", "_conj", "polar",
+                                                        "complex", "conj_physical")),
 )
 """ATen ops (name prefixes, or a prefix of the fallback reason) with no sensible loop-nest kernel:
 an op whose eager ops are all of these counts as `by_design`, apart from the ops that could run

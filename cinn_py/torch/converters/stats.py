@@ -119,8 +119,6 @@ converts("aten.min.default")(lambda e, x: _max_all(e, x, False))
 
 
 def _norm_check(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> str | None:
-    if dtype is not None:
-        return f"linalg_vector_norm with dtype={dtype}"
     return None if isinstance(ord, (int, float)) else f"linalg_vector_norm ord={ord}"
 
 
