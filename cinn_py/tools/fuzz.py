@@ -5,6 +5,7 @@
     python -m cinn_py.tools.fuzz --examples 500 --auto        # hand schedules + schedule="auto"
     python -m cinn_py.tools.fuzz --examples 500 --net         # NetBuilder programs, schedule="auto"
     python -m cinn_py.tools.fuzz --examples 200 --auto --cuda --emulate   # run the CUDA kernels (no GPU)
+    python -m cinn_py.tools.fuzz --examples 1000 --torch-strides  # torch.compile(backend="cinn_py") vs eager
 
 Each case (derived deterministically from `(seed, index)`):
 
@@ -27,6 +28,12 @@ of elementwise, broadcast, reduction, softmax/norm, transpose, select and matmul
 each through decomposition, fusion and the automatic scheduler (`compile_program(...,
 schedule="auto")`) on x86 against the ops' numpy implementations (`Program.run_numpy`), plus
 the CUDA codegen + NVRTC compile of every group.
+
+`--torch-strides` fuzzes the torch backend instead (`cinn_py.tools.fuzzing.torchgen`): random
+functions of strided tensors chaining views (permute, transpose, expand, slices, select, unsqueeze,
+reshape, view) with converted ops and eager ones (`erfinv`, graph breaks), compiled with
+`torch.compile(backend="cinn_py", options={"strict": True})` and compared with eager: values,
+`.stride()` of every output, and a `view` of each output attempted exactly where eager's works.
 
 The automatic scheduler must never fail on a valid program (one that lowered and matched the
 reference in the interpreter): in the auto stages every exception is a failure, whatever its
@@ -109,6 +116,8 @@ class Options:
     """With `net`: also differentiate the program (`cinn_py.autodiff.grad`), run the backward program
     compiled with `schedule="auto"` against its numpy reference, and check the reference gradient
     against a central difference of the forward in float64 along a random direction."""
+    torch_strides: bool = False
+    """Random strided torch functions through the `cinn_py` torch.compile backend vs eager (`torchgen`)."""
 
 
 @dataclass
@@ -406,6 +415,8 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
 
 def check_case(seed: int, index: int, opts: Options) -> Result:
     """Run one case; on failure, shrink it and attach the reproducer."""
+    if opts.torch_strides:
+        return check_torch_strides_case(seed, index)
     if opts.net:
         return check_net_case(seed, index, opts)
     case = make_case(seed, index)
@@ -414,6 +425,35 @@ def check_case(seed: int, index: int, opts: Options) -> Result:
         spec, steps = shrink_case(case, opts, result, sch) if opts.shrink else (
             case.spec, list(sch.trace.steps) if sch is not None else [])
         result.reproducer = reproducer(case, opts, spec, steps, result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Torch backend: strides
+# ---------------------------------------------------------------------------------------------
+def check_torch_strides_case(seed: int, index: int) -> Result:
+    """A random strided torch function compiled by the `cinn_py` backend vs eager (`torchgen.check`):
+    a wrong value, stride or view, and any exception of the compiled function, is a failure."""
+    from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
+
+    result = Result(index, "ok")
+    stage = "generate"
+    try:
+        case = torchgen.generate(seed, index)
+        stage = "compare"
+        detail = torchgen.check(case)
+    except Exception as exc:  # noqa: BLE001 - eager ran every line: any exception is the backend's
+        result.status, result.stage, result.error = "fail", stage, f"{type(exc).__name__}: {_first_line(exc)}"
+    else:
+        if detail is not None:
+            result.status, result.stage, result.detail = "fail", stage, detail
+    if result.status == "fail":
+        result.reproducer = "\n".join([
+            f"=== FAIL torch-strides case {index} (seed {seed}) at {result.stage}",
+            f"what differed: {result.error} {result.detail}".strip(),
+            f"--- reproduce: python -m cinn_py.tools.fuzz --torch-strides --seed {seed} --case {index}",
+            "--- script:", torchgen.generate(seed, index).script() if stage != "generate" else "",
+        ])
     return result
 
 
@@ -548,6 +588,10 @@ def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...], wh
 
 def describe_case(seed: int, index: int, opts: Options) -> str:
     """The reproducer text of a case without running it (for crashes and hangs)."""
+    if opts.torch_strides:
+        from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
+
+        return torchgen.generate(seed, index).script()
     if opts.net:
         return describe_net_case(seed, index)
     case = make_case(seed, index)
@@ -609,6 +653,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--grad", action="store_true",
                    help="with --net: also check the backward program (cinn_py.autodiff.grad): compiled with "
                         "schedule='auto' vs its numpy reference, and vs a float64 central difference")
+    p.add_argument("--torch-strides", action="store_true",
+                   help='random strided torch functions through torch.compile(backend="cinn_py") vs eager: values, '
+                        "strides and views of every output")
     p.add_argument("--auto-cuda-every", type=int, default=1,
                    help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
     p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
@@ -624,7 +671,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def _options(ns: argparse.Namespace) -> Options:
     return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
                    hand=not ns.auto_only,
-                   auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate, grad=ns.grad)
+                   auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate, grad=ns.grad,
+                   torch_strides=ns.torch_strides)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from cinn_py.pipeline import compile_program
 from cinn_py.runtime.threadpool import num_threads_override
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
+from cinn_py.torch.layout import InputLayout, LayoutMismatch, OutputLayout, input_layout, output_layout
 from cinn_py.torch.symbolic import (
     CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors, is_symbolic,
 )
@@ -53,29 +54,14 @@ class TensorSpec:
     dtype: str
     shape: tuple[Any, ...]
     device: str
-    order: tuple[int, ...] | None = None
-    """A dense tensor whose dims are not in row-major memory order (a transposed view): the dims in
-    memory order, outermost first (`TensorInput.order`); None otherwise."""
+    layout: InputLayout | None = None
+    """How a strided tensor (a transposed, expanded or sliced view) enters the Program in place
+    (cinn_py/torch/layout.py); None: it is row-major."""
 
     @staticmethod
     def of(value: Any) -> TensorSpec:
         shape = tuple(s if is_symbolic(s) else int(s) for s in value.shape)
-        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type, memory_order(value))
-
-
-def memory_order(value: Any) -> tuple[int, ...] | None:
-    """The dims of a static-shape tensor in memory order when it is a permutation of a dense
-    row-major tensor other than the identity (`x.t()`: `(1, 0)`), else None."""
-    shape, strides = tuple(value.shape), tuple(value.stride())
-    if any(is_symbolic(d) for d in (*shape, *strides)) or value.is_contiguous():
-        return None
-    order = tuple(sorted(range(len(shape)), key=lambda k: (-int(strides[k]), k)))
-    expected = 1
-    for k in reversed(order):
-        if shape[k] != 1 and int(strides[k]) != expected:
-            return None
-        expected *= int(shape[k])
-    return order
+        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type, input_layout(value))
 
 
 @dataclass(frozen=True)
@@ -180,11 +166,13 @@ def _var_of(env: dict[Any, Any], arg: Any) -> Any:
 REPLAYED_VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
                             "aten.transpose.int", "aten.permute.default", "aten.expand.default",
                             "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.alias.default",
-                            "aten.detach.default"})
+                            "aten.detach.default", "aten.slice.Tensor", "aten.select.int"})
 """Views a graph output may end with that are applied to the result tensor by torch (`OutputView`)
 instead of computed by a kernel: in eager they cost nothing, and the transposes AOT autograd saves
 for the backward (`t(x)` for a weight gradient) were a kernel pass with strided stores each (one
-fused into the forward's gelu kernel made it 7x slower)."""
+fused into the forward's gelu kernel made it 7x slower). A slice or select at an output is a view
+of the whole value too, as eager's: its strides are eager's (a kernel computing only the slice
+would return it dense)."""
 
 
 @dataclass(frozen=True)
@@ -278,19 +266,20 @@ def _placeholder(nb: NetBuilder, table: SymbolTable, node: Any, spec: InputSpec,
     dims = table.shape(spec.shape)
     entry = TensorInput(node.name, dims, tuple(f for d in dims for f in factors(d)))
     check_bindable(name, entry)
-    if spec.order is not None and not entry.is_factored:
-        entry = TensorInput(node.name, dims, entry.factored, spec.order)
-        var = nb.create_input(spec.dtype, [dims[k] for k in spec.order], f"in_{node.name}")
-        return nb.transpose(var, [spec.order.index(k) for k in range(len(dims))]), entry
+    if spec.layout is not None and not entry.is_factored:
+        entry = TensorInput(node.name, dims, entry.factored, spec.layout)
+        var = nb.create_input(spec.dtype, spec.layout.entry_shape(dims), f"in_{node.name}")
+        return spec.layout.build(nb, var, dims), entry
     var = nb.create_input(spec.dtype, list(entry.factored), f"in_{node.name}")
     return (nb.reshape(var, list(dims)) if entry.is_factored else var), entry
 
 
 def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
-               ) -> tuple[Program, InputPlan, tuple[OutputView, ...]]:
+               ) -> tuple[Program, InputPlan, tuple[OutputView, ...], tuple[OutputLayout | None, ...]]:
     """The FX graph `gm` (every call_function node supported) as a NetBuilder Program, how the
-    graph's arguments become the Program's inputs (symbolic sizes: cinn_py/torch/symbolic.py) and
-    how the graph's outputs are made from the Program's (`OutputView`)."""
+    graph's arguments become the Program's inputs (symbolic sizes: cinn_py/torch/symbolic.py), how
+    the graph's outputs are made from the Program's (`OutputView`), and the layout eager gives
+    each Program output (`OutputLayout`: the Program computes it in eager's memory order)."""
     nb = NetBuilder(name)
     table = SymbolTable()
     env: dict[Any, Any] = {}
@@ -321,7 +310,10 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
     tensor_args = {p for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
     computed, views = _output_views(flat, placeholders, tensor_args)
     tensor_inputs = {env[p].name for p in tensor_args}
-    return nb.build(_distinct_outputs(nb, [env[n] for n in computed], tensor_inputs)), plan, views
+    layouts = tuple(output_layout(n.meta.get("val")) for n in computed)
+    values = [nb.transpose(env[n], list(lay.order)) if lay is not None and lay.order is not None else env[n]
+              for n, lay in zip(computed, layouts)]
+    return nb.build(_distinct_outputs(nb, values, tensor_inputs)), plan, views, layouts
 
 
 def _sizes_of(inputs: Sequence[InputSpec], gm: Any) -> list[Any]:
@@ -370,6 +362,10 @@ class CompiledGraph:
     plan: InputPlan
     views: tuple[OutputView, ...] = ()
     """How each graph output is made from the Program's outputs (empty: they are the outputs)."""
+    layouts: tuple[OutputLayout | None, ...] = ()
+    """Per Program output, how it gets eager's strides (None: row-major, as computed)."""
+    eager: Any = None
+    """The graph module itself: it runs a call whose tensors cannot enter in the traced layout."""
     _native_sizes: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
     """Tensor signatures (dtype, shape, strides) that passed the checks -> the native layout."""
     _torch_dtypes: tuple[Any, ...] = field(init=False, repr=False, compare=False)
@@ -387,24 +383,32 @@ class CompiledGraph:
         device = devices.pop() if devices else "cpu"
         if device == "cuda":
             require_cuda(name)
-        program, plan, views = to_program(gm, inputs, name)
+        program, plan, views, layouts = to_program(gm, inputs, name)
         compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
                                    fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
-        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan, views)
+        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan, views,
+                             layouts, gm)
 
     @property
     def kernels(self) -> int:
         return len(self.compiled.kernels)
 
     def __call__(self, *args: Any) -> Any:
-        tensors = self.plan.bind(args)
+        try:
+            tensors = self.plan.bind(args)
+        except LayoutMismatch:
+            if self.eager is None:
+                raise
+            return self.eager(*args)
         if self.device == "cuda":  # the CUDA kernels take the tensors and allocate torch outputs
             bound = {v.name: t.detach().contiguous() for v, t in zip(self.program.inputs, tensors)}
             result = self.compiled.run_bound(bound)
             outs = result if isinstance(result, tuple) else (result,)
         else:
             outs = self._run_cpu(tensors)
+        if any(self.layouts):
+            outs = tuple(o if lay is None else lay(o) for o, lay in zip(outs, self.layouts))
         if self.views:
             outs = tuple(view(outs, args) for view in self.views)
         return outs if self.tuple_output else outs[0]

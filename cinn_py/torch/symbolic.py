@@ -44,6 +44,7 @@ from cinn_py.frontend.ops.base import Dim
 from cinn_py.frontend.ops.shapes import fmt_dim, simplify_dim
 from cinn_py.ir import Expr, IntImm, Mul, Var, const, int64, walk
 from cinn_py.symbolic.integer import as_int, eval_int
+from cinn_py.torch.layout import InputLayout
 
 CARRIER_DTYPE = "int8"
 _REMEMBERED = 256
@@ -383,10 +384,14 @@ class TensorInput:
     name: str
     dims: tuple[Dim, ...]
     factored: tuple[Dim, ...]
-    order: tuple[int, ...] | None = None
-    """Static dims of a tensor traced as a transposed view (the memory order of its dims, outermost
-    first): it enters permuted to that order, a contiguous view at no cost, and the Program
-    transposes it back (None: it enters as it is)."""
+    layout: InputLayout | None = None
+    """A tensor traced as a strided view (transposed, expanded, sliced): it enters in its memory
+    layout, read in place, and the Program rebuilds its logical view (cinn_py/torch/layout.py)."""
+
+    @property
+    def entered(self) -> tuple[Dim, ...]:
+        """The shape of the Program input it enters as."""
+        return tuple(self.layout.entry_shape(self.dims)) if self.layout is not None else self.factored
 
     @property
     def is_factored(self) -> bool:
@@ -441,7 +446,7 @@ class InputPlan:
              definitions: Sequence[tuple[Var, Expr]] = ()) -> InputPlan:
         """The plan for `inputs` (checked with `check_bindable`) and the symbols the Program uses."""
         tensors = [i for i in inputs if isinstance(i, TensorInput)]
-        bound = {d.name for t in tensors for d in t.factored if isinstance(d, Var)}
+        bound = {d.name for t in tensors for d in t.entered if isinstance(d, Var)}
         carriers = tuple(s for s in needed if s.name not in bound)
         solved = _bound_by(inputs)
         unbound = [s.name for s in needed if s.name not in solved]
@@ -562,8 +567,8 @@ def _check_range(graph: str, s: Var, actual: int, label: str) -> None:
 
 def _factored(t: Any, spec: TensorInput | SymIntInput, env: dict[str, int]) -> Any:
     assert isinstance(spec, TensorInput)
-    if spec.order is not None:  # contiguous when the layout is the traced one; to_numpy copies otherwise
-        return t.permute(spec.order)
+    if spec.layout is not None:  # in place when the layout is the traced one; else copied (or LayoutMismatch)
+        return spec.layout.view(t)
     if not spec.is_factored:
         return t
     return t.contiguous().view([d if isinstance(d, int) else env[d.name] for d in spec.factored])  # type: ignore[union-attr]

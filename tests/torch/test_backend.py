@@ -393,8 +393,9 @@ def test_entry_point_registers_the_backend(monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.parametrize("fast_math", [True, False])
 def test_fast_math_option_reaches_the_kernels(fast_math: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`fast_math` (default True: the vectorised polynomials, as PyTorch's own CPU kernels) is what
-    every kernel is built with, and gelu (erf) and softmax (exp) match eager either way."""
+    """`fast_math` (default False, exact libm math as Inductor; True: the vectorised polynomials, as
+    PyTorch's own CPU kernels) is what every kernel is built with, and gelu (erf) and softmax (exp)
+    match eager either way."""
     built: list[CompiledGraph] = []
     original = CompiledGraph.build
 
@@ -405,7 +406,7 @@ def test_fast_math_option_reaches_the_kernels(fast_math: bool, monkeypatch: pyte
     monkeypatch.setattr(CompiledGraph, "build", staticmethod(spy))
     gen = torch.Generator().manual_seed(11)
     x, w = torch.randn(8, 16, generator=gen) * 3, torch.randn(16, 16, generator=gen)
-    options = STRICT if fast_math else {**STRICT, "fast_math": False}
+    options = {**STRICT, "fast_math": True} if fast_math else STRICT
     _compare(lambda x, w: torch.softmax(torch.nn.functional.gelu(x @ w), -1), [x, w], options)
     kernels = [k for graph in built for k in graph.compiled.kernels]
     assert len(built) == 2 and kernels
@@ -451,15 +452,17 @@ def test_an_output_that_is_only_views_of_an_argument_still_runs() -> None:
     assert not graph.views
 
 
-def test_memory_order_of_transposed_views() -> None:
-    from cinn_py.torch.graph import memory_order  # noqa: PLC0415
+def test_input_layout_of_strided_views() -> None:
+    from cinn_py.torch.layout import input_layout  # noqa: PLC0415
 
     x = torch.randn(2, 3, 4)
-    assert memory_order(x) is None and memory_order(x[:, :, :2]) is None  # dense, or not dense
-    assert memory_order(x.transpose(1, 2)) == (0, 2, 1)
-    assert memory_order(x.permute(2, 0, 1)) == (1, 2, 0)
-    assert memory_order(torch.randn(3, 1).t()) is None  # a [1, 3] view is contiguous
-    assert memory_order(torch.randn(4).expand(3, 4)) is None  # stride 0: not a permutation
+    assert input_layout(x) is None and input_layout(torch.randn(3, 1).t()) is None  # row-major: as it is
+    assert input_layout(x.transpose(1, 2)).order == (0, 2, 1)  # type: ignore[union-attr]
+    assert input_layout(x.permute(2, 0, 1)).order == (1, 2, 0)  # type: ignore[union-attr]
+    expanded = input_layout(torch.randn(4).expand(3, 4))
+    assert expanded is not None and expanded.broadcast == (0,) and expanded.block is None
+    sliced = input_layout(x[:, :, 1:3])
+    assert sliced is not None and sliced.block == (2, 3, 4) and sliced.starts == (0, 0, 1)
 
 
 def test_transposed_argument_enters_as_its_memory_and_feeds_matmul_transposed() -> None:

@@ -1,0 +1,252 @@
+"""Random stride-sensitive torch functions for the torch backend (`python -m cinn_py.tools.fuzz --torch-strides`).
+
+A case is a Python function of one to three strided tensors (contiguous, permuted, expanded,
+narrowed or stepped views: `make_inputs`) that chains views (permute, transpose, t, expand,
+slices with and without a step, select, unsqueeze, flatten, reshape, view) with ops cinn-py
+converts (add, mul, neg, exp, tanh, sigmoid, relu, sum, mean, softmax, matmul) and ops it does not
+(`torch.erfinv`, which runs eagerly between partitions) or a graph break, and returns one to
+three of its values. The generator runs every line eagerly as it writes it, so every case is valid
+in eager PyTorch (a `view` that eager refuses is written as `reshape`).
+
+`check(case)` runs the function eagerly and compiled (`torch.compile(backend="cinn_py",
+options={"strict": True})`, a quarter of the cases with `dynamic=True`) and compares each output:
+shape, dtype, values (`torch.testing.assert_close`, default tolerances: the backend's math is
+exact by default), strides (`.stride()`, where the output has elements), and `view(-1)` and a view
+merging the last two dims, attempted exactly when eager's succeeds (a view that depends on eager's
+layout must work, and give the same elements).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+_MAX_DIM = 4
+
+
+@dataclass(frozen=True)
+class TorchCase:
+    """One generated function: its inputs' construction, its body and its returned values."""
+
+    index: int
+    seed: int
+    inputs: tuple[str, ...]
+    body: tuple[str, ...]
+    outputs: tuple[str, ...]
+    dynamic: bool
+
+    def source(self) -> str:
+        """A runnable definition of `make_inputs()` and `f(...)`."""
+        args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
+        lines = ["import torch", "", "", "def make_inputs():", f"    g = torch.Generator().manual_seed({self.seed})"]
+        lines += [f"    a{k} = {expr}" for k, expr in enumerate(self.inputs)]
+        lines += [f"    return [{args}]", "", "", f"def f({args}):"]
+        lines += [f"    {line}" for line in self.body]
+        lines.append(f"    return ({', '.join(self.outputs)},)")
+        return "\n".join(lines) + "\n"
+
+    def script(self) -> str:
+        """The reproducer: the function, then eager vs the backend."""
+        return self.source() + (
+            f"\n\nx = make_inputs()\nwant = f(*[t.clone() for t in x])\n"
+            f"got = torch.compile(f, backend='cinn_py', dynamic={self.dynamic}, options={{'strict': True}})(*x)\n"
+            "for g, w in zip(got, want):\n    torch.testing.assert_close(g, w)\n    assert g.stride() == w.stride()\n")
+
+
+class _Writer:
+    """Writes lines of a function while running them eagerly (their values give the shapes)."""
+
+    def __init__(self, rng: random.Random, env: dict[str, Any]) -> None:
+        self.rng = rng
+        self.env = env
+        self.lines: list[str] = []
+        self.values: list[str] = list(k for k in env if k.startswith("a"))
+
+    def emit(self, expr: str) -> str | None:
+        """Run `name = expr`; keep the line when eager accepts it."""
+        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+        name = f"v{len(self.lines)}"
+        try:
+            value = eval(expr, {"torch": torch}, self.env)  # noqa: S307 - our own generated expression
+        except (RuntimeError, IndexError, ValueError, TypeError):
+            return None
+        if not isinstance(value, torch.Tensor) or value.numel() > 4096:
+            return None
+        self.env[name] = value
+        self.lines.append(f"{name} = {expr}")
+        self.values.append(name)
+        return name
+
+
+def _shape(rng: random.Random, rank: int) -> list[int]:
+    return [rng.choice((1, 2, 3, 4, 5)) for _ in range(rank)]
+
+
+def _input(rng: random.Random) -> str:
+    """An expression building a strided input tensor (`g` is the case's generator)."""
+    shape = _shape(rng, rng.randint(1, _MAX_DIM))
+    kind = rng.choice(("contiguous", "permuted", "expanded", "narrowed", "stepped"))
+    if kind == "permuted" and len(shape) > 1:
+        perm = list(range(len(shape)))
+        rng.shuffle(perm)
+        inverse = [perm.index(k) for k in range(len(shape))]
+        return f"torch.randn({[shape[p] for p in perm]}, generator=g).permute({inverse})"
+    if kind == "expanded":
+        small = [1 if rng.random() < 0.5 else n for n in shape]
+        return f"torch.randn({small}, generator=g).expand({shape})"
+    if kind == "narrowed":
+        d = rng.randrange(len(shape))
+        big = list(shape)
+        big[d] += rng.randint(1, 3)
+        return f"torch.randn({big}, generator=g).narrow({d}, {big[d] - shape[d]}, {shape[d]})"
+    if kind == "stepped":
+        d = rng.randrange(len(shape))
+        big = list(shape)
+        big[d] *= 2
+        return f"torch.randn({big}, generator=g)[{':, ' * d}::2]"
+    return f"torch.randn({shape}, generator=g)"
+
+
+def _view(rng: random.Random, v: str, shape: list[int]) -> str:
+    rank = len(shape)
+    choices = ["unsqueeze", "reshape", "view", "flatten"]
+    if rank >= 2:
+        choices += ["permute", "transpose", "transpose"]
+    if rank == 2:
+        choices.append("t")
+    if rank >= 1:
+        choices += ["slice", "step", "select", "expand"]
+    kind = rng.choice(choices)
+    d = rng.randrange(rank) if rank else 0
+    if kind == "unsqueeze":
+        return f"{v}.unsqueeze({rng.randint(-rank - 1, rank)})"
+    if kind in ("reshape", "view"):
+        return f"{v}.{kind}({_regrouped(rng, shape)})"
+    if kind == "flatten":
+        return f"{v}.flatten({rng.randrange(rank)})" if rank else f"{v}.flatten()"
+    if kind == "permute":
+        perm = list(range(rank))
+        rng.shuffle(perm)
+        return f"{v}.permute({perm})"
+    if kind == "transpose":
+        return f"{v}.transpose({rng.randrange(rank)}, {rng.randrange(-rank, rank)})"
+    if kind == "t":
+        return f"{v}.t()"
+    if kind == "slice":
+        start = rng.randrange(shape[d])
+        return f"{v}[{':, ' * d}{start}:{rng.randint(start + 1, shape[d])}]"
+    if kind == "step":
+        return f"{v}[{':, ' * d}{rng.randrange(2)}::2]"
+    if kind == "select":
+        return f"{v}.select({d}, {rng.randrange(-shape[d], shape[d])})"
+    sizes = [rng.choice((2, 3)) if n == 1 else n for n in shape]
+    return f"{v}.expand({[rng.choice((2, 3))] + sizes if rng.random() < 0.3 else sizes})"
+
+
+def _regrouped(rng: random.Random, shape: list[int]) -> list[int]:
+    """A shape of the same number of elements: adjacent dims merged, or one split, or -1."""
+    if rng.random() < 0.25 or not shape:
+        return [-1]
+    out = list(shape)
+    if len(out) >= 2 and rng.random() < 0.5:
+        k = rng.randrange(len(out) - 1)
+        out[k:k + 2] = [out[k] * out[k + 1]]
+        return out
+    k = rng.randrange(len(out))
+    factor = next((f for f in (2, 3) if out[k] % f == 0 and out[k] > f), None)
+    if factor is None:
+        return out[:k] + [1] + out[k:]
+    return out[:k] + [factor, out[k] // factor] + out[k + 1:]
+
+
+def _compute(rng: random.Random, w: _Writer, v: str, shape: list[int]) -> str:
+    rank = len(shape)
+    kind = rng.choice(("add", "mul", "neg", "exp", "tanh", "sigmoid", "relu", "sum", "mean", "softmax", "matmul",
+                       "erfinv", "erfinv", "binary"))
+    d = rng.randrange(rank) if rank else 0
+    if kind == "add":
+        return f"{v} + {rng.choice((1.0, 0.5, -2.0))}"
+    if kind == "mul":
+        return f"{v} * {rng.choice((2.0, 0.5, -1.5))}"
+    if kind == "neg":
+        return f"-{v}"
+    if kind in ("exp", "tanh", "sigmoid", "relu"):
+        return f"torch.{kind}({v})"
+    if kind in ("sum", "mean") and rank:
+        return f"{v}.{kind}({d}, keepdim={rng.random() < 0.5})"
+    if kind == "softmax" and rank:
+        return f"torch.softmax({v}, {d})"
+    if kind == "matmul" and rank >= 2:
+        return f"{v} @ {v}.transpose(-1, -2)"
+    if kind == "binary":
+        partner = rng.choice(w.values)
+        return f"{v} * {partner} + {v}" if tuple(w.env[partner].shape) == tuple(shape) else f"{v} - {partner}"
+    return f"torch.erfinv(torch.tanh({v}) * 0.5)"
+
+
+def generate(seed: int, index: int) -> TorchCase:
+    """The case `index` of a run with `seed` (deterministic)."""
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    rng = random.Random(f"cinn-py-fuzz-torch-strides:{seed}:{index}")
+    inputs = tuple(_input(rng) for _ in range(rng.randint(1, 3)))
+    input_seed = rng.randrange(2 ** 31)
+    g = torch.Generator().manual_seed(input_seed)
+    env: dict[str, Any] = {}
+    for k, expr in enumerate(inputs):
+        env[f"a{k}"] = eval(expr, {"torch": torch, "g": g})  # noqa: S307 - our own generated expression
+    w = _Writer(rng, env)
+    steps = rng.randint(3, 9)
+    while len(w.lines) < steps:
+        if rng.random() < 0.08 and w.lines and not w.lines[-1].startswith("torch._dynamo"):
+            w.lines.append("torch._dynamo.graph_break()")
+            continue
+        v = rng.choice(w.values[-3:])
+        shape = list(w.env[v].shape)
+        expr = _view(rng, v, shape) if rng.random() < 0.5 else _compute(rng, w, v, shape)
+        w.emit(expr)
+    made = [v for v in w.values if v.startswith("v")] or w.values
+    outputs = [made[-1]] + rng.sample(made[:-1], min(len(made) - 1, rng.randint(0, 2)))
+    return TorchCase(index, input_seed, inputs, tuple(w.lines), tuple(outputs), rng.random() < 0.25)
+
+
+def _views_of(t: Any) -> list[tuple[str, Any]]:
+    views: list[tuple[str, Any]] = [("view(-1)", lambda x: x.view(-1))]
+    if t.dim() >= 2:
+        views.append(("view merging the last two dims", lambda x: x.view(*x.shape[:-2], -1)))
+    return views
+
+
+def check(case: TorchCase) -> str | None:
+    """Eager vs the backend for one case: None when they agree, else what differed."""
+    import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    namespace: dict[str, Any] = {}
+    exec(compile(case.source(), f"<torch strides case {case.index}>", "exec"), namespace)  # noqa: S102
+    args = namespace["make_inputs"]()
+    want = namespace["f"](*args)
+    torch._dynamo.reset()
+    compiled = torch.compile(namespace["f"], backend="cinn_py", dynamic=case.dynamic, options={"strict": True})
+    got = compiled(*args)
+    for k, (g, e) in enumerate(zip(got, want, strict=True)):
+        what = f"output {k} ({case.outputs[k]})"
+        if g.shape != e.shape or g.dtype != e.dtype:
+            return f"{what}: {g.dtype}{list(g.shape)}, eager {e.dtype}{list(e.shape)}"
+        try:
+            torch.testing.assert_close(g, e)
+        except AssertionError as exc:
+            return f"{what}: values differ: {exc}"
+        if e.numel() and g.stride() != e.stride():
+            return f"{what}: strides {g.stride()}, eager {e.stride()} (shape {list(e.shape)})"
+        for label, view in _views_of(e):
+            try:
+                expected = view(e)
+            except RuntimeError:
+                continue
+            try:
+                torch.testing.assert_close(view(g), expected)
+            except RuntimeError as exc:
+                return f"{what}: {label} fails ({exc}) where eager's works"
+    return None
