@@ -33,7 +33,8 @@ the CUDA codegen + NVRTC compile of every group.
 functions of strided tensors chaining views (permute, transpose, expand, slices, select, unsqueeze,
 reshape, view) with converted ops and eager ones (`erfinv`, graph breaks), compiled with
 `torch.compile(backend="cinn_py", options={"strict": True})` and compared with eager: values,
-`.stride()` of every output, and a `view` of each output attempted exactly where eager's works.
+`.stride()` of every output (its dims longer than 1), and a `view` of each output attempted exactly
+where eager's works.
 
 The automatic scheduler must never fail on a valid program (one that lowered and matched the
 reference in the interpreter): in the auto stages every exception is a failure, whatever its

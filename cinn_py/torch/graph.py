@@ -207,15 +207,6 @@ def _view_chain(node: Any) -> tuple[Any, list[Any]]:
     return node, chain[::-1]
 
 
-def _replayable(op: Any) -> Any:
-    """The op to replay a view with: `view` as `reshape`. Program outputs are row-major while
-    torch's tensor may have had other strides (SDPA's output is [B, L, H, E] in memory), so a
-    `transpose` then `view` torch could take of its tensor may need a copy of ours."""
-    if op in (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default):
-        return torch.ops.aten.reshape.default
-    return op
-
-
 def _output_views(flat: Sequence[Any], placeholders: Sequence[Any], tensor_args: set[Any]
                   ) -> tuple[list[Any], tuple[OutputView, ...]]:
     """The nodes the Program computes and how each graph output is made from them: a view chain at
@@ -226,7 +217,7 @@ def _output_views(flat: Sequence[Any], placeholders: Sequence[Any], tensor_args:
     views: list[OutputView] = []
     for out in flat:
         base, chain = _view_chain(out)
-        steps = tuple((_replayable(n.target), tuple(n.args[1:]), dict(n.kwargs)) for n in chain)
+        steps = tuple((n.target, tuple(n.args[1:]), dict(n.kwargs)) for n in chain)
         if chain and base in tensor_args:
             views.append(OutputView(-1 - placeholders.index(base), steps))
             continue
