@@ -45,6 +45,7 @@ from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.ir import LoweredFunc, deep_nesting, nesting_room, print_ir
 from cinn_py.lowering.group import lower_group
 from cinn_py.passes import run_passes
+from cinn_py.runtime import compile_jobs, graph_cache
 from cinn_py.runtime.checked import resolve_checked
 from cinn_py.runtime.graph_plan import plan_graph
 from cinn_py.runtime.native import NativeGraph
@@ -325,12 +326,43 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
     with nesting_room():
         check_schedule(schedule)
         tgt = Target.parse(target)
-        outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
-        fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
-        compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"),
-                                   tgt.name)
+        if tgt.is_gpu or dump_dir() is not None:  # every step observed, or GPU shape buckets: step by step
+            outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
+            fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
+            compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"),
+                                       tgt.name)
+        else:
+            compiled = _compile_cpu_program(program, tgt, schedule, fast_math)
         link_native(compiled, tgt)
         return compiled
+
+
+def _compile_cpu_program(program: Program, target: Target, schedule: str | None, fast_math: bool) -> CompiledProgram:
+    """`compile_program` on a CPU: the steps up to `target_passes` come from the compiled-graph
+    cache when this program was compiled before (`cinn_py.runtime.graph_cache`), else they run
+    with the groups' function steps in worker processes, identical groups once
+    (`cinn_py.runtime.compile_jobs`); the kernels are then built (from the disk cache, where
+    the workers left them), one per distinct function."""
+    checked = resolve_checked(None)
+    key = graph_cache.graph_key(program, target.name, schedule, fast_math, checked)
+    cached = graph_cache.load(key)
+    if cached is None:
+        steps = list(trace_program(program, until="lower", target=target))
+        fusion: FusionPlan = _outputs_of(steps, "fuse")[0]
+        lowered: list[LoweredFunc] = _outputs_of(steps, "lower")
+
+        def here(func: LoweredFunc) -> LoweredFunc:
+            return target_passes(schedule_step(func, target, schedule), target)
+
+        finals = compile_jobs.compile_groups(program.name, lowered, target.name, schedule, fast_math, checked, here)
+        graph_cache.store(key, fusion, lowered, finals)
+        cached = graph_cache.CachedGraph(fusion, tuple(lowered), tuple(finals))
+    backend = get_backend(target)
+    kernels: dict[int, Any] = {}
+    for func in cached.final:  # identical groups share one function object, hence one kernel
+        if id(func) not in kernels:
+            kernels[id(func)] = backend.build(func, target, fast_math=fast_math, **_lowered(target, {}))
+    return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final], target.name)
 
 
 NATIVE_ENV = "CINN_PY_NATIVE_GRAPH"
