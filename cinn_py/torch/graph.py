@@ -31,6 +31,7 @@ from cinn_py.pipeline import compile_program
 from cinn_py.runtime.threadpool import num_threads_override
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
+from cinn_py.torch.index_guards import IndexGuard, guards_for, unchecked_reason
 from cinn_py.torch.layout import InputLayout, LayoutMismatch, OutputLayout, input_layout, output_layout
 from cinn_py.torch.symbolic import (
     CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors, is_symbolic,
@@ -154,7 +155,8 @@ def unsupported_reason(node: Any) -> str | None:
     reason = _symbolic_scalar_reason(node)
     if reason is not None:
         return reason
-    return rule.check(*node.args, **node.kwargs) if rule.check is not None else None
+    reason = rule.check(*node.args, **node.kwargs) if rule.check is not None else None
+    return reason if reason is not None else unchecked_reason(node, op_name(node))
 
 
 def _var_of(env: dict[Any, Any], arg: Any) -> Any:
@@ -357,6 +359,8 @@ class CompiledGraph:
     """Per Program output, how it gets eager's strides (None: row-major, as computed)."""
     eager: Any = None
     """The graph module itself: it runs a call whose tensors cannot enter in the traced layout."""
+    index_guards: tuple[IndexGuard, ...] = ()
+    """Range checks of the graph's data-dependent indices, run before the kernels (index_guards.py)."""
     _native_sizes: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
     """Tensor signatures (dtype, shape, strides) that passed the checks -> the native layout."""
     _torch_dtypes: tuple[Any, ...] = field(init=False, repr=False, compare=False)
@@ -379,13 +383,15 @@ class CompiledGraph:
                                    fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
         return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan, views,
-                             layouts, gm)
+                             layouts, gm, guards_for(gm))
 
     @property
     def kernels(self) -> int:
         return len(self.compiled.kernels)
 
     def __call__(self, *args: Any) -> Any:
+        for guard in self.index_guards:  # before any kernel reads or writes through an index
+            guard.check(args)
         try:
             tensors = self.plan.bind(args)
         except LayoutMismatch:
