@@ -8,6 +8,7 @@ from typing import Any
 
 from cinn_py.frontend.program import Variable
 from cinn_py.torch.converters.base import Emitter, Value, converts
+from cinn_py.torch.converters.elementwise import nan_kept
 
 
 def _zeros(e: Emitter, like: Variable) -> Variable:
@@ -20,7 +21,7 @@ def _where(e: Emitter, cond: Variable, a: Variable, b: Variable) -> Variable:
 
 @converts("aten.hardtanh.default")
 def _hardtanh(e: Emitter, x: Variable, lo: Any = -1.0, hi: Any = 1.0) -> Value:
-    return e.nb.minimum(e.nb.maximum(x, lo), hi)
+    return nan_kept(e, x, e.nb.minimum(e.nb.maximum(x, lo), hi))  # hardtanh(NaN) is NaN in torch
 
 
 @converts("aten.hardtanh_backward.default")

@@ -65,14 +65,14 @@ def _rsub(e: Emitter, a: Any, b: Any, alpha: Any = 1) -> Value:
     return _binary("subtract")(e, b, scaled(e, a, alpha))
 
 
-for _name, _method in (("mul", "multiply"), ("maximum", "maximum"), ("minimum", "minimum"),
+for _name, _method in (("mul", "multiply"),
                        ("gt", "greater_than"), ("ge", "greater_equal"), ("lt", "less_than"),
                        ("le", "less_equal"), ("eq", "equal"), ("ne", "not_equal")):
     converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_binary(_method))
 converts("aten.div.Tensor", "aten.div.Scalar")(_binary("divide"))  # with a rounding mode: math.py
 
 for _name, _method in (("neg", "negative"), ("exp", "exp"), ("log", "log"), ("tanh", "tanh"),
-                       ("sigmoid", "sigmoid"), ("relu", "relu"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"),
+                       ("sigmoid", "sigmoid"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"),
                        ("abs", "abs"), ("erf", "erf"), ("sin", "sin"), ("cos", "cos"),
                        ("reciprocal", "reciprocal"), ("silu", "silu"), ("log1p", "log1p"), ("floor", "floor"),
                        ("ceil", "ceil")):
@@ -86,10 +86,39 @@ def _pow(e: Emitter, x: Variable, exponent: Any) -> Value:
     return e.nb.pow(x, e.broadcast(exponent, x.shape))
 
 
+# torch's NaN rule: max/min/relu/clamp of a NaN is NaN. NetBuilder's maximum/minimum are CINN's
+# `a > b ? a : b` (a NaN operand gives b: relu(NaN) = 0, clamp(NaN) = lo), which NetBuilder
+# programs keep; a torch graph gets torch's semantics from one `select(isnan(a), a, ...)` more,
+# a compare and a blend per vector: the kernels stay vectorised (docs/training.md).
+def nan_kept(e: Emitter, x: Any, y: Variable) -> Variable:
+    """`y`, but `x` where `x` is NaN (floating-point `x`; integers have no NaN)."""
+    if not isinstance(x, Variable) or not x.dtype.is_float:
+        return y
+    x = e.broadcast(x, y.shape)
+    return e.nb.select(e.nb.is_nan(x), x, y)
+
+
+def _nan_propagating(method: str) -> Any:
+    def convert(e: Emitter, a: Any, b: Any) -> Value:
+        y = _binary(method)(e, a, b)
+        return nan_kept(e, a, y)  # a NaN `b` already wins: cinn_max(a, NaN) is NaN
+    return convert
+
+
+for _name, _method in (("maximum", "maximum"), ("minimum", "minimum")):
+    converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_nan_propagating(_method))
+
+
+@converts("aten.relu.default")
+def _relu(e: Emitter, x: Variable) -> Value:
+    return nan_kept(e, x, e.nb.relu(x))
+
+
 @converts("aten.clamp.default")
 def _clamp(e: Emitter, x: Variable, lo: Any = None, hi: Any = None) -> Value:
     y = x if lo is None else e.nb.maximum(x, lo)
-    return y if hi is None else e.nb.minimum(y, hi)
+    y = y if hi is None else e.nb.minimum(y, hi)
+    return y if y is x else nan_kept(e, x, y)
 
 
 converts("aten.clamp_min.default")(lambda e, x, lo: _clamp(e, x, lo))

@@ -30,8 +30,23 @@ def _reduce(method: str) -> Converter:
 # dtype=: the input is cast to it first, as torch does (the node's dtype is the requested one)
 converts("aten.sum.dim_IntList", "aten.sum.default")(_reduce("reduce_sum"))
 converts("aten.mean.dim", "aten.mean.default")(_reduce("reduce_mean"))
-converts("aten.amax.default")(_reduce("reduce_max"))
-converts("aten.amin.default")(_reduce("reduce_min"))
+def _nan_propagating_reduce(method: str) -> Converter:
+    """amax/amin: NaN when the reduced elements hold one (torch); reduce_max/min alone follow CINN's
+    rule, which drops a NaN unless it comes last. A reduce_any of isnan over the same axes fuses
+    into the same kernel."""
+    plain = _reduce(method)
+
+    def convert(e: Emitter, x: Variable, dims: Any = None, keepdim: bool = False, **kw: Any) -> Value:
+        y = plain(e, x, dims, keepdim, **kw)
+        if not x.dtype.is_float:
+            return y
+        has_nan = e.nb.reduce_any(e.nb.is_nan(x), axes_of(dims, x.ndim), keep_dim=keepdim)
+        return e.nb.select(has_nan, e.nb.fill_constant(list(y.shape), float("nan"), dtype=str(y.dtype)), y)
+    return convert
+
+
+converts("aten.amax.default")(_nan_propagating_reduce("reduce_max"))
+converts("aten.amin.default")(_nan_propagating_reduce("reduce_min"))
 
 
 @converts("aten.nansum.default")
