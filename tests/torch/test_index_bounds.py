@@ -63,13 +63,13 @@ def test_negative_indices_wrap_where_torch_wraps_them(case: str) -> None:
 
 def test_an_index_computed_in_the_graph_stays_in_eager() -> None:
     def fn(x: Any, i: Any) -> Any:
-        return x.index_select(0, i + 1)  # add is compiled; eager index_select checks i + 1
+        return x.index_select(0, i.flip(0) * 3)  # flip is compiled and not re-evaluated by the guard: eager checks
 
     ct.reset_reports()
     compiled = torch.compile(fn, backend=cinn_py_backend, dynamic=False)
     with pytest.raises(IndexError):
         compiled(X, torch.tensor([0, 5]))
-    reasons = str(ct.last_report())
+    reasons = str(ct.reports())
     assert "computed in the graph" in reasons
 
 
@@ -99,3 +99,13 @@ def test_a_constant_out_of_range_index_runs_in_eager_which_raises() -> None:
     with pytest.raises(IndexError):
         torch.compile(fn, backend=cinn_py_backend, dynamic=False)(X)
     assert "constant index out of range" in str(ct.last_report())
+
+
+def test_position_like_indices_made_in_the_graph_are_checked() -> None:
+    def fn(x: Any, i: Any) -> Any:
+        return x.index_select(0, i + 1) + x[torch.arange(2)]  # cheap index arithmetic: re-evaluated by the guard
+
+    compiled = _compiled(fn)
+    torch.testing.assert_close(compiled(X, torch.tensor([0, 4])), fn(X, torch.tensor([0, 4])))
+    with pytest.raises(IndexError, match="index_select: index 6 is out of bounds"):
+        compiled(X, torch.tensor([0, 5]))
