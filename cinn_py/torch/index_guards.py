@@ -67,8 +67,9 @@ def _fake(node: Any) -> Any:
 
 
 def _ndim(node: Any) -> int:
+    """The rank of `node`'s value, 1 for a 0-d tensor (torch indexes it as one of size 1)."""
     fake = _fake(node)
-    return fake.dim() if fake is not None else 1
+    return max(fake.dim(), 1) if fake is not None else 1
 
 
 def _indexing(op: str, error: type[Exception]) -> Callable[..., list[IndexUse]]:
@@ -256,7 +257,9 @@ def _size(use: IndexUse) -> Any:
     if use.x is None:
         return use.bound
     fake = _fake(use.x)
-    return None if fake is None else fake.shape[use.dim]
+    if fake is None:
+        return None
+    return fake.shape[use.dim] if fake.dim() else 1  # a 0-d tensor is indexed as one of size 1
 
 
 def _real_tensors() -> Any:
