@@ -67,7 +67,8 @@ def test_suite_table_and_cli_on_tiny_shapes(capsys: pytest.CaptureFixture[str]) 
         assert r["bytes"] > 0 and r["threads"] == 1
         assert r["auto_ms"] > 0 and r["auto_x_hand"] == pytest.approx(r["ms"] / r["auto_ms"])
         assert r["auto_x_numpy"] == pytest.approx(r["numpy_ms"] / r["auto_ms"]) and r["auto_plan"] == "x86-tuned"
-    assert set(results[1]["targets"]) == {">=80% BW", ">=5x numpy"}
+    assert results[1]["targets"] == {}  # targets are about full-size workloads, not tiny ones
+    assert set(bench._targets(bench.WORKLOADS["rmsnorm"], results[1])) == {">=80% BW", ">=5x numpy"}
     table = bench.format_table(results)
     assert "relu" in table and "rmsnorm" in table and "BW@run" in table
     assert "auto ms" in table.splitlines()[1] and "auto x hand" in table.splitlines()[1]
