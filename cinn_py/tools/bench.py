@@ -493,7 +493,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run_from_args(ns: argparse.Namespace) -> int:
     if ns.models is not None:
         return _run_zoo(ns)
-    if ns.target == "cuda":
+    from cinn_py.target import Target  # noqa: PLC0415
+
+    if Target.parse(ns.target).is_gpu:
         from cinn_py.tools import cuda_report  # noqa: PLC0415
 
         return cuda_report.run_from_args(ns)
