@@ -83,12 +83,12 @@ USES: dict[str, Callable[..., list[IndexUse]]] = {
     "aten.embedding.default": lambda w, i, *_, **__: [IndexUse("embedding", i, w, 0)],
     "aten.embedding_dense_backward.default":
         lambda g, i, n, *_, **__: [IndexUse("embedding_dense_backward", i, None, 0, bound=n, error=RuntimeError)],
-    "aten.index_select.default": lambda x, d, i, *_, **__: [IndexUse("index_select", i, x, d % _ndim(x))],
-    "aten.gather.default": lambda x, d, i, *_, **__: [IndexUse("gather", i, x, d % _ndim(x), error=RuntimeError)],
+    "aten.index_select.default": lambda x, d, i, *_, **__: [IndexUse("index_select", i, x, d % max(_ndim(x), 1))],
+    "aten.gather.default": lambda x, d, i, *_, **__: [IndexUse("gather", i, x, d % max(_ndim(x), 1), error=RuntimeError)],
     "aten.scatter_add.default":
-        lambda x, d, i, *_, **__: [IndexUse("scatter_add", i, x, d % _ndim(x), error=RuntimeError)],
+        lambda x, d, i, *_, **__: [IndexUse("scatter_add", i, x, d % max(_ndim(x), 1), error=RuntimeError)],
     "aten.index_add.default":
-        lambda x, d, i, *_, **__: [IndexUse("index_add", i, x, d % _ndim(x), error=RuntimeError)],
+        lambda x, d, i, *_, **__: [IndexUse("index_add", i, x, d % max(_ndim(x), 1), error=RuntimeError)],
     "aten.index.Tensor": _indexing("index", IndexError),
     "aten.index_put.default": _indexing("index_put_", IndexError),
 }
