@@ -16,13 +16,17 @@ runs in Python, out of any backend's reach).
 `python -m cinn_py.torch.conformance` prints the figures (forward: ops converted / eligible;
 gradient: the same over the training graphs, forward and backward); `--ops` picks ops by name,
 `--sampled N` a deterministic subset of N ops (the default test tier's), `--samples K` the
-samples per op. tests/torch/test_opinfo.py runs the subset by default and every op as a slow
-test.
+samples per op, `--shard i/n` every n-th op (to split a run over processes), `--json PATH` appends
+each result to PATH as a JSON line and `--resume` keeps the results PATH already holds (a killed
+or extended run goes on where it stopped). tests/torch/test_opinfo.py runs the subset by default
+and every op in the on-demand `exhaustive` tier.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import time
 import traceback
@@ -115,6 +119,30 @@ class Summary:
     def eager_ops(self, mode: str) -> Counter[str]:
         """ATen op -> how many OpInfo ops left it to eager (the converters most worth writing)."""
         return Counter(op for r in self.results if r.mode == mode for op in r.eager_ops)
+
+
+def write_result(path: str, result: OpResult) -> None:
+    """Appends one result as a JSON line (flushed: a killed run keeps what it finished)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(dataclasses.asdict(result)) + "\n")
+
+
+def read_results(path: str) -> list[OpResult]:
+    """The results a `write_result` file holds (none when it does not exist); a torn last line
+    (the run was killed mid-write) is dropped."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    results = []
+    for line in lines:
+        try:
+            fields = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        results.append(OpResult(**{**fields, "eager_ops": tuple(fields.get("eager_ops", ()))}))
+    return results
 
 
 def op_database() -> list[Any]:
@@ -292,10 +320,17 @@ def run_op(op: Any, mode: str, samples: int = 3) -> OpResult:
 
 
 def run(ops: Iterable[Any], modes: Sequence[str] = MODES, samples: int = 3,
-        progress: Callable[[OpResult], None] | None = None) -> Summary:
+        progress: Callable[[OpResult], None] | None = None, done: Sequence[OpResult] = ()) -> Summary:
+    """Each op in each mode; an (op, mode) with a result in `done` (an earlier run's, to resume
+    it) keeps that result and does not run again."""
     summary = Summary()
+    earlier = {(r.op, r.mode): r for r in done}
     for op in ops:
         for mode in modes:
+            known = earlier.get((op_label(op), mode))
+            if known is not None:
+                summary.results.append(known)
+                continue
             result = run_op(op, mode, samples)
             summary.results.append(result)
             if progress is not None:
@@ -311,6 +346,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=(*MODES, "both"), default="both")
     p.add_argument("--shard", default="0/1", help="i/n: every n-th op from the i-th (to run in parallel)")
     p.add_argument("--verbose", "-v", action="store_true", help="every op's line, errors with tracebacks")
+    p.add_argument("--json", metavar="PATH", help="append each result to PATH as a JSON line")
+    p.add_argument("--resume", action="store_true",
+                   help="with --json: keep the results PATH already holds, run only the other ops")
     return p
 
 
@@ -327,10 +365,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = MODES if args.mode == "both" else (args.mode,)
     start = time.perf_counter()
 
+    if args.resume and not args.json:
+        raise SystemExit("--resume needs --json PATH (the results to resume from)")
+    done = read_results(args.json) if args.resume else []
+
     def show(result: OpResult) -> None:
         print(result.line(args.verbose), flush=True)
+        if args.json:
+            write_result(args.json, result)
 
-    summary = run(ops, modes, args.samples, show)
+    summary = run(ops, modes, args.samples, show, done)
     print(f"\n{len(ops)} ops, {args.samples} samples each, {time.perf_counter() - start:.0f} s")
     for mode in modes:
         print(f"{mode} skipped: {dict(summary.skip_reasons(mode).most_common())}")

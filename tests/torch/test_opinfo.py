@@ -52,3 +52,19 @@ def test_every_op_matches_eager_and_runs_in_kernels() -> None:
     for mode in conformance.MODES:
         counts = summary.counts(mode)
         assert counts["converted"] >= 0.8 * summary.eligible(mode), summary.figures()
+
+
+def test_results_file_round_trips_and_resume_skips_done_ops(tmp_path: Any) -> None:
+    """`--json` appends each result; `--resume` keeps them and runs only the other (op, mode)s."""
+    path = str(tmp_path / "results.jsonl")
+    first = conformance.OpResult("abs", "forward", "eager", "aten.x.default (no converter)", ("aten.x.default",), 1)
+    conformance.write_result(path, first)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"op": "torn')  # a run killed mid-write
+    assert conformance.read_results(path) == [first]
+    assert conformance.read_results(str(tmp_path / "missing.jsonl")) == []
+    abs_op = next(op for op in conformance.op_database() if op.name == "abs")
+    ran: list[conformance.OpResult] = []
+    summary = conformance.run([abs_op], conformance.MODES, samples=1, progress=ran.append, done=[first])
+    assert summary.results[0] is first  # kept, not run again
+    assert [r.mode for r in ran] == ["gradient"] and ran[0].outcome not in ("wrong", "error"), ran
