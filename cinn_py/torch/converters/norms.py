@@ -129,6 +129,33 @@ def _bn_no_stats(e: Emitter, x: Variable, w: Variable | None, b: Variable | None
     return out, mean, invstd
 
 
+def _reserve(e: Emitter) -> Variable:
+    """The [0] uint8 `reserve` of the `_batch_norm_with_update` family (cuDNN's workspace; empty on
+    the CPU, and `batch_norm_backward` ignores it)."""
+    return e.nb.fill_constant([0], 0, dtype="uint8")
+
+
+@converts("aten._batch_norm_with_update_functional.default", check=_static_reduced)
+def _bn_with_update(e: Emitter, x: Variable, w: Variable | None, b: Variable | None, running_mean: Variable,
+                    running_var: Variable, momentum: float, eps: float) -> Value:
+    """Training batch norm as torch >= 2.4 functionalises it: (out, save_mean, save_invstd,
+    reserve, new running_mean, new running_var)."""
+    out, mean, invstd, new_mean, new_var = _bn_functional(e, x, w, b, running_mean, running_var, True, momentum, eps)
+    return out, mean, invstd, _reserve(e), new_mean, new_var
+
+
+@converts("aten._batch_norm_no_update.default", check=_static_reduced)
+def _bn_no_update(e: Emitter, x: Variable, w: Variable | None, b: Variable | None, running_mean: Variable | None,
+                  running_var: Variable | None, momentum: float, eps: float) -> Value:
+    """(out, save_mean, save_invstd, reserve): the running statistics when given (eval mode; the
+    saved ones empty), else the batch's (track_running_stats=False)."""
+    if running_mean is not None and running_var is not None:
+        out = _inference(e, x, w, b, running_mean, running_var, eps)
+        return out, _empty(e, out), _empty(e, out), _reserve(e)
+    out, mean, invstd, _ = _training(e, x, w, b, eps)
+    return out, mean, invstd, _reserve(e)
+
+
 def _no_running_update(x: Any, w: Any, b: Any, running_mean: Any, running_var: Any, training: bool,
                        *rest: Any) -> str | None:
     """native_batch_norm updates running_mean/var in place when training: a mutation a Program
@@ -193,6 +220,15 @@ def _backward_stats(e: Emitter, train: bool, running_mean: Variable | None, runn
 def _missing(what: str) -> Exception:
     from cinn_py.frontend.ops.base import FrontendError  # noqa: PLC0415
     return FrontendError(f"native_batch_norm_backward: needs {what}")
+
+
+@converts("aten.batch_norm_backward.default", check=lambda g, x, *rest: _static_reduced(x))
+def _bn_backward_update(e: Emitter, g: Variable, x: Variable, w: Variable | None, running_mean: Variable | None,
+                        running_var: Variable | None, save_mean: Variable | None, save_invstd: Variable | None,
+                        update: bool, eps: float, mask: Sequence[bool], reserve: Variable | None = None) -> Value:
+    """The backward of the `_batch_norm_with_update` family: `native_batch_norm_backward` with
+    `update` as its `train` (the reserve is ignored)."""
+    return _bn_backward(e, g, x, w, running_mean, running_var, save_mean, save_invstd, update, eps, mask)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -261,3 +297,4 @@ def _group_norm_backward(e: Emitter, g: Variable, x: Variable, mean: Variable, r
                         nb.multiply(flat_xhat, nb.reduce_mean(nb.multiply(flat_gw, flat_xhat), [2], keep_dim=True)))
     dx = nb.multiply(e.to_shape(inner, list(x.shape)), _group_channel(e, rstd, x, n_, group))
     return dx, dw, db
+
