@@ -31,26 +31,24 @@ from __future__ import annotations
 
 import atexit
 import os
-import pickle
 import queue
 import re
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from cinn_py.ir import LoweredFunc, nesting_room
+from cinn_py.ir import LoweredFunc
 from cinn_py.runtime import cache
+from cinn_py.runtime.frames import read_frame, write_frame
 
 PROGRESS_AFTER_S = 2.0
 MIN_PARALLEL_GROUPS = 4
 """Fewer distinct groups compile here: starting workers (an interpreter importing the compiler,
 ~1-2 s) costs more than it saves on a small program."""
-_LENGTH = struct.Struct("<Q")
 _ROOT = Path(__file__).resolve().parents[2]  # the checkout holding cinn_py/, schedules/, codegen/
 
 
@@ -65,25 +63,6 @@ def jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _write(stream: IO[bytes], obj: Any) -> None:
-    with nesting_room():  # deep IR trees pickle recursively
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(data)) + data)
-    stream.flush()
-
-
-def _read(stream: IO[bytes]) -> Any:
-    head = stream.read(_LENGTH.size)
-    if len(head) != _LENGTH.size:
-        raise EOFError("compile worker closed its pipe")
-    (size,) = _LENGTH.unpack(head)
-    data = stream.read(size)
-    if len(data) != size:
-        raise EOFError("compile worker closed its pipe mid-reply")
-    with nesting_room():
-        return pickle.loads(data)
-
-
 class Worker:
     """One child compiling groups on request."""
 
@@ -95,8 +74,8 @@ class Worker:
     def compile(self, request: tuple[Any, ...]) -> LoweredFunc:
         """The worker's final function; raises whatever failed (the caller compiles here then)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        _write(self.proc.stdin, request)
-        status, payload = _read(self.proc.stdout)
+        write_frame(self.proc.stdin, request)
+        status, payload = read_frame(self.proc.stdout)
         if status != "ok":
             raise RuntimeError(f"compile worker: {payload}")
         return payload
@@ -164,14 +143,14 @@ def serve() -> None:
     sys.stdout = sys.stderr  # prints from compiled code paths must not corrupt the replies
     while True:
         try:
-            request = _read(requests)
+            request = read_frame(requests)
         except EOFError:
             return
         try:
             reply: tuple[str, Any] = ("ok", _compile_request(*request))
         except Exception as err:  # noqa: BLE001 (reported to the parent, which compiles the group itself)
             reply = ("error", f"{type(err).__name__}: {err}")
-        _write(replies, reply)
+        write_frame(replies, reply)
 
 
 _DECLARED = re.compile(r"// decl (?:var|tensor|buffer) (\w+)|\b(?:input|output|inout) (\w+)|ScheduleBlock\((\w+)\)"

@@ -14,7 +14,9 @@ Per case, three variants of the same net (same weights, same inputs): eager, `to
 with Inductor and with `backend="cinn_py"` (both `dynamic=False`; Dynamo is reset between cases).
 - correctness: each compiled variant's first step against eager's first step: every output
   (loss included) and, in training, every parameter's gradient; fp32: rtol 1e-3, atol 1e-4
-  (`torch.allclose`); bf16: max abs error <= 5% of the tensor's largest magnitude + 1e-3 (two
+  (`torch.allclose`), or else, for a tensor that eager's own fp32 result misses by that much (batch
+  norm over a few elements per channel amplifies rounding), Inductor's accuracy rule against a
+  float64 run of the same net: RMS error vs float64 <= 2x eager's + atol/10; bf16: max abs error <= 5% of the tensor's largest magnitude + 1e-3 (two
   bf16 computations that round in different places agree to about that);
 - compile seconds: the first step of each compiled variant (tracing, compiling, one run);
 - % converted: of the ATen compute ops in the graphs cinn-py was given (forward and backward),
@@ -49,6 +51,9 @@ from cinn_py.tools.bench import time_alternating  # noqa: E402
 from cinn_py.tools.zoo_models import ARCHITECTURES, ZooNet  # noqa: E402
 from cinn_py.tools.zoo_options import DTYPES, MODES, SIZES, VARIANTS  # noqa: E402
 FP32_RTOL, FP32_ATOL = 1e-3, 1e-4
+FP64_MULTIPLIER = 2.0
+"""Inductor's `same(..., fp64_ref=...)` multiplier: a compiled fp32 result may be up to twice as far
+from the float64 result as eager's fp32 result is."""
 BF16_RELATIVE = 0.05
 BF16_ATOL = 1e-3
 """bf16: an absolute floor for tensors whose exact value is ~0 (BERT's key-bias gradient: softmax
@@ -143,8 +148,25 @@ class Step:
         return [o.detach() for o in out], {n: p.grad for n, p in self.params.items() if p.grad is not None}
 
 
-def _mismatch(what: str, got: torch.Tensor, want: torch.Tensor, dtype: str) -> str:
-    """Why `got` is not close enough to eager's `want` ("" when it is)."""
+def _rms_error(got: torch.Tensor, exact: torch.Tensor) -> float:
+    return (got.double() - exact).square().mean().sqrt().item() if exact.numel() else 0.0
+
+
+def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None) -> bool:
+    """Inductor's fp64 accuracy rule (`torch._dynamo.utils.same(fp64_ref=...)`): the compiled
+    result's RMS error against float64 is at most FP64_MULTIPLIER x eager fp32's own, plus atol/10.
+    For ill-conditioned tensors (normalisation over 2-8 elements) eager itself is not within
+    rtol 1e-3 of the exact value, so demanding that of a compiled variant would measure noise."""
+    if exact is None or exact.shape != got.shape:
+        return False
+    ours, eagers = _rms_error(got, exact), _rms_error(want, exact)
+    return not math.isnan(ours) and ours <= FP64_MULTIPLIER * eagers + FP32_ATOL / 10
+
+
+def _mismatch(what: str, got: torch.Tensor, want: torch.Tensor, dtype: str,
+              exact: torch.Tensor | None = None) -> str:
+    """Why `got` is not close enough to eager's `want` ("" when it is); `exact`: the float64
+    reference of an fp32 case."""
     if got.shape != want.shape:
         return f"{what}: shape {tuple(got.shape)}, eager's {tuple(want.shape)}"
     g, w = got.double(), want.double()
@@ -155,29 +177,38 @@ def _mismatch(what: str, got: torch.Tensor, want: torch.Tensor, dtype: str) -> s
             return ""
         return (f"{what}: max abs error {err:.3g} > {BF16_RELATIVE:.0%} of its largest magnitude {scale:.3g} "
                 f"+ {BF16_ATOL:g}")
-    if torch.allclose(g, w, rtol=FP32_RTOL, atol=FP32_ATOL):
+    if torch.allclose(g, w, rtol=FP32_RTOL, atol=FP32_ATOL) or _as_close_as_eager(g, w, exact):
         return ""
     # the worst element against its own tolerance, and the tensor's scale: a sum of many terms
     # (a convolution's weight gradient) can cancel to ~0 where rounding differences do not
     excess = int(((g - w).abs() / (FP32_ATOL + FP32_RTOL * w.abs())).flatten().argmax().item())
     return (f"{what}: max abs error {err:.3g} (rtol {FP32_RTOL:g}, atol {FP32_ATOL:g}); worst element "
             f"{g.flatten()[excess].item():.6g} vs eager {w.flatten()[excess].item():.6g}, largest |eager| "
-            f"{w.abs().max().item():.3g}")
+            f"{w.abs().max().item():.3g}{_fp64_figures(g, w, exact)}")
 
 
-def compare(got: Outputs, want: Outputs, dtype: str) -> str:
-    """The first mismatch of a variant's outputs and gradients against eager's ("" when all match)."""
+def _fp64_figures(got: torch.Tensor, want: torch.Tensor, exact: torch.Tensor | None) -> str:
+    if exact is None or exact.shape != got.shape:
+        return ""
+    return f"; RMS error vs float64 {_rms_error(got, exact):.3g}, eager's {_rms_error(want, exact):.3g}"
+
+
+def compare(got: Outputs, want: Outputs, dtype: str, exact: Outputs | None = None) -> str:
+    """The first mismatch of a variant's outputs and gradients against eager's ("" when all match);
+    `exact`: the same step run in float64 (fp32 cases), for `_as_close_as_eager`."""
     outs, grads = got
     want_outs, want_grads = want
+    exact_outs, exact_grads = exact if exact is not None else ([], {})
     if len(outs) != len(want_outs):
         return f"{len(outs)} outputs, eager has {len(want_outs)}"
     missing = sorted(set(want_grads) - set(grads))
     if missing:
         return f"no gradient for {missing[0]} ({len(missing)} parameter(s))"
-    checks = [(("loss" if k == 0 else f"output {k}"), o, w) for k, (o, w) in enumerate(zip(outs, want_outs))]
-    checks += [(f"grad {n}", grads[n], w) for n, w in want_grads.items()]
-    for what, g, w in checks:
-        reason = _mismatch(what, g, w, dtype)
+    checks = [(("loss" if k == 0 else f"output {k}"), o, w, exact_outs[k] if k < len(exact_outs) else None)
+              for k, (o, w) in enumerate(zip(outs, want_outs))]
+    checks += [(f"grad {n}", grads[n], w, exact_grads.get(n)) for n, w in want_grads.items()]
+    for what, g, w, x in checks:
+        reason = _mismatch(what, g, w, dtype, x)
         if reason:
             return reason
     return ""
@@ -188,7 +219,8 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0][:240] if text else ''}"
 
 
-def _first_step(step: Step, result: VariantResult, reference: Outputs | None, dtype: str) -> Outputs | None:
+def _first_step(step: Step, result: VariantResult, reference: Outputs | None, dtype: str,
+                exact: Outputs | None = None) -> Outputs | None:
     t0 = time.perf_counter()
     try:
         out = step()
@@ -197,9 +229,20 @@ def _first_step(step: Step, result: VariantResult, reference: Outputs | None, dt
         return None
     result.compile_s = time.perf_counter() - t0
     if reference is not None:
-        result.mismatch = compare(out, reference, dtype)
+        result.mismatch = compare(out, reference, dtype, exact)
         result.correct = not result.mismatch
     return out
+
+
+def _float64_step(base: ZooNet, mode: str) -> Outputs | None:
+    """The first step of a float64 copy of the net, eagerly (None if the model cannot run in
+    float64: the check then falls back to the plain tolerance)."""
+    net = base.in_float64()
+    try:
+        return Step(net, net, mode, "fp32")()
+    except RuntimeError as err:
+        progress(f"no float64 reference ({_one_line(err)})")
+        return None
 
 
 def _conversion(case: CaseResult) -> None:
@@ -232,6 +275,7 @@ def run_case(model: str, mode: str, dtype: str, size: str, repeat: int, warmup: 
     base.train(mode == "train")
     steps: dict[str, Step] = {}
     reference: Outputs | None = None
+    exact = _float64_step(base, mode) if dtype == "fp32" else None
     for name in ("eager", *[v for v in variants if v != "eager"]):
         net = copy.deepcopy(base)
         fn = net if name == "eager" else torch.compile(net, backend=name, dynamic=False)
@@ -240,7 +284,7 @@ def run_case(model: str, mode: str, dtype: str, size: str, repeat: int, warmup: 
         if name == "cinn_py":
             cinn_torch.reset_reports()
         progress(f"{case.key}: {name} first step{'' if name == 'eager' else ' (compiling)'} ...")
-        out = _first_step(step, result, reference, dtype)
+        out = _first_step(step, result, reference, dtype, exact)
         if name == "cinn_py":
             _conversion(case)
         if out is None:

@@ -21,6 +21,7 @@ transformers is imported only when a transformers model is built (it is in the `
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,8 +68,18 @@ class ZooNet(torch.nn.Module):
         outputs = self.outputs(result)
         if self.lm_loss:
             return (result.loss, *outputs)
-        loss = sum((o.float() * c).sum() for o, c in zip(outputs, self.cotangents))
+        # the cotangent's dtype: fp32 normally (a bf16 output under autocast is widened), fp64 in the
+        # float64 reference run (`in_float64`), which must not round through fp32
+        loss = sum((o.to(c.dtype) * c).sum() for o, c in zip(outputs, self.cotangents))
         return (torch.as_tensor(loss), *outputs)
+
+    def in_float64(self) -> ZooNet:
+        """A float64 copy (weights, float inputs, cotangents): the exact reference that the zoo's
+        correctness check measures eager's own fp32 rounding error against."""
+        twin = copy.deepcopy(self).double()
+        twin.inputs = {k: v.double() if v.is_floating_point() else v for k, v in self.inputs.items()}
+        twin.cotangents = [c.double() for c in self.cotangents]
+        return twin
 
     def draw_cotangents(self) -> None:
         """Fixed random cotangents of the outputs, from a seeded generator (drawn here, eagerly:

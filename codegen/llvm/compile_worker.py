@@ -25,14 +25,14 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 from typing import IO, Any
 
-_LENGTH = struct.Struct("<Q")
+from cinn_py.runtime.frames import read_frame, write_frame
+
 _ROOT = Path(__file__).resolve().parents[2]      # the checkout that holds cinn_py/ and codegen/
 
 
@@ -55,23 +55,6 @@ def _int_env(name: str, default: int) -> int:
         return default
 
 
-def _write(stream: IO[bytes], obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(data)) + data)
-    stream.flush()
-
-
-def _read(stream: IO[bytes]) -> Any:
-    head = stream.read(_LENGTH.size)
-    if len(head) != _LENGTH.size:
-        raise EOFError("compile worker closed its pipe")
-    (size,) = _LENGTH.unpack(head)
-    data = stream.read(size)
-    if len(data) != size:
-        raise EOFError("compile worker closed its pipe mid-reply")
-    return pickle.loads(data)
-
-
 class CompileWorker:
     """One child process running `compile_here` on request (callers hold the jit LOCK)."""
 
@@ -92,8 +75,8 @@ class CompileWorker:
         from cinn_py.diagnostics import CompileError  # noqa: PLC0415
 
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        _write(self.proc.stdin, (ir_text, want_asm))
-        status, *payload = _read(self.proc.stdout)
+        write_frame(self.proc.stdin, (ir_text, want_asm))
+        status, *payload = read_frame(self.proc.stdout)
         self.compiles += 1
         if status == "error":
             raise CompileError(*payload)
@@ -159,14 +142,14 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
     while True:
         try:
-            ir_text, want_asm = _read(stdin)
+            ir_text, want_asm = read_frame(stdin)
         except EOFError:
             return
         try:
             reply: tuple[Any, ...] = ("ok", compile_here(ir_text, want_asm))
         except CompileError as exc:
             reply = ("error", exc.message, exc.detail)
-        _write(stdout, reply)
+        write_frame(stdout, reply)
 
 
 if __name__ == "__main__":

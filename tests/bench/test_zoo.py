@@ -49,6 +49,21 @@ def test_compare_names_the_first_mismatching_gradient() -> None:
     assert "shape (4,)" in zoo.compare(([torch.ones(4)], {}), ([torch.ones(3)], {}), "fp32")
 
 
+def test_fp32_falls_back_to_inductors_float64_rule_only_where_eager_itself_is_off() -> None:
+    import torch
+
+    exact = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    eager = torch.tensor([1.01, 2.0, 3.0])  # eager's own fp32 error: 0.01 on one element (rms 5.8e-3)
+    near = torch.tensor([1.0, 2.015, 3.0])  # as far off as eager, elsewhere: within 2x eager's rms
+    far = torch.tensor([1.0, 2.05, 3.0])
+    assert zoo.compare(([near], {}), ([eager], {}), "fp32") != ""  # no float64 run: the plain tolerance
+    assert zoo.compare(([near], {}), ([eager], {}), "fp32", ([exact], {})) == ""
+    reason = zoo.compare(([far], {}), ([eager], {}), "fp32", ([exact], {}))
+    assert "RMS error vs float64 0.0289, eager's 0.00577" in reason
+    grads = {"w": torch.ones(2)}
+    assert zoo.compare(([eager], grads), ([eager], grads), "fp32", ([exact], {})) == ""  # no exact grad: plain
+
+
 def _fake_run() -> zoo.ZooRun:
     case = zoo.CaseResult("bert", "train", "fp32", converted=49, total_ops=50,
                           fallbacks={"aten.foo.default x1": "no converter"})
