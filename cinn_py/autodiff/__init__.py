@@ -7,7 +7,7 @@ Importing this package attaches the gradient rules (`rules_*` modules) to the op
 """
 
 from cinn_py.autodiff import (  # noqa: F401  (attach the rules)
-    rules_elementwise, rules_gather, rules_index, rules_nn, rules_structural,
+    rules_attention, rules_elementwise, rules_gather, rules_index, rules_nn, rules_structural,
 )
 from cinn_py.autodiff.core import (
     NON_DIFFERENTIABLE, AutodiffError, GradContext, define_grad, define_no_grad, grad,

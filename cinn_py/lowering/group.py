@@ -15,10 +15,13 @@ from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.program import Variable
 from cinn_py.ir import LoweredFunc, const
 from cinn_py.lowering.ast_gen import lower
+from cinn_py.lowering.attention import KERNELS
 
 
 def lower_group(group: Group) -> LoweredFunc:
     """One LoweredFunc for a fused group (the fused seed example is ONE function)."""
+    if len(group.ops) == 1 and group.ops[0].type in KERNELS:
+        return _lower_kernel(group)
     tensors: dict[int, Any] = {id(v): cdsl.placeholder(v.shape, v.dtype, v.name) for v in group.args}
     outputs = {id(v) for v in group.outputs}
     for op in group.ops:
@@ -32,6 +35,16 @@ def lower_group(group: Group) -> LoweredFunc:
         tensors[id(op.output)] = compute([tensors[id(v)] for v in op.inputs], op.attrs, op.output.type,
                                          op.output.name)
     return lower(group.name, [tensors[id(v)] for v in group.args] + [tensors[id(v)] for v in group.outputs])
+
+
+def _lower_kernel(group: Group) -> LoweredFunc:
+    """A compute-intensive op with a kernel template (`cinn_py.lowering.attention`): the group is
+    the op alone, its arguments the op's distinct inputs and its output."""
+    (op,) = group.ops
+    tensors = {id(v): cdsl.placeholder(v.shape, v.dtype, v.name).tensor for v in group.args}
+    out = cdsl.placeholder(op.output.shape, op.output.dtype, op.output.name).tensor
+    ins = [tensors[id(v)] for v in op.inputs]
+    return KERNELS[op.type](group.name, ins, [tensors[id(v)] for v in group.args], out, dict(op.attrs))
 
 
 class _Constant:
