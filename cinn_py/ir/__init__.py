@@ -32,7 +32,7 @@ from cinn_py.ir.sanitize import (
     sanitize_identifier,
 )
 from cinn_py.ir.stmt import (
-    BIND_AXES, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For, ForType, Free,
+    BIND_AXES, FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For, ForType, Free,
     IfThenElse, Let, ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, new_uid,
 )
 from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
@@ -46,7 +46,7 @@ __all__ = [
     "ALL_SCALAR_DTYPES", "BINARY_OPS", "BINDER_FIELDS", "BIND_AXES", "C_KEYWORDS", "CUDA_RESERVED",
     "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "NONTEMPORAL_ATTR", "Add", "Alloc", "And",
     "ArgIO", "ArgKind", "Argument", "AttrValue", "BinaryOp", "Block", "Broadcast", "Buffer",
-    "BufferRange", "FP_CONTRACT_ATTR", "Call", "CallType", "Cast", "CmpOp", "CompileContext", "CudaAxisInfo", "DType",
+    "BufferRange", "FAST_MATH_ATTR", "FP_CONTRACT_ATTR", "Call", "CallType", "Cast", "CmpOp", "CompileContext", "CudaAxisInfo", "DType",
     "Div", "Evaluate", "Expr", "ExprLike", "FloatImm", "For", "ForType", "Free", "IdentifierMap",
     "IfThenElse", "IntImm", "Intrinsic", "Let", "Load", "LogicalOp", "LoweredFunc", "Max",
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",

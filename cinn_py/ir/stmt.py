@@ -127,6 +127,13 @@ class ReduceMethod(enum.Enum):
 
 AttrValue = Union[int, float, bool, str]
 
+FAST_MATH_ATTR = "fast_math"
+"""Block attribute: when true, the x86 backend computes the block's float32 exp/log/tanh/erf/
+sigmoid/rsqrt with its vectorisable polynomial versions (`codegen.llvm.fastmath`, within a few
+ulp), whatever the build's `fast_math` option; a kernel whose speed rests on a vectorised exp
+(fused attention's softmax) asks for it. Other targets ignore it.
+"""
+
 NONTEMPORAL_ATTR = "x86_nontemporal"
 """Block attribute: when true, the x86 backend marks the block's full-vector stores
 `!nontemporal` (streaming stores that bypass the caches: for large write-once outputs, which

@@ -19,7 +19,7 @@ from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
+    FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
     For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
     ScheduleBlock, ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Sub, Tensor, UIntImm, Var, int64, print_ir, print_ir_marked, walk,
@@ -41,10 +41,27 @@ class _Contract(Mutator):
         return node if a is node.a and b is node.b else Add(a, b)
 
 
+class _FastMath(Mutator):
+    """`exp(x)` -> `fast_exp(x)` (and the other `FAST_MATH_NAMES`): the emitter's polynomial versions."""
+
+    def visit_call(self, node: Call) -> Expr:
+        args = tuple(self.visit(a) for a in node.args)
+        name = f"{FAST_PREFIX}{node.name}" if node.name in FAST_MATH_NAMES else node.name
+        return Call(name, args, node.dtype, node.call_type)
+
+
+FAST_PREFIX = "fast_"
+FAST_MATH_NAMES = frozenset({"exp", "log", "tanh", "erf", "sigmoid", "rsqrt"})
+"""What a `fast_math` block computes with `codegen.llvm.fastmath` (float32; float64 keeps libm)."""
+
+
 def _contract_block(block: ScheduleBlock, body: Stmt) -> Stmt:
-    """The x86 rewrite of an inlined block's body: FMA contraction where the block asks for it."""
+    """The x86 rewrite of an inlined block's body: FMA contraction and fast math where the block
+    asks for them."""
     if block.attr(FP_CONTRACT_ATTR):
         body = _Contract().visit(body)
+    if block.attr(FAST_MATH_ATTR):
+        body = _FastMath().visit(body)
     return body if isinstance(body, Block) else Block((body,))
 
 

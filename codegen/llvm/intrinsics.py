@@ -84,6 +84,10 @@ class MathEmitter:
         if not arg_dtype.is_float:
             raise CompileError(f"x86 codegen: math function '{name}' needs float arguments, got {arg_dtype}")
         is_f32 = scalar_reg_type(arg_dtype) == F32
+        if name.startswith("fast_") and name[5:] in FAST_F32:  # a `fast_math` block's call
+            name = name[5:]
+            if is_f32:
+                return FAST_F32[name](b, args[0])
         if self.fast_math and is_f32 and name in FAST_F32:
             return FAST_F32[name](b, args[0])
         handler = _SPECIAL.get(name)

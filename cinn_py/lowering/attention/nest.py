@@ -37,9 +37,12 @@ ROLE_SUFFIXES = (PARALLEL, UNROLL, VECTOR)
 
 
 def role_of(loop_name: str) -> str:
-    """The role a template gave a loop (its name's `_<role>` suffix), SERIAL if none."""
-    suffix = loop_name.rsplit("_", 1)[-1]
-    return suffix if suffix in ROLE_SUFFIXES else SERIAL
+    """The role a template gave a loop (its name's `_<role>` suffix, before the `_<n>` that makes
+    a repeated name unique), SERIAL if none."""
+    parts = loop_name.split("_")
+    if len(parts) > 2 and parts[-1].isdigit():
+        parts.pop()
+    return parts[-1] if len(parts) > 1 and parts[-1] in ROLE_SUFFIXES else SERIAL
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,9 @@ class Geometry:
 
     def score(self, raw: Expr, bh: Expr, i: Expr, j: Expr, mask: Tensor | None) -> Expr:
         """`raw * scale` plus a float mask, -inf where a bool mask, causality or the key padding
-        excludes key j from query row i (i unclamped: the caller stores no row past L)."""
+        excludes key j from query row i (i unclamped: the caller stores no row past L). The
+        exclusion is added as `select(keep, 0, -inf)`: a select whose branches load nothing,
+        which the x86 backend emits with vector instructions."""
         value: Expr = raw * self.c(self.scale)
         keep: Expr | None = None
         if mask is not None:
@@ -141,7 +143,7 @@ class Geometry:
             keep = LE(j, i) if keep is None else And(keep, LE(j, i))
         if self.s % self.bc:
             keep = LT(j, i32(self.s)) if keep is None else And(keep, LT(j, i32(self.s)))
-        return value if keep is None else Select(keep, value, self.neg_inf)
+        return value if keep is None else value + Select(keep, self.c(0.0), self.neg_inf)
 
     def _mask_index(self, bh: Expr, i: Expr, j: Expr) -> tuple[Expr, ...]:
         assert self.mask_shape is not None
