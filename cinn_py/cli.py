@@ -209,9 +209,22 @@ def _diff(outputs: list[StepOutput], a: str, b: str, decls: bool) -> str:
     return "\n".join(chunks)
 
 
-def _scheduled_program(ns: argparse.Namespace) -> Any:
+def _scheduled_program(ns: argparse.Namespace, target: Target) -> tuple[Any, str | None]:
+    """FILE's function and the `schedule` to build it with: as scheduled by `--schedule SCRIPT`,
+    or auto-scheduled (`--auto`, and by default on a GPU, where an unscheduled function would be a
+    kernel of one thread: a silent 1000x slowdown is worse than a schedule the user did not ask for)."""
+    if ns.schedule and ns.auto:
+        raise CliError("--schedule SCRIPT and --auto exclude each other")
     program: Any = load_program(Path(ns.file))
-    return apply_schedule(program, Path(ns.schedule)).func if ns.schedule else program
+    if ns.schedule:
+        return apply_schedule(program, Path(ns.schedule)).func, None
+    if ns.auto:
+        return program, "auto"
+    if target.is_gpu:
+        print(f"{ns.command}: no --schedule for target {target.kind}: auto-scheduling (unscheduled, the kernel would "
+              f"run on one GPU thread; give --schedule SCRIPT to choose the schedule)", file=sys.stderr)
+        return program, "auto"
+    return program, None
 
 
 def cmd_codegen(ns: argparse.Namespace) -> int:
@@ -219,7 +232,8 @@ def cmd_codegen(ns: argparse.Namespace) -> int:
 
     target = Target.parse(ns.target)
     target = Target.cuda(ns.arch) if target.is_gpu else target
-    code = codegen(_scheduled_program(ns), target=target, fast_math=ns.fast_math)
+    program, schedule = _scheduled_program(ns, target)
+    code = codegen(program, target=target, fast_math=ns.fast_math, schedule=schedule)
     emit = ns.emit or ("source" if target.is_gpu else "llvm")
     attribute = {"source": "source", "ptx": "ptx", "launch": "launch", "resources": "resource_summary",
                  "llvm": "llvm_ir", "llvm-unopt": "unoptimized_ir", "asm": "asm"}[emit]
@@ -255,8 +269,9 @@ def _parse_dims(text: str | None) -> dict[str, int]:
 def cmd_run(ns: argparse.Namespace) -> int:
     from cinn_py.tools.runner import run_and_compare
 
-    report = run_and_compare(_scheduled_program(ns), _parse_dims(ns.dims), seed=ns.seed,
-                             target=ns.target, fast_math=ns.fast_math)
+    program, schedule = _scheduled_program(ns, Target.parse(ns.target))
+    report = run_and_compare(program, _parse_dims(ns.dims), seed=ns.seed, target=ns.target,
+                             fast_math=ns.fast_math, schedule=schedule)
     print(report.format())
     return 0 if report.ok else 1
 
@@ -320,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("codegen", help="print generated CUDA C / PTX / LLVM IR / assembly")
     gen.add_argument("file")
-    gen.add_argument("--schedule", metavar="SCRIPT")
+    gen.add_argument("--schedule", metavar="SCRIPT", help="schedule script run with `sch` in scope")
+    gen.add_argument("--auto", action="store_true", help="auto-schedule (the default for --target cuda)")
     gen.add_argument("--target", choices=KINDS, default="cuda")
     gen.add_argument("--emit", choices=("source", "ptx", "launch", "resources", "llvm", "llvm-unopt", "asm"))
     gen.add_argument("--arch", default="sm_90", help="CUDA arch for NVRTC (default sm_90)")
@@ -329,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="compile, run on random inputs, compare with the interpreter")
     run.add_argument("file")
-    run.add_argument("--schedule", metavar="SCRIPT")
+    run.add_argument("--schedule", metavar="SCRIPT", help="schedule script run with `sch` in scope")
+    run.add_argument("--auto", action="store_true", help="auto-schedule (the default for --target cuda)")
     run.add_argument("--dims", help="values of symbolic dims, e.g. S1=3,S2=5 (default: 4 each)")
     run.add_argument("--target", choices=KINDS, default="x86")
     run.add_argument("--seed", type=int, default=0)

@@ -91,8 +91,10 @@ def _random_array(tensor: Tensor, shape: tuple[int, ...], rng: np.random.Generat
 
 
 def run_and_compare(program: Any, symbols: dict[str, int] | None = None, *, seed: int = 0,
-                    target: str = "x86", fast_math: bool = False, repeat: int = 5) -> RunReport:
-    """Build `program` for `target`, run it on random inputs and compare with `run_ir`."""
+                    target: str = "x86", fast_math: bool = False, repeat: int = 5,
+                    schedule: str | None = None) -> RunReport:
+    """Build `program` for `target` (`schedule="auto"`: auto-scheduled first), run it on random
+    inputs and compare with `run_ir`."""
     func = as_lowered_func(program)
     values = {v.name: 4 for v in func.scalar_args} | dict(symbols or {})
     unknown = sorted(set(values) - {v.name for v in func.scalar_args})
@@ -102,7 +104,7 @@ def run_and_compare(program: Any, symbols: dict[str, int] | None = None, *, seed
     _check_memory(func, values)
     inputs = random_inputs(func, values, seed)
     reference = run_ir(func, inputs, values)
-    kernel = build(func, target=target, fast_math=fast_math)
+    kernel = build(func, target=target, fast_math=fast_math, schedule=schedule)
     args = [inputs[t.name] for t in func.inputs]
     times, outputs = [], None
     for _ in range(max(1, repeat)):

@@ -112,6 +112,20 @@ def test_codegen_cuda_and_x86(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 0 and "define" in out
 
 
+def test_codegen_and_run_auto_schedule_without_a_schedule_on_cuda(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "small.ir"
+    path.write_text(SMALL_IR)
+    code, out, err = _run(capsys, "codegen", str(path), "--target", "cuda")  # no schedule: auto, and said so
+    assert code == 0 and "(int)threadIdx.x" in out and "no --schedule for target cuda: auto-scheduling" in err
+    code, out, err = _run(capsys, "codegen", str(path), "--target", "x86", "--auto", "--emit", "llvm-unopt")
+    assert code == 0 and "define" in out and not err
+    code, out, _ = _run(capsys, "run", str(path), "--auto")
+    assert code == 0 and "OK: matches the interpreter" in out
+    code, _, err = _run(capsys, "run", str(path), "--auto", "--schedule", str(path))
+    assert code == 1 and "exclude each other" in err
+
+
 def test_run_compares_with_the_interpreter(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "run", str(ROOT / "examples/seed_example.py"), "--dims", "S1=2,S2=3")
     assert code == 0 and "OK: matches the interpreter" in out
