@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 import cinn_py as cp
+from cinn_py.tools.bench_attention import ATTENTION, format_attention_table, run_attention, torch_available
 from cinn_py.tools.bench_peers import PEERS
 from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
@@ -355,7 +356,7 @@ def select(names: Sequence[str] | None) -> list[Workload]:
         return list(WORKLOADS.values())
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
-        raise BenchmarkError(f"bench: unknown workload(s) {unknown}; available: {', '.join(WORKLOADS)}")
+        raise BenchmarkError(f"bench: unknown workload(s) {unknown}; available: {', '.join([*WORKLOADS, *ATTENTION])}")
     return [WORKLOADS[n] for n in names]
 
 
@@ -462,7 +463,8 @@ def _opt(value: float | None, fmt: str, suffix: str = "") -> str:
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """Arguments of `cinn-py bench` (added to `parser` when given, e.g. a CLI subparser)."""
     parser = parser or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"workloads (default: all): {', '.join(WORKLOADS)}")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"workloads (default: all): {', '.join([*WORKLOADS, *ATTENTION])}")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per kernel (median reported; "
                         "default 20, with --models 10 steps)")
     parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores; "
@@ -506,10 +508,14 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
         require_matplotlib()  # before the (long) run, not after it
     peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
-    results = run_benchmarks(ns.names, repeat=20 if ns.repeat is None else ns.repeat, threads=ns.threads, tiny=ns.tiny,
-                             auto=not ns.no_auto, peers=peers)
-    data = json.dumps(results, indent=1, default=str)
-    print(data if ns.json == "-" else format_table(results))
+    repeat = 20 if ns.repeat is None else ns.repeat
+    kernels, attention = _split_names(ns.names)
+    results = run_benchmarks(kernels, repeat=repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto,
+                             peers=peers) if kernels is None or kernels else []
+    attention_rows = run_attention(attention, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
+    data = json.dumps(results + attention_rows, indent=1, default=str)
+    tables = [t for t in (format_table(results) if results else "", format_attention_table(attention_rows)) if t]
+    print(data if ns.json == "-" else "\n\n".join(tables))
     if ns.json and ns.json != "-":
         with open(ns.json, "w") as f:
             f.write(data + "\n")
@@ -518,6 +524,14 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
         plot_results(results, ns.plot)
     return 0
+
+
+def _split_names(names: Sequence[str] | None) -> tuple[list[str] | None, list[str]]:
+    """(kernel workload names, None for all; attention rows): the attention rows run after the
+    kernel table (`bench_attention`); with no names, all of them when torch is installed."""
+    if not names:
+        return None, list(ATTENTION) if torch_available() else []
+    return [n for n in names if n not in ATTENTION], [n for n in names if n in ATTENTION]
 
 
 def _run_zoo(ns: argparse.Namespace) -> int:
