@@ -6,7 +6,8 @@
     cinn-py run FILE [--schedule SCRIPT] [--dims S1=3,S2=5]   compile for x86, run on random
                                                              inputs, compare with the interpreter
     cinn-py bench [NAMES...] [--repeat N] [--threads T] [--json] [--plot F] [--peers P]   x86
-                                                            benchmarks: hand and auto schedules vs numpy and peers
+                                                            benchmarks: hand and auto schedules vs numpy and
+                                                            peers
     cinn-py tune FILE [--trials N] [--workers process|ray|inline] [--dims M=512] [--db PATH]
                                                             tune the auto scheduler's parameters
                                                             into the tuning database
@@ -18,7 +19,8 @@ Python file that builds tensors with the compute DSL and names what to lower: it
 named after `name` or the file stem). For `dump-ir`, FILE may also be a NetBuilder script: a
 Python file that assigns `program` (a `Program`, `cp.NetBuilder(...)...build()`) or defines
 `build()` returning one (and assigns no `func`/`args`); dump-ir then shows the program as built,
-after the graph passes (`optimize`) and its fusion groups (`fuse`), and any step from `decompose` on. SCRIPT is a Python file run with `sch` (an IRSchedule of FILE's
+after the graph passes (`optimize`) and its fusion groups (`fuse`), and any step from `decompose` on. SCRIPT
+is a Python file run with `sch` (an IRSchedule of FILE's
 function), `cp` (cinn_py) and `func` in scope.
 
 Compiler errors print as `error: ...` with the IR excerpt and exit with status 1; `--debug`
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cinn_py.diagnostics import CinnError
-from cinn_py.ir import LoweredFunc, Module, print_ir
+from cinn_py.ir import LoweredFunc, Module
 from cinn_py.target import KINDS, Target
 
 if TYPE_CHECKING:
@@ -130,7 +132,8 @@ def _wanted_steps(ns: argparse.Namespace, is_program: bool) -> list[str]:
     missing = [s for s in wanted if not is_program and s in PROGRAM_STEPS[:3]]
     if missing:
         raise CliError(f"step '{missing[0]}' needs a NetBuilder program (a .py FILE that assigns `program`); "
-                       f"{ns.file} holds functions, whose steps are lower, schedule, target_passes, codegen, load")
+                       f"{ns.file} holds functions, whose steps are lower, schedule, target_passes, codegen, "
+                       "load")
     return wanted
 
 
@@ -145,7 +148,8 @@ def _schedule_of(ns: argparse.Namespace, source: Program | LoweredFunc | Module)
     if not ns.schedule:
         return None
     if isinstance(source, Program):
-        raise CliError("--schedule applies a script to one function; a NetBuilder program has one function per "
+        raise CliError("--schedule applies a script to one function; a NetBuilder program has one function "
+                       "per "
                        "fused group: use --auto")
     sch = apply_schedule(source, Path(ns.schedule))
     scheduled = {f.name: f for f in (sch.mod.functions if isinstance(source, Module) else (sch.func,))}
@@ -205,7 +209,8 @@ def _diff(outputs: list[StepOutput], a: str, b: str, decls: bool) -> str:
         where = f"/{unit}" if unit else ""
         lines = list(difflib.unified_diff(old[unit].splitlines(), new[unit].splitlines(), f"{a}{where}",
                                           f"{b}{where}", lineterm=""))
-        chunks.append("\n".join(lines) if lines else f"// {a} and {b} are the same{' for ' + unit if unit else ''}")
+        chunks.append("\n".join(lines) if lines
+                      else f"// {a} and {b} are the same{' for ' + unit if unit else ''}")
     return "\n".join(chunks)
 
 
@@ -221,7 +226,8 @@ def _scheduled_program(ns: argparse.Namespace, target: Target) -> tuple[Any, str
     if ns.auto:
         return program, "auto"
     if target.is_gpu:
-        print(f"{ns.command}: no --schedule for target {target.kind}: auto-scheduling (unscheduled, the kernel would "
+        print(f"{ns.command}: no --schedule for target {target.kind}: auto-scheduling (unscheduled, the "
+              "kernel would "
               f"run on one GPU thread; give --schedule SCRIPT to choose the schedule)", file=sys.stderr)
         return program, "auto"
     return program, None
@@ -255,7 +261,8 @@ def _parse_dims(text: str | None) -> dict[str, int]:
     for item in text.split(","):
         match = _DIM_ITEM.match(item)
         if match is None:
-            raise CliError(f"--dims: expected NAME=INT items (non-negative decimal ints) separated by commas, "
+            raise CliError("--dims: expected NAME=INT items (non-negative decimal ints) separated by "
+                           "commas, "
                            f"got {item!r}")
         name, value = match.group(1), int(match.group(2))
         if name in dims:
@@ -289,8 +296,10 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     funcs = program.functions if isinstance(program, Module) else (program,)
     ok = True
     for func in funcs:
-        results = tune(func, "x86", ns.trials, workers=ns.workers, parallel=ns.parallel, dims=_parse_dims(ns.dims),
-                       repeat=ns.repeat, timeout_s=ns.timeout, db=ns.db, save=not ns.no_save, progress=not ns.quiet)
+        results = tune(func, "x86", ns.trials, workers=ns.workers, parallel=ns.parallel,
+                       dims=_parse_dims(ns.dims),
+                       repeat=ns.repeat, timeout_s=ns.timeout, db=ns.db, save=not ns.no_save,
+                       progress=not ns.quiet)
         for res in results:
             print(res.summary())
             ok = ok and res.best.ok
@@ -326,9 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("file", help=".ir file, Python file building tensors, or NetBuilder script (`program`)")
     dump.add_argument("--schedule", metavar="SCRIPT", help="schedule script run with `sch` in scope")
     dump.add_argument("--auto", action="store_true", help="the schedule step runs the automatic scheduler")
-    dump.add_argument("--target", choices=KINDS, default="cuda", help="target of the later steps (default cuda)")
+    dump.add_argument("--target", choices=KINDS, default="cuda",
+                      help="target of the later steps (default cuda)")
     dump.add_argument("--decls", action="store_true", help="prefix the `// decl` header (parseable)")
-    dump.add_argument("--stage", metavar="STEP", help="print what this pipeline step produced, or `all` steps "
+    dump.add_argument("--stage", metavar="STEP",
+                      help="print what this pipeline step produced, or `all` steps "
                       "up to codegen (default: schedule; for a program: the program, optimize and fuse)")
     dump.add_argument("--diff", nargs=2, metavar=("A", "B"), help="unified diff from step A's output to B's")
     dump.set_defaults(handler=cmd_dump_ir)
@@ -355,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from cinn_py.tools import bench as bench_tool  # its own parser: one list of bench options
 
-    bench = sub.add_parser("bench", help="x86 benchmarks, hand and auto schedules, against numpy and the peers "
+    bench = sub.add_parser("bench",
+                           help="x86 benchmarks, hand and auto schedules, against numpy and the peers "
                                          "(median ms, GB/s, %% of bandwidth)")
     bench_tool.build_parser(bench)
     bench.set_defaults(handler=cmd_bench)
@@ -365,11 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--trials", type=int, default=16, help="candidates per group, defaults included (16)")
     tune.add_argument("--workers", choices=("process", "ray", "inline"), default="process",
                       help="where candidates are measured (ray: pip install 'cinn-py[distributed]')")
-    tune.add_argument("--parallel", type=int, default=1, help="concurrent measurements (1: comparable timings)")
+    tune.add_argument("--parallel", type=int, default=1,
+                      help="concurrent measurements (1: comparable timings)")
     tune.add_argument("--dims", help="values of symbolic dims for the measurements, e.g. M=512,N=512")
     tune.add_argument("--repeat", type=int, default=5, help="timed samples per candidate (fastest counts)")
-    tune.add_argument("--timeout", type=float, default=120.0, help="seconds before a candidate counts as hung")
-    tune.add_argument("--db", help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning_db.json)")
+    tune.add_argument("--timeout", type=float, default=120.0,
+                      help="seconds before a candidate counts as hung")
+    tune.add_argument("--db",
+                      help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning_db.json)")
     tune.add_argument("--no-save", action="store_true", help="measure only; leave the database alone")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(handler=cmd_tune)

@@ -85,7 +85,8 @@ def _check_program(program: Any, what: str) -> None:
     from cinn_py.frontend.program import Program  # noqa: PLC0415
 
     if not isinstance(program, Program):
-        raise TypeError(f"{what}: expected a NetBuilder Program (NetBuilder.build()), got {type(program).__name__}")
+        raise TypeError(f"{what}: expected a NetBuilder Program (NetBuilder.build()), got "
+                        f"{type(program).__name__}")
 
 
 def tune(func_or_program: Any, target: TargetLike = "x86", trials: int = 16, **options: Any) -> Any:

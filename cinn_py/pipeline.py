@@ -216,7 +216,8 @@ def trace_func(func: LoweredFunc, target: TargetLike = "x86", schedule: Schedule
     if schedule == "auto" and tgt.is_gpu and func.scalar_args:
         yield from _trace_buckets(func, tgt, fast_math, until, **options)
         return
-    yield from _trace_one(func, tgt, schedule, fast_math, until, _generate_options(options) if show_codegen else None,
+    yield from _trace_one(func, tgt, schedule, fast_math, until,
+                          _generate_options(options) if show_codegen else None,
                           options)
 
 
@@ -236,13 +237,15 @@ def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, fast_m
         yield StepOutput("load", func.name, kernel)
 
 
-def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = False, schedule: str | None = None,
+def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = False,
+             schedule: str | None = None,
              **options: Any) -> Any:
     """`schedule` -> `target_passes` -> `codegen` for one function (one schedule, also for
     symbolic GPU shapes); returns the backend's generated code."""
     with nesting_room():
         check_schedule(schedule)
-        outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen", options, {})))
+        outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen",
+                                         options, {})))
         return outputs[-1].value
 
 
@@ -258,7 +261,8 @@ def build(func: LoweredFunc, target: TargetLike = "x86", fast_math: bool = False
 
 
 # -- the program steps -------------------------------------------------------------------------------
-def trace_program(program: Program, until: str = "lower", target: Target | None = None) -> Iterator[StepOutput]:
+def trace_program(program: Program, until: str = "lower",
+                  target: Target | None = None) -> Iterator[StepOutput]:
     """`decompose` .. `lower` (one output per group's LoweredFunc), stopping after `until`. With a
     CPU `target`, `optimize` ends with the CPU's graph rewrites (`conv_to_gemm`)."""
     if not isinstance(program, Program):
@@ -329,7 +333,8 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
         if tgt.is_gpu or dump_dir() is not None:  # every step observed, or GPU shape buckets: step by step
             outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
             fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
-            compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"), _outputs_of(outputs, "load"),
+            compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"),
+                                       _outputs_of(outputs, "load"),
                                        tgt.name)
         else:
             compiled = _compile_cpu_program(program, tgt, schedule, fast_math)
@@ -337,7 +342,8 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
         return compiled
 
 
-def _compile_cpu_program(program: Program, target: Target, schedule: str | None, fast_math: bool) -> CompiledProgram:
+def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
+                         fast_math: bool) -> CompiledProgram:
     """`compile_program` on a CPU: the steps up to `target_passes` come from the compiled-graph
     cache when this program was compiled before (`cinn_py.runtime.graph_cache`), else they run
     with the groups' function steps in worker processes, identical groups once
@@ -354,7 +360,8 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
         def here(func: LoweredFunc) -> LoweredFunc:
             return target_passes(schedule_step(func, target, schedule), target)
 
-        finals = compile_jobs.compile_groups(program.name, lowered, target.name, schedule, fast_math, checked, here)
+        finals = compile_jobs.compile_groups(program.name, lowered, target.name, schedule, fast_math,
+                                             checked, here)
         graph_cache.store(key, fusion, lowered, finals)
         cached = graph_cache.CachedGraph(fusion, tuple(lowered), tuple(finals))
     backend = get_backend(target)
@@ -362,7 +369,8 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
     for func in cached.final:  # identical groups share one function object, hence one kernel
         if id(func) not in kernels:
             kernels[id(func)] = backend.build(func, target, fast_math=fast_math, **_lowered(target, {}))
-    return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final], target.name)
+    return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final],
+                           target.name)
 
 
 NATIVE_ENV = "CINN_PY_NATIVE_GRAPH"
@@ -406,7 +414,9 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
     return pack([frontend_array(values[id(v)], v) for v in fusion.program.outputs])
 
 
-__all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step", "StepOutput",
+__all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step",
+           "StepOutput",
            "build", "check_step", "codegen_step", "compile_program", "dump_dir", "dump_path", "dumped",
-           "generate", "link_native", "program_steps", "run_interpreted", "schedule_step", "step_text", "target_passes", "trace",
+           "generate", "link_native", "program_steps", "run_interpreted", "schedule_step", "step_text",
+           "target_passes", "trace",
            "trace_func", "trace_program"]

@@ -42,7 +42,8 @@ _VECTOR_FEATURES = (("avx512f", 512), ("avx", 256), ("sse2", 128))
 
 # Opt-in dynamic shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin) by compute
 # capability, from the CUDA C Programming Guide's "Technical Specifications per Compute Capability".
-_SHARED_OPTIN_KIB = {60: 48, 61: 48, 62: 48, 70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163, 89: 99, 90: 227,
+_SHARED_OPTIN_KIB = {60: 48, 61: 48, 62: 48, 70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163,
+                     89: 99, 90: 227,
                      100: 227, 101: 227, 103: 227, 120: 99}
 _MAX_THREADS_PER_SM = {75: 1024, 86: 1536, 87: 2048, 89: 1536, 120: 1536}
 
@@ -165,7 +166,8 @@ class Target:
         optin = _SHARED_OPTIN_KIB.get(cc, 48) * 1024
         limits = GpuLimits(max_shared_memory_per_block_optin=optin,
                            max_threads_per_sm=_MAX_THREADS_PER_SM.get(cc, 2048))
-        return Target("cuda", arch, frozenset(), limits, ("cross_thread_reduce", "gpu_bind", "simplify_indices"))
+        return Target("cuda", arch, frozenset(), limits,
+                      ("cross_thread_reduce", "gpu_bind", "simplify_indices"))
 
     @staticmethod
     def parse(target: TargetLike) -> Target:
@@ -250,4 +252,5 @@ def _device_arch() -> str | None:
     return f"sm_{major}{minor}" if err == driver.CUresult.CUDA_SUCCESS else None
 
 
-__all__ = ["CpuLimits", "DefaultHostTarget", "DefaultNVGPUTarget", "GpuLimits", "Target", "TargetLike", "host"]
+__all__ = ["CpuLimits", "DefaultHostTarget", "DefaultNVGPUTarget", "GpuLimits", "Target",
+           "TargetLike", "host"]

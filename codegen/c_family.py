@@ -26,10 +26,10 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Add, And, BinaryOp, Block, Buffer, Call, Cast, DType, Div, EQ, Evaluate, Expr, FloatImm, For, ForType, GE,
     GT, IdentifierMap, IfThenElse, IntImm, LE, LT, Let, Load, Max, Min, Minus, Mod, Mul, NE, Not, Or,
-    Reduce, ScheduleBlockRealize, Select, Stmt, Store, StringImm, Sub, Tensor, UIntImm, Var, int32,
-    is_const_int, print_ir, quote_string,
+    Reduce, ScheduleBlockRealize, Select, Stmt, Store, StringImm, Sub, Tensor, UIntImm, Var, is_const_int,
+    print_ir, quote_string,
 )
-from cinn_py.passes.flatten import flatten_index, flatten_numel
+from cinn_py.passes.flatten import flatten_index
 
 # Element types as C spells them (the CUDA printer maps float16/bfloat16 to its own names).
 C_TYPES: dict[str, str] = {
@@ -286,8 +286,10 @@ class CFamilyPrinter:
     def call_name(self, node: Call) -> str:
         """A call prints verbatim only when it names a known function (never a user string)."""
         if not is_runtime_call(node.name):
-            raise CompileError(f"codegen: unknown function '{node.name}' in a call: {type(self).__name__} prints "
-                               f"math intrinsics, device intrinsics ({', '.join(sorted(DEVICE_INTRINSICS))}) and "
+            raise CompileError(f"codegen: unknown function '{node.name}' in a call: {type(self).__name__} "
+                               "prints "
+                               f"math intrinsics, device intrinsics ({', '.join(sorted(DEVICE_INTRINSICS))}) "
+                               "and "
                                f"'{RUNTIME_HELPER_PREFIX}*' runtime helpers only", _excerpt(node))
         return node.name
 

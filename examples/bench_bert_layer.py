@@ -155,8 +155,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     parser.add_argument("--compare-native", action="store_true",
-                        help="also time cinn_py with its partitions run kernel by kernel (CINN_PY_NATIVE_GRAPH=0) "
-                             "and with its parallel loops on its own thread pool instead of torch's OpenMP threads")
+                        help="also time cinn_py with its partitions run kernel by kernel "
+                             "(CINN_PY_NATIVE_GRAPH=0) "
+                             "and with its parallel loops on its own thread pool instead of torch's OpenMP "
+                             "threads")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -168,11 +170,13 @@ def main() -> None:
     times = time_alternating(list(steps.values()), args.repeat, warmup=2)
     load_after = os.getloadavg()
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
-    print(f"BERT layer training step (forward + backward), {args.dtype}, {where}: batch {args.batch}, seq {args.seq}, "
+    print(f"BERT layer training step (forward + backward), {args.dtype}, {where}: batch {args.batch}, seq "
+          f"{args.seq}, "
           f"hidden {args.hidden}, ffn {args.ffn}; {args.repeat} alternating rounds; torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads")
     eager_median = statistics.median(times[0])
-    print(f"{'variant':<15} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'vs eager':>9} {'first step s':>13}")
+    print(f"{'variant':<15} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'vs eager':>9} "
+          f"{'first step s':>13}")
     for (name, _), t in zip(steps.items(), times):
         median = statistics.median(t)
         print(f"{name:<15} {median * 1e3:>10.2f} {min(t) * 1e3:>8.2f} {max(t) * 1e3:>8.2f} "

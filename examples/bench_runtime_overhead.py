@@ -76,7 +76,8 @@ def main() -> None:
     with threadpool.num_threads_override(1):
         times = best(args.rounds, args.batch, {
             "native graph call": lambda: native(x),
-            "entry function alone": lambda: entry(pointers, sized.arena_address, sized.offsets, sized.symbols),
+            "entry function alone": lambda: entry(pointers, sized.arena_address, sized.offsets,
+                                                  sized.symbols),
             "kernel by kernel": lambda: per_kernel(x),
             f"{args.kernels} x np.add": ufuncs,
         })
@@ -85,7 +86,8 @@ def main() -> None:
     for name, us in times.items():
         print(f"  {name:22s} {us:8.2f} us/call  {us / k:6.2f} us/kernel")
     overhead = times["native graph call"] - times["entry function alone"]
-    print(f"  Python side of a native call: {overhead:.2f} us; np.add: {times[f'{k} x np.add'] / k:.2f} us/call")
+    print(f"  Python side of a native call: {overhead:.2f} us; np.add: {times[f'{k} x np.add'] / k:.2f} "
+          "us/call")
 
 
 if __name__ == "__main__":

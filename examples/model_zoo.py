@@ -3,7 +3,8 @@ plain TransformerEncoderLayer; random init, no downloads) through eager PyTorch,
 `torch.compile(backend="cinn_py")`, inference and one training step, fp32 and bf16 autocast.
 
     python examples/model_zoo.py [--models resnet,bert] [--size tiny|small|base] [--modes infer,train]
-                                 [--dtypes fp32,bf16] [--repeat 10] [--threads 2] [--json FILE] [--plot FILE.png]
+                                 [--dtypes fp32,bf16] [--repeat 10] [--threads 2] [--json FILE] [--plot
+                                 FILE.png]
 
 Prints per case the median step time of each variant, cinn_py's speed-up, correctness (outputs and
 every parameter gradient against eager), the share of ATen ops cinn-py converted and the compile

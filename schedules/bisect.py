@@ -92,7 +92,8 @@ def bisect_trace(trace: Trace, fresh_func: LoweredFunc, inputs: Mapping[str, np.
     if not isinstance(trace, Trace):
         raise TypeError(f"bisect_trace: expected a schedules.Trace, got {type(trace).__name__}")
     if not isinstance(fresh_func, LoweredFunc):
-        raise TypeError(f"bisect_trace: expected the unscheduled LoweredFunc, got {type(fresh_func).__name__}")
+        raise TypeError("bisect_trace: expected the unscheduled LoweredFunc, got "
+                        f"{type(fresh_func).__name__}")
     run = runner or _default_runner()
     arrays = dict(inputs) if inputs is not None else _random_inputs(fresh_func, symbols, seed)
     expected = run(fresh_func, _copy(arrays))
@@ -143,7 +144,8 @@ def _run_safely(run: Runner, func: LoweredFunc, arrays: Mapping[str, np.ndarray]
     try:
         return run(func, _copy(arrays))
     except Exception as exc:  # noqa: BLE001 - failing to run is a difference too
-        return f"running the scheduled IR raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return (f"running the scheduled IR raised {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}")
 
 
 def _compare(expected: dict[str, np.ndarray], actual: dict[str, Any] | str, rtol: float, atol: float) -> str:

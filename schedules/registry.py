@@ -105,7 +105,8 @@ def step_kind(name: str) -> StepKind:
     try:
         return STEP_KINDS[name]
     except KeyError:
-        raise ValueError(f"unknown schedule step kind '{name}' (known: {', '.join(sorted(STEP_KINDS))})") from None
+        raise ValueError(f"unknown schedule step kind '{name}' (known: "
+                         f"{', '.join(sorted(STEP_KINDS))})") from None
 
 
 @typing.overload
@@ -116,7 +117,8 @@ def primitive(fn: Fn, /) -> Fn: ...
 def primitive(*, from_schedule: Mapping[str, str]) -> Callable[[Fn], Fn]: ...
 
 
-def primitive(fn: Callable[..., Any] | None = None, /, *, from_schedule: Mapping[str, str] | None = None) -> Any:
+def primitive(fn: Callable[..., Any] | None = None, /, *,
+              from_schedule: Mapping[str, str] | None = None) -> Any:
     """Register the pure primitive `fn` under its name (usable bare or with `from_schedule`,
     which maps a parameter to the `IRSchedule` attribute that supplies it)."""
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -48,7 +48,8 @@ def recorded(method: F) -> F:
     signature = inspect.signature(method)
     returns = str(signature.return_annotation)
     kind = register(StepKind(method.__name__, tuple(signature.parameters)[1:],
-                             "none" if returns == "None" else "list" if returns.startswith("list[") else "one"))
+                             "none" if returns == "None" else "list" if returns.startswith("list[")
+                             else "one"))
     return _recording(kind, signature, method, method)
 
 
@@ -185,7 +186,8 @@ class IRSchedule:
         Handles of this schedule to nodes that survived stay valid."""
         if not isinstance(fork, IRSchedule):
             raise TypeError(f"adopt: expected an IRSchedule, got {type(fork).__name__}")
-        self._funcs, self.trace, self._killed, self._indices = list(fork._funcs), fork.trace, dict(fork._killed), {}
+        self._funcs, self.trace = list(fork._funcs), fork.trace
+        self._killed, self._indices = dict(fork._killed), {}
 
     # -- internals: lookup, handles, commits -------------------------------------------------------
     def _index(self, k: int) -> StmtIndex:
@@ -193,7 +195,8 @@ class IRSchedule:
         index = self._indices.get(id(func))
         if index is None or index.root is not func:
             index = StmtIndex(func)
-            self._indices = {id(func): index, **{i: x for i, x in self._indices.items() if x.root in self._funcs}}
+            self._indices = {id(func): index,
+                             **{i: x for i, x in self._indices.items() if x.root in self._funcs}}
         return index
 
     def _locate(self, uid: int) -> tuple[int, Stmt] | None:
@@ -223,12 +226,14 @@ class IRSchedule:
         reason = f"it was replaced or removed by {cause}" if cause else "it is no longer in the IR"
         label = f" ({handle.rv_name})" if handle.rv_name else ""
         return schedule_error(StaleHandleError, primitive,
-                              f"handle to {what}{label} is stale: {reason}; re-fetch it with get_loops/get_block",
+                              f"handle to {what}{label} is stale: {reason}; re-fetch it with "
+                              "get_loops/get_block",
                               self._funcs[0] if len(self._funcs) == 1 else self.mod)
 
     def _loop(self, handle: Any, primitive: str) -> tuple[int, For]:
         if not isinstance(handle, LoopRV):
-            raise TypeError(f"{primitive}: expected a loop handle (from get_loops/split/fuse), got {handle!r}")
+            raise TypeError(f"{primitive}: expected a loop handle (from get_loops/split/fuse), got "
+                            f"{handle!r}")
         self._check_owner(handle, primitive)
         found = self._locate(handle.uid)
         if found is None or not isinstance(found[1], For):
@@ -241,7 +246,8 @@ class IRSchedule:
         resolved = [self._loop(h, primitive) for h in handles]
         funcs = {k for k, _ in resolved}
         if len(funcs) > 1:
-            raise schedule_error(InvalidArgumentError, primitive, "loops come from different functions", self.mod)
+            raise schedule_error(InvalidArgumentError, primitive,
+                                 "loops come from different functions", self.mod)
         return (resolved[0][0] if resolved else 0), [loop for _, loop in resolved]
 
     def _block(self, block: Any, primitive: str) -> tuple[int, ScheduleBlockRealize]:
@@ -259,7 +265,8 @@ class IRSchedule:
 
     def _block_by_name(self, name: str, primitive: str) -> tuple[int, ScheduleBlockRealize]:
         hits = [(k, b) for k in range(len(self._funcs)) for b in self._index(k).order
-                if isinstance(b, ScheduleBlockRealize) and b.name == name and (b.iter_values or is_root_block(b))]
+                if isinstance(b, ScheduleBlockRealize) and b.name == name
+                and (b.iter_values or is_root_block(b))]
         if len(hits) == 1:
             return hits[0]
         names = [n for f in self._funcs for n in block_names(f)]
@@ -307,7 +314,8 @@ class IRSchedule:
     def _ref(self, handle: Any, primitive: str) -> str:
         self._check_owner(handle, primitive)
         if handle.rv_name is None:
-            raise InvalidArgumentError(f"{primitive}: {handle!r} was not returned by a recorded schedule call")
+            raise InvalidArgumentError(f"{primitive}: {handle!r} was not returned by a recorded schedule "
+                                       "call")
         return handle.rv_name
 
     # -- queries -------------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def check_replay(before: LoweredFunc | Module, sch: IRSchedule) -> None:
     assert replayed.trace.to_json() == sch.trace.to_json(), "replayed trace differs from the original"
 
 
-def random_inputs(func: LoweredFunc, sym_values: Mapping[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_inputs(func: LoweredFunc, sym_values: Mapping[str, int],
+                  rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Random arrays for the input tensors, symbolic dims bound from `sym_values`."""
     out = {}
     for t in func.inputs:
@@ -129,7 +130,8 @@ def _gpu_only(node: Any) -> bool:
 
 
 def _check_x86(kernel: Any, func: LoweredFunc, inputs: Mapping[str, np.ndarray],
-               expected: Mapping[str, np.ndarray], binding: Mapping[str, int], rtol: float, atol: float) -> None:
+               expected: Mapping[str, np.ndarray], binding: Mapping[str, int], rtol: float,
+               atol: float) -> None:
     outs = kernel(*[inputs[t.name].copy() for t in func.inputs])
     outs = outs if isinstance(outs, tuple) else (outs,)
     for tensor, got in zip(func.outputs, outs):
@@ -148,7 +150,8 @@ def _default_bindings(func: LoweredFunc) -> list[dict[str, int]]:
     for value in (1, 3, 8, 13):
         binding = {}
         for s in syms:
-            lower = int(s.lower_bound.value) if s.lower_bound is not None and is_const_int(s.lower_bound) else 1
+            lower = (int(s.lower_bound.value) if s.lower_bound is not None
+                     and is_const_int(s.lower_bound) else 1)
             binding[s.name] = max(value, lower)
         out.append(binding)
     return out

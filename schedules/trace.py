@@ -174,7 +174,8 @@ class Trace:
     def as_python(self, func_var: str = "func") -> str:
         """A script that replays the trace on the LoweredFunc/Module bound to `func_var`;
         after it runs, `sch` is the scheduled IRSchedule."""
-        lines = ["from cinn_py import ir", "from cinn_py.ir import dtype as dt", "from schedules import IRSchedule",
+        lines = ["from cinn_py import ir", "from cinn_py.ir import dtype as dt",
+                 "from schedules import IRSchedule",
                  "", f"sch = IRSchedule({func_var})"]
         for step in self.steps:
             lines.append(_step_source(step))

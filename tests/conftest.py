@@ -1,7 +1,8 @@
 """Shared fixtures: a fresh name context per test (CINN's ResetNameId), no tuning database unless a
 test asks for one (the user's tuned parameters must not change what tests see), the torch
 backend in strict mode (internal errors raise, never fall back silently), a fresh on-disk
-kernel cache (`cache_dir`), the `cuda` marker (a GPU when there is one, else the CPU emulator), and checked builds (bounds-checked kernels: an
+kernel cache (`cache_dir`), the `cuda` marker (a GPU when there is one, else the CPU emulator), and checked
+builds (bounds-checked kernels: an
 out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbage or a crash)."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The import rule of docs/design.md §2, enforced.
 
 - `cinn_py` (the core) imports nothing from `schedules` or `codegen`, except the entry points
-  that tie them together lazily (`cinn_py/driver.py`, `cinn_py/pipeline.py`, `cinn_py/cli.py`, `cinn_py/__main__.py`)
+  that tie them together lazily (`cinn_py/driver.py`, `cinn_py/pipeline.py`, `cinn_py/cli.py`,
+  `cinn_py/__main__.py`)
   and the tools (`cinn_py/tools/`: benchmarks, demo, fuzzer, runner, test helpers), which work at
   the command line's level.
 - `schedules` and `codegen` import from `cinn_py` and never from each other.
@@ -79,7 +80,8 @@ def test_each_package_imports_first_in_a_fresh_interpreter(package: str) -> None
 
 
 # The frontend is a leaf: it builds, optimises and fuses programs and imports (even lazily) only
-# the IR core (and the interpreter's math table); compiling a program is the pipeline's job (cinn_py/pipeline.py imports the frontend).
+# the IR core (and the interpreter's math table); compiling a program is the pipeline's job
+# (cinn_py/pipeline.py imports the frontend).
 FRONTEND = "cinn_py/frontend"
 FRONTEND_MAY_IMPORT = ("cinn_py.frontend", "cinn_py.ir", "cinn_py.diagnostics", "cinn_py.symbolic",
                        "cinn_py.interp")  # the IR interpreter's math table: numpy semantics of the ops
@@ -89,7 +91,8 @@ def _function_level_imports(path: Path) -> set[str]:
     """Modules imported inside a function body (not when the module itself is imported)."""
     tree = ast.parse(path.read_text(), str(path))
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return {node.module for f in funcs for node in ast.walk(f) if isinstance(node, ast.ImportFrom) and node.module}
+    return ({node.module for f in funcs for node in ast.walk(f) if isinstance(node, ast.ImportFrom)
+             and node.module})
 
 
 def _imported_modules(path: Path) -> set[str]:

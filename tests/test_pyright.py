@@ -26,7 +26,8 @@ def _pyright_errors() -> list[str]:
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        pytest.fail(f"basedpyright gave no JSON report (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        pytest.fail("basedpyright gave no JSON report (exit "
+                    f"{proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     errors = []
     for diag in report["generalDiagnostics"]:
         if diag["severity"] != "error":

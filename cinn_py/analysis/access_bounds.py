@@ -28,7 +28,8 @@ from cinn_py.analysis.isl_convert import affine_text, condition_text
 from cinn_py.analysis.polyhedral import PolyContext
 from cinn_py.analysis.sites import BlockSite
 from cinn_py.ir import (
-    Block, Cast, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, ScheduleBlockRealize, Select, Stmt, Store,
+    Block, Cast, Expr, FloatImm, For, IfThenElse, IntImm, Load, LoweredFunc, ScheduleBlockRealize, Select,
+    Stmt, Store,
     StringImm, Tensor, UIntImm, Var, as_expr, child_fields, print_ir, substitute, walk,
 )
 from cinn_py.symbolic.access import Access
@@ -106,7 +107,8 @@ def _check_index(ctx: PolyContext, site: BlockSite, an: Analyzer, acc: Access, k
 
 def _prove_lt(an: Analyzer, index: Expr, extent: Expr) -> bool:
     if extent.dtype != index.dtype:
-        extent = Cast(index.dtype, extent) if not isinstance(extent, IntImm) else IntImm(index.dtype, extent.value)
+        extent = (Cast(index.dtype, extent) if not isinstance(extent, IntImm)
+                  else IntImm(index.dtype, extent.value))
     return an.prove_lt(index, extent)
 
 

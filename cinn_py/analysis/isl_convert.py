@@ -22,7 +22,8 @@ from collections.abc import Iterable
 import islpy as isl
 
 from cinn_py.ir import (
-    Add, And, BinaryOp, Cast, CmpOp, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Minus, Mod, Mul, NE,
+    Add, And, BinaryOp, Cast, CmpOp, DType, Div, EQ, Expr, GE, GT, IntImm, LE, LT, Max, Min, Minus,
+    Mod, Mul, NE,
     Not, Or, Sub, UIntImm, Var,
 )
 from cinn_py.symbolic.analyzer import Analyzer
@@ -139,7 +140,8 @@ def _val_int(val: isl.Val) -> int:
 def aff_to_expr(aff: isl.Aff, names: IslNames, dtype: DType, an: Analyzer) -> Expr | None:
     """An Aff over parameters as an expression, or None (input dims, unprovable floors)."""
     if aff.dim(isl.dim_type.in_) and any(
-            not aff.get_coefficient_val(isl.dim_type.in_, k).is_zero() for k in range(aff.dim(isl.dim_type.in_))):
+            not aff.get_coefficient_val(isl.dim_type.in_, k).is_zero() for k
+            in range(aff.dim(isl.dim_type.in_))):
         return None
     denom = _val_int(aff.get_denominator_val())
     scaled = aff.scale_val(isl.Val.int_from_si(aff.get_ctx(), denom))
@@ -170,7 +172,8 @@ def aff_to_expr(aff: isl.Aff, names: IslNames, dtype: DType, an: Analyzer) -> Ex
 def _floor_to_expr(div_aff: isl.Aff, names: IslNames, dtype: DType, an: Analyzer) -> Expr | None:
     """`floor(div_aff)`: div_aff = N / D with integer N."""
     denom = _val_int(div_aff.get_denominator_val())
-    numerator = aff_to_expr(div_aff.scale_val(isl.Val.int_from_si(div_aff.get_ctx(), denom)), names, dtype, an)
+    numerator = aff_to_expr(div_aff.scale_val(isl.Val.int_from_si(div_aff.get_ctx(), denom)),
+                            names, dtype, an)
     if numerator is None:
         return None
     return _floor_div(numerator, denom, an)

@@ -108,7 +108,8 @@ class PolyContext:
     def sites_under(self, loop: For) -> list[BlockSite]:
         under = [s for s in self.sites if any(lp is loop for lp in s.loops)]
         if not under and not any(n is loop for n in walk(self.func.body)):
-            raise AnalysisError(f"analysis: loop '{loop.loop_var.name}' is not in function '{self.func.name}'",
+            raise AnalysisError(f"analysis: loop '{loop.loop_var.name}' is not in function "
+                                f"'{self.func.name}'",
                                 print_ir_marked(self.func))
         return under
 

@@ -123,7 +123,8 @@ def grad(program: Program, outputs: Sequence[Variable] | None = None, wrt: Seque
         _accumulate(nb, cot, v, d)
     needed = _needed(program, outs, targets)
     for op in program.ops:  # recompute policy: the forward values the rules may read
-        env[id(op.output)] = nb.emit(op.type, [env[id(v)] for v in op.inputs], dict(op.attrs), name=op.output.name)
+        env[id(op.output)] = nb.emit(op.type, [env[id(v)] for v in op.inputs], dict(op.attrs),
+                                     name=op.output.name)
     for op in reversed(program.ops):
         if id(op.output) not in needed or id(op.output) not in cot:
             continue

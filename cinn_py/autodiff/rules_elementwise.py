@@ -45,7 +45,7 @@ def _multiply(c: GradContext) -> list[Variable | None]:
 
 @define_grad("divide")
 def _divide(c: GradContext) -> list[Variable | None]:
-    nb, (x, y) = c.nb, c.inputs
+    nb, (_, y) = c.nb, c.inputs
     dx = nb.divide(c.dout, y)
     return [dx, nb.negative(nb.multiply(dx, c.out))]
 

@@ -71,7 +71,7 @@ def along(nb: NetBuilder, v: Variable, like: Variable, axis: int) -> Variable:
     return nb.broadcast_to(v, list(like.shape), [axis])
 
 
-# -- gather ----------------------------------------------------------------------------------------------------
+# -- gather --------------------------------------------------------------------------------------------------
 @define_grad("gather")
 def _gather(c: GradContext) -> list[Variable | None]:
     nb, (x, index), axis = c.nb, c.inputs, c.attrs["axis"]
@@ -92,7 +92,7 @@ def scatter_along_axis(nb: NetBuilder, values: Variable, index: Variable, axis: 
     return nb.reduce_sum(nb.select(hit, spread, zeros_like(nb, spread)), [axis + 1])
 
 
-# -- gather_nd -------------------------------------------------------------------------------------------------
+# -- gather_nd -----------------------------------------------------------------------------------------------
 @define_grad("gather_nd")
 def _gather_nd(c: GradContext) -> list[Variable | None]:
     nb, (x, index) = c.nb, c.inputs
@@ -119,7 +119,7 @@ def linear_rows(nb: NetBuilder, index: Variable, dims: list[Any]) -> Variable:
     return total
 
 
-# -- lookup_table ----------------------------------------------------------------------------------------------
+# -- lookup_table --------------------------------------------------------------------------------------------
 @define_grad("lookup_table")
 def _lookup_table(c: GradContext) -> list[Variable | None]:
     nb, (table, ids) = c.nb, c.inputs
@@ -133,10 +133,10 @@ def _lookup_table(c: GradContext) -> list[Variable | None]:
     return [nb.scatter_add(zeros_like(nb, table), g, flat_ids, 0), None]
 
 
-# -- scatter_add / scatter_assign ------------------------------------------------------------------------------
+# -- scatter_add / scatter_assign ----------------------------------------------------------------------------
 @define_grad("scatter_add")
 def _scatter_add(c: GradContext) -> list[Variable | None]:
-    nb, (x, updates, index), axis = c.nb, c.inputs, c.attrs["axis"]
+    nb, (x, _, index), axis = c.nb, c.inputs, c.attrs["axis"]
     position, inside = clamp_index(nb, as_int64(nb, index), x.shape[axis])
     picked = nb.gather(c.dout, position, axis)
     return [c.dout, nb.select(along(nb, inside, picked, axis), picked, zeros_like(nb, picked)), None]
@@ -144,7 +144,7 @@ def _scatter_add(c: GradContext) -> list[Variable | None]:
 
 @define_grad("scatter_assign")
 def _scatter_assign(c: GradContext) -> list[Variable | None]:
-    nb, (x, updates, index), axis = c.nb, c.inputs, c.attrs["axis"]
+    nb, (x, _, index), axis = c.nb, c.inputs, c.attrs["axis"]
     n, writers = x.shape[axis], iota(nb, index.shape[0])
     idx = as_int64(nb, index)
     # each position's winning writer (-1: none), by the forward op itself: consistent by construction

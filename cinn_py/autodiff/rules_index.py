@@ -34,7 +34,8 @@ def _sum(c: GradContext) -> list[Variable | None]:
 @define_grad("cumsum")
 def _cumsum(c: GradContext) -> list[Variable | None]:
     # y_i = sum_{j <= i} x_j  =>  dx_j = sum_{i >= j} dy_i: the cumsum in the other direction
-    return [c.nb.cumsum(c.dout, c.attrs["axis"], exclusive=c.attrs["exclusive"], reverse=not c.attrs["reverse"])]
+    return [c.nb.cumsum(c.dout, c.attrs["axis"], exclusive=c.attrs["exclusive"],
+                        reverse=not c.attrs["reverse"])]
 
 
 @define_grad("pad")

@@ -35,7 +35,8 @@ def _conv_attrs(attrs: Any) -> dict[str, Any]:
 @define_grad("conv2d")
 def _conv2d(c: GradContext) -> list[Variable | None]:
     x, w = c.inputs
-    dx = c.nb.emit("conv2d_grad_data", [c.dout, w], {**c.attrs, "input_hw": _plane(x, c.attrs["data_format"])})
+    dx = c.nb.emit("conv2d_grad_data", [c.dout, w],
+                   {**c.attrs, "input_hw": _plane(x, c.attrs["data_format"])})
     dw = c.nb.emit("conv2d_grad_filter", [x, c.dout], dict(c.attrs))
     return [dx, dw]
 
@@ -49,7 +50,8 @@ def _pool2d(c: GradContext) -> list[Variable | None]:
 def _conv2d_grad_data(c: GradContext) -> list[Variable | None]:
     dy, _ = c.inputs
     attrs = _conv_attrs(c.attrs)
-    return [c.nb.emit("conv2d", [c.dout, c.inputs[1]], attrs), c.nb.emit("conv2d_grad_filter", [c.dout, dy], attrs)]
+    return [c.nb.emit("conv2d", [c.dout, c.inputs[1]], attrs),
+            c.nb.emit("conv2d_grad_filter", [c.dout, dy], attrs)]
 
 
 @define_grad("conv2d_grad_filter")

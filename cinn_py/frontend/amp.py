@@ -34,12 +34,15 @@ from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.ir import DType, bfloat16, dtype_of, float16, float32
 
 ALLOW: frozenset[str] = frozenset({
-    "matmul", "add", "subtract", "multiply", "divide", "negative", "scale", "relu", "relu6", "leaky_relu", "gelu",
+    "matmul", "add", "subtract", "multiply", "divide", "negative", "scale", "relu", "relu6",
+    "leaky_relu", "gelu",
     "tanh", "sigmoid", "silu", "maximum", "minimum", "clip", "select", "identity", "abs",
 })
 DENY: frozenset[str] = frozenset({
-    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "softmax", "layer_norm", "rms_norm",
-    "batchnorm", "exp", "log", "log2", "log10", "log1p", "pow", "erf", "rsqrt", "sqrt", "reciprocal", "cumsum",
+    "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "softmax",
+    "layer_norm", "rms_norm",
+    "batchnorm", "exp", "log", "log2", "log10", "log1p", "pow", "erf", "rsqrt", "sqrt",
+    "reciprocal", "cumsum",
 })
 
 
@@ -57,7 +60,8 @@ class AmpLists:
     def __post_init__(self) -> None:
         both = self.allow & self.deny
         if both:
-            raise FrontendError(f"auto_mixed_precision: ops {sorted(both)} are in both the allow and deny lists")
+            raise FrontendError(f"auto_mixed_precision: ops {sorted(both)} are in both the allow and deny "
+                                "lists")
 
 
 def auto_mixed_precision(program: Program, dtype: str = "float16", lists: AmpLists = AmpLists()) -> Program:
@@ -73,7 +77,8 @@ def auto_mixed_precision(program: Program, dtype: str = "float16", lists: AmpLis
     for op in program.ops:
         ins = [env[id(v)] for v in op.inputs]
         want = _precision(op, ins, low, lists)
-        ins = [casts.to(v, want) if want is not None and v.dtype.is_float and v.dtype != want else v for v in ins]
+        ins = ([casts.to(v, want) if want is not None and v.dtype.is_float and v.dtype != want else v
+                for v in ins])
         env[id(op.output)] = nb.emit(op.type, ins, dict(op.attrs), name=op.output.name)
     outs = [casts.to(env[id(v)], v.dtype) for v in program.outputs]
     return nb.build(outs)

@@ -32,8 +32,10 @@ from cinn_py.frontend.math_ops import (  # noqa: F401 - re-exported DSL function
     rsqrt, select, sigmoid, sin, sinh, sqrt, tan, tanh, trunc,
 )
 from cinn_py.ir import (
-    ALL_SCALAR_DTYPES, MAX_EXPR_DEPTH, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var, as_expr, bool_,
-    child_fields, const, default_axis_name, dtype_of, expr_depth, int32, int64, make_tensor, unique_name, walk,
+    ALL_SCALAR_DTYPES, MAX_EXPR_DEPTH, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var,
+    as_expr, bool_,
+    child_fields, const, default_axis_name, dtype_of, expr_depth, int32, int64, make_tensor,
+    unique_name, walk,
 )
 
 Index = Union[Expr, int]
@@ -217,7 +219,8 @@ def _split_deep_body(body: Expr, axis: tuple[Var, ...], dims: tuple[Expr, ...], 
     if expr_depth(body) <= MAX_EXPR_DEPTH:
         return body, parts
     if isinstance(body, Reduce) or any(isinstance(n, Reduce) for n in walk(body)):
-        raise LoweringError(f"compute '{name}': the reduction body is {expr_depth(body)} levels deep, more than "
+        raise LoweringError(f"compute '{name}': the reduction body is {expr_depth(body)} levels deep, more "
+                            "than "
                             f"MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}; compute parts of it into their own tensors")
     limit = MAX_EXPR_DEPTH // 2
     new: dict[int, tuple[Expr, int]] = {}  # id(node) -> (rewritten node, its depth)

@@ -66,8 +66,9 @@ def _layer_norm(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name
     if "beta" in params:
         steps.append(("add", params["beta"]))
     y = xc
-    for k, (op, operand) in enumerate(steps):
-        y = _final(nb, op, y, operand, name) if k == len(steps) - 1 else nb.emit(op, nb.operands(op, y, operand))
+    for k, (op_name, operand) in enumerate(steps):
+        y = (_final(nb, op_name, y, operand, name) if k == len(steps) - 1
+             else nb.emit(op_name, nb.operands(op_name, y, operand)))
     return y
 
 
@@ -82,7 +83,8 @@ def _gelu(nb: NetBuilder, ins: list[Variable], attrs: dict[str, Any], name: str)
     return _final(nb, "multiply", x, nb.scale(t, 0.5, 0.5), name)
 
 
-RULES: dict[str, Rule] = {"softmax": _softmax, "rms_norm": _rms_norm, "layer_norm": _layer_norm, "gelu": _gelu}
+RULES: dict[str, Rule] = {"softmax": _softmax, "rms_norm": _rms_norm, "layer_norm": _layer_norm,
+                          "gelu": _gelu}
 
 
 def _decompose_op(nb: NetBuilder, m: Match) -> Variable:

@@ -102,7 +102,8 @@ def _is_epilogue_group(ops: Sequence[Operator]) -> bool:
     for op in ops:
         if op is host:
             continue
-        if op.pattern not in (K.kElementWise, K.kBroadcast) or not shapes_equal(tuple(op.output.shape), shape):
+        if (op.pattern not in (K.kElementWise, K.kBroadcast)
+            or not shapes_equal(tuple(op.output.shape), shape)):
             return False
         reads_host = any(id(v) in downstream for v in op.inputs)
         if op.pattern is K.kElementWise and not reads_host:
@@ -248,7 +249,8 @@ def fuse(program: Program) -> FusionPlan:
     """Partition a decomposed program into fused groups (see the module docstring)."""
     for op in program.ops:
         if get_op(op.type).composite:
-            raise FrontendError(f"fuse: op '{op.output.name}' ({op.type}) is composite; run decompose() first "
+            raise FrontendError(f"fuse: op '{op.output.name}' ({op.type}) is composite; run decompose() "
+                                "first "
                                 "(cinn_py.frontend.graph_passes.optimize)")
     part = _Partition(program)
     for c in range(len(part.ops)):
@@ -300,7 +302,8 @@ def _topological_groups(part: _Partition) -> list[int]:
     return order
 
 
-def _shape_inputs(program: Program, ops: Sequence[Operator], inputs: Sequence[Variable]) -> tuple[Variable, ...]:
+def _shape_inputs(program: Program, ops: Sequence[Operator],
+                  inputs: Sequence[Variable]) -> tuple[Variable, ...]:
     bound = {d.name for v in inputs for d in v.shape if not isinstance(d, int) and hasattr(d, "name")}
     needed = {s.name for op in ops for v in (*op.inputs, op.output) for s in symbols_of(v.shape)}
     extra: list[Variable] = []

@@ -55,7 +55,8 @@ def fold_constants(program: Program) -> Program:
             continue
         out = op.output
         consts[id(out)] = value
-        ops.append(Operator("fill_constant", (), (out,), {"shape": out.shape, "value": value, "dtype": out.dtype}))
+        ops.append(Operator("fill_constant", (), (out,),
+                            {"shape": out.shape, "value": value, "dtype": out.dtype}))
     return Program(program.name, program.inputs, ops, program.outputs)
 
 
@@ -63,7 +64,8 @@ def _folded_value(op: Operator, consts: dict[int, Any]) -> Any:
     opdef = get_op(op.type)
     if opdef.fold is None or not op.inputs or not all(id(v) in consts for v in op.inputs):
         return None
-    value = opdef.fold([consts[id(v)] for v in op.inputs], op.attrs, [v.type for v in op.inputs], op.output.type)
+    value = opdef.fold([consts[id(v)] for v in op.inputs], op.attrs, [v.type for v in op.inputs],
+                       op.output.type)
     if value is None:
         return None
     return scalar_of(value, op.output.dtype, op.type)
@@ -72,7 +74,8 @@ def _folded_value(op: Operator, consts: dict[int, Any]) -> Any:
 def _freeze(value: Any) -> Any:
     """A hashable key for an attribute value that tells 0.0 from -0.0 (and 1 from 1.0)."""
     if isinstance(value, float):
-        return ("float", math.copysign(1.0, value), abs(value)) if not math.isnan(value) else ("nan", id(value))
+        return (("float", math.copysign(1.0, value), abs(value)) if not math.isnan(value)
+                else ("nan", id(value)))
     if isinstance(value, (tuple, list)):
         return tuple(_freeze(v) for v in value)
     return (type(value).__name__, value)
@@ -108,7 +111,8 @@ def eliminate_dead_code(program: Program) -> Program:
     return Program(program.name, program.inputs, list(reversed(kept)), program.outputs)
 
 
-DEFAULT_PASSES: tuple[Pass, ...] = (decompose, simplify, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+DEFAULT_PASSES: tuple[Pass, ...] = (decompose, simplify, fold_constants, eliminate_common_subexpressions,
+                                    eliminate_dead_code)
 
 
 def _rule_pass(rule: Rewrite) -> Pass:
@@ -117,10 +121,12 @@ def _rule_pass(rule: Rewrite) -> Pass:
 
 NAMED_PASSES: dict[str, Pass] = {
     "decompose": decompose, "simplify": simplify, "fold_constants": fold_constants,
-    "eliminate_common_subexpressions": eliminate_common_subexpressions, "eliminate_dead_code": eliminate_dead_code,
+    "eliminate_common_subexpressions": eliminate_common_subexpressions,
+    "eliminate_dead_code": eliminate_dead_code,
     # CINN's names of the same graph passes
     "Decomposer": decompose, "ConstantFolding": fold_constants,
-    "CommonSubexpressionElimination": eliminate_common_subexpressions, "DeadCodeElimination": eliminate_dead_code,
+    "CommonSubexpressionElimination": eliminate_common_subexpressions,
+    "DeadCodeElimination": eliminate_dead_code,
     # each rewrite of `simplify` on its own
     **{rule.name: _rule_pass(rule) for rule in RULES},
 }
@@ -132,7 +138,8 @@ def named_passes(names: Sequence[str], what: str) -> list[Pass]:
     the available ones."""
     unknown = [n for n in names if n not in NAMED_PASSES]
     if unknown:
-        raise FrontendError(f"{what}: argument 'passes': unknown pass(es) {unknown}{suggest(unknown[0], list(NAMED_PASSES))}"
+        raise FrontendError(f"{what}: argument 'passes': unknown pass(es) "
+                            f"{unknown}{suggest(unknown[0], list(NAMED_PASSES))}"
                             f" (available graph passes and rewrites: {', '.join(NAMED_PASSES)})")
     return [NAMED_PASSES[n] for n in names]
 

@@ -72,16 +72,19 @@ class NetBuilder:
         checks.check_name(name, "create_input")
         d = check_dtype(dtype, f"create_input '{name}'")
         if not isinstance(shape, (list, tuple)):
-            raise TypeError(f"create_input '{name}': shape must be a list or tuple, got {type(shape).__name__}")
+            raise TypeError(f"create_input '{name}': shape must be a list or tuple, got "
+                            f"{type(shape).__name__}")
         dims = tuple(to_dim(s, f"create_input '{name}': shape[{k}]") for k, s in enumerate(shape))
         for k, dim in enumerate(dims):
             if not isinstance(dim, (int, Var)):
-                raise FrontendError(f"create_input '{name}': shape[{k}] must be an int or a bare symbolic dim "
+                raise FrontendError(f"create_input '{name}': shape[{k}] must be an int or a bare symbolic "
+                                    "dim "
                                     f"(its value is read from the input array), got {dim}")
             if isinstance(dim, Var):
                 self._declare_symbol(dim, name)
         if name in self._names:
-            raise FrontendError(f"create_input: the name '{name}' is already used in NetBuilder '{self.name}'")
+            raise FrontendError(f"create_input: the name '{name}' is already used in NetBuilder "
+                                f"'{self.name}'")
         var = self._new_var(name, TensorType(dims, d))
         self._inputs.append(var)
         return var
@@ -136,7 +139,8 @@ class NetBuilder:
                 self._reserved.discard(name)
                 self._names.discard(name)
             elif name in self._names:
-                raise FrontendError(f"{op_type}: the name '{name}' is already used in NetBuilder '{self.name}'")
+                raise FrontendError(f"{op_type}: the name '{name}' is already used in NetBuilder "
+                                    f"'{self.name}'")
         out = self._new_var(name, out_type)
         self._ops.append(Operator(op_type, ins, (out,), attrs))
         return out
@@ -211,7 +215,8 @@ class NetBuilder:
         like = next((x for x in xs if isinstance(x, Variable)), None)
         if like is None:
             raise FrontendError(f"{op}: at least one operand must be a Variable")
-        vs = [self.variable(x, op) if isinstance(x, Variable) else self.constant_like(x, like, op) for x in xs]
+        vs = ([self.variable(x, op) if isinstance(x, Variable) else self.constant_like(x, like, op)
+               for x in xs])
         shape = vs[0].shape
         for v in vs[1:]:
             shape = broadcast_shapes(shape, v.shape, op) if not shapes_equal(shape, v.shape) else shape
@@ -220,10 +225,11 @@ class NetBuilder:
     def constant_like(self, value: Any, like: Variable, op: str) -> Variable:
         """A 0-d `fill_constant` of `like`'s dtype holding the Python number `value`."""
         if isinstance(value, (bool, int, float, np.generic)):
-            return self.emit("fill_constant", (), fill_attrs((), scalar_of(value, like.dtype, op), like.dtype))
+            return self.emit("fill_constant", (),
+                             fill_attrs((), scalar_of(value, like.dtype, op), like.dtype))
         raise FrontendError(f"{op}: operands must be Variables or Python numbers, got {type(value).__name__}")
 
-    # -- build ----------------------------------------------------------------------------------------------------
+    # -- build -----------------------------------------------------------------------------------------------
     def build(self, outputs: Sequence[Variable] | None = None) -> Program:
         """The Program; `outputs` defaults to the variables no op reads (the graph's sinks)."""
         if outputs is None:
@@ -241,5 +247,6 @@ class NetBuilder:
             for s in symbols_of(op.output.shape):
                 if s.name not in self._symbols:
                     raise FrontendError(
-                        f"{op.type}: output '{op.output.name}' {fmt_shape(op.output.shape)} uses the symbolic "
+                        f"{op.type}: output '{op.output.name}' {fmt_shape(op.output.shape)} uses the "
+                        "symbolic "
                         f"dim '{s.name}', which no input declares; symbolic dims are bound from input shapes")

@@ -113,7 +113,8 @@ class Program:
             known.update(id(v) for v in op.outputs)
         for v in self.outputs:
             if id(v) not in known:
-                raise FrontendError(f"program '{self.name}': output '{v.name}' is not produced by the program")
+                raise FrontendError(f"program '{self.name}': output '{v.name}' is not produced by the "
+                                    "program")
 
     # -- graph queries -------------------------------------------------------------------------------
     def producer(self, var: Variable) -> Operator | None:
@@ -142,7 +143,8 @@ class Program:
         return f"<Program {self.name}: {len(self.ops)} ops>"
 
     # -- execution -----------------------------------------------------------------------------------
-    def bind_inputs(self, inputs: Sequence[Any] | Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    def bind_inputs(self, inputs: Sequence[Any] | Mapping[str, Any]
+                    ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         """Check the input arrays against the input variables and bind the symbolic dims.
 
         Returns the arrays by variable name and the symbol values. Raises TypeError/ValueError
@@ -160,7 +162,8 @@ class Program:
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
 
-    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
+    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str],
+                             feed_datas: Sequence[Any],
                              fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
                              scope: Any = None) -> list[np.ndarray]:
         """CINN's compile-and-run call: feed `feed_datas[i]` to input `feed_list[i]` (every input,
@@ -182,7 +185,8 @@ class Program:
         feeds = self._feeds(feed_list, feed_datas)
         fetch = [self._own_variable(v, "fetch_list") for v in fetch_list]
         if not fetch:
-            raise FrontendError("build_and_get_output: argument 'fetch_list': expected at least one variable, got []")
+            raise FrontendError("build_and_get_output: argument 'fetch_list': expected at least one "
+                                "variable, got []")
         # the program is compiled for exactly the fetched variables (dead ops are dropped)
         from cinn_py.driver import compile as compile_program  # noqa: PLC0415 - the frontend is a leaf
 
@@ -196,7 +200,8 @@ class Program:
     def _feeds(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any]) -> dict[str, Any]:
         names = [self._own_variable(v, "feed_list").name for v in feed_list]
         if len(names) != len(feed_datas):
-            raise FrontendError(f"build_and_get_output: arguments 'feed_list'/'feed_datas': expected one array per "
+            raise FrontendError("build_and_get_output: arguments 'feed_list'/'feed_datas': expected one "
+                                "array per "
                                 f"variable, got {len(names)} variables and {len(feed_datas)} arrays")
         not_inputs = [n for n in names if n not in {v.name for v in self.inputs}]
         missing = [v.name for v in self.inputs if v.name not in names]
@@ -272,7 +277,8 @@ def _as_array(value: Any, var: Variable, what: str) -> np.ndarray:
     expected = numpy_dtype(var.dtype)
     bits = var.dtype.scalar_name() == "bfloat16" and arr.dtype == np.uint16  # the runtime's bf16 storage
     if arr.dtype != expected and not bits:
-        hint = " (ml_dtypes.bfloat16, or uint16 bit patterns)" if var.dtype.scalar_name() == "bfloat16" else ""
+        hint = (" (ml_dtypes.bfloat16, or uint16 bit patterns)" if var.dtype.scalar_name()
+                == "bfloat16" else "")
         raise TypeError(f"{what}: input '{var.name}' must have dtype {var.dtype}{hint}, got {arr.dtype}")
     if arr.ndim != var.ndim:
         raise ValueError(f"{what}: input '{var.name}' must have rank {var.ndim} {fmt_shape(var.shape)}, "

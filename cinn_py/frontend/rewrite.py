@@ -212,7 +212,8 @@ def _sweep(program: Program, rules: Sequence[Rewrite]) -> tuple[Program, list[st
             mapping[id(o.output)] = nb.emit(o.type, ins, dict(o.attrs), name=o.output.name)
             continue
         rule, b = hit
-        m = Match(o, {k: mapping[id(v)] for k, v in b.vars.items()}, b.ops, tuple(mapping[id(v)] for v in o.inputs))
+        m = Match(o, {k: mapping[id(v)] for k, v in b.vars.items()}, b.ops,
+                  tuple(mapping[id(v)] for v in o.inputs))
         mapping[id(o.output)] = _replace(nb, rule, m, id(o.output) in g.outputs)
         fired.append(rule.name)
         absorbed.update(i.output.name for i in b.interior)
@@ -239,7 +240,8 @@ def _replace(nb: NetBuilder, rule: Rewrite, m: Match, is_output: bool) -> Variab
                            f"{new.type_str()}, expected {want.type_str()}")
     fresh = any(o.output is new for o in nb.ops[before:])
     if fresh and new.name != m.name:
-        raise RewriteError(f"rewrite '{rule.name}' at {m.root}: the new op returned must keep the root's name "
+        raise RewriteError(f"rewrite '{rule.name}' at {m.root}: the new op returned must keep the root's "
+                           "name "
                            f"'{m.name}' (emit it with name=m.name), got '{new.name}'")
     if not fresh and is_output:  # a program output keeps its name
         return nb.emit("identity", [new], name=m.name)

@@ -15,7 +15,8 @@ So `dropout_infer(add(x, bias))` of a bias-add (Paddle's fused_bias_dropout at i
 op. Where the bias-add's other operand is itself a scale (matmul's `alpha`, attention's
 1/sqrt(d)), the dropout factor moves through the add: into that scale and onto the bias before
 its broadcast, so the full-size tensor is scaled once instead of twice (`bias_dropout`; a
-constant bias then folds). Folding scales reassociates float arithmetic (one rounding instead of two): results agree
+constant bias then folds). Folding scales reassociates float arithmetic (one rounding instead of two): results
+agree
 with the unfolded program to the dtype's precision, not bit for bit. Every inner op must be
 single-use: a transpose whose result is also read elsewhere is kept, not computed twice.
 """
@@ -53,7 +54,8 @@ def _fold_scales(nb: NetBuilder, m: Match) -> Variable:
     s1, b1 = _affine(m.op("inner"))
     s2, b2 = _affine(m.root)
     d = m.root.output.dtype
-    attrs: dict[str, Any] = {"scale": scalar_of(s1 * s2, d, "scale"), "bias": scalar_of(b1 * s2 + b2, d, "scale"),
+    attrs: dict[str, Any] = {"scale": scalar_of(s1 * s2, d, "scale"),
+                             "bias": scalar_of(b1 * s2 + b2, d, "scale"),
                              "bias_after_scale": True}
     return nb.emit("scale", [m["x"]], attrs, name=m.name)
 
@@ -82,7 +84,8 @@ def _bias_dropout(nb: NetBuilder, m: Match) -> Variable:
     s = float(m.root.attrs["scale"])
     a, c = _affine(m.op("xs"))
     d = m.root.output.dtype
-    x = nb.emit("scale", [m["x"]], {"scale": scalar_of(a * s, d, "scale"), "bias": scalar_of(c * s, d, "scale"),
+    x = nb.emit("scale", [m["x"]],
+                {"scale": scalar_of(a * s, d, "scale"), "bias": scalar_of(c * s, d, "scale"),
                                     "bias_after_scale": True})
     bias = nb.emit("scale", [m["b"]], {"scale": scalar_of(s, d, "scale"), "bias": scalar_of(0, d, "scale"),
                                        "bias_after_scale": True})
@@ -96,7 +99,8 @@ BIAS_DROPOUT = Rewrite("bias_dropout", op("dropout_infer", op(
     "add", op("scale", var("x"), name="xs", where=_is_float), op("broadcast_to", var("b"), name="bb"),
     name="add", commutative=True), where=_is_dropout_scaling), _bias_dropout)
 DROPOUT_AS_SCALE = Rewrite("dropout_as_scale", op("dropout_infer", var("x")), _dropout_as_scale)
-IDENTITY_SCALE = Rewrite("identity_scale", op("scale", var("x"), where=_is_identity_scale), lambda nb, m: m["x"])
+IDENTITY_SCALE = Rewrite("identity_scale", op("scale", var("x"), where=_is_identity_scale),
+                         lambda nb, m: m["x"])
 FOLD_SCALES = Rewrite("fold_scales", op("scale", op("scale", var("x"), name="inner"), where=_is_float),
                       _fold_scales)
 SILU = Rewrite("silu", op("multiply", var("x"), op("sigmoid", var("x")), commutative=True),
@@ -105,7 +109,8 @@ FOLD_TRANSPOSES = Rewrite("fold_transposes", op("transpose", op("transpose", var
                           _fold_transposes)
 FOLD_RESHAPES = Rewrite("fold_reshapes", op("reshape", op("reshape", var("x"))), _fold_reshapes)
 
-RULES: tuple[Rewrite, ...] = (BIAS_DROPOUT, DROPOUT_AS_SCALE, IDENTITY_SCALE, FOLD_SCALES, SILU, FOLD_TRANSPOSES, FOLD_RESHAPES)
+RULES: tuple[Rewrite, ...] = (BIAS_DROPOUT, DROPOUT_AS_SCALE, IDENTITY_SCALE, FOLD_SCALES, SILU,
+                              FOLD_TRANSPOSES, FOLD_RESHAPES)
 
 
 def simplify(program: Program) -> Program:

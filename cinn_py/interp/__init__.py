@@ -7,7 +7,8 @@ reductions) run as numpy vector operations, everything else iteration by iterati
 float16 and bfloat16, and `stmts` for the order of vectorised float reductions.
 """
 
-from cinn_py.interp.errors import DivisionByZeroError, InterpError, OutOfBoundsError, UnsupportedConstructError
+from cinn_py.interp.errors import (DivisionByZeroError, InterpError, OutOfBoundsError,
+                                   UnsupportedConstructError)
 from cinn_py.interp.numerics import bf16_bits_to_float32, float32_to_bf16_bits, round_bf16
 from cinn_py.interp.run import run_ir
 

@@ -77,7 +77,8 @@ def _match_inputs(func: LoweredFunc, inputs: Mapping[str, Any]) -> dict[str, np.
     for key, value in inputs.items():
         tensor = by_key.get(key)
         if tensor is None:
-            raise ValueError(f"run_ir: '{key}' is not an input of function '{func.name}'; inputs are {expected}")
+            raise ValueError(f"run_ir: '{key}' is not an input of function '{func.name}'; inputs are "
+                             f"{expected}")
         if tensor.name in out:
             raise ValueError(f"run_ir: input '{tensor.name}' given twice (as tensor and buffer name)")
         out[tensor.name] = _convert_input(tensor, value)

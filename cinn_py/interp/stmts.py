@@ -72,7 +72,8 @@ class StmtCompiler:
         """Closure of `s`; `red` names the store that becomes a vectorised fold."""
         method = getattr(self, "c_" + type(s).__name__, None)
         if method is None:
-            raise UnsupportedConstructError(f"interp: cannot execute a {type(s).__name__} statement", print_ir(s))
+            raise UnsupportedConstructError(f"interp: cannot execute a {type(s).__name__} statement",
+                                            print_ir(s))
         if isinstance(s, (Block, IfThenElse, ScheduleBlockRealize, ScheduleBlock, Store)):
             return method(s, scope, red)
         return method(s, scope)

@@ -32,27 +32,33 @@ from cinn_py.ir.sanitize import (
     sanitize_identifier,
 )
 from cinn_py.ir.stmt import (
-    BIND_AXES, FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For, ForType, Free,
+    BIND_AXES, FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Alloc, AttrValue, Block, Evaluate, For,
+    ForType, Free,
     IfThenElse, Let, ReduceMethod, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, new_uid,
 )
 from cinn_py.ir.text.parser import parse_expr, parse_func, parse_ir, parse_stmt
 from cinn_py.ir.text.printer import for_header, print_ir, print_ir_marked, quote_string
 from cinn_py.ir.verifier import verify
 from cinn_py.ir.visitor import (
-    BINDER_FIELDS, Mutator, Visitor, child_fields, child_nodes, names_in, replace_stmt, snake_name, substitute, walk,
+    BINDER_FIELDS, Mutator, Visitor, child_fields, child_nodes, names_in, replace_stmt, snake_name,
+    substitute, walk,
 )
 
 __all__ = [
     "ALL_SCALAR_DTYPES", "BINARY_OPS", "BINDER_FIELDS", "BIND_AXES", "C_KEYWORDS", "CUDA_RESERVED",
-    "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "NONTEMPORAL_ATTR", "Add", "Alloc", "And",
+    "EQ", "GE", "GT", "INTRINSICS", "LE", "LT", "MAX_IDENTIFIER_LENGTH", "NE", "NONTEMPORAL_ATTR", "Add",
+    "Alloc", "And",
     "ArgIO", "ArgKind", "Argument", "AttrValue", "BinaryOp", "Block", "Broadcast", "Buffer",
-    "BufferRange", "FAST_MATH_ATTR", "FP_CONTRACT_ATTR", "Call", "CallType", "Cast", "CmpOp", "CompileContext", "CudaAxisInfo", "DType",
+    "BufferRange", "FAST_MATH_ATTR", "FP_CONTRACT_ATTR", "Call", "CallType", "Cast", "CmpOp",
+    "CompileContext", "CudaAxisInfo", "DType",
     "Div", "Evaluate", "Expr", "ExprLike", "FloatImm", "For", "ForType", "Free", "IdentifierMap",
     "IfThenElse", "IntImm", "Intrinsic", "Let", "Load", "LogicalOp", "LoweredFunc", "Max",
     "MemoryType", "Min", "Minus", "Mod", "Module", "Mul", "Mutator", "NameGenerator", "Not", "Or",
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
-    "MAX_EXPR_DEPTH", "NEST_RECURSION_LIMIT", "deep_nesting", "nesting_room", "as_expr", "assert_structural_equal", "expr_depth", "check_text", "int_range", "quote_string", "bfloat16", "bool_", "child_fields", "child_nodes", "compile_context",
+    "MAX_EXPR_DEPTH", "NEST_RECURSION_LIMIT", "deep_nesting", "nesting_room", "as_expr",
+    "assert_structural_equal", "expr_depth", "check_text", "int_range", "quote_string", "bfloat16", "bool_",
+    "child_fields", "child_nodes", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",
     "is_const_int", "is_safe_identifier", "lookup_intrinsic", "make_tensor", "names_in", "ne", "new_uid",

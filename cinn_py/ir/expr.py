@@ -365,7 +365,8 @@ class Select(Expr):
     def __post_init__(self) -> None:
         if self.true_value.dtype != self.false_value.dtype:
             raise TypeError(
-                f"Select branches must share a dtype, got {self.true_value.dtype} and {self.false_value.dtype}"
+                f"Select branches must share a dtype, got {self.true_value.dtype} and "
+                f"{self.false_value.dtype}"
             )
         _set_dtype(self, self.true_value.dtype)
 
@@ -502,7 +503,8 @@ def check_text(text: str, what: str, allowed: str = "") -> str:
         if ch not in allowed and (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F):
             raise ValueError(f"{what}: {text!r} contains the control character {ch!r} at position {pos}; "
                              "strings in the IR may not hold control characters"
-                             + (f" other than {allowed.encode('unicode_escape').decode()}" if allowed else ""))
+                             + (f" other than {allowed.encode('unicode_escape').decode()}"
+                                if allowed else ""))
     return text
 
 
@@ -522,7 +524,8 @@ def _check_int_fits(value: int, dtype: DType) -> None:
         return
     lo, hi = int_range(dtype.element_of())
     if not lo <= value <= hi:
-        raise ConstantRangeError(f"the Python int {value} is out of range for {dtype.element_of()} [{lo}, {hi}]; "
+        raise ConstantRangeError(f"the Python int {value} is out of range for {dtype.element_of()} [{lo}, "
+                                 f"{hi}]; "
                             "Python numbers take the dtype of the other operand: use a wider dtype "
                             "(cast the tensor) or a value in range")
 

@@ -102,7 +102,8 @@ class For(Stmt):
 
     def __post_init__(self) -> None:
         if self.for_type in (ForType.GPU_THREAD, ForType.GPU_BLOCK) and self.bind_offset not in (0, 1, 2):
-            raise ValueError(f"bound loop '{self.loop_var.name}' needs bind_offset 0..2, got {self.bind_offset}")
+            raise ValueError(f"bound loop '{self.loop_var.name}' needs bind_offset 0..2, got "
+                             f"{self.bind_offset}")
         if self.for_type is ForType.VECTORIZED and self.vectorize_factor <= 0:
             raise ValueError(f"vectorized loop '{self.loop_var.name}' needs a positive factor")
 

@@ -87,10 +87,12 @@ class _Checker:
                 continue
             buffer = known.get(tensor.buffer.name)
             if buffer is None:
-                self.fail("unknown-buffer", f"tensor '{tensor.name}' reads buffer '{tensor.buffer.name}', which "
+                self.fail("unknown-buffer",
+                          f"tensor '{tensor.name}' reads buffer '{tensor.buffer.name}', which "
                           "is neither an argument, a temp buffer, allocated, nor written here", node)
             elif buffer.dtype != tensor.buffer.dtype or len(buffer.shape) != len(tensor.buffer.shape):
-                self.fail("unknown-buffer", f"buffer '{buffer.name}' is {buffer.dtype} rank {len(buffer.shape)} "
+                self.fail("unknown-buffer",
+                          f"buffer '{buffer.name}' is {buffer.dtype} rank {len(buffer.shape)} "
                           f"but tensor '{tensor.name}' uses it as {tensor.buffer.dtype} rank "
                           f"{len(tensor.buffer.shape)}", node)
 
@@ -119,7 +121,8 @@ class _Checker:
         if isinstance(node.extent, (E.IntImm, E.UIntImm)) and node.extent.value < 0:
             self.fail("loop-extent", f"loop '{var.name}' has extent {node.extent.value}; expected >= 0", node)
         if not isinstance(node.body, S.Block):
-            self.fail("loop-body", f"loop '{var.name}' body must be a Block, got {type(node.body).__name__}", node)
+            self.fail("loop-body",
+                      f"loop '{var.name}' body must be a Block, got {type(node.body).__name__}", node)
         axis = self.check_bind(node, axes)
         self.stmt(node.body, scope | {var}, axes + ((axis,) if axis else ()))
 
@@ -133,7 +136,8 @@ class _Checker:
             self.fail("bind-info", f"{node.for_type.value} loop '{node.loop_var.name}' has bind offset "
                       f"{node.bind_offset}; expected -1 (only bound loops have one)", node)
         if node.for_type is S.ForType.VECTORIZED and node.vectorize_factor <= 0:
-            self.fail("bind-info", f"vectorized loop '{node.loop_var.name}' has factor {node.vectorize_factor}; "
+            self.fail("bind-info",
+                      f"vectorized loop '{node.loop_var.name}' has factor {node.vectorize_factor}; "
                       "expected a positive factor", node)
         if not bound:
             return None
@@ -168,7 +172,8 @@ class _Checker:
             self.region(region, inner, node)
         self.stmt(block.body, inner, axes)
 
-    def stmt_ScheduleBlock(self, node: S.ScheduleBlock, scope: frozenset[E.Var], axes: tuple[str, ...]) -> None:
+    def stmt_ScheduleBlock(self, node: S.ScheduleBlock, scope: frozenset[E.Var],
+                           axes: tuple[str, ...]) -> None:
         self.fail("root-block", f"ScheduleBlock '{node.name}' outside a ScheduleBlockRealize", node)
 
     def stmt_Let(self, node: S.Let, scope: frozenset[E.Var], axes: tuple[str, ...]) -> None:

@@ -89,7 +89,8 @@ def needs_int64_indices(program: Program) -> bool:
             continue
         for node in walk(t.body):
             if isinstance(node, Reduce):
-                extents.extend(b for v in node.reduce_axis for b in (v.lower_bound, v.upper_bound) if b is not None)
+                extents.extend(b for v in node.reduce_axis for b in (v.lower_bound, v.upper_bound) if b
+                               is not None)
     return any(isinstance(e, IntImm) and abs(e.value) > INT32_LIMIT for e in extents)
 
 

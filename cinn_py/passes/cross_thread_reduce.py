@@ -154,7 +154,8 @@ class _Rewriter(Mutator):
         block = realize.schedule_block
         if len(thread_loops) > 1:
             raise self._fail(realize, "reduce axes bound to several thread axes "
-                             f"({', '.join(str(lp.bind_axis) for lp in thread_loops)}); fuse them into one loop first")
+                             f"({', '.join(str(lp.bind_axis) for lp in thread_loops)}); fuse them into one "
+                             "loop first")
         loop = thread_loops[0]
         dtype = update.store.tensor.dtype
         suffix = SUFFIXES.get(dtype.scalar_name())
@@ -169,11 +170,13 @@ class _Rewriter(Mutator):
                              f"({', '.join(str(d) for d in self.info.block_dims)})")
         bx, by, bz = (int(d) for d in dims)  # type: ignore[arg-type]
         if self.loops[-1] is not loop:
-            raise self._fail(realize, f"the thread-bound reduce loop '{loop.loop_var.name}' must directly contain "
+            raise self._fail(realize,
+                             f"the thread-bound reduce loop '{loop.loop_var.name}' must directly contain "
                              "the reduce block (CINN: thread-bound reduce loops are innermost)")
         ident = identity(reduce_type, dtype)
         value = self._padded_value(update.value, loop, dims[loop.bind_offset], ident)  # type: ignore[arg-type]
-        call = self._helper_call(realize, block.reduce_method, loop, op_name, suffix, dtype, value, (bx, by, bz))
+        call = self._helper_call(realize, block.reduce_method, loop, op_name, suffix, dtype, value,
+                                 (bx, by, bz))
         self._check_uniform(realize, loop, dims, barriers=not call.name.startswith("cinn_warp_reduce"))  # type: ignore[arg-type]
         serial_reduce = any(lp.loop_var.name in reduce_vars and lp.for_type is not ForType.GPU_THREAD
                             for lp in self.loops)
@@ -185,7 +188,8 @@ class _Rewriter(Mutator):
         load = Load(store.tensor, store.indices)
         return Block((Let(old, load), dataclasses.replace(store, value=combined)))
 
-    def _check_uniform(self, realize: ScheduleBlockRealize, loop: For, dims: list[int], barriers: bool) -> None:
+    def _check_uniform(self, realize: ScheduleBlockRealize, loop: For, dims: list[int],
+                       barriers: bool) -> None:
         """Every thread that shares the helper's barriers (the block) or shuffles (the row of a
         warp reduce, i.e. threadIdx.x) must reach the call."""
         thread_vars = {lp.loop_var.name for lp in self.loops if lp.for_type is ForType.GPU_THREAD
@@ -198,8 +202,10 @@ class _Rewriter(Mutator):
             if lp is loop or lp.for_type is not ForType.GPU_THREAD or lp.loop_var.name not in thread_vars:
                 continue
             if _const(lp.extent) != dims[lp.bind_offset]:
-                raise self._fail(realize, f"loop '{lp.loop_var.name}' bound to {lp.bind_axis} has extent {lp.extent} "
-                                 f"< block dim {dims[lp.bind_offset]}, so some threads would skip the reduction")
+                raise self._fail(realize,
+                                 f"loop '{lp.loop_var.name}' bound to {lp.bind_axis} has extent {lp.extent} "
+                                 f"< block dim {dims[lp.bind_offset]}, so some threads would skip the "
+                                 "reduction")
 
     def _padded_value(self, value: Expr, loop: For, dim: int, ident: Expr) -> Expr:
         extent = _const(loop.extent)
@@ -207,8 +213,10 @@ class _Rewriter(Mutator):
             return value
         if len(loop.body.stmts) != 1:
             raise CompileError(
-                f"cross_thread_reduce: loop '{loop.loop_var.name}' ({loop.extent} < block dim {dim}) holds more "
-                "than the reduce block, so it cannot be widened to the block dim", print_ir_marked(self.func, loop))
+                f"cross_thread_reduce: loop '{loop.loop_var.name}' ({loop.extent} < block dim {dim}) holds "
+                "more "
+                "than the reduce block, so it cannot be widened to the block dim",
+                print_ir_marked(self.func, loop))
         self.widen[loop.uid] = IntImm(loop.extent.dtype, dim) if loop.extent.dtype.is_int else loop.extent
         bound = loop.extent
         return Select(LT(loop.loop_var, bound), value, ident)
@@ -221,10 +229,12 @@ class _Rewriter(Mutator):
             shm = self._scratch(suffix, dtype, bx * by * bz)
             return Call(f"cinn_discrete_reduce_{op}_{suffix}", (value, shm), dtype)
         if axis != 0 or method is ReduceMethod.DISCRETE:
-            raise self._fail(realize, f"{method.value} over a loop bound to {loop.bind_axis} is not supported "
+            raise self._fail(realize,
+                             f"{method.value} over a loop bound to {loop.bind_axis} is not supported "
                              "(block/warp reduce use threadIdx.x, discrete reduce threadIdx.y)")
         if not (bx in (1, 2, 4, 8, 16, 32) or (bx % 32 == 0 and bx <= MAX_THREADS)):
-            raise self._fail(realize, f"blockDim.x = {bx}: a threadIdx.x reduction needs a power of two <= 32 "
+            raise self._fail(realize,
+                             f"blockDim.x = {bx}: a threadIdx.x reduction needs a power of two <= 32 "
                              "or a multiple of 32")
         if method is ReduceMethod.WARP:
             if bx > 32:
@@ -240,7 +250,8 @@ class _Rewriter(Mutator):
         name = f"shm32__{suffix}_reduce"
         known = self.scratch.get(name)
         if known is None or _const(known.shape[0]) < size:  # type: ignore[operator]
-            self.scratch[name] = Buffer(name, (IntImm(int32, size),), scratch_dtype(dtype), MemoryType.GPU_SHARED)
+            self.scratch[name] = Buffer(name, (IntImm(int32, size),), scratch_dtype(dtype),
+                                        MemoryType.GPU_SHARED)
         return Var(name, handle)
 
 

@@ -10,7 +10,8 @@
    the symbolic dims (`CudaAxisInfo`);
 3. every bound `For` is replaced by its body with the loop variable replaced by the variable
    `threadIdx.x` / `blockIdx.y` ... (same dtype as the loop var; the CUDA printer prints it as
-   `(int)threadIdx.x`; by 0 when that launch dim is 1), wrapped in `if (threadIdx.x < extent)` when the loop's extent may be
+   `(int)threadIdx.x`; by 0 when that launch dim is 1), wrapped in `if (threadIdx.x < extent)` when the loop's
+   extent may be
    smaller than the launch dim; the variable of a serial loop of extent 1 is replaced by its min;
 4. shared and local buffers get the storage one block / one thread needs
    (`gpu_buffers.scope_buffers`: per-iteration privatisation of local buffers, thread/block
@@ -33,7 +34,8 @@ from cinn_py.passes.gpu_buffers import AXES, BOUND_VAR_PREFIXES, interval, is_bo
 from cinn_py.passes.gpu_sync import check_races
 from cinn_py.passes.inline_blocks import inline_schedule_blocks
 
-__all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gpu_bind", "interval", "is_bound_var"]
+__all__ = ["AXES", "BOUND_VAR_PREFIXES", "bound_loops", "compute_axis_info", "gpu_bind", "interval",
+           "is_bound_var"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +107,8 @@ class _Binder(Mutator):
         if axis in self.active:
             raise CompileError(
                 f"gpu_bind: loop '{node.loop_var.name}' is bound to {axis} inside loop "
-                f"'{self.active[axis].loop_var.name}' bound to the same axis; nested loops need distinct axes",
+                f"'{self.active[axis].loop_var.name}' bound to the same axis; nested loops need distinct "
+                "axes",
                 print_ir_marked(self.func, node))
         dims = self.info.grid_dims if node.for_type is ForType.GPU_BLOCK else self.info.block_dims
         launch_dim = dims[node.bind_offset]

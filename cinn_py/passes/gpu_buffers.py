@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Block, Buffer, Call, CudaAxisInfo, Evaluate, Expr, For, IfThenElse, IntImm, Load, MemoryType, Mul, Mutator,
+    Block, Buffer, Call, CudaAxisInfo, Evaluate, Expr, For, IfThenElse, IntImm, Load, MemoryType,
+    Mul, Mutator,
     Stmt, Store, Tensor, Var, child_nodes, int32, int64, is_const_int, walk,
 )
 from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
@@ -340,7 +341,8 @@ def drop_scope_variables(body: Stmt, symbols: set[str], skip: set[str]) -> tuple
     for memory, kinds in _DROPPED.items():
         buffers = {n: b for n, b in _buffers_of(body, memory).items() if n not in skip}
         for name, found in collect_accesses(body, buffers).items():
-            plan = _drop_per_dim(buffers[name], found, kinds, symbols) or _drop_flat(buffers[name], found, kinds, symbols)
+            plan = (_drop_per_dim(buffers[name], found, kinds, symbols)
+                    or _drop_flat(buffers[name], found, kinds, symbols))
             if plan is not None:
                 plans[name] = plan
     if not plans:
@@ -380,7 +382,8 @@ def _cross_scope_error(buf: Buffer, parts: list[str]) -> CompileError:
     return CompileError(
         f"gpu_bind: {buf.memory_type.value} buffer '{buf.name}' is accessed with different {owner} offsets "
         f"({' vs '.join(parts)}): one copy exists per {owner}, so a value written by one {owner} cannot "
-        f"be read by another; keep the buffer in global memory (set_buffer(.., \"global\")) or schedule the reader "
+        "be read by another; keep the buffer in global memory (set_buffer(.., \"global\")) or schedule the "
+        "reader "
         f"and writer onto the same {owner} (compute_at)")
 
 
@@ -423,7 +426,8 @@ class _RangeCollector:
             self.ranges[tensor.buffer.name] = found
             return
         self.ranges[tensor.buffer.name] = [
-            None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(known, found)]
+            None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1])) for a,
+            b in zip(known, found)]
 
 
 

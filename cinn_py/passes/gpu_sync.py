@@ -13,7 +13,8 @@ blocks"; its `SyncThreads` schedule primitive is what fixes the second).
   the same cross-block check (an unbound nest runs in every block);
 - **barriers** must be reached by every thread of the block: one under a branch or in a loop whose
   condition or bounds depend on `threadIdx` is a `CompileError` (a deadlock on the GPU);
-- **shared buffers** (and global temporaries, within one block): a write and a read (or a read and a later write) of the same element by two
+- **shared buffers** (and global temporaries, within one block): a write and a read (or a read and a later
+write) of the same element by two
   different threads of one block must be separated by `__syncthreads()`: textually between them at
   their common loop level for accesses in one iteration, anywhere in the common loop body after the
   later access or before the earlier one for accesses in different iterations of a serial loop. A
@@ -147,7 +148,8 @@ class _Conflicts:
         class _Params(Mutator):
             def visit_mul(inner, node: Mul) -> Expr:  # noqa: N805
                 node = inner.generic_visit(node)
-                if isinstance(node, Mul) and not isinstance(node.a, IntImm) and not isinstance(node.b, IntImm):
+                if (isinstance(node, Mul) and not isinstance(node.a, IntImm)
+                    and not isinstance(node.b, IntImm)):
                     free = [v for v in walk(node) if isinstance(v, Var)]
                     if free and all(v.name in names for v in free):
                         return self._product(node)
@@ -383,8 +385,10 @@ def _check_barriers_uniform(func: LoweredFunc, barriers: list[_Event]) -> None:
                     f"branch 'if ({print_ir(exprs[0])})' that depends"
                 raise CompileError(
                     f"gpu_bind: a __syncthreads() of kernel '{func.name}' is inside a {what} on threadIdx: "
-                    "threads that skip it never reach the barrier (deadlock). Put the barrier outside the guard "
-                    "(sync_threads on the enclosing loop), or make the guard uniform across the block's threads")
+                    "threads that skip it never reach the barrier (deadlock). Put the barrier outside the "
+                    "guard "
+                    "(sync_threads on the enclosing loop), or make the guard uniform across the block's "
+                    "threads")
 
 
 def _mentions_thread(e: Expr) -> bool:
@@ -401,7 +405,8 @@ def _check_global(func: LoweredFunc, name: str, accesses: list[_Event], conflict
                     f"'{func.name}' (write index {print_ir(w.index)}, read index {print_ir(r.index)})"
                     f"{conflicts.witness}: fusion "
                     "requires synchronization across blocks, which a CUDA kernel does not have. Compute the "
-                    "producer inside the consumer's block (compute_at / simple_compute_at), give both the same "
+                    "producer inside the consumer's block (compute_at / simple_compute_at), give both the "
+                    "same "
                     "blockIdx binding, or keep the temporary per block with set_buffer(.., \"shared\")")
 
 
@@ -419,8 +424,10 @@ def _check_shared(func: LoweredFunc, name: str, accesses: list[_Event], barriers
             if loops and conflicts.exists(p, q, "threads differ", loops, loops_differ=True):
                 wraps = [b for b in barriers if _same_level(b.context, level) and not p.pos < b.pos < q.pos]
                 if not wraps:
-                    raise _sync_error(func, name, p, q, "in the loop body after the second or before the first "
-                                      "(they run in different iterations of the enclosing loop)" + conflicts.witness)
+                    raise _sync_error(func, name, p, q,
+                                      "in the loop body after the second or before the first "
+                                      "(they run in different iterations of the enclosing loop)"
+                                      + conflicts.witness)
 
 
 def _own_write_first(p: _Event, q: _Event, func: LoweredFunc) -> bool:

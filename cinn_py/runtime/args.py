@@ -94,7 +94,8 @@ def arg_meta(obj: Any, label: str, device: str = "cpu") -> ArgMeta:
         dev_type = int(obj.__dlpack_device__()[0])
         if device == "cpu" and dev_type == _DLPACK_CPU:
             return _numpy_meta(np.from_dlpack(obj))
-        where = "CPU" if dev_type == _DLPACK_CPU else "CUDA" if dev_type in _DLPACK_CUDA else f"device {dev_type}"
+        where = ("CPU" if dev_type == _DLPACK_CPU else "CUDA" if dev_type in _DLPACK_CUDA
+                 else f"device {dev_type}")
         raise TypeError(f"{label}: expected a {device} tensor, got a DLPack tensor on {where}")
     expected = "a numpy array or a DLPack CPU tensor" if device == "cpu" else \
         "an object with __cuda_array_interface__ (PyCUDA GPUArray, CuPy, PyTorch CUDA tensor)"
@@ -170,7 +171,8 @@ class ArgValidator:
             for dim in tensor.shape:
                 unknown = free_symbols(dim) - {s.name for s in self.symbols}
                 if unknown:
-                    raise ValueError(f"kernel '{func.name}': shape of '{tensor.name}' uses {sorted(unknown)}, "
+                    raise ValueError(f"kernel '{func.name}': shape of '{tensor.name}' uses "
+                                     f"{sorted(unknown)}, "
                                      f"which are not scalar arguments of the function")
 
     def _label(self, role: str, k: int, tensor: Tensor) -> str:
@@ -232,7 +234,8 @@ class ArgValidator:
         if len(args) != len(self.inputs):
             raise TypeError(f"kernel '{self.func.name}': expected {self._expected_sig()}, got {len(args)} "
                             f"argument(s)")
-        metas = tuple(self._check_tensor(arg, "input", k, t) for k, (arg, t) in enumerate(zip(args, self.inputs)))
+        metas = tuple(self._check_tensor(arg, "input", k, t) for k,
+                      (arg, t) in enumerate(zip(args, self.inputs)))
         symbols = self._bind_symbols(metas)
         self._remember(args, symbols)
         outs: tuple[ArgMeta, ...] = ()
@@ -263,14 +266,17 @@ class ArgValidator:
         """Concrete output shapes for bound symbol values (Python twin of the infer-shape ABI)."""
         return [tuple(eval_int_expr(d, symbols) for d in t.shape) for t in self.outputs]
 
-    def check_outputs(self, out: Any, inputs: tuple[ArgMeta, ...], symbols: dict[str, int]) -> tuple[ArgMeta, ...]:
+    def check_outputs(self, out: Any, inputs: tuple[ArgMeta, ...],
+                      symbols: dict[str, int]) -> tuple[ArgMeta, ...]:
         """Validate user-given output buffers against the expected shapes and the inputs."""
         outs = (out,) if not isinstance(out, (list, tuple)) else tuple(out)
         if len(outs) != len(self.outputs):
             names = ", ".join(t.name for t in self.outputs)
-            raise TypeError(f"kernel '{self.func.name}': out= expects {len(self.outputs)} array(s) ({names}), "
+            raise TypeError(f"kernel '{self.func.name}': out= expects {len(self.outputs)} array(s) "
+                            f"({names}), "
                             f"got {len(outs)}")
-        metas = tuple(self._check_tensor(o, "output", k, t) for k, (o, t) in enumerate(zip(outs, self.outputs)))
+        metas = tuple(self._check_tensor(o, "output", k, t) for k,
+                      (o, t) in enumerate(zip(outs, self.outputs)))
         for k, (meta, tensor, shape) in enumerate(zip(metas, self.outputs, self.output_shapes(symbols))):
             label = self._label("output", k, tensor)
             if meta.shape != shape:
@@ -331,7 +337,8 @@ class ArgValidator:
         for var in self.symbols:
             if var.name not in env:
                 shapes = ", ".join(f"{t.name}{_fmt_shape(t)}={m.shape}" for t, m in zip(self.inputs, metas))
-                raise ValueError(f"kernel '{self.func.name}': symbolic dim '{var.name}' cannot be inferred from "
+                raise ValueError(f"kernel '{self.func.name}': symbolic dim '{var.name}' cannot be inferred "
+                                 "from "
                                  f"the input shapes ({shapes})")
             self._check_bounds(var, env[var.name], where[var.name])
         for dim, actual, label in pending:
@@ -341,9 +348,11 @@ class ArgValidator:
                 raise ValueError(f"{label}: expected {dim} = {value} with {detail}, got {actual}")
         return env
 
-    def _bind_one(self, env: dict[str, int], where: dict[str, str], name: str, value: int, label: str) -> None:
+    def _bind_one(self, env: dict[str, int], where: dict[str, str], name: str, value: int,
+                  label: str) -> None:
         if name in env and env[name] != value:
-            raise ValueError(f"{label}: symbolic dim '{name}' is {value} here but {env[name]} in {where[name]}; "
+            raise ValueError(f"{label}: symbolic dim '{name}' is {value} here but {env[name]} in "
+                             f"{where[name]}; "
                              f"all uses of '{name}' must agree")
         if name not in env:
             env[name], where[name] = value, label
@@ -368,7 +377,8 @@ class ArgValidator:
         lower = var.lower_bound
         upper = var.upper_bound
         if isinstance(lower, (IntImm, UIntImm)) and value < lower.value:
-            raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is below its lower bound {lower.value}")
+            raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is below its lower bound "
+                             f"{lower.value}")
         if isinstance(upper, (IntImm, UIntImm)) and value >= upper.value:
             raise ValueError(f"{label}: symbolic dim '{var.name}' = {value} is not below its upper bound "
                              f"{upper.value}")

@@ -120,7 +120,8 @@ def source_digest(package_dir: str | os.PathLike[str]) -> str:
     computed once per process and directory."""
     root = Path(package_dir)
     h = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+    files = sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__"
+                   not in p.parts)
     for path in files:
         try:
             data, _ = read_regular_file(path, MAX_ENTRY_BYTES)
@@ -146,7 +147,8 @@ def project_digest() -> str:
     h = hashlib.sha256(f"cinn-py {__version__}\0".encode())
     for name in PROJECT_PACKAGES:
         package = root / name
-        h.update(name.encode() + b"\0" + (source_digest(str(package)) if package.is_dir() else "absent").encode())
+        h.update(name.encode() + b"\0"
+                 + (source_digest(str(package)) if package.is_dir() else "absent").encode())
     return h.hexdigest()
 
 
@@ -215,7 +217,8 @@ class CompileCache:
                 check_private_dir(path)
             return directory, _secret(root)
         except UntrustedCacheError as exc:
-            self._warn_once(("untrusted", str(root)), f"cinn-py {self.namespace} cache: not using {root}: {exc}; "
+            self._warn_once(("untrusted", str(root)),
+                            f"cinn-py {self.namespace} cache: not using {root}: {exc}; "
                             f"compiled kernels are cached in memory only")
             return None
 
@@ -274,7 +277,8 @@ class CompileCache:
         """Something other than an entry file is where an entry belongs: this entry is skipped
         (a FIFO or device is never opened for a blocking read; a directory is left alone and only
         its key is not cached on disk), the rest of the disk cache keeps working."""
-        self._warn_once(("special", str(path)), f"cinn-py {self.namespace} cache: ignoring {path.name}: {exc}; "
+        self._warn_once(("special", str(path)),
+                        f"cinn-py {self.namespace} cache: ignoring {path.name}: {exc}; "
                         f"this kernel is recompiled")
         if not path.is_dir() or path.is_symlink():
             _silent_unlink(path)  # a FIFO, device node or link: ours to remove, the next store writes a file
@@ -287,7 +291,8 @@ class CompileCache:
 
     def _discard(self, path: Path) -> None:
         warnings.warn(f"cinn-py {self.namespace} cache: discarding corrupt or foreign entry {path.name} "
-                      f"(checksum, HMAC or recorded key does not match); recompiling", RuntimeWarning, stacklevel=4)
+                      f"(checksum, HMAC or recorded key does not match); recompiling", RuntimeWarning,
+                      stacklevel=4)
         _silent_unlink(path)
 
     def _warn_once(self, token: tuple[str, str], message: str) -> None:
@@ -323,7 +328,8 @@ def check_private_dir(path: Path) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise UntrustedCacheError(f"{path} is not a directory")
     if st.st_uid != os.geteuid():
-        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid {os.geteuid()})")
+        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid "
+                                  f"{os.geteuid()})")
     if st.st_mode & 0o022:
         raise UntrustedCacheError(f"{path} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):04o}, "
                                   f"expected no write bit for group and others)")
@@ -365,7 +371,8 @@ def _create_secret(root: Path) -> bytes:
 
 
 def _mac(secret: bytes, namespace: str, key: str, payload: bytes) -> bytes:
-    return hmac.new(secret, namespace.encode() + b"\0" + key.encode() + b"\0" + payload, hashlib.sha256).digest()
+    return hmac.new(secret, namespace.encode() + b"\0" + key.encode() + b"\0" + payload,
+                    hashlib.sha256).digest()
 
 
 def _encode(header: dict[str, Any], blob: bytes, secret: bytes, namespace: str, key: str) -> bytes:

@@ -45,5 +45,6 @@ def resolve_checked(value: object) -> bool:
     if value is None:
         return default_checked()
     if not isinstance(value, bool):
-        raise TypeError(f"build option checked: expected a bool or None, got {type(value).__name__} {value!r}")
+        raise TypeError(f"build option checked: expected a bool or None, got {type(value).__name__} "
+                        f"{value!r}")
     return value

@@ -17,7 +17,8 @@ first of them (a kernel's error then names that group's function).
 
 `CINN_PY_COMPILE_JOBS=N`: worker processes (default: the CPUs this process may run on; 0 or 1:
 compile in this process); programs with fewer than `MIN_PARALLEL_GROUPS` distinct groups compile
-in this process. Each request carries the parent's `CINN_PY_*` variables of the moment. Parallel compiles need the disk cache (the workers hand their object
+in this process. Each request carries the parent's `CINN_PY_*` variables of the moment. Parallel compiles need
+the disk cache (the workers hand their object
 code over through it); without one (`CINN_PY_DISABLE_DISK_CACHE=1`) groups compile here. A worker
 that fails (a crash, an unpicklable function) leaves its group to this process, which then
 compiles it and raises the real error if there is one.
@@ -67,8 +68,10 @@ class Worker:
     """One child compiling groups on request."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "cinn_py.runtime.compile_jobs"], stdin=subprocess.PIPE,
+        env = {**os.environ,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "cinn_py.runtime.compile_jobs"],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, cwd=str(_ROOT))
 
     def compile(self, request: tuple[Any, ...]) -> LoweredFunc:
@@ -153,7 +156,8 @@ def serve() -> None:
         write_frame(replies, reply)
 
 
-_DECLARED = re.compile(r"// decl (?:var|tensor|buffer) (\w+)|\b(?:input|output|inout) (\w+)|ScheduleBlock\((\w+)\)"
+_DECLARED = re.compile(r"// decl (?:var|tensor|buffer) (\w+)|\b(?:input|output|inout) "
+                       r"(\w+)|ScheduleBlock\((\w+)\)"
                        r"|// decl func (\w+)|temp\(([\w, ]*)\)")
 _WORD = re.compile(r"\b\w+\b")
 
@@ -201,10 +205,12 @@ class Progress:
               f"{' done' if final else ''}", file=sys.stderr, flush=True)
 
 
-def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedule: str | None, fast_math: bool,
+def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedule: str | None,
+                   fast_math: bool,
                    checked: bool, here: Callable[[LoweredFunc], LoweredFunc]) -> list[LoweredFunc]:
     """Every group's final function (scheduled, target passes run), in order; identical groups
-    get the same object; in worker processes when there are several distinct groups, a disk cache and jobs > 1;
+    get the same object; in worker processes when there are several distinct groups, a disk cache and jobs >
+    1;
     `here(func)` runs the steps in this process (for what the workers did not do)."""
     progress = Progress(name, len(funcs))
     first: dict[str, int] = {}
@@ -214,7 +220,8 @@ def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedul
     root = cache.cache_dir()
     size = min(jobs(), len(distinct))
     if size > 1 and root is not None and len(distinct) >= MIN_PARALLEL_GROUPS:
-        finals.update(_in_workers(funcs, distinct, size, (target, schedule, fast_math, checked, str(root), _settings()),
+        finals.update(_in_workers(funcs, distinct, size,
+                                  (target, schedule, fast_math, checked, str(root), _settings()),
                                   progress))
     for k in distinct:
         if k not in finals:

@@ -57,7 +57,8 @@ class Executable:
     def run(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Run every kernel on the named inputs; the outputs by name, in program order."""
         if not isinstance(feeds, Mapping):
-            raise FrontendError(f"Executable.run of program '{self.program.name}': feeds must map input names "
+            raise FrontendError(f"Executable.run of program '{self.program.name}': feeds must map input "
+                                "names "
                                 f"{self.input_names} to arrays, got {type(feeds).__name__}")
         result = self.compiled(dict(feeds))
         arrays = result if isinstance(result, tuple) else (result,)

@@ -11,7 +11,8 @@ instead of tens of seconds.
 The key is a SHA-256 over `program_fingerprint` (every op's type, operands, result type and every
 attribute at full precision, `_`-prefixed ones included: the printed listing rounds floats to 8
 digits and hides internal attributes, either of which would let two programs share an entry), the
-target, the options, the tuning database's file stamp and `project_digest()` (any change to a project source misses). Entries live
+target, the options, the tuning database's file stamp and `project_digest()` (any change to a project source
+misses). Entries live
 in the disk cache's `graph` namespace (`cinn_py.runtime.cache`: owner-only directory, HMAC over
 every entry): a pickle is code, trusted exactly as far as the object code next to it. An entry
 that does not unpickle to what was stored is discarded and the program compiled again.
@@ -51,11 +52,13 @@ class CachedGraph:
 def _attr_text(value: Any) -> str:
     """An attribute exactly: floats as their repr (round-trips), arrays by content."""
     if isinstance(value, np.ndarray):
-        return f"array({value.dtype},{value.shape},{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()})"
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return f"array({value.dtype},{value.shape},{digest})"
     if isinstance(value, (tuple, list)):
         return "[" + ",".join(_attr_text(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{k!r}:{_attr_text(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+        return ("{" + ",".join(f"{k!r}:{_attr_text(v)}" for k,
+                               v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}")
     return f"{type(value).__name__}:{value!r}"
 
 
@@ -89,7 +92,8 @@ def tuning_stamp() -> str:
 
 
 def graph_key(program: Program, target: str, schedule: str | None, fast_math: bool, checked: bool) -> str:
-    return fingerprint_key(format=FORMAT, program=hashlib.sha256(program_fingerprint(program).encode()).hexdigest(),
+    return fingerprint_key(format=FORMAT,
+                           program=hashlib.sha256(program_fingerprint(program).encode()).hexdigest(),
                            target=target, schedule=schedule, fast_math=bool(fast_math), checked=bool(checked),
                            tuning=tuning_stamp(), sources=project_digest())
 

@@ -111,7 +111,8 @@ class GraphPlan:
 
 def _dims(shape: Sequence[Expr | int], env: Mapping[str, int]) -> tuple[int, ...]:
     """A shape of ints and dim expressions (a Variable's static dims are ints) for `env`."""
-    return tuple(d if isinstance(d, int) else int(d.value) if isinstance(d, IntImm) else eval_int_expr(d, dict(env))
+    return tuple(d if isinstance(d, int) else int(d.value) if isinstance(d, IntImm)
+                 else eval_int_expr(d, dict(env))
                  for d in shape)
 
 
@@ -159,7 +160,8 @@ def plan_graph(fusion: FusionPlan, funcs: Sequence[LoweredFunc]) -> GraphPlan | 
         outputs[id(v)] = k
     if not fusion.groups:
         return "no kernels"
-    symbols = tuple(sorted({n.name for v in program.inputs for d in v.shape for n in walk(d) if isinstance(n, Var)}))
+    symbols = tuple(sorted({n.name for v in program.inputs for d in v.shape for n in walk(d)
+                            if isinstance(n, Var)}))
     storage = _Storage(inputs, outputs)
     calls: list[tuple[int, Group, LoweredFunc]] = []
     for index, (group, func) in enumerate(zip(fusion.groups, funcs)):
@@ -175,12 +177,12 @@ def plan_graph(fusion: FusionPlan, funcs: Sequence[LoweredFunc]) -> GraphPlan | 
 def _signature_problem(group: Group, func: LoweredFunc, symbols: tuple[str, ...]) -> str | None:
     """Why `func` cannot take the group's values as they are, or None."""
     if len(func.inputs) != len(group.args) or len(func.outputs) != len(group.outputs):
-        return f"kernel '{func.name}' takes {len(func.inputs)} input(s) and {len(func.outputs)} output(s), its group " \
-               f"{len(group.args)} and {len(group.outputs)}"
+        return (f"kernel '{func.name}' takes {len(func.inputs)} input(s) and {len(func.outputs)} output(s), "
+                f"its group {len(group.args)} and {len(group.outputs)}")
     for tensor, var in zip((*func.inputs, *func.outputs), (*group.args, *group.outputs)):
         if storage_dtype(tensor.dtype) != storage_dtype(var.dtype) or tensor.ndim != len(var.shape):
-            return f"kernel '{func.name}': argument '{tensor.name}' is {tensor.dtype}[{tensor.ndim}-d], the value " \
-                   f"'{var.name}' {var.dtype}[{len(var.shape)}-d]"
+            return (f"kernel '{func.name}': argument '{tensor.name}' is {tensor.dtype}[{tensor.ndim}-d], "
+                    f"the value '{var.name}' {var.dtype}[{len(var.shape)}-d]")
     unknown = [v.name for v in func.scalar_args if v.name not in symbols]
     if unknown:
         return f"kernel '{func.name}': symbolic dims {unknown} are not dims of the program's inputs"
@@ -258,7 +260,8 @@ class _Storage:
             planned.append(PlannedCall(index, tuple(args)))
         temp_list = tuple(Temp(storage_dtype(r.dtype).itemsize, tuple(r.shape), first, last)
                           for r, (first, last) in zip(roots, spans))
-        return GraphPlan(tuple(planned), temp_list, symbols, len(inputs), tuple(tuple(v.shape) for v in outputs),
+        return GraphPlan(tuple(planned), temp_list, symbols, len(inputs),
+                         tuple(tuple(v.shape) for v in outputs),
                          tuple(checks))
 
 

@@ -120,7 +120,8 @@ class CompiledProgram:
             if self._gpu else None
         for group, step in zip(self.plan.groups, self.steps):
             args = [values[id(v)] for v in group.args]
-            empty_outputs = getattr(step, "empty_outputs", None) if not args and device_ref is not None else None
+            empty_outputs = (getattr(step, "empty_outputs", None) if not args and device_ref
+                             is not None else None)
             if empty_outputs is not None:
                 # A group without inputs (fill_constant) would return numpy arrays: its outputs go
                 # on the device of the program's inputs, where the next kernels expect them.

@@ -163,7 +163,8 @@ class BoundsEngine:
         `((S0 + 1023) / 1024) * 1024 >= S0` is proven. Needs `x >= 0`. `x % c` is first written
         `x - c * (x / c)` (exact in C semantics).
         """
-        mods = [(a, c) for a in p.atoms() if isinstance(a, Mod) and (c := _pos_const_divisor(a, Mod)) is not None]
+        mods = ([(a, c) for a in p.atoms() if isinstance(a, Mod) and (c := _pos_const_divisor(a, Mod))
+                 is not None])
         expanded = p.substitute({a: to_poly(a.a) - Poly.atom(Div(a.a, a.b)).scale(c) for a, c in mods})
         out = Poly.const(expanded.constant)
         for mono, coef in expanded.non_const_terms():
@@ -223,7 +224,8 @@ def _bound_div(eng: BoundsEngine, node: Div, upper: bool, depth: int) -> Poly | 
         if b is None:
             return None
         return to_poly(eng.an.simplify(Div(b.to_expr(node.dtype), node.b)))
-    if _at_least(eng.const_lower(divisor, depth), 1) and _at_least(eng.const_lower(to_poly(node.a), depth), 0):
+    if (_at_least(eng.const_lower(divisor, depth), 1)
+        and _at_least(eng.const_lower(to_poly(node.a), depth), 0)):
         # 0 <= x / d <= x for d >= 1.
         return eng.bound(to_poly(node.a), True, depth) if upper else Poly.const(0)
     return _dtype_bound(node, upper)

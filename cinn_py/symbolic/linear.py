@@ -32,7 +32,8 @@ from cinn_py.symbolic import const_bounds, simplify
 from cinn_py.symbolic.analyzer import VarRanges
 from cinn_py.symbolic.integer import as_int
 
-__all__ = ["affine_coefficients", "determines", "is_injective", "linear_form", "mixed_radix", "recover_div_mod",
+__all__ = ["affine_coefficients", "determines", "is_injective", "linear_form", "mixed_radix",
+           "recover_div_mod",
            "var_ranges"]
 
 

@@ -74,7 +74,8 @@ def _schedule(func: LoweredFunc) -> Any:
     return IRSchedule(func)
 
 
-def build_workload(workload: Workload, shape: dict[str, int] | None = None, threads: int | None = None) -> Any:
+def build_workload(workload: Workload, shape: dict[str, int] | None = None,
+                   threads: int | None = None) -> Any:
     """Lower, schedule and compile `workload` at `shape` (default: its benchmark shape)."""
     shape = shape or workload.shape
     sch = _schedule(workload.lower(shape))
@@ -105,7 +106,8 @@ def check_result(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
 
 
-def time_call(fn: Callable[[], Any], repeat: int, warmup: int = 2, budget_s: float | None = None) -> list[float]:
+def time_call(fn: Callable[[], Any], repeat: int, warmup: int = 2,
+              budget_s: float | None = None) -> list[float]:
     """Wall times (seconds) of `repeat` calls after `warmup` calls; with `budget_s`, stops early
     (after at least 3 calls) once the calls took that long."""
     for _ in range(warmup):
@@ -143,7 +145,8 @@ def _copy_kernel(n: int, threads: int | None) -> Any:
     return cp.build(sch.func, target="x86", fast_math=True, **options)
 
 
-def measure_bandwidth(repeat: int = 10, threads: int | None = None, n: int = BANDWIDTH_ELEMENTS) -> dict[str, float]:
+def measure_bandwidth(repeat: int = 10, threads: int | None = None,
+                      n: int = BANDWIDTH_ELEMENTS) -> dict[str, float]:
     """GB/s (read + write bytes) of numpy's copy and of a cinn-py parallel copy kernel."""
     src = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     dst = np.empty_like(src)
@@ -210,7 +213,8 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
                  seed: int = 0, compare: bool = True, probe: CopyProbe | None = None,
                  auto: bool = True, peers: Sequence[str] = ()) -> dict[str, Any]:
     """Build, verify and time one workload (hand schedule, and with `auto` the automatic one;
-    with `compare` numpy, torch and `peers`); returns its result row (see `run_benchmarks`). With `probe`, copies are timed right before
+    with `compare` numpy, torch and `peers`); returns its result row (see `run_benchmarks`). With `probe`,
+    copies are timed right before
     and after the calls (`local_bandwidth_gbs`)."""
     shape = workload.tiny if tiny else workload.shape
     t0 = time.perf_counter()
@@ -356,7 +360,8 @@ def select(names: Sequence[str] | None) -> list[Workload]:
         return list(WORKLOADS.values())
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
-        raise BenchmarkError(f"bench: unknown workload(s) {unknown}; available: {', '.join([*WORKLOADS, *ATTENTION])}")
+        raise BenchmarkError(f"bench: unknown workload(s) {unknown}; available: "
+                             f"{', '.join([*WORKLOADS, *ATTENTION])}")
     return [WORKLOADS[n] for n in names]
 
 
@@ -370,7 +375,8 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     `min_ms, gbs, bytes, local_bandwidth_gbs` (the copy kernel timed right before and after
     this workload), `pct_bw` (percent of `local_bandwidth_gbs`), `numpy_ms, x_numpy, torch_ms,
     x_torch` (None without torch), per requested peer (`bench_peers.PEERS`) `torch_compile_ms`
-    / `numba_ms` (None when unavailable; `peer_notes` says why), `max_abs_err, build_s, threads, targets` (which targets of
+    / `numba_ms` (None when unavailable; `peer_notes` says why), `max_abs_err, build_s, threads, targets`
+    (which targets of
     the benchmark issue apply and whether they are met) and the bandwidth figures
     `numpy_copy_gbs, cinn_copy_gbs, bandwidth_gbs` and the load averages `load_before,
     load_after` (1/5/15 minutes) of this run."""
@@ -384,7 +390,8 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     load_before = _load_average()
     before = measure_bandwidth(threads=threads, n=n)
     probe = CopyProbe(n, threads)
-    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto, peers=peers)
+    results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto,
+                            peers=peers)
                for workload in workloads]
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
@@ -429,7 +436,8 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
              f"{first['cinn_copy_gbs']:.1f} GB/s (best before/after: {first['bandwidth_gbs']:.1f} GB/s); "
              f"% BW is against BW@run, the cinn-py copy timed right before/after each workload; "
              f"threads: {first['threads']}; GB/s, % BW, x numpy and x torch are the hand schedule's; "
-             f"auto x hand = hand ms / auto ms; load average (1/5/15 min) before {_fmt_load(first.get('load_before'))}, "
+             "auto x hand = hand ms / auto ms; load average (1/5/15 min) before "
+             f"{_fmt_load(first.get('load_before'))}, "
              f"after {_fmt_load(first.get('load_after'))}"]
     peers = [p for p in PEERS if any(_peer_key(p) in r for r in results)]
     header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
@@ -439,8 +447,10 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
         shape = "x".join(str(v) for v in r["shape"].values())
         targets = ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in r.get("targets", {}).items())
         rows.append((r["name"], shape, f"{r['ms']:.3f}", _opt(r.get("auto_ms"), ".3f"),
-                     _opt(r.get("auto_x_hand"), ".2f", "x"), f"{r['gbs']:.1f}", f"{r['local_bandwidth_gbs']:.1f}",
-                     f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"), _opt(r.get("x_numpy"), ".1f", "x"),
+                     _opt(r.get("auto_x_hand"), ".2f", "x"), f"{r['gbs']:.1f}",
+                     f"{r['local_bandwidth_gbs']:.1f}",
+                     f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"),
+                     _opt(r.get("x_numpy"), ".1f", "x"),
                      _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"),
                      *(_opt(r.get(_peer_key(p)), ".2f") for p in peers), targets or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
@@ -462,32 +472,38 @@ def _opt(value: float | None, fmt: str, suffix: str = "") -> str:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """Arguments of `cinn-py bench` (added to `parser` when given, e.g. a CLI subparser)."""
-    parser = parser or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0])
+    parser = (parser
+              or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0]))
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"workloads (default: all): {', '.join([*WORKLOADS, *ATTENTION])}")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per kernel (median reported; "
                         "default 20, with --models 10 steps)")
-    parser.add_argument("--threads", type=int, default=None, help="threads of parallel loops (default: all cores; "
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of parallel loops (default: all cores; "
                         "with --models: torch's intra-op threads, default 2)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (a quick correctness run)")
     parser.add_argument("--no-auto", action="store_true", help="skip the auto-scheduled kernels")
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                        help="print the results as JSON instead of the table (with FILE: the table, and the JSON into FILE)")
-    parser.add_argument("--plot", metavar="FILE.png", help="also write a bar chart (needs matplotlib: cinn-py[plot])")
+                        help="print the results as JSON instead of the table (with FILE: the table, and the "
+                             "JSON into FILE)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also write a bar chart (needs matplotlib: cinn-py[plot])")
     parser.add_argument("--peers", default="", metavar="LIST",
-                        help=f"comma-separated peers to time too: {', '.join(PEERS)} (see cinn_py.tools.bench_peers)")
+                        help=f"comma-separated peers to time too: {', '.join(PEERS)} (see "
+                             "cinn_py.tools.bench_peers)")
     parser.add_argument("--models", nargs="?", const="all", metavar="LIST",
                         help="the model zoo instead of the kernels: real models through eager, Inductor and "
                              "cinn_py (comma-separated, default all; see cinn_py/tools/zoo.py)")
-    zoo = parser.add_argument_group("model zoo (with --models)")
     from cinn_py.tools.zoo_options import add_zoo_arguments  # noqa: PLC0415 (no torch import)
 
     add_zoo_arguments(parser.add_argument_group("model zoo (with --models)"))
     parser.add_argument("--target", choices=("x86", "cuda"), default="x86",
-                        help="x86 (default); cuda: the auto-scheduled CUDA kernels against PyTorch on a GPU, or with "
+                        help="x86 (default); cuda: the auto-scheduled CUDA kernels against PyTorch on a GPU, "
+                             "or with "
                              "--static the no-GPU report (cinn_py.tools.cuda_report)")
     parser.add_argument("--static", action="store_true",
-                        help="with --target cuda: registers, spills, shared memory, occupancy and the global bytes "
+                        help="with --target cuda: registers, spills, shared memory, occupancy and the global "
+                             "bytes "
                              "each kernel moves in the CPU emulator against the minimum; no GPU needed")
     return parser
 
@@ -514,7 +530,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
                              peers=peers) if kernels is None or kernels else []
     attention_rows = run_attention(attention, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
     data = json.dumps(results + attention_rows, indent=1, default=str)
-    tables = [t for t in (format_table(results) if results else "", format_attention_table(attention_rows)) if t]
+    tables = ([t for t
+               in (format_table(results) if results else "", format_attention_table(attention_rows)) if t])
     print(data if ns.json == "-" else "\n\n".join(tables))
     if ns.json and ns.json != "-":
         with open(ns.json, "w") as f:
@@ -537,7 +554,8 @@ def _split_names(names: Sequence[str] | None) -> tuple[list[str] | None, list[st
 def _run_zoo(ns: argparse.Namespace) -> int:
     """`--models`: the model zoo (cinn_py.tools.zoo), which needs torch and transformers."""
     if ns.names or ns.tiny or ns.peers or ns.no_auto:
-        raise BenchmarkError("bench --models runs the model zoo: workload names, --tiny, --peers and --no-auto "
+        raise BenchmarkError("bench --models runs the model zoo: workload names, --tiny, --peers and "
+                             "--no-auto "
                              "apply to the kernel benchmarks (use --size tiny)")
     # Before torch is imported (the zoo imports it): spinning OpenMP workers slow torch down.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -74,7 +74,8 @@ def _programs(case: AttentionCase) -> tuple[Any, Any]:
             built.append(nb.build([packed]))
             continue
         dpacked = nb.create_input("float32", [int(packed.shape[0])], "DPACKED")
-        built.append(nb.build([packed, nb.flash_attention_grad(q, k, v, packed, dpacked, causal=case.causal)]))
+        built.append(nb.build([packed,
+                               nb.flash_attention_grad(q, k, v, packed, dpacked, causal=case.causal)]))
     return built[0], built[1]
 
 
@@ -89,7 +90,8 @@ def _torch(threads: int) -> Any:
     try:
         import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
     except ImportError:
-        raise AttentionBenchError("bench: the attention rows compare with torch's SDPA; install torch") from None
+        raise AttentionBenchError("bench: the attention rows compare with torch's SDPA; install "
+                                  "torch") from None
 
     torch.set_num_threads(threads)
     return torch
@@ -116,7 +118,8 @@ def run_case(case: AttentionCase, repeat: int, threads: int | None, tiny: bool) 
     dpacked = np.concatenate([dout.ravel(), np.zeros(sizes["lse"], np.float32)])
     tq, tk, tv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
     tdout = torch.from_numpy(dout)
-    max_err = _check(case.name, torch, F, (q, k, v), (tq, tk, tv), tdout, train(q, k, v, dpacked), sizes, shape.causal)
+    max_err = _check(case.name, torch, F, (q, k, v), (tq, tk, tv), tdout, train(q, k, v, dpacked), sizes,
+                     shape.causal)
 
     def torch_fwd() -> None:
         with torch.no_grad():
@@ -134,7 +137,8 @@ def run_case(case: AttentionCase, repeat: int, threads: int | None, tiny: bool) 
            "x_torch_fwd": times[2] / times[0], "x_torch": times[3] / times[1], "max_abs_err": max_err,
            "repeat": repeat, "torch_threads": torch.get_num_threads(), "load_before": load_before,
            "load_after": os.getloadavg()}
-    row["targets"] = {} if tiny else {f">={TARGET_X_TORCH:g}x torch SDPA fwd+bwd": row["x_torch"] >= TARGET_X_TORCH}
+    row["targets"] = ({} if tiny
+                      else {f">={TARGET_X_TORCH:g}x torch SDPA fwd+bwd": row["x_torch"] >= TARGET_X_TORCH})
     return row
 
 
@@ -171,16 +175,19 @@ def format_attention_table(rows: Sequence[dict[str, Any]]) -> str:
     first, last = rows[0], rows[-1]
     load = "/".join(f"{v:.2f}" for v in first["load_before"])
     head = (f"attention vs torch SDPA (torch {first['torch_threads']} threads, OMP_WAIT_POLICY="
-            f"{os.environ.get('OMP_WAIT_POLICY', '-')}; medians of {first['repeat']} interleaved rounds; load "
+            f"{os.environ.get('OMP_WAIT_POLICY', '-')}; medians of {first['repeat']} interleaved rounds; "
+            "load "
             f"average before {load}, after {'/'.join(f'{v:.2f}' for v in last['load_after'])})")
     header = ("workload", "BxHxSxE", "causal", "fwd ms", "torch fwd ms", "x torch fwd", "fwd+bwd ms",
               "torch fwd+bwd ms", "x torch", "targets")
     table: list[tuple[str, ...]] = [header]
     for r in rows:
         targets = ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in r["targets"].items()) or "-"
-        table.append((r["name"], "x".join(str(v) for v in r["shape"].values()), "yes" if r["causal"] else "no",
+        table.append((r["name"], "x".join(str(v) for v in r["shape"].values()),
+                      "yes" if r["causal"] else "no",
                       f"{r['fwd_ms']:.2f}", f"{r['torch_fwd_ms']:.2f}", f"{r['x_torch_fwd']:.2f}x",
-                      f"{r['fwd_bwd_ms']:.2f}", f"{r['torch_fwd_bwd_ms']:.2f}", f"{r['x_torch']:.2f}x", targets))
+                      f"{r['fwd_bwd_ms']:.2f}", f"{r['torch_fwd_bwd_ms']:.2f}",
+                      f"{r['x_torch']:.2f}x", targets))
     widths = [max(len(row[k]) for row in table) for k in range(len(header))]
     lines = [head]
     for k, row in enumerate(table):

@@ -76,7 +76,8 @@ def bias_gelu(rows: int, cols: int) -> Any:
 def row_reduce(rows: int, cols: int, square: bool = False) -> Any:
     X = cp.placeholder((rows, cols), "float32", "X")
     k = cp.reduce_axis(cols, "k")
-    body = (lambda i: cp.reduce_sum(X[i, k] * X[i, k], k)) if square else (lambda i: cp.reduce_sum(X[i, k], k))
+    body = ((lambda i: cp.reduce_sum(X[i, k] * X[i, k], k)) if square
+            else (lambda i: cp.reduce_sum(X[i, k], k)))
     R = cp.compute((rows,), body, "R")
     s = IRSchedule(cp.lower("row_reduce", [X, R]))
     loops = s.get_loops("R")
@@ -184,7 +185,8 @@ def _checked(name: str, ours: Callable[[], Any], reference: Callable[[], Any], t
     got, want = ours(), reference()
     if not torch.allclose(got, want, rtol=tol, atol=tol):
         err = (got - want).abs().max().item()
-        raise SystemExit(f"bench_cuda: '{name}' differs from PyTorch (max abs error {err:.3g}); not timing it")
+        raise SystemExit(f"bench_cuda: '{name}' differs from PyTorch (max abs error {err:.3g}); not timing "
+                         "it")
 
 
 def _time(fn: Callable[[], Any], repeat: int) -> float:
@@ -219,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=50)
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (its Triton builds take minutes)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip torch.compile (its Triton builds take minutes)")
     args = parser.parse_args(argv)
     peak = copy_bandwidth(args.repeat)
     print(f"device copy bandwidth: {peak:.0f} GB/s")
@@ -255,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
             return xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
         rows.append((f"rmsnorm [{r},{c}] (2 kernels)", 2 * r * c * 4, cinn_rms2, torch_rms))
-        rows.append((f"rmsnorm [{r},{c}]", 2 * r * c * 4, lambda krms=krms, xr=xr, w=w: krms(xr, w), torch_rms))
+        rows.append((f"rmsnorm [{r},{c}]", 2 * r * c * 4,
+                     lambda krms=krms, xr=xr, w=w: krms(xr, w), torch_rms))
         rows.append((f"softmax [{r},{c}]", 2 * r * c * 4, lambda ksm=ksm, xr=xr: ksm(xr),
                      lambda xr=xr: torch.softmax(xr, dim=-1)))
         rows.append((f"layernorm [{r},{c}]", 2 * r * c * 4, lambda kln=kln, xr=xr, w=w, bb=bb: kln(xr, w, bb),

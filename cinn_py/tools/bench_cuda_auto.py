@@ -155,8 +155,10 @@ def bench_workload(workload: Workload, shape: dict[str, int], repeat: int, inner
 
 def format_row(row: dict[str, Any]) -> str:
     if not row.get("ok"):
-        return f"{row['name']:18s} FAILED {row.get('error', '')} rel_err={row.get('rel_err', float('nan')):.3g}"
-    speed = f"{row['tflops']:6.2f} TFLOP/s" if "tflops" in row else f"{row['gbs']:6.0f} GB/s {row['pct_copy']:3.0f}%"
+        return (f"{row['name']:18s} FAILED {row.get('error', '')} "
+                f"rel_err={row.get('rel_err', float('nan')):.3g}")
+    speed = (f"{row['tflops']:6.2f} TFLOP/s" if "tflops" in row
+             else f"{row['gbs']:6.0f} GB/s {row['pct_copy']:3.0f}%")
     inductor = f" inductor {row['inductor_us']:9.1f}" if "inductor_us" in row else ""
     return (f"{row['name']:18s} cinn {row['cinn_us']:9.1f} us  torch {row['torch_us']:9.1f} us{inductor}  "
             f"x{row['torch_us'] / row['cinn_us']:5.2f}  {speed}  err {row['rel_err']:.1e}")
@@ -165,7 +167,8 @@ def format_row(row: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help=f"workloads (default: all of {sorted(WORKLOADS)})")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--inner", type=int, default=10)
@@ -184,14 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.names or sorted(WORKLOADS):
         try:
-            row = bench_workload(WORKLOADS[name], GPU_SHAPES[name], args.repeat, args.inner, peak, args.compile)
+            row = bench_workload(WORKLOADS[name], GPU_SHAPES[name], args.repeat, args.inner, peak,
+                                 args.compile)
         except Exception as exc:  # one broken workload must not hide the others' figures
             row = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
         rows.append(row)
         print(format_row(row), flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"device": device, "copy_gbs": peak, "torch": torch.__version__, "launch_overhead": overhead,
+            json.dump({"device": device, "copy_gbs": peak, "torch": torch.__version__,
+                       "launch_overhead": overhead,
                        "rows": rows}, f, indent=1)
     return 0 if all(r.get("ok") for r in rows) else 1
 

@@ -120,7 +120,8 @@ def _bias_gelu(x: np.ndarray, bias: np.ndarray, out: np.ndarray) -> None:
     for i in prange(rows):
         for j in range(cols):
             v = x[i, j] + bias[j]
-            out[i, j] = np.float32(0.5) * v * (np.float32(1) + np.tanh(c * (v + np.float32(0.044715) * v * v * v)))
+            out[i, j] = (np.float32(0.5) * v
+                         * (np.float32(1) + np.tanh(c * (v + np.float32(0.044715) * v * v * v))))
 
 
 def _transpose(x: np.ndarray, out: np.ndarray) -> None:
@@ -134,7 +135,8 @@ def _transpose(x: np.ndarray, out: np.ndarray) -> None:
                 out[j, i] = x[i, j]
 
 
-def _matmul_bias_relu(a: np.ndarray, b: np.ndarray, bias: np.ndarray, out: np.ndarray, relu: bool = True) -> None:
+def _matmul_bias_relu(a: np.ndarray, b: np.ndarray, bias: np.ndarray, out: np.ndarray,
+                      relu: bool = True) -> None:
     m, k = a.shape
     n = b.shape[1]
     for i in prange(m):

@@ -51,7 +51,8 @@ def plot_results(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
         xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(results))]
         bars = ax.bar(xs, _speedups(results, key), width, label=label, color=color)
         if key == "auto_ms":
-            ax.bar_label(bars, labels=[f"{r['auto_x_hand']:.2f}x" if r.get("auto_x_hand") else "" for r in results],
+            ax.bar_label(bars,
+                         labels=[f"{r['auto_x_hand']:.2f}x" if r.get("auto_x_hand") else "" for r in results],
                          fontsize=7, padding=2)
     ax.set_xticks(range(len(results)), [r["name"] for r in results], rotation=30, ha="right")
     ax.set_yscale("log")
@@ -63,7 +64,8 @@ def plot_results(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
     ax.set_ylabel("speed-up over numpy (log)")
     threads = results[0].get("threads")
     # Two short lines: one long line was cut off at the figure's edge.
-    ax.set_title(f"cinn-py x86 kernels, {threads} thread(s)\nauto bars labelled with auto x hand", fontsize=10)
+    ax.set_title(f"cinn-py x86 kernels, {threads} thread(s)\nauto bars labelled with auto x hand",
+                 fontsize=10)
     ax.legend()
     fig.tight_layout()
     out = Path(path)

@@ -135,7 +135,8 @@ def _relu_torch(torch: Any, x: Any) -> Any:
 
 RELU = Workload(
     "relu", "y = relu(x*2+1)", {"n": 1 << 24}, {"n": 1 << 12}, _relu_lower, _relu_schedule,
-    lambda sh, rng: [_f32(rng, sh["n"])], lambda x: np.maximum(x * np.float32(2) + np.float32(1), np.float32(0)),
+    lambda sh, rng: [_f32(rng, sh["n"])],
+    lambda x: np.maximum(x * np.float32(2) + np.float32(1), np.float32(0)),
     _relu_torch, rtol=0, atol=0)
 
 
@@ -330,7 +331,8 @@ def _layernorm_torch(torch: Any, x: Any, g: Any, b: Any) -> Any:
 LAYERNORM = Workload(
     "layernorm", "LayerNorm over rows (one-pass sum / sum of squares)", {"rows": 8192, "cols": 768},
     {"rows": 8, "cols": 64}, _layernorm_lower, _layernorm_schedule,
-    lambda sh, rng: [_f32(rng, sh["rows"], sh["cols"], offset=0.5), _f32(rng, sh["cols"]), _f32(rng, sh["cols"])],
+    lambda sh, rng: [_f32(rng, sh["rows"], sh["cols"], offset=0.5), _f32(rng, sh["cols"]),
+                     _f32(rng, sh["cols"])],
     _layernorm_numpy, _layernorm_torch, rtol=1e-4, atol=1e-4)
 
 
@@ -360,7 +362,8 @@ def _gelu_schedule(s: Schedule, sh: Shape) -> None:
 
 def _gelu_numpy(x: np.ndarray, b: np.ndarray) -> np.ndarray:
     v = x + b
-    return v * np.float32(0.5) * (np.tanh((v + np.float32(0.044715) * v * v * v) * np.float32(GELU_C)) + np.float32(1))
+    return (v * np.float32(0.5)
+            * (np.tanh((v + np.float32(0.044715) * v * v * v) * np.float32(GELU_C)) + np.float32(1)))
 
 
 def _gelu_torch(torch: Any, x: Any, b: Any) -> Any:
@@ -414,7 +417,8 @@ def _mm_lower(sh: Shape, epilogue: bool = False) -> LoweredFunc:
     A = cp.placeholder(batch + (sh["m"], sh["k"]), "float32", "A")
     B = cp.placeholder(batch + (sh["k"], sh["n"]), "float32", "B")
     r = cp.reduce_axis(sh["k"], "r")
-    C = cp.compute(batch + (sh["m"], sh["n"]), lambda *ix: cp.reduce_sum(A[ix[:-1] + (r,)] * B[ix[:-2] + (r, ix[-1])], r),
+    C = cp.compute(batch + (sh["m"], sh["n"]),
+                   lambda *ix: cp.reduce_sum(A[ix[:-1] + (r,)] * B[ix[:-2] + (r, ix[-1])], r),
                    "C")
     if not epilogue:
         return cp.lower("bench_bmm" if batch else "bench_matmul", [A, B, C])

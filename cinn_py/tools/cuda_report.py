@@ -1,4 +1,5 @@
-"""Static quality report of the auto-scheduled CUDA kernels, no GPU needed: `cinn-py bench --target cuda --static`.
+"""Static quality report of the auto-scheduled CUDA kernels, no GPU needed: `cinn-py bench --target cuda
+--static`.
 
 For each `cinn-py bench` workload at a report shape (`REPORT_SHAPES`: the GPU shapes with few rows,
 so that the CPU emulator runs them in seconds while each row keeps its real length), the kernel is
@@ -56,12 +57,14 @@ def report_workload(name: str, shape: dict[str, int] | None = None) -> dict[str,
     arrays = workload.inputs(shape, np.random.default_rng(0))
     got = kernel(*arrays)
     np.testing.assert_allclose(got, workload.numpy(*arrays), rtol=max(workload.rtol, 1e-3),
-                               atol=max(workload.atol, 1e-4), err_msg=f"cuda report: '{name}' differs from numpy")
+                               atol=max(workload.atol, 1e-4),
+                               err_msg=f"cuda report: '{name}' differs from numpy")
     traffic = kernel.last_traffic
     # Resources of the build a user gets: the counting build's atomics take registers of their own.
     code = cp.codegen(workload.lower(shape), "cuda", schedule="auto", fast_math=True, arch=REPORT_ARCH)
     if str(code.launch) != str(kernel.code.launch):
-        raise AssertionError(f"cuda report: '{name}' scheduled differently in the two builds: {code.launch} and "
+        raise AssertionError(f"cuda report: '{name}' scheduled differently in the two builds: {code.launch} "
+                             "and "
                              f"{kernel.code.launch}")
     grid, block, shared = code.launch.launch_dims({})
     resources = code.resources
@@ -78,13 +81,16 @@ def report_workload(name: str, shape: dict[str, int] | None = None) -> dict[str,
 def format_report(rows: list[dict[str, Any]]) -> str:
     header = (f"{'workload':17s} {'grid':>15s} {'block':>12s} {'regs':>4s} {'spill':>5s} {'smem':>6s} "
               f"{'occup':>5s} {'limiter':>9s} {'moved':>9s} {'minimum':>9s} {'ratio':>5s}")
-    lines = [f"static CUDA report ({REPORT_ARCH}, auto schedules, traffic counted in the CPU emulator)", header]
+    lines = [f"static CUDA report ({REPORT_ARCH}, auto schedules, traffic counted in the CPU emulator)",
+             header]
     for r in rows:
         res, occ = r["resources"], r["occupancy"]
         spill = res["spill_store_bytes"] + res["spill_load_bytes"]
         lines.append(f"{r['name']:17s} {str(tuple(r['grid'])):>15s} {str(tuple(r['block'])):>12s} "
-                     f"{res['registers']:4d} {spill:5d} {res['shared_static_bytes'] + r['dynamic_shared_bytes']:6d} "
-                     f"{occ['fraction']:5.2f} {occ['limiter']:>9s} {r['loaded_bytes'] + r['stored_bytes']:9d} "
+                     f"{res['registers']:4d} {spill:5d} "
+                     f"{res['shared_static_bytes'] + r['dynamic_shared_bytes']:6d} "
+                     f"{occ['fraction']:5.2f} {occ['limiter']:>9s} "
+                     f"{r['loaded_bytes'] + r['stored_bytes']:9d} "
                      f"{r['minimum_bytes']:9d} {r['traffic_ratio']:5.2f}")
     return "\n".join(lines)
 
@@ -109,8 +115,10 @@ def run_from_args(ns: argparse.Namespace) -> int:
     if ns.static:
         return run_static(list(ns.names), ns.json)
     if not _torch_sees_a_gpu():
-        raise ValueError("bench --target cuda times the kernels on a GPU against PyTorch, and PyTorch sees no CUDA "
-                         "device here; --target cuda --static reports registers, occupancy and memory traffic "
+        raise ValueError("bench --target cuda times the kernels on a GPU against PyTorch, and PyTorch sees "
+                         "no CUDA "
+                         "device here; --target cuda --static reports registers, occupancy and memory "
+                         "traffic "
                          "without one")
     from cinn_py.tools import bench_cuda_auto  # noqa: PLC0415 - needs PyTorch and a GPU
 

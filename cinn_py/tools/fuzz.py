@@ -154,7 +154,8 @@ def make_case(seed: int, index: int) -> Case:
     """The case `index` of a run with `seed` (deterministic)."""
     rng = random.Random(f"cinn-py-fuzz:{seed}:{index}")
     spec = P.generate_program(rng)
-    return Case(seed, index, spec, P.random_bindings(spec, rng), rng.randrange(2 ** 31), rng.randrange(2 ** 31))
+    return Case(seed, index, spec, P.random_bindings(spec, rng), rng.randrange(2 ** 31),
+                rng.randrange(2 ** 31))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,8 +181,10 @@ def compare(spec: P.ProgramSpec, got: dict[str, np.ndarray], want: dict[str, np.
         bad = ~(diff <= tol)
         if bad.any():
             where = tuple(int(x) for x in np.argwhere(bad)[0])
-            raise _Failure(what, f"output '{t.name}' ({t.dtype}): {int(bad.sum())}/{bad.size} elements differ; "
-                                 f"max |diff| {np.nanmax(diff) if not np.isnan(diff).all() else 'nan'} > tol {tol:.3g}; "
+            raise _Failure(what,
+                           f"output '{t.name}' ({t.dtype}): {int(bad.sum())}/{bad.size} elements differ; "
+                                 f"max |diff| {np.nanmax(diff) if not np.isnan(diff).all() else 'nan'} > tol "
+                                 f"{tol:.3g}; "
                                  f"first at {where}: got {a[where]!r}, expected {b[where]!r}")
 
 
@@ -262,7 +265,8 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
     return result, sch
 
 
-def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any, all_inputs: list[dict[str, np.ndarray]],
+def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any,
+              all_inputs: list[dict[str, np.ndarray]],
               refs: list[dict[str, np.ndarray]], result: Result) -> None:
     """`schedule="auto"` on a valid program: any exception is a failure (`strict`)."""
     import cinn_py  # noqa: PLC0415
@@ -274,7 +278,8 @@ def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any, all_inp
             outs = kernel(*[inp[t.name] for t in func.inputs])
             outs = outs if isinstance(outs, tuple) else (outs,)
             compare(spec, {t.name: o for t, o in zip(func.outputs, outs)}, want, "auto-x86-vs-reference")
-        if not func.scalar_args:   # the CUDA schedule's semantics, in the interpreter (bound loops run serially)
+        # the CUDA schedule's semantics, in the interpreter (bound loops run serially)
+        if not func.scalar_args:
             stage = "auto-cuda-interp"
             from schedules.tactics import auto_schedule  # noqa: PLC0415
             from cinn_py.interp import run_ir  # noqa: PLC0415
@@ -284,7 +289,8 @@ def _run_auto(case: Case, opts: Options, spec: P.ProgramSpec, func: Any, all_inp
                 compare(spec, run_ir(cuda_func, inp), want, "auto-cuda-interp-vs-reference")
         if case.index % max(opts.auto_cuda_every, 1) == 0 and opts.emulate:
             stage = "auto-cuda-emulated"
-            _compare_kernel(spec, _emulated(func, schedule="auto"), func, all_inputs, refs, "auto-cuda-emulated-vs-reference")
+            _compare_kernel(spec, _emulated(func, schedule="auto"), func, all_inputs, refs,
+                            "auto-cuda-emulated-vs-reference")
         elif nvrtc_available() and case.index % max(opts.auto_cuda_every, 1) == 0:
             stage = "auto-cuda"
             compile_cuda_auto(func)
@@ -341,7 +347,8 @@ def _classify(result: Result, stage: str, exc: BaseException, strict: bool) -> N
     compiling a program that got past them never raises one for the user's input."""
     first = _first_line(exc)
     broken = (isinstance(exc, CompileError) and first.startswith(_BROKEN_CODE)) or (
-        isinstance(exc, TypeError) and (first.startswith(_INTERNAL_TYPE_ERRORS) or stage not in _ARGUMENT_STAGES))
+        isinstance(exc, TypeError)
+        and (first.startswith(_INTERNAL_TYPE_ERRORS) or stage not in _ARGUMENT_STAGES))
     documented = isinstance(exc, DOCUMENTED_ERRORS) and not isinstance(exc, RecursionError)
     result.status = "rejected" if documented and not broken and not strict else "fail"
     result.stage, result.error = stage, f"{type(exc).__name__}: {first}"
@@ -351,7 +358,8 @@ def _classify(result: Result, stage: str, exc: BaseException, strict: bool) -> N
         result.detail = "".join(traceback.format_exception(exc)[-6:])
 
 
-def _hand_cuda(func: Any, case: Case, opts: Options, spec: P.ProgramSpec, all_inputs: list[dict[str, np.ndarray]],
+def _hand_cuda(func: Any, case: Case, opts: Options, spec: P.ProgramSpec,
+               all_inputs: list[dict[str, np.ndarray]],
                refs: list[dict[str, np.ndarray]]) -> None:
     """A few GPU primitives (bind, set_buffer local/shared, sync_threads, ...) on top of the x86
     schedule, then every nest bound to blockIdx.x/threadIdx.x, then CUDA C through NVRTC, or with
@@ -399,7 +407,8 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
         ir_text = print_ir(_lower(spec), decls=True)
     except Exception as exc:  # noqa: BLE001 - the failure may be in lowering itself
         ir_text = f"<lowering failed: {type(exc).__name__}: {_first_line(exc)}>"
-    flags = "".join(flag for flag, on in ((" --cuda", opts.cuda), (" --auto", opts.auto), (" --auto-only", not opts.hand),
+    flags = "".join(flag for flag,
+                    on in ((" --cuda", opts.cuda), (" --auto", opts.auto), (" --auto-only", not opts.hand),
                                           (" --emulate", opts.emulate)) if on)
     return "\n".join([
         f"=== FAIL case {case.index} (seed {case.seed}) at {result.stage}",
@@ -508,10 +517,12 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
         result.reproducer = "\n".join([
             f"=== FAIL net case {index} (seed {seed}) at {result.stage}",
             f"what differed: {result.error or ''} {result.detail}".rstrip(),
-            f"--- reproduce: python -m cinn_py.tools.fuzz --net{' --grad' if opts.grad else ''} --seed {seed} "
+            f"--- reproduce: python -m cinn_py.tools.fuzz --net{' --grad' if opts.grad else ''} --seed "
+            f"{seed} "
             f"--case {index}",
             "--- program (NetBuilder):", net_to_python(spec),
-            f"--- inputs: U[-2, 2] float32, shapes {[tuple(a.shape) for a in inputs]}" if stage != "build" else "",
+            f"--- inputs: U[-2, 2] float32, shapes {[tuple(a.shape) for a in inputs]}" if stage
+            != "build" else "",
             f"--- spec JSON: {json.dumps(spec.to_json())}",
         ])
     return result
@@ -583,7 +594,8 @@ def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...], wh
         bad = ~((diff <= tol) | (np.isnan(a) & np.isnan(b)) | (a == b))
         if bad.any():
             where = tuple(int(x) for x in np.argwhere(bad)[0])
-            raise _Failure(what, f"output '{var.name}': {int(bad.sum())}/{bad.size} elements differ by more than "
+            raise _Failure(what,
+                           f"output '{var.name}': {int(bad.sum())}/{bad.size} elements differ by more than "
                                  f"{tol:.3g}; first at {where}: got {a[where]!r}, expected {b[where]!r}")
 
 
@@ -637,25 +649,29 @@ def describe_net_case(seed: int, index: int) -> str:
 # CLI
 # ---------------------------------------------------------------------------------------------
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m cinn_py.tools.fuzz", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cinn_py.tools.fuzz",
+                                description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--examples", type=int, default=200, help="number of cases (default 200)")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     p.add_argument("--start", type=int, default=0, help="first case index (default 0)")
     p.add_argument("--case", type=int, default=None, help="run only this case, in-process, verbosely")
     p.add_argument("--cuda", action="store_true", help="also generate CUDA C and compile it with NVRTC")
     p.add_argument("--emulate", action="store_true",
-                   help="run the CUDA kernels (--cuda, --auto, --net) in the CPU emulator against the reference "
+                   help="run the CUDA kernels (--cuda, --auto, --net) in the CPU emulator against the "
+                        "reference "
                         "instead of only compiling them with NVRTC")
     p.add_argument("--no-x86", action="store_true", help="skip building and running on x86")
     p.add_argument("--auto", action="store_true",
                    help='also build every program with schedule="auto" (x86: run; CUDA: NVRTC compile)')
     p.add_argument("--auto-only", action="store_true", help="with --auto: no random hand schedule")
-    p.add_argument("--net", action="store_true", help='NetBuilder programs through compile_program(schedule="auto")')
+    p.add_argument("--net", action="store_true",
+                   help='NetBuilder programs through compile_program(schedule="auto")')
     p.add_argument("--grad", action="store_true",
                    help="with --net: also check the backward program (cinn_py.autodiff.grad): compiled with "
                         "schedule='auto' vs its numpy reference, and vs a float64 central difference")
     p.add_argument("--torch-strides", action="store_true",
-                   help='random strided torch functions through torch.compile(backend="cinn_py") vs eager: values, '
+                   help='random strided torch functions through torch.compile(backend="cinn_py") vs eager: '
+                        'values, '
                         "strides and views of every output")
     p.add_argument("--auto-cuda-every", type=int, default=1,
                    help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
@@ -672,7 +688,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def _options(ns: argparse.Namespace) -> Options:
     return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
                    hand=not ns.auto_only,
-                   auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate, grad=ns.grad,
+                   auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate,
+                   grad=ns.grad,
                    torch_strides=ns.torch_strides)
 
 

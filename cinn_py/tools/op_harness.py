@@ -60,7 +60,8 @@ def build_case(op: str, dtype: str, case: Case) -> tuple[Any, list[Input]]:
     def arg(value: Any) -> Any:
         if isinstance(value, Input):
             inputs.append(value)
-            return nb.create_input(value.dtype or dtype, list(value.shape), value.name or f"in{len(inputs) - 1}")
+            return nb.create_input(value.dtype or dtype, list(value.shape),
+                                   value.name or f"in{len(inputs) - 1}")
         if isinstance(value, list) and value and all(isinstance(v, Input) for v in value):
             return [arg(v) for v in value]
         return value
@@ -147,7 +148,8 @@ def run_cuda_emulated(op: str, dtype: str, index: int) -> None:
         arrays = make_arrays(inputs, dtype, {n: value for n in names}, seed=index * 7 + value)
         want = program.run_numpy(*arrays)
         got = compiled(*arrays)
-        compare(REGISTRY[op], dtype, got, want, f"case {index} {case.label()} CUDA emulated (symbols={value})")
+        compare(REGISTRY[op], dtype, got, want,
+                f"case {index} {case.label()} CUDA emulated (symbols={value})")
 
 
 def compile_cuda(op: str, dtype: str, index: int) -> int:

@@ -62,10 +62,12 @@ def _check_memory(func: LoweredFunc, symbols: dict[str, int]) -> None:
     for tensor in (*func.inputs, *func.outputs):
         shape = tuple(_dim_value(d, symbols) for d in tensor.shape)
         if any(d < 0 for d in shape):
-            raise ValueError(f"run: tensor '{tensor.name}' would have the negative shape {shape} with {symbols}")
+            raise ValueError(f"run: tensor '{tensor.name}' would have the negative shape {shape} with "
+                             f"{symbols}")
         total += math.prod(shape) * max(1, tensor.dtype.bits // 8)
     if 2 * total > MAX_RUN_BYTES:
-        raise ValueError(f"run: the inputs and outputs of '{func.name}' need {2 * total / 2**30:.3g} GiB with "
+        raise ValueError(f"run: the inputs and outputs of '{func.name}' need {2 * total / 2**30:.3g} GiB "
+                         "with "
                          f"{symbols} (at most {MAX_RUN_BYTES / 2**30:.3g} GiB); choose smaller --dims")
 
 

@@ -43,7 +43,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,8 @@ from cinn_py.ir import LoweredFunc, print_ir
 from cinn_py.target import Target, TargetLike, host
 from cinn_py.tools.runner import random_inputs
 
-__all__ = ["Candidate", "Progress", "Trial", "TuneResult", "candidates_for", "make_runner", "measure", "run_all", "tune"]
+__all__ = ["Candidate", "Progress", "Trial", "TuneResult", "candidates_for", "make_runner", "measure",
+           "run_all", "tune"]
 
 WORKER_KINDS = ("process", "ray", "inline")
 
@@ -112,8 +113,8 @@ class TuneResult:
         if not best.ok:
             return f"{self.group}: every trial failed ({self.failed[0].error})"
         speed = f"{default.time_s / best.time_s:.2f}x the default" if default.ok else "default failed"  # type: ignore[operator]
-        return (f"{self.group} [{self.key}]: best {best.time_s * 1e3:.3f} ms ({speed}; {len(self.trials)} trials, "  # type: ignore[operator]
-                f"{len(self.failed)} failed): {best.candidate}")
+        return (f"{self.group} [{self.key}]: best {best.time_s * 1e3:.3f} ms "  # type: ignore[operator]
+                f"({speed}; {len(self.trials)} trials, {len(self.failed)} failed): {best.candidate}")
 
 
 # -- the search space ---------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def _group_space(native_bits: int, has_reduce: bool) -> list[dict[str, Any]]:
 def candidates_for(func: LoweredFunc, trials: int, seed: int = 0) -> tuple[str, list[Candidate]]:
     """(database key, candidates): the defaults first, then a seeded sample of the space."""
     from schedules.tactics import analyze_group, build_schedule_config
-    from schedules.tactics.matmul import default_matmul_params, fit_params, match_matmul
+    from schedules.tactics.matmul import default_matmul_params, fit_params
     from schedules.tactics.tuning_db import group_key, matmul_key
 
     bits = host().cpu.vector_bits
@@ -269,7 +270,8 @@ class _ProcessRunner:
         self.pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
-        return cf.ProcessPoolExecutor(max_workers=self.parallel, mp_context=multiprocessing.get_context("spawn"))
+        return cf.ProcessPoolExecutor(max_workers=self.parallel,
+                                      mp_context=multiprocessing.get_context("spawn"))
 
     def _restart(self) -> None:
         for proc in list(getattr(self.pool, "_processes", {}).values()):
@@ -305,7 +307,8 @@ class _RayRunner:
             raise RuntimeError("tune: workers='ray' needs Ray (pip install 'cinn-py[distributed]')") from None
         self.ray, self.timeout_s = ray, timeout_s
         if not ray.is_initialized():
-            ray.init(num_cpus=parallel, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+            ray.init(num_cpus=parallel, include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True)
         self.remote = ray.remote(max_retries=0)(fn or _measure_job)
 
     def run(self, jobs: Sequence[Job]) -> Iterable[tuple[float | None, str | None]]:
@@ -336,7 +339,8 @@ class _InlineRunner:
         pass
 
 
-def make_runner(workers: str, parallel: int = 1, timeout_s: float = 120.0, fn: Callable[..., Any] | None = None) -> Any:
+def make_runner(workers: str, parallel: int = 1, timeout_s: float = 120.0,
+                fn: Callable[..., Any] | None = None) -> Any:
     """A runner of measurement jobs (`fn`, default the measurement) on `workers`."""
     if workers not in WORKER_KINDS:
         raise ValueError(f"tune: workers must be one of {WORKER_KINDS}, got {workers!r}")
@@ -365,7 +369,8 @@ class Progress:
         width = 24
         filled = width * self.done // max(self.total, 1)
         best = f"best {self.best * 1e3:.3f} ms" if self.best < math.inf else "no result yet"
-        line = (f"\rtune {self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {best}, "
+        line = (f"\rtune {self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                f"{best}, "
                 f"{self.failed} failed, {time.monotonic() - self.start:.0f} s")
         self.stream.write(line)
         if self.done == self.total:

@@ -1,7 +1,8 @@
 """The model zoo benchmark: real architectures through eager PyTorch, Inductor and cinn-py.
 
     python examples/model_zoo.py [--models resnet,bert] [--size tiny|small|base] [--modes infer,train]
-                                 [--dtypes fp32,bf16] [--repeat 10] [--threads 2] [--json FILE] [--plot FILE.png]
+                                 [--dtypes fp32,bf16] [--repeat 10] [--threads 2] [--json FILE] [--plot
+                                 FILE.png]
     cinn-py bench --models [LIST] ...   (the same, from the command line)
 
 Models (`cinn_py.tools.zoo_models`, random init, no downloads): ResNet and MobileNetV2 (CNNs),
@@ -16,7 +17,8 @@ with Inductor and with `backend="cinn_py"` (both `dynamic=False`; Dynamo is rese
   (loss included) and, in training, every parameter's gradient; fp32: rtol 1e-3, atol 1e-4
   (`torch.allclose`), or else, for a tensor that eager's own fp32 result misses by that much (batch
   norm over a few elements per channel amplifies rounding), Inductor's accuracy rule against a
-  float64 run of the same net: RMS error vs float64 <= 2x eager's + atol/10; bf16: max abs error <= 5% of the tensor's largest magnitude + 1e-3 (two
+  float64 run of the same net: RMS error vs float64 <= 2x eager's + atol/10; bf16: max abs error <= 5% of the
+  tensor's largest magnitude + 1e-3 (two
   bf16 computations that round in different places agree to about that);
 - compile seconds: the first step of each compiled variant (tracing, compiling, one run);
 - % converted: of the ATen compute ops in the graphs cinn-py was given (forward and backward),
@@ -108,7 +110,8 @@ class CaseResult:
     def as_dict(self) -> dict[str, Any]:
         row: dict[str, Any] = {"model": self.model, "mode": self.mode, "dtype": self.dtype,
                                "pct_converted": self.pct_converted, "converted_ops": self.converted,
-                               "total_ops": self.total_ops, "graphs": self.graphs, "fallbacks": self.fallbacks,
+                               "total_ops": self.total_ops, "graphs": self.graphs,
+                               "fallbacks": self.fallbacks,
                                "failures": self.failures}
         for name, v in self.variants.items():
             row[name] = {"ms": v.ms, "compile_s": v.compile_s, "correct": v.correct, "mismatch": v.mismatch,
@@ -318,7 +321,8 @@ class ZooRun:
     torch_version: str = torch.__version__
 
     def as_dict(self) -> dict[str, Any]:
-        return {"size": self.size, "repeat": self.repeat, "threads": self.threads, "load_before": self.load_before,
+        return {"size": self.size, "repeat": self.repeat, "threads": self.threads,
+                "load_before": self.load_before,
                 "load_after": self.load_after, "omp_wait_policy": self.omp_wait_policy,
                 "torch": self.torch_version, "cases": [c.as_dict() for c in self.cases],
                 "geomean": geomeans(self.cases)}
@@ -333,7 +337,8 @@ def omp_wait_policy() -> str:
 def geomeans(cases: Sequence[CaseResult]) -> dict[str, float | None]:
     """Geometric mean speed-ups over the cases where both variants were timed."""
     out: dict[str, float | None] = {}
-    for key, variant, over in (("cinn_py_x_eager", "cinn_py", "eager"), ("cinn_py_x_inductor", "cinn_py", "inductor"),
+    for key, variant, over in (("cinn_py_x_eager", "cinn_py", "eager"),
+                               ("cinn_py_x_inductor", "cinn_py", "inductor"),
                                ("inductor_x_eager", "inductor", "eager")):
         values = [s for c in cases if (s := c.speedup(variant, over))]
         out[key] = math.exp(sum(map(math.log, values)) / len(values)) if values else None
@@ -343,7 +348,8 @@ def geomeans(cases: Sequence[CaseResult]) -> dict[str, float | None]:
 def check_names(given: Sequence[str], known: Sequence[str], what: str) -> list[str]:
     unknown = [g for g in given if g not in known]
     if unknown:
-        raise ValueError(f"model zoo: unknown {what} {', '.join(unknown)}; expected some of {', '.join(known)}")
+        raise ValueError(f"model zoo: unknown {what} {', '.join(unknown)}; expected some of "
+                         f"{', '.join(known)}")
     return list(given)
 
 

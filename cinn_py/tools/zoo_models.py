@@ -4,14 +4,14 @@ Each entry builds, for a size (`tiny`, `small`, `base`), a `ZooNet`: the model w
 inputs and a scalar loss, so that one `torch.compile` of the wrapper traces the forward and the
 loss as one graph (as a training loop compiles its model and loss together):
 
-| name        | architecture                                   | inputs                    | loss                  |
-|-------------|------------------------------------------------|---------------------------|-----------------------|
-| resnet      | transformers ResNetModel, basic blocks (CNN)   | images, NCHW              | outputs x cotangents  |
-| mobilenet   | transformers MobileNetV2Model (mobile CNN)     | images, NCHW              | outputs x cotangents  |
-| bert        | transformers BertModel (encoder)               | token ids                 | outputs x cotangents  |
-| gpt2        | transformers GPT2LMHeadModel (decoder)         | token ids = labels        | causal LM cross entropy |
-| llama       | transformers LlamaForCausalLM (RMSNorm, RoPE, SwiGLU, GQA) | token ids = labels | causal LM cross entropy |
-| transformer | torch.nn.TransformerEncoderLayer (plain layer) | embeddings [B, S, H]      | outputs x cotangents  |
+| name | architecture | inputs | loss |
+|---|---|---|---|
+| resnet | transformers ResNetModel, basic blocks (CNN) | images, NCHW | outputs x cotangents |
+| mobilenet | transformers MobileNetV2Model (mobile CNN) | images, NCHW | outputs x cotangents |
+| bert | transformers BertModel (encoder) | token ids | outputs x cotangents |
+| gpt2 | transformers GPT2LMHeadModel (decoder) | token ids = labels | causal LM cross entropy |
+| llama | LlamaForCausalLM (RMSNorm, RoPE, SwiGLU, GQA) | token ids = labels | causal LM cross entropy |
+| transformer | torch.nn.TransformerEncoderLayer (plain layer) | embeddings [B, S, H] | outputs x cotangents |
 
 "outputs x cotangents": the sum over the model's float outputs of (output * a fixed random tensor),
 so that every output element gets its own gradient (a plain sum of a normalised output is
@@ -141,7 +141,8 @@ def _mobilenet(shape: Shape) -> ZooNet:
 
 def _bert(shape: Shape) -> ZooNet:
     t = _transformers()
-    config = t.BertConfig(vocab_size=shape.get("vocab"), hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+    config = t.BertConfig(vocab_size=shape.get("vocab"), hidden_size=shape.hidden,
+                          num_hidden_layers=shape.layers,
                           num_attention_heads=shape.get("heads"), intermediate_size=4 * shape.hidden,
                           max_position_embeddings=max(64, shape.seq), hidden_dropout_prob=0.0,
                           attention_probs_dropout_prob=0.0)
@@ -182,8 +183,11 @@ def _text(heads: tuple[int, int, int], vocab: tuple[int, int, int] = (128, 1000,
 
 
 ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
-    Architecture("resnet", "transformers ResNetModel, basic blocks (resnet18 at small and base: depths 2,2,2,2, widths 64..512)",
-                 {"tiny": Shape(2, 32, 8, 1), "small": Shape(2, 64, 64, 2), "base": Shape(4, 128, 64, 2)}, _resnet),
+    Architecture("resnet",
+                 "transformers ResNetModel, basic blocks (resnet18 at small and base: depths 2,2,2,2, widths "
+                 "64..512)",
+                 {"tiny": Shape(2, 32, 8, 1), "small": Shape(2, 64, 64, 2), "base": Shape(4, 128, 64, 2)},
+                 _resnet),
     Architecture("mobilenet", "transformers MobileNetV2Model (depthwise convolutions, ReLU6)",
                  {"tiny": Shape(2, 32, 0, 0, (("depth_multiplier", 0.35),)),
                   "small": Shape(2, 64, 0, 0, (("depth_multiplier", 0.5),)),

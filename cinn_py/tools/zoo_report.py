@@ -8,12 +8,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from cinn_py.tools.zoo import CaseResult, ZooRun, run_zoo
 from cinn_py.tools.zoo_options import MODELS, add_zoo_arguments
 
-HEADER = ("model", "mode", "dtype", "eager ms", "inductor ms", "cinn_py ms", "x eager", "x inductor", "converted",
+HEADER = ("model", "mode", "dtype", "eager ms", "inductor ms", "cinn_py ms", "x eager", "x inductor",
+          "converted",
           "compile s cinn/ind", "correct cinn/ind")
 
 
@@ -31,7 +31,8 @@ def _correct(case: CaseResult, name: str) -> str:
 
 
 def _row(case: CaseResult) -> tuple[str, ...]:
-    ms = {name: case.variants[name].ms if name in case.variants else None for name in ("eager", "inductor", "cinn_py")}
+    ms = ({name: case.variants[name].ms if name in case.variants else None for name
+           in ("eager", "inductor", "cinn_py")})
     compile_s = [case.variants[n].compile_s if n in case.variants else None for n in ("cinn_py", "inductor")]
     pct = case.pct_converted
     converted = "-" if pct is None else f"{pct:.0f}% ({case.converted}/{case.total_ops})"
@@ -48,11 +49,15 @@ def _load(load: Sequence[float]) -> str:
 
 def format_table(run: ZooRun) -> str:
     """The table of a zoo run, its conditions on top, geomeans, then mismatches and fallbacks."""
-    lines = [f"model zoo, size {run.size}: median of {run.repeat} steps after 2 warm-up steps, variants interleaved "
-             f"round by round; torch {run.torch_version}, {run.threads} threads, OMP_WAIT_POLICY={run.omp_wait_policy}; "
+    lines = [f"model zoo, size {run.size}: median of {run.repeat} steps after 2 warm-up steps, variants "
+             "interleaved "
+             f"round by round; torch {run.torch_version}, {run.threads} threads, "
+             f"OMP_WAIT_POLICY={run.omp_wait_policy}; "
              f"load average (1/5/15 min) before {_load(run.load_before)}, after {_load(run.load_after)}",
-             "x eager / x inductor: cinn_py's speed-up (their ms / cinn_py ms); compile s: first step (trace, "
-             "compile, one run); correct: outputs and parameter gradients vs eager (fp32 rtol 1e-3 atol 1e-4; "
+             "x eager / x inductor: cinn_py's speed-up (their ms / cinn_py ms); compile s: first step "
+             "(trace, "
+             "compile, one run); correct: outputs and parameter gradients vs eager (fp32 rtol 1e-3 atol "
+             "1e-4; "
              "bf16 within 5% of each tensor's largest magnitude + 1e-3)"]
     rows = [HEADER, *(_row(c) for c in run.cases)]
     widths = [max(len(r[k]) for r in rows) for k in range(len(HEADER))]
@@ -69,7 +74,8 @@ def format_table(run: ZooRun) -> str:
 def _geomean_line(run: ZooRun) -> str:
     g = run.as_dict()["geomean"]
     return (f"geomean: cinn_py {_opt(g['cinn_py_x_eager'], '.2f', 'x')} eager, "
-            f"{_opt(g['cinn_py_x_inductor'], '.2f', 'x')} inductor; inductor {_opt(g['inductor_x_eager'], '.2f', 'x')} "
+            f"{_opt(g['cinn_py_x_inductor'], '.2f', 'x')} inductor; inductor "
+            f"{_opt(g['inductor_x_eager'], '.2f', 'x')} "
             "eager")
 
 
@@ -113,7 +119,8 @@ def plot(run: ZooRun, path: str | Path) -> Path:
     ax.legend()
     # Two short lines: a long one-line title is cut off at the figure's edge.
     fig.suptitle(f"cinn-py model zoo ({run.size}, {run.threads} threads, torch {run.torch_version})\n"
-                 f"median of {run.repeat} steps; load average {_load(run.load_before)} -> {_load(run.load_after)}",
+                 f"median of {run.repeat} steps; load average {_load(run.load_before)} -> "
+                 f"{_load(run.load_after)}",
                  fontsize=10)
     fig.tight_layout()
     out = Path(path)
@@ -132,9 +139,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--models", default="", help=f"comma-separated: {', '.join(MODELS)} (default all)")
     parser.add_argument("--repeat", type=int, default=10, help="timed steps per variant (median reported)")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON ('-': print them instead "
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write the results as JSON ('-': print them instead "
                         "of the table)")
-    parser.add_argument("--plot", metavar="FILE.png", help="also write a bar chart (needs matplotlib: cinn-py[plot])")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also write a bar chart (needs matplotlib: cinn-py[plot])")
     return parser
 
 
@@ -143,7 +152,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
         from cinn_py.tools.bench_plot import require_matplotlib  # noqa: PLC0415
 
         require_matplotlib()  # before the (long) run, not after it
-    run = run_zoo(_names(ns.models), ns.size, _names(ns.modes), _names(ns.dtypes), repeat=10 if ns.repeat is None else ns.repeat,
+    run = run_zoo(_names(ns.models), ns.size, _names(ns.modes), _names(ns.dtypes),
+                  repeat=10 if ns.repeat is None else ns.repeat,
                   threads=2 if ns.threads is None else ns.threads, variants=_names(ns.variants))
     data = json.dumps(run.as_dict(), indent=1, default=str)
     if ns.json == "-":
@@ -158,7 +168,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(prog="model_zoo", description=(__doc__ or "").split("\n")[0]))
+    parser = add_arguments(argparse.ArgumentParser(prog="model_zoo",
+                                                   description=(__doc__ or "").split("\n")[0]))
     ns = parser.parse_args(argv)
     try:
         return run_from_args(ns)

@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
-from cinn_py.torch.backend import GraphReport, PartitionError, cinn_py_backend, last_report, reports, reset_reports
+from cinn_py.torch.backend import (GraphReport, PartitionError, cinn_py_backend, last_report, reports,
+                                   reset_reports)
 from cinn_py.torch.function import CompiledFunction, compile_function, to_numpy, to_torch
 
-__all__ = ["CompiledFunction", "GraphReport", "PartitionError", "cinn_py_backend", "compile_function", "last_report", "reports",
+__all__ = ["CompiledFunction", "GraphReport", "PartitionError", "cinn_py_backend", "compile_function",
+           "last_report", "reports",
            "reset_reports", "to_numpy", "to_torch"]

@@ -35,7 +35,8 @@ Options (`torch.compile(..., options={...})`): `schedule` ("auto", or None for u
 loop nests), `strict` (True: a partition that fails to compile raises instead of running eagerly;
 default: `CINN_PY_TORCH_STRICT=1` in the environment) and `fast_math` (default False, as
 Inductor: exact float semantics, libm's `expf`/`erff`/... and no reassociation, so results match
-eager to rounding (PyTorch's OpInfo gradient samples pass `assert_close`'s default tolerances); True: float32 exp/log/tanh/erf/sigmoid/rsqrt as the
+eager to rounding (PyTorch's OpInfo gradient samples pass `assert_close`'s default tolerances); True: float32
+exp/log/tanh/erf/sigmoid/rsqrt as the
 vectorised polynomials of `codegen.llvm.fastmath` (a few ulp) and reassociable float arithmetic,
 much faster where those dominate: libm's scalar `erff` made a gelu kernel 4-10x slower).
 
@@ -60,7 +61,8 @@ import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.converters.random import SEED_MARK, seed_dropout
-from cinn_py.torch.graph import VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda, unsupported_reason
+from cinn_py.torch.graph import (VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda,
+                                 unsupported_reason)
 from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 
 log = logging.getLogger("cinn_py.torch")
@@ -115,10 +117,12 @@ class GraphReport:
     def __str__(self) -> str:
         total = sum(self.compiled.values()) + sum(self.fallback.values()) + sum(self.failed.values())
         sizes = f" (symbolic sizes {', '.join(self.symbols)})" if self.symbols else ""
-        head = (f"cinn_py {self.name}{sizes}: {sum(self.compiled.values())} of {total} compute ops compiled in "
+        head = (f"cinn_py {self.name}{sizes}: {sum(self.compiled.values())} of {total} compute ops compiled "
+                "in "
                 f"{self.partitions} partition(s), {self.kernels} kernel(s)")
         lines = [head]
-        lines += [f"  eager: {op} x{n} ({self.reasons.get(op, '?')})" for op, n in sorted(self.fallback.items())]
+        lines += [f"  eager: {op} x{n} ({self.reasons.get(op, '?')})" for op,
+                  n in sorted(self.fallback.items())]
         lines += [f"  error: {e}" for e in self.errors]
         return "\n".join(lines)
 
@@ -234,7 +238,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
                                         f"{name.replace(' ', '_')}_{node.target}", options.schedule,
                                         options.fast_math)
         except Exception as exc:  # an internal error: recorded with its traceback, raised when strict
-            error = PartitionError(str(node.target), ops, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            error = PartitionError(str(node.target), ops, f"{type(exc).__name__}: {exc}",
+                                   traceback.format_exc())
             errors.append(error)
             log.warning("cinn_py %s: %s runs eagerly after an internal error:\n%s", name, node.target,
                         error.traceback)
@@ -247,7 +252,8 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
         compiled.update(ops)
         kernels += graph.kernels
     fused.recompile()
-    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(errors), kernels, tuple(errors),
+    report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(errors), kernels,
+                         tuple(errors),
                          input_symbols(gm.graph))
     _REPORTS.append(report)
     log.info("%s", report)

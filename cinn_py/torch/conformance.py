@@ -42,9 +42,12 @@ from cinn_py.torch import backend
 
 MODES = ("forward", "gradient")
 OUTCOMES = ("converted", "by_design", "eager", "wrong", "error", "skipped")
-_LAPACK = ("_linalg_svd", "_linalg_eigh", "linalg_eig", "_linalg_det", "_linalg_slogdet", "linalg_lu_factor_ex",
-           "linalg_lu_solve", "linalg_lu", "lu_unpack", "linalg_solve_triangular", "_linalg_solve_ex", "linalg_inv_ex",
-           "linalg_cholesky_ex", "linalg_qr", "geqrf", "ormqr", "linalg_householder_product", "linalg_ldl_factor_ex",
+_LAPACK = ("_linalg_svd", "_linalg_eigh", "linalg_eig", "_linalg_det", "_linalg_slogdet",
+           "linalg_lu_factor_ex",
+           "linalg_lu_solve", "linalg_lu", "lu_unpack", "linalg_solve_triangular", "_linalg_solve_ex",
+           "linalg_inv_ex",
+           "linalg_cholesky_ex", "linalg_qr", "geqrf", "ormqr", "linalg_householder_product",
+           "linalg_ldl_factor_ex",
            "linalg_ldl_solve", "triangular_solve", "cholesky_solve", "cholesky_inverse", "linalg_lstsq",
            "linalg_eigvals", "linalg_matrix_exp", "_linalg_eigvals")
 EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
@@ -57,7 +60,8 @@ EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
 """ATen ops (name prefixes, or a prefix of the fallback reason) with no sensible loop-nest kernel:
 an op whose eager ops are all of these counts as `by_design`, apart from the ops that could run
 in cinn-py kernels and do not (`eager`)."""
-RANDOM_OPS = ("bernoulli", "normal", "rand", "uniform", "multinomial", "dropout", "rrelu", "cauchy", "exponential",
+RANDOM_OPS = ("bernoulli", "normal", "rand", "uniform", "multinomial", "dropout", "rrelu", "cauchy",
+              "exponential",
               "geometric", "log_normal", "randint", "randn")
 """Name parts of ops whose values are random draws (they cannot equal eager's)."""
 FORWARD_TOL = (1e-4, 1e-4)
@@ -114,7 +118,8 @@ class Summary:
         return "\n".join(lines)
 
     def skip_reasons(self, mode: str) -> Counter[str]:
-        return Counter(r.detail.split(":")[0] for r in self.results if r.mode == mode and r.outcome == "skipped")
+        return Counter(r.detail.split(":")[0] for r in self.results if r.mode == mode and r.outcome
+                       == "skipped")
 
     def eager_ops(self, mode: str) -> Counter[str]:
         """ATen op -> how many OpInfo ops left it to eager (the converters most worth writing)."""
@@ -252,7 +257,8 @@ def _run_sample(op: Any, mode: str, mine: Any, ref: Any) -> _Run:
     torch._dynamo.reset()  # pyright: ignore[reportAttributeAccessIssue]
     torch._dynamo.utils.counters.clear()  # pyright: ignore[reportAttributeAccessIssue]
     backend.reset_reports()
-    compiled = torch.compile(fn, backend=backend.cinn_py_backend, fullgraph=False, dynamic=False, options={"strict": True})
+    compiled = torch.compile(fn, backend=backend.cinn_py_backend, fullgraph=False, dynamic=False,
+                             options={"strict": True})
     try:
         out = compiled(mine.input, mine.args, mine.kwargs)
         grads = _gradients(out, _leaves(mine)) if mode == "gradient" else []
@@ -339,7 +345,8 @@ def run(ops: Iterable[Any], modes: Sequence[str] = MODES, samples: int = 3,
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cinn_py.torch.conformance", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cinn_py.torch.conformance",
+                                description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--ops", nargs="*", help="op names (OpInfo name or name.variant); default: all")
     p.add_argument("--sampled", type=int, default=0, help="a deterministic subset of this many ops")
     p.add_argument("--samples", type=int, default=3, help="sample inputs per op (default 3)")

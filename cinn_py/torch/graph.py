@@ -34,12 +34,15 @@ from cinn_py.torch.function import to_numpy, to_torch
 from cinn_py.torch.index_guards import IndexGuard, guards_for, unchecked_reason
 from cinn_py.torch.layout import InputLayout, LayoutMismatch, OutputLayout, input_layout, output_layout
 from cinn_py.torch.symbolic import (
-    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors, is_symbolic,
+    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors,
+    is_symbolic,
 )
 
 # Ops that only re-view their input: a partition of these alone is not worth a kernel launch.
-VIEW_OPS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
-                      "aten.transpose.int", "aten.permute.default", "aten.expand.default", "aten.detach.default",
+VIEW_OPS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+                      "aten.t.default",
+                      "aten.transpose.int", "aten.permute.default", "aten.expand.default",
+                      "aten.detach.default",
                       "aten.alias.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
                       "aten.clone.default", "_operator.getitem"})
 
@@ -62,7 +65,8 @@ class TensorSpec:
     @staticmethod
     def of(value: Any) -> TensorSpec:
         shape = tuple(s if is_symbolic(s) else int(s) for s in value.shape)
-        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type, input_layout(value))
+        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type,
+                          input_layout(value))
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,8 @@ def is_size_value(value: Any) -> bool:
 
 
 SCALAR_OPERAND_OPS = frozenset(
-    f"aten.{op}.{overload}" for op in ("add", "sub", "rsub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt",
+    f"aten.{op}.{overload}" for op
+    in ("add", "sub", "rsub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt",
                                        "le", "eq", "ne") for overload in ("Tensor", "Scalar")
 ) | {"aten.scalar_tensor.default", "aten.full.default"}
 """Ops that take a SymInt operand as a number (a 0-d int64 input of the Program, `is_scalar_use`)."""
@@ -165,9 +170,11 @@ def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     return env[arg] if isinstance(arg, torch.fx.Node) else arg
 
 
-REPLAYED_VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.t.default",
+REPLAYED_VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+                            "aten.t.default",
                             "aten.transpose.int", "aten.permute.default", "aten.expand.default",
-                            "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.alias.default",
+                            "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
+                            "aten.alias.default",
                             "aten.detach.default", "aten.slice.Tensor", "aten.select.int"})
 """Views a graph output may end with that are applied to the result tensor by torch (`OutputView`)
 instead of computed by a kernel: in eager they cost nothing, and the transposes AOT autograd saves
@@ -203,7 +210,8 @@ def _view_chain(node: Any) -> tuple[Any, list[Any]]:
     the views from that node to the output."""
     chain: list[Any] = []
     while (node.op == "call_function" and op_name(node) in REPLAYED_VIEWS and node.args
-           and isinstance(node.args[0], torch.fx.Node) and not _has_node((node.args[1:], list(node.kwargs.values())))):
+           and isinstance(node.args[0], torch.fx.Node)
+           and not _has_node((node.args[1:], list(node.kwargs.values())))):
         chain.append(node)
         node = node.args[0]
     return node, chain[::-1]
@@ -238,11 +246,13 @@ def _checked(node: Any, value: Any, nb: NetBuilder, table: SymbolTable, fake: An
     promotion, float32 statistics of low-precision inputs), an error on shape."""
     fake = node.meta["val"] if fake is None else fake
     if isinstance(value, tuple):
-        return tuple(v if v is None or f is None else _checked(node, v, nb, table, f) for v, f in zip(value, fake))
+        return tuple(v if v is None or f is None else _checked(node, v, nb, table, f) for v,
+                     f in zip(value, fake))
     spec = TensorSpec.of(fake)
     expected = table.shape(spec.shape)
     if not shapes_equal(value.shape, expected):
-        raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape {fmt_shape(value.shape)}, "
+        raise ConversionError(f"{op_name(node)} ({node.format_node()}): converted to shape "
+                              f"{fmt_shape(value.shape)}, "
                               f"torch says {fmt_shape(expected)}")
     return value if str(value.dtype) == spec.dtype else nb.cast(value, spec.dtype)
 
@@ -323,7 +333,8 @@ def _converted(nb: NetBuilder, table: SymbolTable, env: dict[Any, Any], node: An
     spec = TensorSpec.of(_tensors(node.meta["val"])[0])
     emitter = Emitter(nb, table.shape(spec.shape), spec.dtype)
     try:
-        value = rule.convert(emitter, *_var_of(env, node.args), **{k: _var_of(env, v) for k, v in node.kwargs.items()})
+        value = rule.convert(emitter, *_var_of(env, node.args),
+                             **{k: _var_of(env, v) for k, v in node.kwargs.items()})
     except CinnError as exc:
         raise ConversionError(f"{name}: {op_name(node)} ({node.format_node()}): {exc}") from exc
     return _checked(node, value, nb, table)
@@ -382,7 +393,8 @@ class CompiledGraph:
         compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
                                    fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
-        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)), plan, views,
+        return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)),
+                             plan, views,
                              layouts, gm, guards_for(gm))
 
     @property
@@ -445,7 +457,8 @@ class CompiledGraph:
                 self._native_sizes[key] = sized
             else:  # this call runs on the contiguous copies
                 pointers = [int(bound[v.name].ctypes.data) for v in self.compiled.plan.program.inputs]
-        outs = tuple(torch.empty(shape, dtype=dtype) for shape, dtype in zip(sized.output_shapes, self._torch_dtypes))
+        outs = tuple(torch.empty(shape, dtype=dtype) for shape,
+                     dtype in zip(sized.output_shapes, self._torch_dtypes))
         if pointers is None:
             pointers = [tensors[k].data_ptr() for k in self.compiled.input_positions]
         native.launch(sized, pointers + [o.data_ptr() for o in outs], torch.get_num_threads())

@@ -35,7 +35,8 @@ ENV_VAR = "CINN_PY_TORCH_INDEX_CHECKS"
 # evaluates them on the argument (views copy nothing) and checks exactly the values the op sees
 _REPLAYABLE = frozenset({
     "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default", "aten.clone.default",
-    "aten.alias.default", "aten.expand.default", "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+    "aten.alias.default", "aten.expand.default", "aten.squeeze.default", "aten.squeeze.dim",
+    "aten.squeeze.dims",
     "aten.unsqueeze.default", "aten.permute.default", "aten.t.default", "aten.transpose.int",
     "aten.contiguous.default", "aten.flatten.using_ints", "aten._to_copy.default", "aten.slice.Tensor",
     "aten.select.int", "aten.lift_fresh_copy.default", "aten.detach.default",
@@ -75,16 +76,20 @@ def _ndim(node: Any) -> int:
 def _indexing(op: str, error: type[Exception]) -> Callable[..., list[IndexUse]]:
     """aten.index / index_put: one use per index tensor, at its dim; negative values wrap."""
     def uses(x: Any, indices: Sequence[Any], *_: Any, **__: Any) -> list[IndexUse]:
-        return [IndexUse(op, t, x, k, negative_wraps=True, error=error) for k, t in enumerate(indices) if t is not None]
+        return ([IndexUse(op, t, x, k, negative_wraps=True, error=error) for k,
+                 t in enumerate(indices) if t is not None])
     return uses
 
 
 USES: dict[str, Callable[..., list[IndexUse]]] = {
     "aten.embedding.default": lambda w, i, *_, **__: [IndexUse("embedding", i, w, 0)],
     "aten.embedding_dense_backward.default":
-        lambda g, i, n, *_, **__: [IndexUse("embedding_dense_backward", i, None, 0, bound=n, error=RuntimeError)],
-    "aten.index_select.default": lambda x, d, i, *_, **__: [IndexUse("index_select", i, x, d % max(_ndim(x), 1))],
-    "aten.gather.default": lambda x, d, i, *_, **__: [IndexUse("gather", i, x, d % max(_ndim(x), 1), error=RuntimeError)],
+        lambda g, i, n, *_, **__: [IndexUse("embedding_dense_backward", i, None, 0, bound=n,
+                                            error=RuntimeError)],
+    "aten.index_select.default": lambda x, d, i, *_, **__: [IndexUse("index_select", i, x,
+                                                                     d % max(_ndim(x), 1))],
+    "aten.gather.default": lambda x, d, i, *_, **__: [IndexUse("gather", i, x, d % max(_ndim(x), 1),
+                                                               error=RuntimeError)],
     "aten.scatter_add.default":
         lambda x, d, i, *_, **__: [IndexUse("scatter_add", i, x, d % max(_ndim(x), 1), error=RuntimeError)],
     "aten.index_add.default":
@@ -105,8 +110,10 @@ _SELECTING = frozenset({"aten.gather.default", "aten.index_select.default", "ate
 
 
 _CHEAP = frozenset({
-    "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar", "aten.mul.Tensor", "aten.mul.Scalar",
-    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default", "aten.zeros.default",
+    "aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar", "aten.mul.Tensor",
+    "aten.mul.Scalar",
+    "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
+    "aten.zeros.default",
     "aten.ones.default", "aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default",
 })
 """Integer arithmetic and creation ops that position indices are made with (GPT-2's
@@ -120,7 +127,8 @@ def evaluable(node: Any, depth: int = 0) -> bool:
         return False
     if getattr(node, "op", None) in ("placeholder", "get_attr") or static_range(node) is not None:
         return True
-    if getattr(node, "op", None) != "call_function" or str(node.target) not in _REPLAYABLE | _SELECTING | _CHEAP:
+    if (getattr(node, "op", None) != "call_function" or str(node.target) not in _REPLAYABLE
+        | _SELECTING | _CHEAP):
         return False
     return all(evaluable(a, depth + 1) for a in _nodes_in((*node.args, *node.kwargs.values())))
 
@@ -158,7 +166,8 @@ def _full_range(size: Any, value: Any, *_: Any, **__: Any) -> tuple[Any, Any]:
 
 
 def _arange_range(*args: Any, **_: Any) -> tuple[Any, Any] | None:
-    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    start, end, step = ((0, args[0], 1) if len(args) == 1
+                        else (args[0], args[1], args[2] if len(args) > 2 else 1))
     if not all(isinstance(v, int) for v in (start, end, step)) or step == 0:
         return None
     values = range(start, end, step)
@@ -226,13 +235,16 @@ def unchecked_reason(node: Any, op: str) -> str | None:
             size = _size(use)
             low_ok = -size if isinstance(size, int) and use.negative_wraps else 0
             if not isinstance(size, int) or known[0] < low_ok or known[1] >= size:
-                return f"{use.op} with an index in [{known[0]}, {known[1]}] that may be out of range for size {size}"
+                return (f"{use.op} with an index in [{known[0]}, {known[1]}] that may be out of range for "
+                        f"size {size}")
             continue
         if not evaluable(use.index):
             return (f"{use.op}'s index is computed in the graph (eager PyTorch checks its range; "
                     f"{ENV_VAR}=0 compiles it unchecked)")
-        if use.x is not None and not isinstance(_size(use), int) and getattr(use.x, "op", None) != "placeholder":
-            return f"{use.op} along a symbolic dim of a computed tensor (its size is needed to check the index)"
+        if (use.x is not None and not isinstance(_size(use), int) and getattr(use.x, "op", None)
+            != "placeholder"):
+            return (f"{use.op} along a symbolic dim of a computed tensor (its size is needed to check the "
+                    "index)")
         if not _reads_arguments(use.index):  # constants only: checked now, eager raises at run time
             size = _size(use)
             if not isinstance(size, int):
@@ -249,7 +261,8 @@ def unchecked_reason(node: Any, op: str) -> str | None:
 def _reads_arguments(node: Any, depth: int = 0) -> bool:
     if getattr(node, "op", None) == "placeholder":
         return True
-    return depth < 32 and any(_reads_arguments(a, depth + 1) for a in _nodes_in((*node.args, *node.kwargs.values()))) \
+    return depth < 32 and any(_reads_arguments(a, depth + 1) for a
+                              in _nodes_in((*node.args, *node.kwargs.values()))) \
         if getattr(node, "op", None) == "call_function" else False
 
 
@@ -275,7 +288,8 @@ def _constant(node: Any) -> Any:
     return target if isinstance(target, torch.Tensor) else None
 
 
-def _check_values(op: str, index: Any, size: int, dim: int, negative_wraps: bool, error: type[Exception]) -> None:
+def _check_values(op: str, index: Any, size: int, dim: int, negative_wraps: bool,
+                  error: type[Exception]) -> None:
     if not isinstance(index, torch.Tensor) or index.numel() == 0:
         return
     lo, hi = (int(v) for v in torch.aminmax(index.detach()))  # one fused pass over the index
@@ -327,6 +341,7 @@ def guards_for(gm: Any) -> tuple[IndexGuard, ...]:
             x_position = positions.get(use.x) if use.x is not None and not isinstance(size, int) else None
             if not isinstance(size, int) and x_position is None:
                 continue
-            guards.append(IndexGuard(use.op, use.index, positions, use.dim, size if isinstance(size, int) else None,
+            guards.append(IndexGuard(use.op, use.index, positions, use.dim,
+                                     size if isinstance(size, int) else None,
                                      x_position, use.negative_wraps, use.error))
     return tuple(guards)

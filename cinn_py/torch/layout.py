@@ -101,7 +101,7 @@ def _non_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
-# -- outputs ----------------------------------------------------------------------------------------------------
+# -- outputs -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OutputLayout:
     """How one Program output becomes a tensor with eager's strides (see the module docstring)."""
@@ -131,16 +131,19 @@ def output_layout(fake: Any) -> OutputLayout | None:
     shape = [static_int(d) for d in fake.shape]
     strides = [static_int(s) for s in fake.stride()]
     if any(d is None for d in shape) or any(s is None for s in strides):
-        order = dense_order([hint(d) for d in fake.shape], [hint(s) for s in fake.stride()], size_one_strides=True)
+        order = dense_order([hint(d) for d in fake.shape], [hint(s) for s in fake.stride()],
+                            size_one_strides=True)
         return OutputLayout(order) if order is not None and order != tuple(range(len(order))) else None
-    sizes, want = tuple(int(d) for d in shape if d is not None), tuple(int(s) for s in strides if s is not None)
+    sizes = tuple(int(d) for d in shape if d is not None)
+    want = tuple(int(s) for s in strides if s is not None)
     if want == row_major_strides(sizes):
         return None
     if 0 in sizes:
         return OutputLayout(None, want)
     order = dense_order(sizes, want)
     if order is not None:
-        permuted = tuple(row_major_strides([sizes[k] for k in order])[inverse(order)[k]] for k in range(len(sizes)))
+        permuted = tuple(row_major_strides([sizes[k] for k in order])[inverse(order)[k]] for k
+                         in range(len(sizes)))
         identity = order == tuple(range(len(order)))
         if identity and permuted == want:
             return None
@@ -150,7 +153,7 @@ def output_layout(fake: Any) -> OutputLayout | None:
     return None  # overlapping (stride 0) results come from views, which torch applies (`OutputView`)
 
 
-# -- inputs -----------------------------------------------------------------------------------------------------
+# -- inputs --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class InputLayout:
     """How a strided tensor enters a Program without a copy (see the module docstring)."""
@@ -193,7 +196,8 @@ class InputLayout:
         has the traced layout, else a copy into that layout (`LayoutMismatch` where none fits)."""
         for k in self.broadcast:
             if t.shape[k] != 1 and t.stride(k) != 0:
-                raise LayoutMismatch(f"dim {k} was traced as a broadcast (stride 0), has stride {t.stride(k)}")
+                raise LayoutMismatch(f"dim {k} was traced as a broadcast (stride 0), has stride "
+                                     f"{t.stride(k)}")
         v = t.permute(self.order) if self.permutes else t
         for pos, k in enumerate(self.order):
             if k in self.broadcast:
@@ -267,5 +271,6 @@ def _slice_layout(shape: list[int], strides: list[int], offset: int, broadcast: 
         starts.append(rest // bs)
         rest -= starts[-1] * bs
     if any(s + shape[k] > block[k] for s, k in zip(starts, order)):
-        starts = [0] * len(order)  # cut elsewhere when traced: this layout fits a call cut at the block's start
+        # cut elsewhere when traced: this layout fits a call cut at the block's start
+        starts = [0] * len(order)
     return InputLayout(order, broadcast, sizes, tuple(starts), tuple(strides))

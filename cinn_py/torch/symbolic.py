@@ -148,14 +148,16 @@ class SymbolTable:
             (v.node.shape_env for v in values if isinstance(v, torch.SymInt)), None)
         exprs = [_expr_of(v) for v in values if is_symbolic(v)]
         for _ in range(64):  # each round replaces one symbol; a partition has far fewer divisions
-            found = next((d for e in exprs for d in _divisions_of(self.substituted(e)) if self._guaranteed(*d)), None)
+            found = next((d for e in exprs for d in _divisions_of(self.substituted(e))
+                          if self._guaranteed(*d)), None)
             if found is None:
                 return
             symbol, factor = found
             fresh = sympy.Symbol(f"{symbol}_div{factor}", integer=True, positive=True)
             lower = self._lower.get(str(symbol), _torch_range(symbol, self._shape_env)[0])
             self._lower[str(fresh)] = max(1, -(-lower // factor))
-            self.substitutions = {k: v.xreplace({symbol: factor * fresh}) for k, v in self.substitutions.items()}
+            self.substitutions = ({k: v.xreplace({symbol: factor * fresh}) for k,
+                                   v in self.substitutions.items()})
             self.substitutions[symbol] = factor * fresh
 
     def _guaranteed(self, symbol: Any, factor: int) -> bool:
@@ -164,7 +166,8 @@ class SymbolTable:
             a, b = (self.substituted(x) for x in fact.args)
             num, den = sympy.fraction(sympy.cancel(a / b))
             coefficient, rest = num.as_coeff_Mul()
-            if rest != symbol or not isinstance(den, sympy.Integer) or not isinstance(coefficient, sympy.Integer):
+            if (rest != symbol or not isinstance(den, sympy.Integer)
+                or not isinstance(coefficient, sympy.Integer)):
                 continue
             if (int(den) // math.gcd(int(den), int(coefficient))) % factor == 0:
                 return True
@@ -181,7 +184,8 @@ class SymbolTable:
         known = _solvable(dims + values)
         for d in dims:
             target = d.as_coeff_Mul()[1] if isinstance(d, sympy.Mul) else d
-            if isinstance(target, sympy.Symbol) or isinstance(target, sympy.Mul) and target.free_symbols <= known:
+            if (isinstance(target, sympy.Symbol) or isinstance(target, sympy.Mul)
+                and target.free_symbols <= known):
                 continue  # bound, or split into factors that are
             if target not in self.atoms:
                 self.atoms[target] = sympy.Symbol(_atom_name(target), integer=True, positive=True)
@@ -191,7 +195,8 @@ class SymbolTable:
         out = []
         for expr, atom in self.atoms.items():
             if str(atom) in self.symbols and _unsupported(expr) is None:
-                definition = simplify_dim(self._translate(expr, lambda v: sym(str(v))), f"symbolic dim {expr}")
+                definition = simplify_dim(self._translate(expr, lambda v: sym(str(v))),
+                                          f"symbolic dim {expr}")
                 if isinstance(definition, Expr):
                     out.append((self.symbols[str(atom)], definition))
         return out
@@ -234,7 +239,8 @@ class SymbolTable:
     def _symbol(self, symbol: Any) -> Var:
         name = str(symbol)
         if name not in self.symbols:
-            lower, upper = (self._lower[name], None) if name in self._lower else _torch_range(symbol, self._shape_env)
+            lower, upper = ((self._lower[name], None) if name in self._lower
+                            else _torch_range(symbol, self._shape_env))
             self.symbols[name] = sym(name, lower=lower, upper=upper)
         return self.symbols[name]
 
@@ -294,12 +300,13 @@ def input_symbols(graph: Any) -> tuple[str, ...]:
     found: set[str] = set()
     for p in (n for n in graph.nodes if n.op == "placeholder"):
         value = p.meta.get("val")
-        sizes = [value] if isinstance(value, torch.SymInt) else list(value.shape) if isinstance(value, torch.Tensor) else []
+        sizes = ([value] if isinstance(value, torch.SymInt) else list(value.shape)
+                 if isinstance(value, torch.Tensor) else [])
         found.update(str(s) for size in sizes if is_symbolic(size) for s in _expr_of(size).free_symbols)
     return tuple(sorted(found))
 
 
-# -- size reads -------------------------------------------------------------------------------------------------
+# -- size reads ----------------------------------------------------------------------------------------------
 def read_sizes_from_inputs(graph: Any) -> int:
     """Rewrite `sym_size(t, d)` of a tensor the graph computes into Python arithmetic on the
     graph's input sizes (SymInt placeholders, dims of input tensors), where those give its
@@ -316,7 +323,8 @@ def read_sizes_from_inputs(graph: Any) -> int:
     first = next((n for n in graph.nodes if n.op != "placeholder"), None)
     rewritten = 0
     for node in list(graph.nodes):
-        if node.target is not torch.ops.aten.sym_size.int or node.args[0].op == "placeholder" or first is None:
+        if (node.target is not torch.ops.aten.sym_size.int or node.args[0].op == "placeholder"
+            or first is None):
             continue
         value = node.meta.get("val")
         expr = _expr_of(value) if is_symbolic(value) else None
@@ -325,7 +333,8 @@ def read_sizes_from_inputs(graph: Any) -> int:
             continue
         with graph.inserting_before(first):
             reads = [_read(graph, *symbols[s]) for s in names]
-            size = reads[0] if expr == names[0] else graph.call_function(_size_function(expr, names), tuple(reads))
+            size = (reads[0] if expr == names[0]
+                    else graph.call_function(_size_function(expr, names), tuple(reads)))
         size.meta["val"] = value
         node.replace_all_uses_with(size)
         graph.erase_node(node)
@@ -375,7 +384,7 @@ def _size_function(expr: Any, names: list[Any]) -> Callable[..., int]:
     return size
 
 
-# -- how a partition's placeholders enter the Program ----------------------------------------------------------
+# -- how a partition's placeholders enter the Program --------------------------------------------------------
 @dataclass(frozen=True)
 class TensorInput:
     """A tensor placeholder: its dims (cinn-py's form of torch's) and the shape it enters with
@@ -423,7 +432,8 @@ def check_bindable(graph: str, t: TensorInput) -> None:
     """Program inputs take int and bare-symbol dims only: a dim such as `s0 + 1` cannot enter."""
     bad = [d for d in t.factored if not isinstance(d, (int, Var))]
     if bad:
-        raise SymbolicShapeError(f"{graph}: input '{t.name}' has dim {bad[0]}, neither a symbol nor a product of "
+        raise SymbolicShapeError(f"{graph}: input '{t.name}' has dim {bad[0]}, neither a symbol nor a "
+                                 "product of "
                                  "symbols: cinn-py binds symbolic dims from input dims of that form only")
 
 
@@ -473,7 +483,8 @@ class InputPlan:
             if len(self._passed) < _REMEMBERED:
                 self._passed[key] = env
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-        tensors = [_factored(a, spec, env) if isinstance(spec, TensorInput) else torch.tensor(a, device=device)
+        tensors = [_factored(a, spec, env) if isinstance(spec, TensorInput)
+                   else torch.tensor(a, device=device)
                    for spec, a in zip(self.inputs, args) if isinstance(spec, TensorInput) or spec.scalar]
         return tensors + [torch.empty(env[s.name], dtype=torch.int8, device=device) for s in self.carriers]
 
@@ -491,13 +502,15 @@ class InputPlan:
             self._check(env, where, d, actual, label)
         for atom, definition in self.definitions:
             if atom.name in env and all(v.name in env for v in walk(definition) if isinstance(v, Var)):
-                self._check(env, where, definition, env[atom.name], f"symbolic dim '{atom.name}' (from {where[atom.name]})")
+                self._check(env, where, definition, env[atom.name],
+                            f"symbolic dim '{atom.name}' (from {where[atom.name]})")
         return env
 
     def _bind(self, env: dict[str, int], where: dict[str, str], s: Var, actual: int, label: str) -> None:
         if s.name in env and env[s.name] != actual:
             raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but symbolic dim '{s.name}' is "
-                                     f"{env[s.name]} from {where[s.name]}; the graph was traced with them equal")
+                                     f"{env[s.name]} from {where[s.name]}; the graph was traced with them "
+                                     "equal")
         _check_range(self.graph, s, actual, label)
         env.setdefault(s.name, actual)
         where.setdefault(s.name, label)
@@ -512,7 +525,8 @@ class InputPlan:
         s = unknown[0]
         rest = eval_int(d, {**env, s.name: 1})
         if rest <= 0 or actual % rest:
-            raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal to "
+            raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it "
+                                     "equal to "
                                      f"{fmt_dim(d)}, a multiple of {rest} (a view divides it by {rest})")
         self._bind(env, where, s, actual // rest, label)
         return True
@@ -523,7 +537,8 @@ class InputPlan:
             return
         names = sorted({n.name for n in walk(d) if isinstance(n, Var)}) if isinstance(d, Expr) else []
         detail = ", ".join(f"{n}={env[n]} (from {where[n]})" for n in names)
-        raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal to "
+        raise SymbolicShapeError(f"{self.graph}: {label} is {actual}, but the graph was traced with it equal "
+                                 "to "
                                  f"{fmt_dim(d)} = {expected}" + (f" with {detail}" if detail else ""))
 
 
@@ -546,11 +561,13 @@ def _sizes(spec: TensorInput | SymIntInput, arg: Any) -> list[tuple[str, Dim, in
     """(label, expected dim, actual size) of one argument."""
     if isinstance(spec, SymIntInput):
         if isinstance(arg, torch.Tensor) or not isinstance(arg, int):
-            raise SymbolicShapeError(f"SymInt argument '{spec.name}' must be an int, got {type(arg).__name__}")
+            raise SymbolicShapeError(f"SymInt argument '{spec.name}' must be an int, got "
+                                     f"{type(arg).__name__}")
         return [(f"SymInt argument '{spec.name}'", spec.value, int(arg))]
     if not isinstance(arg, torch.Tensor) or arg.dim() != len(spec.dims):
         shape = tuple(arg.shape) if isinstance(arg, torch.Tensor) else type(arg).__name__
-        raise SymbolicShapeError(f"input '{spec.name}' must be a tensor of rank {len(spec.dims)}, got {shape}")
+        raise SymbolicShapeError(f"input '{spec.name}' must be a tensor of rank {len(spec.dims)}, got "
+                                 f"{shape}")
     return [(f"input '{spec.name}' dim {k}", d, int(n)) for k, (d, n) in enumerate(zip(spec.dims, arg.shape))]
 
 
@@ -558,8 +575,10 @@ def _check_range(graph: str, s: Var, actual: int, label: str) -> None:
     lower = as_int(s.lower_bound) if s.lower_bound is not None else 1
     upper = as_int(s.upper_bound) if s.upper_bound is not None else None
     if lower is not None and actual < lower:
-        raise SymbolicShapeError(f"{graph}: {label} is {actual}, below the lower bound {lower} of symbolic dim "
-                                 f"'{s.name}' (torch specialises sizes 0 and 1: the graph was traced for sizes >= {lower})")
+        raise SymbolicShapeError(f"{graph}: {label} is {actual}, below the lower bound {lower} of symbolic "
+                                 "dim "
+                                 f"'{s.name}' (torch specialises sizes 0 and 1: the graph was traced for "
+                                 f"sizes >= {lower})")
     if upper is not None and actual >= upper:
         raise SymbolicShapeError(f"{graph}: {label} is {actual}, not below the upper bound {upper} of "
                                  f"symbolic dim '{s.name}'")

@@ -22,7 +22,8 @@ from codegen.cuda.loader import KernelLoader
 from codegen.cuda.nvrtc import CompiledCuda, compile_cuda
 
 __all__ = [
-    "BucketDispatch", "CompiledCuda", "GeneratedCode", "LaunchInfo", "TempSpace", "build_cuda", "bucket_kernel_name",
+    "BucketDispatch", "CompiledCuda", "GeneratedCode", "LaunchInfo", "TempSpace", "build_cuda",
+    "bucket_kernel_name",
     "compile_cuda", "generate_cuda", "mangle_predicate",
 ]
 
@@ -53,11 +54,13 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
     if options:
         raise TypeError(f"build_cuda: unknown options {sorted(options)}")
     if count_traffic and (not loader.emulate or buckets is not None):
-        raise ValueError(f"build_cuda: count_traffic=True on '{func.name}' needs the CPU emulator (emulate=True) and "
+        raise ValueError(f"build_cuda: count_traffic=True on '{func.name}' needs the CPU emulator "
+                         "(emulate=True) and "
                          "one kernel (no buckets: give the shapes as constants)")
     arch = loader.arch(arch)
     if buckets is not None:
-        dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name, options=extra,
+        dispatch = BucketDispatch(list(buckets), fast_math=fast_math, arch=arch, name=func.name,
+                                  options=extra,
                                   checked=checked, loader=loader)
         if _dispatch_signature(dispatch.func) != _dispatch_signature(func):
             raise CompileError(f"build_cuda: the buckets of '{func.name}' take different arguments than "
@@ -66,6 +69,7 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto", *
             # Compile every bucket now: a broken bucket fails the build, not a later call.
             _ = dispatch.kernel(index) if loader.emulate else code.cubin
         return dispatch
-    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked, lowered=lowered,
+    code = generate_cuda(func, fast_math=fast_math, arch=arch, options=extra, checked=checked,
+                         lowered=lowered,
                          count_traffic=count_traffic)
     return loader(code, func)

@@ -27,7 +27,8 @@ class CudaBackend:
 
     name = "cuda"
 
-    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> GeneratedCode:
+    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False,
+                 **options: Any) -> GeneratedCode:
         _check_target(target)
         arch = _arch(options.pop("arch", target.arch))
         # build's spelling of the extra NVRTC flags (`nvrtc_options`) works here too

@@ -29,8 +29,10 @@ import itertools
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    Add, Buffer, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType, Min, Minus, Mod,
-    Mul, Select, Store, Sub, Tensor, UIntImm, Var, float32, float64, int32, int64, is_const_int, lookup_intrinsic,
+    Add, Buffer, Call, Cast, DType, Div, Evaluate, Expr, For, ForType, IntImm, Load, Max, MemoryType,
+    Min, Minus, Mod,
+    Mul, Select, Store, Sub, Tensor, UIntImm, Var, float32, float64, int32, int64, is_const_int,
+    lookup_intrinsic,
     print_ir, substitute, walk,
 )
 from cinn_py.symbolic import Analyzer
@@ -151,7 +153,8 @@ class CudaPrinter(CFamilyPrinter):
         shape = tensor.buffer.shape
         if self.checks is None or len(indices) != len(shape):
             return super().index(tensor, indices)
-        return self.expr(flatten_index(tuple(self.checked_index(tensor, indices, k) for k in range(len(indices))),
+        return self.expr(flatten_index(tuple(self.checked_index(tensor, indices, k) for k
+                                             in range(len(indices))),
                                        shape))
 
     # -- traffic counting (codegen.cuda.traffic) ---------------------------------------------------
@@ -183,7 +186,8 @@ class CudaPrinter(CFamilyPrinter):
         size = Cast(int64, extent) if extent.dtype != int64 else extent
         if an.prove_le(IntImm(int64, 0), wide) and an.prove_lt(wide, size):
             return index
-        self.checks.append(f"access {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is outside "
+        self.checks.append(f"access {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is "
+                           "outside "
                            f"[0, {print_ir(extent)}) of '{tensor.name}'")
         return Call("cinn_checked_index", (wide, size, IntImm(int32, len(self.checks) - 1)), int64)
 
@@ -213,13 +217,15 @@ class CudaPrinter(CFamilyPrinter):
             return _F32_MATH[node.name]
         if arg.bits == 64:
             return _F64_MATH[node.name]
-        raise CompileError(f"CUDA codegen: math function '{node.name}' on {arg} (half types compute in float; "
+        raise CompileError(f"CUDA codegen: math function '{node.name}' on {arg} (half types compute in "
+                           "float; "
                            f"run promote_half first)")
 
     # -- statements ------------------------------------------------------------------------------
     def print_For(self, node: For) -> None:
         if node.bind_axis is not None:
-            raise CompileError(f"CUDA codegen: loop '{node.loop_var.name}' is still bound to {node.bind_axis}; "
+            raise CompileError(f"CUDA codegen: loop '{node.loop_var.name}' is still bound to "
+                               f"{node.bind_axis}; "
                                "run gpu_bind first")
         if node.for_type is ForType.VECTORIZED and self.vectorized(node):
             return
@@ -253,7 +259,8 @@ class CudaPrinter(CFamilyPrinter):
         placeholders: dict[Load, Var] = {}
         for k, (load, base) in enumerate(loads):
             ltype = VECTOR_TYPES[(load.tensor.dtype.scalar_name(), width)]
-            name = self.identifier("tmp", f"vec{uid}_{k}", f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}")
+            name = self.identifier("tmp", f"vec{uid}_{k}",
+                                   f"{self.name_buffer(load.tensor.buffer)}_vec{uid}_{k}")
             bytes_ = self.counted(load.tensor, width)
             if bytes_ is not None:
                 self.line(f"cinn_traffic_add(0, {bytes_});")

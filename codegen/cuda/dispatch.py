@@ -43,7 +43,8 @@ def mangle_predicate(pred: Expr) -> str:
         return mangle_predicate(pred.v)
     word = _OP_WORDS.get(type(pred))
     if word is None:
-        raise CompileError(f"bucket dispatch: cannot use {type(pred).__name__} ({pred}) in a bucket predicate")
+        raise CompileError(f"bucket dispatch: cannot use {type(pred).__name__} ({pred}) in a bucket "
+                           "predicate")
     return f"_FPA_{mangle_predicate(pred.a)}_{word}_{mangle_predicate(pred.b)}_BPA_"  # type: ignore[attr-defined]
 
 

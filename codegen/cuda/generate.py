@@ -90,7 +90,8 @@ class GeneratedCode:
         """`resources` with the launch and its theoretical occupancy, as text (`codegen --emit resources`)."""
         resources = self.resources
         if resources is None:
-            return f"kernel {self.kernel_name} ({self.arch}): a PTX-only build; ptxas allocates nothing until an sm_XX build"
+            return (f"kernel {self.kernel_name} ({self.arch}): a PTX-only build; ptxas allocates nothing "
+                    "until an sm_XX build")
         try:  # the block and shared bytes are often constant even when the grid is symbolic
             block = [eval_int(d, {}) for d in self.launch.block]
             dynamic = eval_int(self.launch.shared_bytes, {})
@@ -135,7 +136,8 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         func = dataclasses.replace(func, name=kernel_name)
     if not lowered:
         func = lower_for_cuda(func)
-    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked), count_traffic=count_traffic)
+    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked),
+                          count_traffic=count_traffic)
     opts = nvrtc_options(fast_math, tuple(options))
     info = func.cuda_axis_info
     if info is None:  # gpu_bind always sets it

@@ -40,7 +40,8 @@ class HalfPromoter(Mutator):
             return type(e)(self.wide(e.a), self.wide(e.b))
         if isinstance(e, Cast) and is_half(e.v.dtype):
             return Cast(e.dtype, self.wide(e.v))
-        if isinstance(e, Call) and lookup_intrinsic(e.name) is not None and any(is_half(a.dtype) for a in e.args):
+        if (isinstance(e, Call) and lookup_intrinsic(e.name) is not None
+            and any(is_half(a.dtype) for a in e.args)):
             return dataclasses.replace(e, args=tuple(self.wide(a) if is_half(a.dtype) else self.fix(a)
                                                      for a in e.args))
         return self.generic_visit(e)

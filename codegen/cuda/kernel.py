@@ -59,7 +59,8 @@ def _pycuda() -> tuple[Any, Any]:
         raise CompileError("build_cuda: PyCUDA is not installed (pip install 'cinn-py[cuda]')",
                            _EMULATOR_HINT) from exc
     except Exception as exc:  # no driver / no device
-        raise CompileError(f"build_cuda: cannot initialise CUDA through PyCUDA: {exc}", _EMULATOR_HINT) from exc
+        raise CompileError(f"build_cuda: cannot initialise CUDA through PyCUDA: {exc}",
+                           _EMULATOR_HINT) from exc
     return drv, gpuarray
 
 
@@ -127,7 +128,8 @@ class Kernel(KernelBase):
             self._function = self._module.get_function(code.kernel_name)
             self._static_shared = int(self._function.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES))
         except drv.Error as exc:
-            raise CudaRuntimeError(f"build_cuda: cannot load '{code.kernel_name}' compiled for {code.arch} on "
+            raise CudaRuntimeError(f"build_cuda: cannot load '{code.kernel_name}' compiled for {code.arch} "
+                                   "on "
                                    f"this device ({_device_arch_or_unknown(drv)}): {exc}; build with "
                                    "arch='auto'") from exc
         self._function.prepare(param_format(code))
@@ -165,8 +167,10 @@ class Kernel(KernelBase):
         given = () if out is None else tuple(out) if isinstance(out, (list, tuple)) else (out,)
         on_device = [_is_device_array(a) for a in (*args, *given)]
         if any(on_device) and not all(on_device):
-            raise TypeError(f"kernel '{self.func.name}': mix of host (numpy) and device arrays; pass all inputs "
-                            "(and out=) as numpy arrays or all as CUDA arrays (GPUArray / torch CUDA tensors)")
+            raise TypeError(f"kernel '{self.func.name}': mix of host (numpy) and device arrays; pass all "
+                            "inputs "
+                            "(and out=) as numpy arrays or all as CUDA arrays (GPUArray / torch CUDA "
+                            "tensors)")
         if any(on_device):  # then all are: a kernel without inputs is told so by its out= arrays
             return self._call_device(args, out)
         return self._call_host(args, out)
@@ -200,7 +204,8 @@ class Kernel(KernelBase):
             out_ptrs = [m.ptr for m in bound.outputs]
         else:
             shapes = self.device_validator.output_shapes(bound.symbols)
-            outs = tuple(self._allocate_like(args[0], shape, t) for shape, t in zip(shapes, self.func.outputs))
+            outs = tuple(self._allocate_like(args[0], shape, t) for shape,
+                         t in zip(shapes, self.func.outputs))
             out_ptrs = [int(o.__cuda_array_interface__["data"][0]) for o in outs]
         dims = self._launch([m.ptr for m in bound.inputs], out_ptrs, bound.symbols)
         if out is not None:
@@ -243,7 +248,8 @@ class Kernel(KernelBase):
             return dims  # empty tensors: nothing to compute
         self._opt_in_shared(shared)
         packed = {"P": np.uintp, "q": np.int64, "i": np.int32}
-        params = [packed[kind](value) for kind, value in kernel_arguments(self.code, in_ptrs, out_ptrs, symbols)]
+        params = ([packed[kind](value) for kind,
+                   value in kernel_arguments(self.code, in_ptrs, out_ptrs, symbols)])
         params.extend(np.uintp(ptr) for ptr in self._temp_pointers(symbols))
         try:
             self._function.prepared_call(grid, block, *params, shared_size=shared)
@@ -272,8 +278,10 @@ class Kernel(KernelBase):
         try:
             self._function.set_attribute(attr, dynamic)
         except self._drv.Error as exc:
-            raise CudaRuntimeError(f"kernel '{self.func.name}': {dynamic} bytes of dynamic shared memory (plus "
-                                   f"{self._static_shared} static) exceed this device's limit: {exc}") from exc
+            raise CudaRuntimeError(f"kernel '{self.func.name}': {dynamic} bytes of dynamic shared memory "
+                                   "(plus "
+                                   f"{self._static_shared} static) exceed this device's limit: "
+                                   f"{exc}") from exc
         self._shared_opt_in = dynamic
 
     def _temp_pointers(self, symbols: dict[str, int]) -> list[int]:

@@ -100,7 +100,8 @@ def temp_spaces(func: LoweredFunc, names: dict[str, str]) -> tuple[TempSpace, ..
     for buf in buffers:
         found = accesses[buf.name]
         zero = not found or not found[0].is_write
-        spaces.append(TempSpace(names.get(buf.name, buf.name), buf.dtype, _to_int64(_num_elements(buf)), zero))
+        spaces.append(TempSpace(names.get(buf.name, buf.name), buf.dtype,
+                                _to_int64(_num_elements(buf)), zero))
     return tuple(spaces)
 
 
@@ -157,8 +158,10 @@ class _KernelPrinter(CudaPrinter):
             if buf.memory_type is MemoryType.GPU_LOCAL:
                 if count is None:
                     raise CompileError(
-                        f"CUDA codegen: local buffer '{buf.name}' has symbolic size {elems}; registers need a "
-                        "constant size. It stays symbolic when its index depends on a loop that does not enclose "
+                        f"CUDA codegen: local buffer '{buf.name}' has symbolic size {elems}; registers need "
+                        "a "
+                        "constant size. It stays symbolic when its index depends on a loop that does not "
+                        "enclose "
                         "all its accesses, or when it is read before it is written in an iteration; use a "
                         "shared or global buffer, or schedule the accesses under one loop nest")
                 self.line(f"{ctype} {name}[{count}];")
@@ -169,7 +172,8 @@ class _KernelPrinter(CudaPrinter):
             if not dynamic:
                 self.line(f"extern __shared__ __align__(16) unsigned char {DYNAMIC_SHARED}[];")
                 dynamic = True
-            self.line(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(&{DYNAMIC_SHARED}[{self.expr(offset)}]);")
+            self.line(f"{ctype}* {name} = "
+                      f"reinterpret_cast<{ctype}*>(&{DYNAMIC_SHARED}[{self.expr(offset)}]);")
             size = _to_int64(Mul(elems, IntImm(elems.dtype, max(1, buf.dtype.bits // 8))))
             offset = _align_up(Add(offset, size), SHARED_ALIGN)
         self.dynamic_bytes = offset

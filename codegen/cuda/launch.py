@@ -54,7 +54,8 @@ class LaunchInfo:
     def is_static(self) -> bool:
         return not self.symbols
 
-    def launch_dims(self, symbol_values: Mapping[str, int] | Mapping[Var, int] | None = None) -> tuple[Dim3, Dim3, int]:
+    def launch_dims(self, symbol_values: Mapping[str, int] | Mapping[Var, int]
+                    | None = None) -> tuple[Dim3, Dim3, int]:
         """((gx, gy, gz), (bx, by, bz), shared_bytes) for concrete symbol values.
 
         Raises:
@@ -95,7 +96,8 @@ class TempSpace:
         env = {(k.name if isinstance(k, Var) else k): int(v) for k, v in (symbol_values or {}).items()}
         count = eval_int(self.num_elements, env)
         if count < 0:
-            raise ValueError(f"launch: temp space '{self.name}' has a negative size {count} ({self.num_elements})")
+            raise ValueError(f"launch: temp space '{self.name}' has a negative size {count} "
+                             f"({self.num_elements})")
         return max(1, count * max(1, self.dtype.bits // 8))
 
 
@@ -105,7 +107,8 @@ def _check_limits(grid: Dim3, block: Dim3) -> None:
             raise ValueError(f"launch: grid dim {'xyz'[axis]} = {value} is outside CUDA's range [0, {limit}]")
     for axis, (value, limit) in enumerate(zip(block, MAX_BLOCK)):
         if value < 0 or value > limit:
-            raise ValueError(f"launch: block dim {'xyz'[axis]} = {value} is outside CUDA's range [0, {limit}]")
+            raise ValueError(f"launch: block dim {'xyz'[axis]} = {value} is outside CUDA's range [0, "
+                             f"{limit}]")
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise ValueError(f"launch: {threads} threads per block exceed CUDA's limit {MAX_THREADS_PER_BLOCK}")

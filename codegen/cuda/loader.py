@@ -36,7 +36,8 @@ def resolve_emulate(emulate: bool | None) -> bool:
         return bool(emulate)
     value = os.environ.get(EMULATE_ENV, "").strip().lower()
     if value not in _MODES:
-        raise ValueError(f"{EMULATE_ENV}={value!r}: expected 'gpu' (PyCUDA on a GPU) or 'emulate' (the CPU emulator)")
+        raise ValueError(f"{EMULATE_ENV}={value!r}: expected 'gpu' (PyCUDA on a GPU) or 'emulate' (the CPU "
+                         "emulator)")
     return _MODES[value]
 
 
@@ -49,7 +50,8 @@ class KernelLoader:
 
     def __post_init__(self) -> None:
         if self.race_check and not self.emulate:
-            raise ValueError("build_cuda: race_check=True needs the CPU emulator (emulate=True or CINN_PY_CUDA=emulate)")
+            raise ValueError("build_cuda: race_check=True needs the CPU emulator (emulate=True or "
+                             "CINN_PY_CUDA=emulate)")
 
     @staticmethod
     def from_options(options: dict[str, Any]) -> KernelLoader:
@@ -57,7 +59,8 @@ class KernelLoader:
         race checking from the environment applies to emulated builds only."""
         emulate = resolve_emulate(options.pop("emulate", None))
         race_check = options.pop("race_check", None)
-        return KernelLoader(emulate, resolve_race_check(race_check) if race_check is not None or emulate else False)
+        return KernelLoader(emulate,
+                            resolve_race_check(race_check) if race_check is not None or emulate else False)
 
     def __call__(self, code: GeneratedCode, func: LoweredFunc) -> Any:
         if self.emulate:

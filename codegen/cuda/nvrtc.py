@@ -156,7 +156,8 @@ def compile_cuda(source: str, arch: str = "sm_90", options: tuple[str, ...] = ()
     compiled = _from_disk(disk_key, source, arch, tuple(options))
     if compiled is None:
         compiled = _compile_uncached(source, arch, tuple(options), name)
-        DISK_CACHE.store(disk_key, {"ptx": compiled.ptx, "log": compiled.log, "cubin": compiled.cubin is not None},
+        DISK_CACHE.store(disk_key,
+                         {"ptx": compiled.ptx, "log": compiled.log, "cubin": compiled.cubin is not None},
                          compiled.cubin or b"")
     with _CACHE_LOCK:
         _CACHE[key] = compiled
@@ -178,7 +179,8 @@ def _from_disk(key: str, source: str, arch: str, options: tuple[str, ...]) -> Co
             or header.get("cubin") is not (arch.startswith("sm_")) or (header["cubin"] and not blob):
         DISK_CACHE.discard(key)
         return None
-    return CompiledCuda(source, arch, options, header["ptx"], blob if header["cubin"] else None, header["log"])
+    return CompiledCuda(source, arch, options, header["ptx"], blob if header["cubin"] else None,
+                        header["log"])
 
 
 def clear_cache() -> None:
@@ -206,7 +208,8 @@ def _compile_uncached(source: str, arch: str, options: tuple[str, ...], name: st
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         log = _program_log(nvrtc, prog)
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(f"NVRTC: compiling '{name}' for {arch} failed", format_compile_failure(source, log, name))
+            raise CompileError(f"NVRTC: compiling '{name}' for {arch} failed",
+                               format_compile_failure(source, log, name))
         ptx = _get_bytes(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
         cubin = None
         if arch.startswith("sm_"):
@@ -217,7 +220,8 @@ def _compile_uncached(source: str, arch: str, options: tuple[str, ...], name: st
 
 
 def _program_log(nvrtc, prog) -> str:  # type: ignore[no-untyped-def]
-    return _get_bytes(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
+    return _get_bytes(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize,
+                      nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
         errors="replace")
 
 

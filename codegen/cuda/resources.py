@@ -95,8 +95,10 @@ class SmLimits:
 
 
 _SM_LIMITS = {75: SmLimits(32, 16, 64 * 1024, reserved_shared_per_block=0),
-              80: SmLimits(64, 32, 164 * 1024), 86: SmLimits(48, 16, 100 * 1024), 87: SmLimits(48, 16, 164 * 1024),
-              89: SmLimits(48, 24, 100 * 1024), 90: SmLimits(64, 32, 228 * 1024), 100: SmLimits(64, 32, 228 * 1024),
+              80: SmLimits(64, 32, 164 * 1024), 86: SmLimits(48, 16, 100 * 1024),
+              87: SmLimits(48, 16, 164 * 1024),
+              89: SmLimits(48, 24, 100 * 1024), 90: SmLimits(64, 32, 228 * 1024),
+              100: SmLimits(64, 32, 228 * 1024),
               120: SmLimits(48, 32, 100 * 1024)}
 _REGISTER_UNIT = 256
 _SHARED_UNIT = 128
@@ -144,7 +146,8 @@ def occupancy(resources: KernelResources, threads_per_block: int, dynamic_shared
     return Occupancy(blocks, blocks * warps, blocks * warps / sm.max_warps, limiter)
 
 
-def summary(resources: KernelResources, launch: str, threads: int | None, dynamic_shared_bytes: int = 0) -> str:
+def summary(resources: KernelResources, launch: str, threads: int | None,
+            dynamic_shared_bytes: int = 0) -> str:
     """The report `cinn-py codegen --emit resources` prints (`threads`: None when the block size
     depends on symbolic dims, which leaves the occupancy out)."""
     r = resources
@@ -157,6 +160,7 @@ def summary(resources: KernelResources, launch: str, threads: int | None, dynami
              f"  launch: {launch}"]
     if threads is not None:
         occ = occupancy(r, threads, dynamic_shared_bytes)
-        lines.append(f"  occupancy: {occ.fraction:.2f} ({occ.blocks_per_sm} blocks, {occ.warps_per_sm} warps per SM; "
+        lines.append(f"  occupancy: {occ.fraction:.2f} ({occ.blocks_per_sm} blocks, {occ.warps_per_sm} warps "
+                     "per SM; "
                      f"limited by {occ.limiter})")
     return "\n".join(lines)

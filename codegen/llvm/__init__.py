@@ -76,7 +76,8 @@ def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> 
     unoptimized = str(unit.module)
     compiled = optimize_and_compile(unoptimized)
     checks = None if unit.checks is None else tuple(unit.checks)
-    return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized, func, compiled.object_code, bool(fast_math),
+    return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized, func, compiled.object_code,
+                         bool(fast_math),
                          checks)
 
 
@@ -100,7 +101,8 @@ def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Ker
         hit = CACHE.get_memory(key)
         if hit is not None:
             loaded, llvm_ir, asm, checks = hit
-            return Kernel(func, loaded, symbol, llvm_ir, asm, fast_math, num_threads, from_cache=True, checks=checks)
+            return Kernel(func, loaded, symbol, llvm_ir, asm, fast_math, num_threads, from_cache=True,
+                          checks=checks)
         kernel = _from_disk(func, key, symbol, fast_math, num_threads)
         if kernel is not None:
             return kernel
@@ -116,20 +118,23 @@ def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Ker
     return Kernel(func, loaded, symbol, compiled.llvm_ir, compiled.asm, fast_math, num_threads, checks=checks)
 
 
-def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool, num_threads: int | None) -> Kernel | None:
+def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool,
+               num_threads: int | None) -> Kernel | None:
     entry = CACHE.load(key)
     if entry is None:
         return None
     header, blob = entry
     raw_checks = header.get("checks")
     if header.get("symbol") != symbol or not isinstance(header.get("llvm_ir"), str) or not (
-            raw_checks is None or (isinstance(raw_checks, list) and all(isinstance(c, str) for c in raw_checks))):
+            raw_checks is None
+            or (isinstance(raw_checks, list) and all(isinstance(c, str) for c in raw_checks))):
         CACHE.discard(key)
         return None
     checks = None if raw_checks is None else tuple(raw_checks)
     try:
         loaded = LoadedObject(blob)
-        kernel = Kernel(func, loaded, symbol, header["llvm_ir"], str(header.get("asm", "")), fast_math, num_threads,
+        kernel = Kernel(func, loaded, symbol, header["llvm_ir"], str(header.get("asm", "")), fast_math,
+                        num_threads,
                         from_cache=True, checks=checks)
     except (CompileError, RuntimeError, OSError):
         CACHE.discard(key)

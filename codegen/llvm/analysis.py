@@ -19,7 +19,8 @@ from typing import Any
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast, Expr, FloatImm,
+    FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast,
+    Expr, FloatImm,
     For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
     ScheduleBlock, ScheduleBlockRealize, Select, Stmt, Store,
     StringImm, Sub, Tensor, UIntImm, Var, int64, print_ir, print_ir_marked, walk,
@@ -87,14 +88,16 @@ def _check(func: LoweredFunc, node: Any, inside_parallel: For | None) -> None:
     if isinstance(node, For):
         if node.for_type in (ForType.GPU_BLOCK, ForType.GPU_THREAD):
             raise CompileError(
-                f"x86 codegen: loop '{node.loop_var.name}' is bound to {node.bind_axis}; GPU-bound loops cannot "
+                f"x86 codegen: loop '{node.loop_var.name}' is bound to {node.bind_axis}; GPU-bound loops "
+                "cannot "
                 f"be compiled for x86 (use parallel/vectorize, or target='cuda')",
                 print_ir_marked(func, node))
         if node.for_type is ForType.PARALLEL:
             if inside_parallel is not None:
                 raise CompileError(
                     f"x86 codegen: Nested parallel loop is not supported, try to fuse them instead "
-                    f"(loop '{node.loop_var.name}' is inside parallel loop '{inside_parallel.loop_var.name}')",
+                    f"(loop '{node.loop_var.name}' is inside parallel loop "
+                    f"'{inside_parallel.loop_var.name}')",
                     print_ir_marked(func, node))
             inside_parallel = node
         _check(func, node.body, inside_parallel)
@@ -197,7 +200,8 @@ def vectorizable(body: Stmt, info: LaneInfo) -> bool:
     if isinstance(body, IfThenElse):
         if varies(body.condition, info) or not _exprs_ok((body.condition,), info):
             return False
-        return vectorizable(body.true_case, info) and (body.false_case is None or vectorizable(body.false_case, info))
+        return (vectorizable(body.true_case, info)
+                and (body.false_case is None or vectorizable(body.false_case, info)))
     if isinstance(body, For):
         if body.for_type is ForType.PARALLEL or varies(body.min, info) or varies(body.extent, info):
             return False
@@ -207,7 +211,8 @@ def vectorizable(body: Stmt, info: LaneInfo) -> bool:
 
 def _accumulates(store: Store) -> bool:
     """`store` reads the element it writes (a reduction's update)."""
-    return any(isinstance(n, Load) and n.tensor.buffer.name == store.tensor.buffer.name for n in walk(store.value))
+    return any(isinstance(n, Load) and n.tensor.buffer.name == store.tensor.buffer.name for n
+               in walk(store.value))
 
 
 def _exprs_ok(exprs: tuple[Expr, ...], info: LaneInfo, windows: bool = True) -> bool:
@@ -234,7 +239,8 @@ def flat_index(tensor: Tensor, indices: tuple[Expr, ...]) -> Expr:
     shape = tensor.buffer.shape if len(tensor.buffer.shape) == len(indices) else tensor.shape
     if len(shape) != len(indices):
         raise CompileError(f"x86 codegen: '{tensor.name}' has rank {len(shape)} but is indexed with "
-                           f"{len(indices)} indices: {tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
+                           f"{len(indices)} indices: "
+                           f"{tensor.name}[{', '.join(print_ir(i) for i in indices)}]")
     if not indices:
         return IntImm(int64, 0)
     return flatten_index(tuple(_to_i64(i) for i in indices), tuple(_to_i64(d) for d in shape))

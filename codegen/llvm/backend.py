@@ -31,7 +31,8 @@ class X86Backend:
 
     name = "x86"
 
-    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> GeneratedCode:
+    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False,
+                 **options: Any) -> GeneratedCode:
         _check_target(target)
         return generate_x86(func, fast_math=fast_math, **options)
 

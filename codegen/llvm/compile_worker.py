@@ -59,9 +59,12 @@ class CompileWorker:
     """One child process running `compile_here` on request (callers hold the jit LOCK)."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "codegen.llvm.compile_worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(_ROOT))
+        env = {**os.environ,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "codegen.llvm.compile_worker"],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     cwd=str(_ROOT))
         self.compiles = 0
 
     @property
@@ -124,8 +127,10 @@ class WorkerPool:
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.shutdown()
             self.disabled = True
-            warnings.warn(f"x86 codegen: the compile worker process failed ({exc}); compiling in this process "
-                          f"from now on (its memory grows ~75 KiB per compile, see codegen.llvm.compile_worker)",
+            warnings.warn(f"x86 codegen: the compile worker process failed ({exc}); compiling in this "
+                          "process "
+                          "from now on (its memory grows ~75 KiB per compile, see "
+                          "codegen.llvm.compile_worker)",
                           RuntimeWarning, stacklevel=4)
             return None
 

@@ -220,7 +220,8 @@ class ExprEmitter:
     def buffer_ptr(self, tensor: Tensor) -> ir.Value:
         ptr = self.buffers.get(tensor.buffer.name)
         if ptr is None:
-            raise CompileError(f"x86 codegen: buffer '{tensor.buffer.name}' of tensor '{tensor.name}' is neither "
+            raise CompileError(f"x86 codegen: buffer '{tensor.buffer.name}' of tensor '{tensor.name}' is "
+                               "neither "
                                f"an argument nor a temporary buffer of the function")
         return ptr
 
@@ -252,7 +253,8 @@ class ExprEmitter:
         if lanes == 1 or stride == 0:
             raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=st, align=align)
         elif stride == 1:
-            raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=ir.VectorType(st, lanes), align=align)
+            raw = self.b.load(self._gep(tensor, self._lane(index, 0)), typ=ir.VectorType(st, lanes),
+                              align=align)
         else:
             raw = self.gather(tensor, index, st, align)
         return T.load_convert(self.b, raw, tensor.dtype)
@@ -276,8 +278,10 @@ class ExprEmitter:
         name = f"llvm.masked.load.v{lanes}{_type_suffix(st)}.p0"
         fn = self.module.globals.get(name)
         if not isinstance(fn, ir.Function):
-            fn = ir.Function(self.module, ir.FunctionType(vt, [T.PTR, T.I32, ir.VectorType(T.I1, lanes), vt]), name)
-        pad = T.store_convert(self.b, T.splat(self.b, self.typed(e.false_value, tensor.dtype), lanes), tensor.dtype)
+            fn = ir.Function(self.module,
+                             ir.FunctionType(vt, [T.PTR, T.I32, ir.VectorType(T.I1, lanes), vt]), name)
+        pad = T.store_convert(self.b, T.splat(self.b, self.typed(e.false_value, tensor.dtype), lanes),
+                              tensor.dtype)
         raw = self.b.call(fn, [ptr, ir.Constant(T.I32, T.storage_bytes(tensor.dtype)), cond, pad])
         return T.load_convert(self.b, raw, tensor.dtype)
 
@@ -291,7 +295,8 @@ class ExprEmitter:
         name = f"llvm.masked.gather.v{lanes}{_type_suffix(st)}.v{lanes}p0"
         fn = self.module.globals.get(name)
         if not isinstance(fn, ir.Function):
-            fn = ir.Function(self.module, ir.FunctionType(vt, [ptrs.type, T.I32, ir.VectorType(T.I1, lanes), vt]),
+            fn = ir.Function(self.module,
+                             ir.FunctionType(vt, [ptrs.type, T.I32, ir.VectorType(T.I1, lanes), vt]),
                              name)
         mask = ir.Constant(ir.VectorType(T.I1, lanes), [ir.Constant(T.I1, 1)] * lanes)
         return self.b.call(fn, [ptrs, ir.Constant(T.I32, align), mask, ir.Constant(vt, ir.Undefined)])

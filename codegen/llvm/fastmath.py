@@ -9,14 +9,14 @@ Maximum errors measured against numpy in float64 over the ranges below (ulp of t
 result, so the unavoidable 0.5 ulp of the final rounding is included; denormal results excluded);
 tests/codegen/llvm/test_fastmath.py checks these bounds and the special values:
 
-| function | range tested                    | max error                          | special values                                     |
-|----------|---------------------------------|------------------------------------|----------------------------------------------------|
-| exp      | [-110, 100]                     | 1 ulp (1.01 on a 3M-point grid)    | x > 88.72 -> inf, x < -103.97 -> 0, NaN -> NaN     |
-| log      | [1e-45, 3.4e38] (denormals too) | 1 ulp                              | +-0 -> -inf, x < 0 -> NaN, inf -> inf, NaN -> NaN  |
-| tanh     | [-20, 20]                       | 2.5 ulp (2.21 seen in 6.4M points) | +-inf -> +-1, +-0 -> +-0, NaN -> NaN               |
-| erf      | [-10, 10]                       | 6 ulp, absolute 3.5e-7             | +-inf -> +-1, +-0 -> +-0, NaN -> NaN               |
-| sigmoid  | [-100, 100]                     | 2.5 ulp                            | -inf -> 0, inf -> 1, NaN -> NaN                    |
-| rsqrt    | [1e-44, 3e38]                   | 2.5 ulp                            | +0 -> inf, -0 -> -inf, inf -> 0, x < 0 or NaN -> NaN |
+| function | range tested | max error | special values |
+|---|---|---|---|
+| exp | [-110, 100] | 1 ulp (1.01 on a 3M-point grid) | x > 88.72 -> inf, x < -103.97 -> 0, NaN -> NaN |
+| log | [1e-45, 3.4e38] (denormals too) | 1 ulp | +-0 -> -inf, x < 0 -> NaN, inf -> inf, NaN -> NaN |
+| tanh | [-20, 20] | 2.5 ulp (2.21 seen in 6.4M points) | +-inf -> +-1, +-0 -> +-0, NaN -> NaN |
+| erf | [-10, 10] | 6 ulp, absolute 3.5e-7 | +-inf -> +-1, +-0 -> +-0, NaN -> NaN |
+| sigmoid | [-100, 100] | 2.5 ulp | -inf -> 0, inf -> 1, NaN -> NaN |
+| rsqrt | [1e-44, 3e38] | 2.5 ulp | +0 -> inf, -0 -> -inf, inf -> 0, x < 0 or NaN -> NaN |
 """
 
 from __future__ import annotations

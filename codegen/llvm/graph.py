@@ -34,7 +34,8 @@ from codegen.llvm.kernel import Kernel
 from codegen.llvm.openmp import adopt_loaded_openmp
 
 _SERIAL = itertools.count()
-ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_void_p)
 
 
 @dataclass
@@ -53,7 +54,8 @@ class GraphEntry:
         """Raise the error of a non-zero entry status (the failing kernel's own error) of a call
         with `symbol_values` (in `plan.symbols` order)."""
         call = self.plan.calls[(status >> 32) - 1]
-        self.kernels[call.group].raise_status(status & 0xFFFFFFFF, dict(zip(self.plan.symbols, symbol_values)))
+        self.kernels[call.group].raise_status(status & 0xFFFFFFFF,
+                                              dict(zip(self.plan.symbols, symbol_values)))
 
 
 def link_program(plan: GraphPlan, kernels: Sequence[Kernel]) -> GraphEntry | None:
@@ -64,7 +66,8 @@ def link_program(plan: GraphPlan, kernels: Sequence[Kernel]) -> GraphEntry | Non
     serial = next(_SERIAL)
     module = ir.Module(name=f"cinn_py_graph{serial}")
     module.triple = llvm.get_process_triple()
-    entry = ir.Function(module, ir.FunctionType(T.I64, [T.PTR, T.PTR, T.PTR, T.PTR]), f"cinn_py_graph{serial}")
+    entry = ir.Function(module, ir.FunctionType(T.I64, [T.PTR, T.PTR, T.PTR, T.PTR]),
+                        f"cinn_py_graph{serial}")
     entry.attributes.add("nounwind")
     addresses: dict[str, int] = {}
     declared = []

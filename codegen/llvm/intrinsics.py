@@ -73,7 +73,8 @@ class MathEmitter:
             out = b.insert_element(out, b.call(fn, [b.extract_element(a, idx) for a in args]), idx)
         return out
 
-    def emit(self, b: ir.IRBuilder, name: str, args: list[ir.Value], arg_dtype: DType, result: DType) -> ir.Value:
+    def emit(self, b: ir.IRBuilder, name: str, args: list[ir.Value], arg_dtype: DType,
+             result: DType) -> ir.Value:
         """`name(args)`; `args` are register values of IR dtype `arg_dtype` (lanes matched)."""
         if name == "abs" and arg_dtype.is_integral:
             return _int_abs(b, args[0], arg_dtype)

@@ -143,7 +143,8 @@ def compile_here(ir_text: str, want_asm: bool = True) -> Compiled:
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
         except RuntimeError as exc:
-            raise CompileError(f"x86 codegen: generated LLVM IR does not verify: {exc}", ir_text[:4000]) from exc
+            raise CompileError(f"x86 codegen: generated LLVM IR does not verify: {exc}",
+                               ir_text[:4000]) from exc
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
@@ -165,7 +166,8 @@ def _check_symbols(mod: llvm.ModuleRef, asm: str) -> None:
     for name in set(_ASM_SYMBOL.findall(asm)) - defined:
         if name.startswith((".L", "__unnamed")) or llvm.address_of_symbol(name):
             continue
-        raise CompileError(f"x86 codegen: generated code needs the external symbol '{name}', which this process "
+        raise CompileError(f"x86 codegen: generated code needs the external symbol '{name}', which this "
+                           "process "
                            f"does not provide")
 
 

@@ -55,7 +55,8 @@ class Kernel(KernelBase):
         self.fast_math = fast_math
         self.symbol = symbol
         self.from_cache = from_cache
-        self.num_threads = None if num_threads is None else threadpool.check_thread_count(num_threads, "num_threads")
+        self.num_threads = (None if num_threads is None
+                            else threadpool.check_thread_count(num_threads, "num_threads"))
         self._loaded = loaded
         self.checks = checks
         """Checked builds: what each bounds check guards; None for an unchecked build."""
@@ -154,8 +155,10 @@ class Kernel(KernelBase):
         if status == STATUS_SIZE_OVERFLOW:
             temps = ", ".join(f"{b.name}[{', '.join(print_ir(d) for d in b.shape)}] {b.dtype}"
                               for b in self.func.temp_bufs if not all(is_const_int(d) for d in b.shape))
-            raise OverflowError(f"kernel '{self.func.name}': the byte size of a temporary buffer with symbolic "
-                                f"dims is negative or exceeds 2**63 for {symbols} (buffers: {temps or 'local'})")
+            raise OverflowError(f"kernel '{self.func.name}': the byte size of a temporary buffer with "
+                                "symbolic "
+                                f"dims is negative or exceeds 2**63 for {symbols} (buffers: "
+                                f"{temps or 'local'})")
         if status == STATUS_NOMEM:
             raise MemoryError(f"kernel '{self.func.name}': a temporary buffer could not be allocated")
         k = status - STATUS_OUT_OF_BOUNDS

@@ -388,7 +388,8 @@ ret:
 def runtime_ir(triple: str) -> str:
     """The runtime module's IR text for `triple`."""
     text = (_IR.replace("FUTEX", str(_FUTEX)).replace("WAIT", str(_WAIT)).replace("WAKE", str(_WAKE))
-            .replace("PATIENCE", str(SPIN_ITERATIONS + YIELD_ITERATIONS)).replace("SPIN", str(SPIN_ITERATIONS)).replace("MAXT", str(MAX_WORKERS)))
+            .replace("PATIENCE", str(SPIN_ITERATIONS + YIELD_ITERATIONS))
+            .replace("SPIN", str(SPIN_ITERATIONS)).replace("MAXT", str(MAX_WORKERS)))
     return f'target triple = "{triple}"\n' + text
 
 

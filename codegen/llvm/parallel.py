@@ -79,7 +79,8 @@ def _free_vars(body: Stmt) -> set[Var]:
     return found
 
 
-def _body_function(unit: CodegenUnit, task: ir.Function, field_types: list[ir.Type], n_bufs: int) -> ir.Function:
+def _body_function(unit: CodegenUnit, task: ir.Function, field_types: list[ir.Type],
+                   n_bufs: int) -> ir.Function:
     """`<task>_body(task_id, num_tasks, lo, extent, status, vars..., bufs...)`: the task's work,
     with every buffer pointer a `noalias` parameter. Buffers are distinct (arguments are checked
     not to alias, temporaries are separate allocations), but pointers loaded from the closure

@@ -31,8 +31,10 @@ from llvmlite import ir
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
-    LE, LT, Alloc, And, Block, Buffer, Call, Cast, DType, Evaluate, Expr, For, ForType, Free, IfThenElse, IntImm, Let, Load,
-    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, is_const_int, print_ir, walk,
+    LE, LT, Alloc, And, Block, Buffer, Call, Cast, DType, Evaluate, Expr, For, ForType, Free, IfThenElse,
+    IntImm, Let, Load,
+    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, is_const_int,
+    print_ir, walk,
 )
 from cinn_py.symbolic import Analyzer
 from codegen.llvm import types as T
@@ -123,10 +125,12 @@ class FunctionEmitter(ExprEmitter):
                                        else self._lane(self.typed(extent, int64), 0))
             if T.lanes_of(value) > 1:
                 lanes = T.lanes_of(value)
-                bad = self.b.icmp_unsigned("!=", self.b.bitcast(bad, ir.IntType(lanes)), ir.Constant(ir.IntType(lanes), 0))
+                bad = self.b.icmp_unsigned("!=", self.b.bitcast(bad, ir.IntType(lanes)),
+                                           ir.Constant(ir.IntType(lanes), 0))
                 value = self._lane(value, 0)
             kind = "write to" if is_write else "read of"
-            checks.append(f"{kind} {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is outside "
+            checks.append(f"{kind} {print_ir(Load(tensor, indices))}: index {k} ({print_ir(index)}) is "
+                          "outside "
                           f"[0, {print_ir(extent)}) of '{tensor.name}'")
             oob = self.fn.append_basic_block("oob")
             ok = self.fn.append_basic_block("inbounds")
@@ -159,13 +163,15 @@ class FunctionEmitter(ExprEmitter):
         for dim in buf.shape:
             unknown = [v.name for v in vars_used(dim) if v not in self.env]
             if unknown:
-                raise CompileError(f"x86 codegen: size of temp buffer '{buf.name}' uses {unknown}, which are not "
+                raise CompileError(f"x86 codegen: size of temp buffer '{buf.name}' uses {unknown}, which are "
+                                   "not "
                                    f"known at function entry (only symbolic dims may size a buffer)")
             value = T.cast(self.b, self.expr(dim), dim.dtype, int64)
             overflow = self.b.or_(overflow, self.b.icmp_signed("<", value, zero))
             count, wrapped = self._checked(self.b.smul_with_overflow(count, value))
             overflow = self.b.or_(overflow, wrapped)
-        nbytes, wrapped = self._checked(self.b.smul_with_overflow(count, ir.Constant(T.I64, T.storage_bytes(buf.dtype))))
+        elem_bytes = ir.Constant(T.I64, T.storage_bytes(buf.dtype))
+        nbytes, wrapped = self._checked(self.b.smul_with_overflow(count, elem_bytes))
         overflow = self.b.or_(overflow, wrapped)
         padded, wrapped = self._checked(self.b.sadd_with_overflow(nbytes, ir.Constant(T.I64, 63)))
         overflow = self.b.or_(overflow, wrapped)
@@ -338,7 +344,8 @@ class FunctionEmitter(ExprEmitter):
         """A vector loop with a streaming store runs scalar iterations first until that store's
         address is 64-byte aligned (`vmovntps` needs it; numpy's large arrays start 16 bytes
         past a page): returns the new start of the vector loop."""
-        store = next((n for n in walk(body) if isinstance(n, Store) and n.tensor.buffer.name in self.nontemporal
+        store = next((n for n in walk(body) if isinstance(n, Store) and n.tensor.buffer.name
+                      in self.nontemporal
                       and not any(isinstance(v, Var) and v in info.lets for v in walk(n.indices))
                       and lane_stride(flat_index(n.tensor, n.indices), info) == 1), None)
         elem = T.storage_bytes(store.tensor.dtype) if store is not None else 0
@@ -352,7 +359,8 @@ class FunctionEmitter(ExprEmitter):
             self._restore(s.loop_var, saved)
         address = self.b.ptrtoint(self._gep(store.tensor, index), T.I64)
         gap = self.b.and_(self.b.sub(ir.Constant(T.I64, 0), address), ir.Constant(T.I64, STREAM_ALIGN - 1))
-        start = self.b.add(lo, T.cast(self.b, self.b.udiv(gap, ir.Constant(T.I64, elem)), int64, s.loop_var.dtype))
+        start = self.b.add(lo, T.cast(self.b, self.b.udiv(gap, ir.Constant(T.I64, elem)), int64,
+                                      s.loop_var.dtype))
         start = self.b.select(self.b.icmp_signed("<", start, hi), start, hi)
         self.counted_loop(s.loop_var, lo, start, 1, lambda: self.stmt(body))
         return start
@@ -448,7 +456,8 @@ def _small_const(s: For) -> bool:
 def private_buffers(body: Stmt, temps: list[Buffer]) -> list[Buffer]:
     """Temp buffers of local/shared memory type used in `body` (private per parallel task)."""
     used = buffers_used(body)
-    return [b for b in temps if b.name in used and b.memory_type in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)]
+    return ([b for b in temps if b.name in used and b.memory_type
+             in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)])
 
 
 def _retyped(e: Expr, dtype: DType) -> Expr:

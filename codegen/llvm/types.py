@@ -110,7 +110,8 @@ def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
         return ir.Constant(ir.VectorType(value.type, lanes), [value] * lanes)
     vt = ir.VectorType(value.type, lanes)
     one = b.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
 
 def match_lanes(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -55,7 +55,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from cinn_py.ir import (
-    Evaluate, Expr, For, IfThenElse, Let, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var, substitute,
+    Evaluate, Expr, For, IfThenElse, Let, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store,
+    Var, substitute,
     walk,
 )
 from cinn_py.symbolic.linear import determines, is_injective, var_ranges
@@ -174,7 +175,8 @@ def _accesses(node: Any, mapping: dict[Var, Expr], block: ScheduleBlockRealize |
     elif isinstance(node, IfThenElse):
         yield from _loads((node.condition,), mapping, block, red_buffer)
     elif isinstance(node, (Evaluate, Let)):
-        yield from _loads((node.value if isinstance(node, Evaluate) else node.body,), mapping, block, red_buffer)
+        yield from _loads((node.value if isinstance(node, Evaluate) else node.body,), mapping,
+                          block, red_buffer)
     for child in stmt_children(node):
         yield from _accesses(child, mapping, block, red_buffer)
 
@@ -226,14 +228,16 @@ def loop_carries_dependence(func: LoweredFunc, loop: For, allow_accumulation: bo
 def _accumulating_blocks(loop: For) -> set[int]:
     """uids of the reduction blocks under `loop` that it drives only through reduce iter vars."""
     return {b.uid for b in collect_stmts(loop.body, ScheduleBlockRealize)
-            if any(v.is_reduce_axis for v in b.schedule_block.iter_vars) and drives_only_reduce_vars(b, loop.loop_var)}
+            if any(v.is_reduce_axis for v in b.schedule_block.iter_vars)
+            and drives_only_reduce_vars(b, loop.loop_var)}
 
 
 def _independent(w: Access, other: Access, loop: For, inner: dict[Var, For], accumulating: set[int]) -> bool:
     if w.block is not None and w.block.uid in accumulating and other.block is w.block and w.accumulates \
             and other.accumulates and other.indices == w.indices:
         return True
-    return other.indices == w.indices and determines(w.indices, loop.loop_var, var_ranges((loop, *inner.values())))
+    return (other.indices == w.indices
+            and determines(w.indices, loop.loop_var, var_ranges((loop, *inner.values()))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,11 +303,13 @@ def _accumulator_accesses(site: Any) -> list[Any]:
     if len(writes) != 1:
         return []
     store = writes[0]
-    return [a for a in accesses if a.tensor.buffer.name == store.tensor.buffer.name and a.indices == store.indices]
+    return ([a for a in accesses if a.tensor.buffer.name == store.tensor.buffer.name and a.indices
+             == store.indices])
 
 
 
-def check_permutation_legal(func: LoweredFunc, chain: list[Stmt], new_chain: list[Stmt], primitive: str) -> None:
+def check_permutation_legal(func: LoweredFunc, chain: list[Stmt], new_chain: list[Stmt],
+                            primitive: str) -> None:
     """Raise IllegalDependenceError unless every loop that changes position carries no
     dependence (reduction accumulation ignored): then every pair of dependent instances keeps
     its relative order, which the loops that stay in place decide."""
@@ -312,5 +318,6 @@ def check_permutation_legal(func: LoweredFunc, chain: list[Stmt], new_chain: lis
             continue
         if loop_carries_dependence(func, old, allow_accumulation=True):
             raise schedule_error(IllegalDependenceError, primitive, f"loop '{old.loop_var.name}' carries a "
-                                 "dependence (an element written in one iteration is accessed in another), so "
+                                 "dependence (an element written in one iteration is accessed in another), "
+                                 "so "
                                  "moving it could reverse that order", func, old)

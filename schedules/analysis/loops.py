@@ -269,12 +269,14 @@ def vars_in(node: Any) -> set[Var]:
 
 def loads_of(node: Any, tensor_name: str | None = None) -> list[Load]:
     """Loads in `node` (of tensor `tensor_name` when given), pre-order."""
-    return [n for n in walk(node) if isinstance(n, Load) and (tensor_name is None or n.tensor.name == tensor_name)]
+    return ([n for n in walk(node) if isinstance(n, Load)
+             and (tensor_name is None or n.tensor.name == tensor_name)])
 
 
 def stores_to(node: Any, tensor_name: str | None = None) -> list[Store]:
     """Stores in `node` (to tensor `tensor_name` when given), pre-order."""
-    return [n for n in walk(node) if isinstance(n, Store) and (tensor_name is None or n.tensor.name == tensor_name)]
+    return ([n for n in walk(node) if isinstance(n, Store)
+             and (tensor_name is None or n.tensor.name == tensor_name)])
 
 
 def tensors_written(node: Any) -> dict[str, Tensor]:

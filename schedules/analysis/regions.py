@@ -13,7 +13,7 @@ one place the schedules simplify and prove), which keeps the generated extents r
 from __future__ import annotations
 
 from cinn_py.ir import (
-    Add, Div, Expr, For, IntImm, Load, Max, Min, Mod, Mul, ScheduleBlockRealize, Stmt, Sub, Tensor, Var,
+    Add, Div, Expr, For, IntImm, Load, Max, Min, Mod, Mul, ScheduleBlockRealize, Stmt, Sub, Var,
     int32, substitute, walk,
 )
 from cinn_py.symbolic.access import Access
@@ -44,9 +44,11 @@ def accesses(block: ScheduleBlockRealize) -> list[Access]:
     binding = iter_binding(block)
     out: list[Access] = []
     for store in block_stores(block):
-        out.append(Access(store.tensor, tuple(substitute(i, binding) for i in store.indices), True, block=block))
+        out.append(Access(store.tensor, tuple(substitute(i, binding) for i in store.indices), True,
+                          block=block))
     for load in _loads(block.schedule_block.body):
-        out.append(Access(load.tensor, tuple(substitute(i, binding) for i in load.indices), False, block=block))
+        out.append(Access(load.tensor, tuple(substitute(i, binding) for i in load.indices), False,
+                          block=block))
     return out
 
 
@@ -129,7 +131,8 @@ def _positive(e: Expr) -> bool:
     return False
 
 
-def index_bounds(e: Expr, ranges: dict[Var, Interval], known: dict[Var, Interval] | None = None) -> Interval | None:
+def index_bounds(e: Expr, ranges: dict[Var, Interval],
+                 known: dict[Var, Interval] | None = None) -> Interval | None:
     """Inclusive bounds of `e` when the vars in `ranges` vary over them (others are fixed), or
     None when they cannot be bounded symbolically (e.g. a product of two varying vars).
 

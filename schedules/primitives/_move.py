@@ -36,7 +36,8 @@ def resolve_handles(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, l
     `loop` not enclosing `block`."""
     index = StmtIndex(func)
     if not isinstance(block, ScheduleBlockRealize) or not index.contains(block) or not block.iter_values:
-        raise schedule_error(StaleHandleError, prim, f"block '{getattr(block, 'name', block)}' is not a block of "
+        raise schedule_error(StaleHandleError, prim,
+                             f"block '{getattr(block, 'name', block)}' is not a block of "
                              "the current function (stale handle)", func)
     if not isinstance(loop, For) or not index.contains(loop):
         raise schedule_error(StaleHandleError, prim, "the target loop is not a loop of the current function "
@@ -71,7 +72,8 @@ def check_order(prim: str, old: LoweredFunc, new: LoweredFunc, moved_old: Schedu
         if not ok:
             buf = pairs[0][0].tensor.name
             raise schedule_error(IllegalDependenceError, prim, f"moving '{moved_old.name}' would reorder its "
-                                 f"accesses to '{buf}' with block '{other.name}' (expected every dependent pair "
+                                 f"accesses to '{buf}' with block '{other.name}' (expected every dependent "
+                                 "pair "
                                  "in the same iteration of the shared loops, in the original order)",
                                  old, moved_old)
 

@@ -51,7 +51,8 @@ def group_space(func: LoweredFunc) -> tuple[list[Expr], list[Expr]]:
     """(spatial extents, reduce extents) of the group's master block."""
     blocks = all_blocks(func)
     if not blocks:
-        raise schedule_error(AlignError, "align_iter_space", "the function must contain a block, but has none", func)
+        raise schedule_error(AlignError, "align_iter_space",
+                             "the function must contain a block, but has none", func)
     index = StmtIndex(func)
     masters = [b for b in blocks if any(v.is_reduce_axis for v in b.schedule_block.iter_vars)]
     master = masters[0] if masters else blocks[-1]
@@ -110,7 +111,8 @@ def _chain(stmt: Stmt, extents: list[Expr], absorb_trailing: bool = False) -> li
         while const_value(extent) != 1 and _is_unit(current):
             loops.append(current)  # type: ignore[arg-type]
             current = _next(current)  # type: ignore[arg-type]
-        if not isinstance(current, For) or const_value(current.min) != 0 or not prove_equal(current.extent, extent):
+        if (not isinstance(current, For) or const_value(current.min) != 0
+            or not prove_equal(current.extent, extent)):
             return None
         loops.append(current)
         current = _next(current)
@@ -156,7 +158,8 @@ def _require_serial(func: LoweredFunc, loops: list[For]) -> None:
     for lp in loops:
         if lp.for_type is not ForType.SERIAL:
             kind = lp.bind_axis or lp.for_type.value
-            raise schedule_error(LoopKindError, "align_iter_space", f"loop '{lp.loop_var.name}' must be serial to be "
+            raise schedule_error(LoopKindError, "align_iter_space",
+                                 f"loop '{lp.loop_var.name}' must be serial to be "
                                  f"fused into the aligned loop, but is {kind}", func, lp)
 
 
@@ -170,7 +173,8 @@ def _align_nest(func: LoweredFunc, nest: Stmt, spatial: list[Expr], reduce: list
     sp_loops = _chain(nest, _significant(spatial), absorb_trailing=not unit_reduce)
     if sp_loops is None:
         raise schedule_error(AlignError, "align_iter_space", "every loop nest must start with loops of the "
-                             f"spatial extents [{_show(spatial)}], but this one has [{_show(_extents(nest))}]",
+                             f"spatial extents [{_show(spatial)}], but this one has "
+                             f"[{_show(_extents(nest))}]",
                              func, nest)
     inner = tuple(_align_reduce(func, s, reduce) for s in sp_loops[-1].body.stmts)
     return _fuse_chain(func, sp_loops, "sp", [lp.extent for lp in sp_loops], Block(inner))

@@ -1,7 +1,8 @@
 """annotate / unannotate (CINN `Annotate`, `Unannotate`): block attributes.
 
 Attributes are `int` (int64), finite `float`, `bool` or `str` (no control characters) values
-keyed by an identifier or a dotted name (`x86.nontemporal`), kept sorted by key (CINN prints a `std::map`). The block keeps its uid. `unannotate` of a missing key only
+keyed by an identifier or a dotted name (`x86.nontemporal`), kept sorted by key (CINN prints a `std::map`).
+The block keeps its uid. `unannotate` of a missing key only
 warns, as in CINN.
 """
 
@@ -28,14 +29,17 @@ def _check_key(key: str, primitive: str) -> None:
     if not _KEY.match(key):
         # the printer writes `attrs(key:value)`: a key with spaces, ':', ',', ')' or control
         # characters would print IR that does not parse back
-        raise ValueError(f"{primitive}: key must be an identifier, dotted names allowed (x86.nontemporal), got {key!r}")
+        raise ValueError(f"{primitive}: key must be an identifier, dotted names allowed (x86.nontemporal), "
+                         f"got {key!r}")
 
 
 def _check_value(key: str, value: AttrValue) -> None:
     if not isinstance(value, (bool, int, float, str)):
-        raise TypeError(f"annotate: value of '{key}' must be an int, float, bool or str, got {type(value).__name__}")
+        raise TypeError(f"annotate: value of '{key}' must be an int, float, bool or str, got "
+                        f"{type(value).__name__}")
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
-        raise ValueError(f"annotate: int value of '{key}' must fit int64 [{_INT64[0]}, {_INT64[1]}], got {value}")
+        raise ValueError(f"annotate: int value of '{key}' must fit int64 [{_INT64[0]}, {_INT64[1]}], got "
+                         f"{value}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"annotate: float value of '{key}' must be finite, got {value}")
     if isinstance(value, str):

@@ -40,18 +40,21 @@ import dataclasses
 from collections.abc import Mapping
 
 from cinn_py.ir import (
-    Add, And, Block, DType, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Sub,
+    Add, And, Block, DType, Expr, For, IfThenElse, LT, Load, LoweredFunc, ScheduleBlockRealize,
+    Stmt, Store, Sub,
     Tensor, Var, print_ir, substitute, walk,
 )
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import argument_buffers, readers_of
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
 from schedules.analysis.regions import (
-    block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges, simplify_index,
+    block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges,
+    simplify_index,
 )
 from schedules.errors import IllegalDependenceError, ScheduleError, schedule_error
 from schedules.primitives._move import (
-    RegionError, check_order_exact, current_loop, fresh_loop_var, names_in_scope, range_union, resolve_handles,
+    RegionError, check_order_exact, current_loop, fresh_loop_var, names_in_scope, range_union,
+    resolve_handles,
     same_block,
 )
 from schedules.primitives._tree import insert_in_loop, program_order, remove_stmt
@@ -112,18 +115,21 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
     target = index.enclosing_loops(loop) + [loop]
     own = index.enclosing_loops(block)
     if len(own) < len(target):
-        raise schedule_error(LoopMismatchError, prim, f"block '{block.name}' must have at least {len(target)} "
+        raise schedule_error(LoopMismatchError, prim,
+                             f"block '{block.name}' must have at least {len(target)} "
                              f"loops to match, but has {len(own)}", func, block, loop)
     for t, b in zip(target, own):
         if not (prove_equal(t.min, b.min) and prove_equal(t.extent, b.extent)):
-            raise schedule_error(LoopMismatchError, prim, f"extent of loop '{b.loop_var.name}' should equal that "
+            raise schedule_error(LoopMismatchError, prim,
+                                 f"extent of loop '{b.loop_var.name}' should equal that "
                                  f"of '{t.loop_var.name}': expected {print_ir(t.extent)}, got "
                                  f"{print_ir(b.extent)}", func, b, t)
     mapping = {b.loop_var: t.loop_var for t, b in zip(target, own) if b.loop_var != t.loop_var}
     moved = _moved_stmt(index, block, len(target), mapping, names_in_scope(func, target))
     new_block = next(s for s in _stmts(moved) if isinstance(s, ScheduleBlockRealize))
     after = program_order(func)[id(block)] > program_order(func)[id(loop)]
-    new = insert_in_loop(remove_stmt(func, block), current_loop(remove_stmt(func, block), loop), moved, at_end=after)
+    new = insert_in_loop(remove_stmt(func, block), current_loop(remove_stmt(func, block), loop), moved,
+                         at_end=after)
     check_order_exact(prim, func, new, block, new_block)
     return new
 
@@ -180,7 +186,8 @@ def compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For,
     for part in reversed(stmt.stmts if isinstance(stmt, Block) else (stmt,)):   # spliced, not a nested Block
         new = insert_in_loop(new, current_loop(new, loop), part, at_end=False)
     for old, moved in zip(stage.blocks, new_blocks):
-        check_order_exact(prim, func, new, old, same_block(new, moved) or moved, frozenset({tensor.buffer.name}))
+        check_order_exact(prim, func, new, old, same_block(new, moved) or moved,
+                          frozenset({tensor.buffer.name}))
     return new
 
 
@@ -217,14 +224,17 @@ def _reduction_stage(prim: str, func: LoweredFunc, index: StmtIndex, block: Sche
     store = stores[0] if len(stores) == 1 and sb.body is stores[0] else None
 
     def refuse(rule: str) -> ScheduleError:
-        return schedule_error(ComputeAtBlockError, prim, f"block '{block.name}' is a reduction; compute_at moves "
-                              f"a reduction with its init block and reduce loops, which needs {rule}", func, block)
+        return schedule_error(ComputeAtBlockError, prim,
+                              f"block '{block.name}' is a reduction; compute_at moves "
+                              f"a reduction with its init block and reduce loops, which needs {rule}",
+                              func, block)
 
     if store is None or tuple(store.indices) != spatial \
             or any(sb.iter_vars.index(v) != k for k, v in enumerate(spatial)):
         raise refuse("a single store 'T[s] = T[s] op ...' at its spatial iter vars, listed first")
     own = index.enclosing_loops(block)
-    inits = [b for b in all_blocks(func) if b is not block and _inits(b, store.tensor.buffer.name, len(spatial))
+    inits = [b for b in all_blocks(func) if b is not block
+             and _inits(b, store.tensor.buffer.name, len(spatial))
              and all(lp is o for lp, o in zip(index.enclosing_loops(b), own))]
     if len(inits) != 1:
         raise refuse(f"exactly one init block writing '{store.tensor.buffer.name}' in its nest "
@@ -333,7 +343,8 @@ def _required_region(prim: str, func: LoweredFunc, index: StmtIndex, loop: For,
             for k, idx in enumerate(load.indices):
                 bounds = index_bounds(substitute(idx, binding), ranges, known)
                 if bounds is None:
-                    raise schedule_error(RegionError, prim, f"the index {print_ir(idx)} of '{tensor.name}' in "
+                    raise schedule_error(RegionError, prim,
+                                         f"the index {print_ir(idx)} of '{tensor.name}' in "
                                          f"'{reader.name}' cannot be bounded over the loops inside "
                                          f"'{loop.loop_var.name}'", func, reader)
                 region[k] = bounds if region[k] is None else range_union(region[k], bounds)  # type: ignore[arg-type]
@@ -358,7 +369,8 @@ def _region_loops(region: Region, keep_unit_loops: bool, taken: set[str],
     return values, extra
 
 
-def _at_region(block: ScheduleBlockRealize, values: list[Expr], extra: list[tuple[Var, Expr]]) -> ScheduleBlockRealize:
+def _at_region(block: ScheduleBlockRealize, values: list[Expr],
+               extra: list[tuple[Var, Expr]]) -> ScheduleBlockRealize:
     """`block` with its spatial iter values (the first ones) set to `values`, marked with the
     `compute_at_extra_var` attr."""
     names = ",".join(v.name for v, _ in extra)

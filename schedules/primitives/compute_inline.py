@@ -35,7 +35,8 @@ from schedules.registry import primitive
 
 __all__ = [
     "compute_inline", "reverse_compute_inline", "InlineBodyPatternError", "InlineReductionError",
-    "InlineMultipleWritersError", "InlineOutputError", "InlineHazardError", "InlineConsumerError", "InlineDepthError",
+    "InlineMultipleWritersError", "InlineOutputError", "InlineHazardError", "InlineConsumerError",
+    "InlineDepthError",
 ]
 
 
@@ -82,8 +83,10 @@ def _single_store(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> 
     stores = block_stores(block)
     body = block.schedule_block.body
     if len(stores) != 1 or body is not stores[0]:
-        raise schedule_error(InlineBodyPatternError, prim, f"block '{block.name}' must have a body of exactly "
-                             f"one Store, but has {len(stores)} store(s) in a {type(body).__name__}", func, block)
+        raise schedule_error(InlineBodyPatternError, prim,
+                             f"block '{block.name}' must have a body of exactly "
+                             f"one Store, but has {len(stores)} store(s) in a {type(body).__name__}",
+                             func, block)
     return stores[0]
 
 
@@ -105,13 +108,15 @@ def _check_sole_writer(prim: str, func: LoweredFunc, block: ScheduleBlockRealize
     writers = writers_of(func, tensor.buffer.name)
     if len(writers) != 1:
         names = ", ".join(w.name for w in writers)
-        raise schedule_error(InlineMultipleWritersError, prim, f"tensor '{tensor.name}' must have exactly one "
+        raise schedule_error(InlineMultipleWritersError, prim,
+                             f"tensor '{tensor.name}' must have exactly one "
                              f"writer block, but {len(writers)} write it ({names})", func, *writers)
 
 
 def _check_not_output(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, tensor: Tensor) -> None:
     if tensor.buffer.name in argument_buffers(func):
-        raise schedule_error(InlineOutputError, prim, f"tensor '{tensor.name}' must be a temporary, but it is "
+        raise schedule_error(InlineOutputError, prim,
+                             f"tensor '{tensor.name}' must be a temporary, but it is "
                              f"an argument of function '{func.name}'", func, block)
 
 
@@ -121,7 +126,8 @@ def _check_no_hazard(prim: str, func: LoweredFunc, producer: ScheduleBlockRealiz
         clobbered = block_buffers_written(mid) & reads
         if clobbered:
             raise schedule_error(InlineHazardError, prim, f"block '{mid.name}' between '{producer.name}' and "
-                                 f"'{consumer.name}' writes {', '.join(sorted(clobbered))}, which the inlined "
+                                 f"'{consumer.name}' writes {', '.join(sorted(clobbered))}, which the "
+                                 "inlined "
                                  "expression reads", func, mid)
 
 
@@ -177,9 +183,11 @@ def _check_depth(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, resu
     elementwise ops is kept as blocks of bounded depth instead of one 1,000-deep expression)."""
     for node in walk(result.body):
         if isinstance(node, Store) and expr_depth(node.value) > MAX_EXPR_DEPTH:
-            raise schedule_error(InlineDepthError, prim, f"inlining '{block.name}' would make the value stored to "
+            raise schedule_error(InlineDepthError, prim,
+                                 f"inlining '{block.name}' would make the value stored to "
                                  f"'{node.tensor.name}' {expr_depth(node.value)} levels deep, more than "
-                                 f"MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}; keep '{block.name}' as its own block", func,
+                                 f"MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}; keep '{block.name}' as its own block",
+                                 func,
                                  block)
 
 
@@ -271,8 +279,10 @@ def reverse_compute_inline(func: LoweredFunc, block: ScheduleBlockRealize) -> Lo
     value = substitute(_InlineLoads(tensor, (), p_store.value).visit(store.value), mapping)
     new_store = Store(store.tensor, value, tuple(substitute(i, mapping) for i in store.indices))
     if expr_depth(value) > MAX_EXPR_DEPTH:
-        raise schedule_error(InlineDepthError, prim, f"inlining '{block.name}' into '{producer.name}' would make its "
-                             f"value {expr_depth(value)} levels deep, more than MAX_EXPR_DEPTH = {MAX_EXPR_DEPTH}",
+        raise schedule_error(InlineDepthError, prim,
+                             f"inlining '{block.name}' into '{producer.name}' would make its "
+                             f"value {expr_depth(value)} levels deep, more than MAX_EXPR_DEPTH = "
+                             f"{MAX_EXPR_DEPTH}",
                              func, block)
     new_producer = dataclasses.replace(producer, schedule_block=dataclasses.replace(
         producer.schedule_block, body=new_store))

@@ -23,7 +23,8 @@ from __future__ import annotations
 import dataclasses
 
 from cinn_py.ir import (
-    Block, Expr, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var, new_uid, substitute,
+    Block, For, IfThenElse, Load, LoweredFunc, ScheduleBlockRealize, Stmt, Store, Var,
+    new_uid, substitute,
     walk,
 )
 from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, vars_in
@@ -45,11 +46,13 @@ class DecomposeError(ScheduleError):
 def _init_of(func: LoweredFunc, index: StmtIndex, block: ScheduleBlockRealize) -> ScheduleBlockRealize:
     name = block.schedule_block.name
     if not any(v.is_reduce_axis for v in block.schedule_block.iter_vars):
-        raise schedule_error(DecomposeError, "decompose_reduction", f"block '{name}' is not a reduction (it has no "
+        raise schedule_error(DecomposeError, "decompose_reduction",
+                             f"block '{name}' is not a reduction (it has no "
                              "reduce iter var)", func, block)
     init = next((r for r in all_blocks(func) if r.schedule_block.name == name + INIT_SUFFIX), None)
     if init is None:
-        raise schedule_error(DecomposeError, "decompose_reduction", f"block '{name}' has no '{name}{INIT_SUFFIX}' "
+        raise schedule_error(DecomposeError, "decompose_reduction",
+                             f"block '{name}' has no '{name}{INIT_SUFFIX}' "
                              "block (already decomposed, or its init was moved elsewhere)", func, block)
     return init
 
@@ -59,17 +62,21 @@ def _path(func: LoweredFunc, index: StmtIndex, loop: For, init: ScheduleBlockRea
     """The loops and guards from `loop` (inclusive) down to the init's parent."""
     ancestors = index.ancestors(init)
     if not any(a is loop for a in ancestors) or not any(a is loop for a in index.ancestors(block)):
-        raise schedule_error(InvalidArgumentError, "decompose_reduction", f"loop '{loop.loop_var.name}' must enclose "
+        raise schedule_error(InvalidArgumentError, "decompose_reduction",
+                             f"loop '{loop.loop_var.name}' must enclose "
                              f"both '{block.schedule_block.name}' and its init block", func, loop, init)
     path = ancestors[next(k for k, a in enumerate(ancestors) if a is loop):]
     used = vars_in(tuple(init.iter_values))
     for node in path:
         if isinstance(node, For) and node.loop_var not in used:
-            raise schedule_error(DecomposeError, "decompose_reduction", f"the init block does not depend on loop "
-                                 f"'{node.loop_var.name}' (it runs once per iteration of it); decompose at a loop "
+            raise schedule_error(DecomposeError, "decompose_reduction",
+                                 f"the init block does not depend on loop "
+                                 f"'{node.loop_var.name}' (it runs once per iteration of it); decompose at a "
+                                 "loop "
                                  "below it", func, node, init)
         if isinstance(node, IfThenElse) and node.false_case is not None:
-            raise schedule_error(DecomposeError, "decompose_reduction", "an if/else lies between the loop and the "
+            raise schedule_error(DecomposeError, "decompose_reduction",
+                                 "an if/else lies between the loop and the "
                                  "init block (only guards without else can be copied)", func, node)
     return [n for n in path if isinstance(n, (For, IfThenElse))]
 
@@ -80,10 +87,13 @@ def _check_no_other_access(func: LoweredFunc, index: StmtIndex, loop: For, init:
     for other in all_blocks(func):
         if other is init or other is block or not any(a is loop for a in index.ancestors(other)):
             continue
-        touched = {n.tensor.buffer.name for n in walk(other.schedule_block.body) if isinstance(n, (Load, Store))}
+        touched = ({n.tensor.buffer.name for n in walk(other.schedule_block.body)
+                    if isinstance(n, (Load, Store))})
         if buf in touched:
-            raise schedule_error(DecomposeError, "decompose_reduction", f"block '{other.schedule_block.name}' under "
-                                 f"loop '{loop.loop_var.name}' also accesses buffer '{buf}', which the init would now "
+            raise schedule_error(DecomposeError, "decompose_reduction",
+                                 f"block '{other.schedule_block.name}' under "
+                                 f"loop '{loop.loop_var.name}' also accesses buffer '{buf}', which the init "
+                                 "would now "
                                  "write before it", func, other)
 
 
@@ -93,12 +103,14 @@ def _copy_nest(path: list[Stmt], init: ScheduleBlockRealize, taken: set[str]) ->
     for node in path:
         if isinstance(node, For):
             mapping[node.loop_var] = fresh_loop_var(node.loop_var, taken)
-    body: Stmt = dataclasses.replace(init, iter_values=tuple(substitute(v, mapping) for v in init.iter_values),
+    body: Stmt = dataclasses.replace(init,
+                                     iter_values=tuple(substitute(v, mapping) for v in init.iter_values),
                                      uid=new_uid())
     for node in reversed(path):
         inner = Block((body,))
         if isinstance(node, For):
-            body = For(mapping[node.loop_var], substitute(node.min, mapping), substitute(node.extent, mapping),
+            body = For(mapping[node.loop_var], substitute(node.min, mapping),
+                       substitute(node.extent, mapping),
                        inner, node.for_type, node.bind_offset, node.vectorize_factor)
         else:
             body = IfThenElse(substitute(node.condition, mapping), inner)  # type: ignore[union-attr]
@@ -114,7 +126,8 @@ def decompose_reduction(func: LoweredFunc, block: ScheduleBlockRealize, loop: Fo
     init = _init_of(func, index, block)
     path = _path(func, index, loop, init, block)
     _check_no_other_access(func, index, loop, init, block)
-    taken = {n.loop_var.name for n in walk(func.body) if isinstance(n, For)} | {v.name for v in func.scalar_args}
+    taken = ({n.loop_var.name for n in walk(func.body) if isinstance(n, For)}
+             | {v.name for v in func.scalar_args})
     nest = _copy_nest(path, init, taken)
     without = remove_stmt(func, init)
     new_loop = next(n for n in walk(without.body) if isinstance(n, For) and n.uid == loop.uid)

@@ -36,7 +36,8 @@ def flatten_loops(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc,
     fused = Var(unique_name("_".join(lp.loop_var.name for lp in loops) + "_fused"), idt)
     mapping = fused_substitution(loops, fused)
     body = loops[-1].body
-    replacements = {id(b): _collapse(b, loops, fused, mapping) for b in collect_stmts(body, ScheduleBlockRealize)
+    replacements = {id(b): _collapse(b, loops, fused, mapping) for b
+                    in collect_stmts(body, ScheduleBlockRealize)
                     if _binds_exactly(b, loops)}
     for old_id, new in replacements.items():
         old = next(b for b in collect_stmts(body, ScheduleBlockRealize) if id(b) == old_id)

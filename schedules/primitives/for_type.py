@@ -54,22 +54,27 @@ THREAD_AXES = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for a
 def _require_serial(func: LoweredFunc, loop: For, primitive: str) -> None:
     if loop.for_type is not ForType.SERIAL:
         kind = loop.bind_axis or loop.for_type.value
-        raise schedule_error(LoopKindError, primitive, f"loop '{loop.loop_var.name}' must be serial, but is {kind}",
+        raise schedule_error(LoopKindError, primitive,
+                             f"loop '{loop.loop_var.name}' must be serial, but is {kind}",
                              func, loop)
 
 
 def _require_const(func: LoweredFunc, loop: For, primitive: str) -> int:
     extent = as_int(loop.extent)
     if extent is None:
-        raise schedule_error(NonConstantExtentError, primitive, f"loop '{loop.loop_var.name}' needs a constant "
+        raise schedule_error(NonConstantExtentError, primitive,
+                             f"loop '{loop.loop_var.name}' needs a constant "
                              f"extent, but its extent is {loop.extent}", func, loop)
     return extent
 
 
-def _require_independent(func: LoweredFunc, loop: For, primitive: str, allow_accumulation: bool = False) -> None:
+def _require_independent(func: LoweredFunc, loop: For, primitive: str,
+                         allow_accumulation: bool = False) -> None:
     if loop_carries_dependence(func, loop, allow_accumulation=allow_accumulation):
-        raise schedule_error(IllegalDependenceError, primitive, f"loop '{loop.loop_var.name}' carries a dependence: "
-                             "an element written in one iteration is accessed in another (or the analysis cannot "
+        raise schedule_error(IllegalDependenceError, primitive,
+                             f"loop '{loop.loop_var.name}' carries a dependence: "
+                             "an element written in one iteration is accessed in another (or the analysis "
+                             "cannot "
                              "prove otherwise)", func, loop)
 
 
@@ -94,8 +99,10 @@ def _require_not_nested_parallel(func: LoweredFunc, loop: For) -> None:
     if outer or inner:
         other = (outer or inner)[0]
         where = "inside" if outer else "around"
-        raise schedule_error(LoopKindError, "parallel", f"loop '{loop.loop_var.name}' is {where} the parallel loop "
-                             f"'{other.loop_var.name}'; parallel loops cannot nest (fuse them and parallelize "
+        raise schedule_error(LoopKindError, "parallel",
+                             f"loop '{loop.loop_var.name}' is {where} the parallel loop "
+                             f"'{other.loop_var.name}'; parallel loops cannot nest (fuse them and "
+                             "parallelize "
                              "the fused loop instead)", func, loop, other)
 
 
@@ -105,10 +112,12 @@ def vectorize(func: LoweredFunc, loop: For, factor: int) -> LoweredFunc:
     if isinstance(factor, bool) or not isinstance(factor, int):
         raise TypeError(f"vectorize: factor must be an int, got {factor!r}")
     if factor <= 0:
-        raise schedule_error(InvalidArgumentError, "vectorize", f"factor must be positive, got {factor}", func, loop)
+        raise schedule_error(InvalidArgumentError, "vectorize",
+                             f"factor must be positive, got {factor}", func, loop)
     _require_serial(func, loop, "vectorize")
     if is_reduce_loop(loop):
-        raise schedule_error(IllegalDependenceError, "vectorize", f"loop '{loop.loop_var.name}' is a reduction "
+        raise schedule_error(IllegalDependenceError, "vectorize",
+                             f"loop '{loop.loop_var.name}' is a reduction "
                              "axis; vectorize a spatial loop (or rfactor the reduction first)", func, loop)
     _require_independent(func, loop, "vectorize")
     return _retype(func, loop, for_type=ForType.VECTORIZED, vectorize_factor=factor)
@@ -134,7 +143,8 @@ def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | Non
     name = loop.loop_var.name
     _require_serial(func, loop, "bind")
     if not is_const_int(loop.min, 0):
-        raise schedule_error(LoopStartError, "bind", f"loop '{name}' must start at 0, but starts at {loop.min}",
+        raise schedule_error(LoopStartError, "bind",
+                             f"loop '{name}' must start at 0, but starts at {loop.min}",
                              func, loop)
     is_thread = thread_axis.startswith("threadIdx")
     offset = "xyz".index(thread_axis[-1])
@@ -149,25 +159,29 @@ def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | Non
     return _retype(func, loop, for_type=kind, bind_offset=offset)
 
 
-def _check_extent(func: LoweredFunc, loop: For, axis: str, is_thread: bool, offset: int, limits: GpuLimits) -> None:
+def _check_extent(func: LoweredFunc, loop: For, axis: str, is_thread: bool, offset: int,
+                  limits: GpuLimits) -> None:
     extent = as_int(loop.extent)
     if extent is None:
         if is_thread:
-            raise schedule_error(NonConstantExtentError, "bind", f"loop '{loop.loop_var.name}' bound to {axis} needs "
+            raise schedule_error(NonConstantExtentError, "bind",
+                                 f"loop '{loop.loop_var.name}' bound to {axis} needs "
                                  f"a constant extent (block dims are fixed at launch), but its extent is "
                                  f"{loop.extent}; split it by a constant first", func, loop)
         return
     limit = (limits.max_block_dims if is_thread else limits.max_grid_dims)[offset]
     if extent > limit:
         where = "block" if is_thread else "grid"
-        raise schedule_error(BindLimitError, "bind", f"extent {extent} of loop '{loop.loop_var.name}' exceeds the "
+        raise schedule_error(BindLimitError, "bind",
+                             f"extent {extent} of loop '{loop.loop_var.name}' exceeds the "
                              f"{where} limit {limit} of {axis}", func, loop)
 
 
 def _check_axis_free(func: LoweredFunc, loop: For, axis: str, nest: list[For]) -> None:
     for other in nest:
         if other.bind_axis == axis:
-            raise schedule_error(BindLimitError, "bind", f"{axis} is already bound by loop '{other.loop_var.name}' "
+            raise schedule_error(BindLimitError, "bind",
+                                 f"{axis} is already bound by loop '{other.loop_var.name}' "
                                  f"in the same nest as '{loop.loop_var.name}'", func, other, loop)
 
 
@@ -177,5 +191,6 @@ def _check_thread_total(func: LoweredFunc, loop: For, nest: list[For], limits: G
         if other.for_type is ForType.GPU_THREAD:
             total *= as_int(other.extent) or 1
     if total > limits.max_threads_per_block:
-        raise schedule_error(BindLimitError, "bind", f"binding '{loop.loop_var.name}' makes {total} threads per block; "
+        raise schedule_error(BindLimitError, "bind",
+                             f"binding '{loop.loop_var.name}' makes {total} threads per block; "
                              f"the limit is {limits.max_threads_per_block}", func, loop)

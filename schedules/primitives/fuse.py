@@ -30,7 +30,8 @@ __all__ = ["fuse", "check_fusable", "fused_substitution"]
 def check_fusable(func: LoweredFunc, loops: Sequence[For], primitive: str) -> None:
     """Raise unless `loops` are >= 2 distinct, adjacent, perfectly nested, 0-based loops."""
     if len(loops) < 2:
-        raise schedule_error(InvalidArgumentError, primitive, f"needs at least 2 loops, got {len(loops)}", func,
+        raise schedule_error(InvalidArgumentError, primitive,
+                             f"needs at least 2 loops, got {len(loops)}", func,
                              *loops)
     if len({id(lp) for lp in loops}) != len(loops):
         raise schedule_error(InvalidArgumentError, primitive, "the same loop is listed twice", func, *loops)
@@ -39,18 +40,22 @@ def check_fusable(func: LoweredFunc, loops: Sequence[For], primitive: str) -> No
             count = len(outer.body.stmts)
             what = f"{count} statements" if count != 1 else "a different statement"
             raise schedule_error(NotPerfectlyNestedError, primitive,
-                                 f"loops must be adjacent: the body of '{outer.loop_var.name}' must be exactly loop "
+                                 f"loops must be adjacent: the body of '{outer.loop_var.name}' must be "
+                                 "exactly loop "
                                  f"'{inner.loop_var.name}', but it holds {what}", func, outer, inner)
     for loop in loops:
         if not is_const_int(loop.min, 0):
-            raise schedule_error(LoopStartError, primitive, f"loop '{loop.loop_var.name}' must start at 0, but starts "
+            raise schedule_error(LoopStartError, primitive,
+                                 f"loop '{loop.loop_var.name}' must start at 0, but starts "
                                  f"at {loop.min}", func, loop)
     for loop in loops[1:]:
         if loop.for_type is not ForType.SERIAL:
-            raise schedule_error(LoopKindError, primitive, f"inner loop '{loop.loop_var.name}' must be serial, but is "
+            raise schedule_error(LoopKindError, primitive,
+                                 f"inner loop '{loop.loop_var.name}' must be serial, but is "
                                  f"{loop.for_type.value}", func, loop)
     if loops[0].for_type not in (ForType.SERIAL, ForType.PARALLEL, ForType.UNROLLED):
-        raise schedule_error(LoopKindError, primitive, f"outer loop '{loops[0].loop_var.name}' must be serial, "
+        raise schedule_error(LoopKindError, primitive,
+                             f"outer loop '{loops[0].loop_var.name}' must be serial, "
                              f"parallel or unrolled, but is {loops[0].for_type.value}", func, loops[0])
     _check_fused_extent_fits(func, loops, primitive)
 

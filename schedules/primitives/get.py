@@ -20,7 +20,8 @@ def get_block(func: LoweredFunc, name: str) -> ScheduleBlockRealize:
         raise schedule_error(BlockNotFoundError, "get_block", str(exc), func) from None
     if block is None:
         known = ", ".join(block_names(func)) or "none"
-        raise schedule_error(BlockNotFoundError, "get_block", f"no block named '{name}' (blocks: {known})", func)
+        raise schedule_error(BlockNotFoundError, "get_block",
+                             f"no block named '{name}' (blocks: {known})", func)
     return block
 
 

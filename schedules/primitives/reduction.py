@@ -109,7 +109,8 @@ def _analyse(prim: str, func: LoweredFunc, loop: For, rf_axis: int) -> _Reductio
                              "(stale handle)", func)
     blocks = child_blocks(loop)
     if len(blocks) != 1:
-        raise schedule_error(ReductionBlockError, prim, f"loop '{loop.loop_var.name}' must contain exactly one "
+        raise schedule_error(ReductionBlockError, prim,
+                             f"loop '{loop.loop_var.name}' must contain exactly one "
                              f"schedule block, but contains {len(blocks)}", func, loop)
     block = blocks[0]
     red = _match_update(prim, func, block)
@@ -182,7 +183,8 @@ def _rf_tensor(func: LoweredFunc, red: _Reduction, loop: For, rf_axis: int, hint
 def _fresh_tensor_name(func: LoweredFunc, hint: str) -> str:
     """`hint` through the name generator (`B_rf`, then `B_rf_0` when the reduction is factored
     again), skipping names whose buffer the function already has."""
-    taken = {b.name for b in func.temp_bufs} | {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+    taken = ({b.name for b in func.temp_bufs}
+             | {a.tensor.buffer.name for a in func.args if a.tensor is not None})
     taken |= {n.tensor.buffer.name for n in walk(func.body) if isinstance(n, (Load, Store))}
     name = unique_name(hint)
     while f"_{name}" in taken:
@@ -203,7 +205,8 @@ def _rf_blocks(red: _Reduction, rf: Tensor, rf_axis: int, rf_value: Expr) -> tup
     init_idx = _insert(tuple(substitute(i, init_map) for i in red.store.indices), rf_axis, rf_var)
     init_view = Tensor(f"{rf.name}__reduce_init", rf.shape, rf.dtype, rf.buffer)
     init = ScheduleBlockRealize(tuple(e for _, e in spatial) + (rf_value,), ScheduleBlock(
-        init_view.name, tuple(init_vars) + (rf_var,), Store(init_view, _identity(red.op, rf.dtype), init_idx)))
+        init_view.name, tuple(init_vars) + (rf_var,),
+        Store(init_view, _identity(red.op, rf.dtype), init_idx)))
     # update: fresh copies of every iter var + a fresh rf var.
     upd_vars = [_fresh(v) for v in block.iter_vars]
     upd_map = dict(zip(block.iter_vars, upd_vars))
@@ -268,7 +271,8 @@ def _spatial_loops_inside(prim: str, func: LoweredFunc, red: _Reduction) -> list
     spatial = [lp for lp in inner if _drives(red.block, lp, reduce=False)]
     mixed = [lp for lp in spatial if _drives(red.block, lp, reduce=True)]
     if mixed:
-        raise schedule_error(RfLoopError, prim, f"loop '{mixed[0].loop_var.name}' inside the rf loop drives both "
+        raise schedule_error(RfLoopError, prim,
+                             f"loop '{mixed[0].loop_var.name}' inside the rf loop drives both "
                              "spatial and reduce iter vars (a fused loop); the partial results cannot be "
                              "initialised and written back per spatial point", func, mixed[0])
     return spatial
@@ -277,7 +281,8 @@ def _spatial_loops_inside(prim: str, func: LoweredFunc, red: _Reduction) -> list
 def _wrap(block: ScheduleBlockRealize, loops: list[For]) -> Stmt:
     """`block` inside fresh copies of `loops` (outer -> inner), its iter values renamed to them."""
     mapping = {lp.loop_var: Var(unique_name(_base(lp.loop_var.name)), lp.loop_var.dtype) for lp in loops}
-    stmt: Stmt = dataclasses.replace(block, iter_values=tuple(substitute(e, mapping) for e in block.iter_values))
+    stmt: Stmt = dataclasses.replace(block,
+                                     iter_values=tuple(substitute(e, mapping) for e in block.iter_values))
     for lp in reversed(loops):
         stmt = For(mapping[lp.loop_var], substitute(lp.min, mapping), substitute(lp.extent, mapping),
                    Block((stmt,)), lp.for_type, lp.bind_offset, lp.vectorize_factor)  # a new loop: a new uid
@@ -287,7 +292,8 @@ def _wrap(block: ScheduleBlockRealize, loops: list[For]) -> Stmt:
 def _drives(block: ScheduleBlockRealize, loop: For, reduce: bool) -> bool:
     """Whether `loop`'s var appears in the value of a reduce (`reduce`) or spatial iter var."""
     return any(isinstance(n, Var) and n == loop.loop_var
-               for v, e in zip(block.schedule_block.iter_vars, block.iter_values) if v.is_reduce_axis == reduce
+               for v,
+               e in zip(block.schedule_block.iter_vars, block.iter_values) if v.is_reduce_axis == reduce
                for n in walk(e))
 
 
@@ -303,7 +309,8 @@ def _hoist_rf_loop(prim: str, func: LoweredFunc, loop: For, drivers: list[For]) 
         moved = reorder(func, [loop, *drivers])
     except ScheduleError as exc:
         raise schedule_error(RfLoopError, prim, f"loop '{loop.loop_var.name}' is inside loop(s) "
-                             f"{', '.join(d.loop_var.name for d in drivers)} that also drive the reduction, and "
+                             f"{', '.join(d.loop_var.name for d in drivers)} that also drive the reduction, "
+                             "and "
                              f"it cannot be moved above them: {exc.message}", func, loop) from exc
     return moved, StmtIndex(moved).by_uid[loop.uid]  # type: ignore[return-value]
 
@@ -324,7 +331,8 @@ def rfactor(func: LoweredFunc, loop: For, rf_axis: int) -> tuple[LoweredFunc, Te
     others = [b for b in child_blocks(nest) if b is not red.block]
     inits = [b for b in others if b.name == f"{red.block.name}__reduce_init"]
     if len(others) != len(inits) or len(inits) > 1:
-        raise schedule_error(ReductionBlockError, prim, f"the loop nest of '{red.block.name}' must contain only "
+        raise schedule_error(ReductionBlockError, prim,
+                             f"the loop nest of '{red.block.name}' must contain only "
                              f"the reduction and its init block, but also holds "
                              f"{', '.join(b.name for b in others if b not in inits)}", func, nest)
     rf = _rf_tensor(func, red, loop, rf_axis, f"rf_{t.name}")

@@ -74,7 +74,8 @@ def _path(func: LoweredFunc, index: StmtIndex, loops: Sequence[For]) -> tuple[li
     on_path = {id(node) for node in path}
     if start is None or any(id(lp) not in on_path for lp in loops):
         outside = next(lp for lp in loops if id(lp) not in on_path) if start is not None else top
-        raise schedule_error(NotAChainError, "reorder", f"loops are not a chain: '{outside.loop_var.name}' does not "
+        raise schedule_error(NotAChainError, "reorder",
+                             f"loops are not a chain: '{outside.loop_var.name}' does not "
                              f"enclose '{bottom.loop_var.name}'", func, outside, bottom)
     return path[start:], top, bottom
 
@@ -84,7 +85,8 @@ def _distribute(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, l
     (see the module docstring); returns the new function and the listed loops in it."""
     while True:
         path, top, bottom = _path(func, StmtIndex(func), loops)
-        level = next((k for k, node in enumerate(path) if isinstance(node, Block) and len(node.stmts) > 1), None)
+        level = next((k for k, node in enumerate(path) if isinstance(node, Block) and len(node.stmts) > 1),
+                     None)
         if level is None:
             return func, list(loops)
         above = path[:level]
@@ -93,12 +95,15 @@ def _distribute(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, l
         for loop in (n for n in above if isinstance(n, For)):
             if loop_carries_dependence(func, loop, allow_accumulation=True):
                 raise schedule_error(NotAChainError, "reorder", f"a level between '{top.loop_var.name}' and "
-                                     f"'{bottom.loop_var.name}' holds {len(block.stmts)} statements, and they "
-                                     f"cannot be distributed: loop '{loop.loop_var.name}' carries a dependence",
+                                     f"'{bottom.loop_var.name}' holds {len(block.stmts)} statements, and "
+                                     "they "
+                                     f"cannot be distributed: loop '{loop.loop_var.name}' carries a "
+                                     "dependence",
                                      func, loop)
         at = block.stmts.index(keep)
         groups = [block.stmts[:at], (keep,), block.stmts[at + 1:]]
-        nests = tuple(_copy_path(above, block, group, fresh=group[0] is not keep) for group in groups if group)
+        nests = tuple(_copy_path(above, block, group, fresh=group[0] is not keep) for group
+                      in groups if group)
         func = replace_with_seq(func, top, nests)
         by_uid = StmtIndex(func).by_uid
         loops = [by_uid[lp.uid] for lp in loops]  # type: ignore[misc]
@@ -112,9 +117,11 @@ def _copy_path(above: list[Stmt], block: Block, stmts: tuple[Stmt, ...], fresh: 
     for parent in reversed(above):
         uid = {"uid": new_uid()} if fresh else {}
         if isinstance(parent, For):
-            node = dataclasses.replace(parent, body=node if isinstance(node, Block) else Block((node,)), **uid)
+            node = dataclasses.replace(parent,
+                                       body=node if isinstance(node, Block) else Block((node,)), **uid)
         elif isinstance(parent, IfThenElse):
-            node = dataclasses.replace(parent, true_case=node if isinstance(node, Block) else Block((node,)), **uid)
+            node = dataclasses.replace(parent,
+                                       true_case=node if isinstance(node, Block) else Block((node,)), **uid)
         else:  # a single-statement Block between them
             node = dataclasses.replace(parent, stmts=(node,), **uid)
     return node
@@ -130,7 +137,8 @@ def _chain(func: LoweredFunc, index: StmtIndex, loops: Sequence[For]) -> list[St
         if isinstance(node, IfThenElse) and node.false_case is None or isinstance(node, For):
             chain.append(node)
             continue
-        raise schedule_error(NotAChainError, "reorder", f"loops are not a chain: {type(node).__name__} between "
+        raise schedule_error(NotAChainError, "reorder",
+                             f"loops are not a chain: {type(node).__name__} between "
                              f"'{top.loop_var.name}' and '{bottom.loop_var.name}'", func, node)
     return chain
 

@@ -42,11 +42,13 @@ def split(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> tuple[
     """Split `loop` by `factors`; returns the new function and the new loops, outer -> inner."""
     name = loop.loop_var.name
     if not is_const_int(loop.min, 0):
-        raise schedule_error(LoopStartError, "split", f"loop '{name}' must start at 0, but starts at {loop.min}",
+        raise schedule_error(LoopStartError, "split",
+                             f"loop '{name}' must start at 0, but starts at {loop.min}",
                              func, loop)
     if loop.for_type not in _KEEPS_KIND:
         raise schedule_error(LoopKindError, "split", f"loop '{name}' is {loop.for_type.value}; only serial, "
-                             "parallel or unrolled loops can be split (split before bind/vectorize)", func, loop)
+                             "parallel or unrolled loops can be split (split before bind/vectorize)", func,
+                             loop)
     extents, guarded = _resolve_factors(func, loop, factors)
     new_vars = [Var(unique_name(name), loop.loop_var.dtype) for _ in extents]
     index = _binding(new_vars, extents, loop.loop_var.dtype)
@@ -85,23 +87,28 @@ def _resolve_factors(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]
     items = _normalise(func, loop, factors)
     ints = [f for f in items if isinstance(f, int)]
     if any(f == 0 or f < -1 for f in ints):
-        raise schedule_error(InvalidArgumentError, "split", f"factors must be positive or -1, got {_show(items)}",
+        raise schedule_error(InvalidArgumentError, "split",
+                             f"factors must be positive or -1, got {_show(items)}",
                              func, loop)
     if ints.count(-1) > 1:
-        raise schedule_error(InvalidArgumentError, "split", f"at most one factor may be -1, got {_show(items)}",
+        raise schedule_error(InvalidArgumentError, "split",
+                             f"at most one factor may be -1, got {_show(items)}",
                              func, loop)
-    known = [const(f, idt) if isinstance(f, int) else f for f in items if not (isinstance(f, int) and f == -1)]
+    known = ([const(f, idt) if isinstance(f, int) else f for f in items
+              if not (isinstance(f, int) and f == -1)])
     prod = product(known, idt)
     n, p = as_int(extent), as_int(prod)
     if -1 in ints:
         return _infer_minus_one(func, loop, items, prod, n, p)
     if n is not None and p is not None:
         if p < n:
-            raise schedule_error(ExtentMismatchError, "split", f"the factors' product {p} is smaller than the extent "
+            raise schedule_error(ExtentMismatchError, "split",
+                                 f"the factors' product {p} is smaller than the extent "
                                  f"{n} of loop '{name}'; use -1 for one factor to cover it", func, loop)
         return known, p > n
     if not prove_equal(prod, extent):
-        raise schedule_error(ExtentMismatchError, "split", f"cannot prove the factors' product {prod} equals the "
+        raise schedule_error(ExtentMismatchError, "split",
+                             f"cannot prove the factors' product {prod} equals the "
                              f"extent {extent} of loop '{name}'; use a -1 factor (adds a guard) or factors "
                              "whose product is the extent", func, loop)
     return known, False
@@ -112,7 +119,8 @@ def _infer_minus_one(func: LoweredFunc, loop: For, items: list[int | Expr], prod
     idt = loop.loop_var.dtype
     if n is not None and p is not None:
         if p > n:
-            raise schedule_error(ExtentMismatchError, "split", f"the product {p} of the factors other than -1 is larger "
+            raise schedule_error(ExtentMismatchError, "split",
+                                 f"the product {p} of the factors other than -1 is larger "
                                  f"than the extent {n} of loop '{loop.loop_var.name}'", func, loop)
         inferred, guarded = const(-(-n // p), idt), n % p != 0
     elif p == 1:
@@ -120,7 +128,8 @@ def _infer_minus_one(func: LoweredFunc, loop: For, items: list[int | Expr], prod
     else:
         # Dynamic extent (or factor): ceil-divide and always guard (CINN DyScheduleImpl::Split).
         inferred, guarded = simplify_index((loop.extent + prod - 1) / prod), True
-    out = [inferred if isinstance(f, int) and f == -1 else const(f, idt) if isinstance(f, int) else f for f in items]
+    out = ([inferred if isinstance(f, int) and f == -1 else const(f, idt) if isinstance(f, int) else f
+            for f in items])
     return out, guarded
 
 
@@ -139,12 +148,14 @@ def _normalise(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> l
             f = value
         if isinstance(f, Expr):
             if f.dtype != loop.loop_var.dtype:
-                raise schedule_error(InvalidArgumentError, "split", f"factor {f} has dtype {f.dtype}, but loop "
+                raise schedule_error(InvalidArgumentError, "split",
+                                     f"factor {f} has dtype {f.dtype}, but loop "
                                      f"'{loop.loop_var.name}' is {loop.loop_var.dtype}", func, loop)
             bad = sorted(v.name for v in vars_in(f) if v.name not in dims)
             if bad:
                 raise schedule_error(InvalidArgumentError, "split", f"factor {f} may only use symbolic dims "
-                                     f"({', '.join(sorted(dims)) or 'none'}), but uses {', '.join(bad)}", func, loop)
+                                     f"({', '.join(sorted(dims)) or 'none'}), but uses {', '.join(bad)}",
+                                     func, loop)
         out.append(f)
     return out
 

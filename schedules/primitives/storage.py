@@ -40,13 +40,15 @@ def set_buffer(func: LoweredFunc, block: ScheduleBlockRealize, memory_type: str)
     """Move the tensor `block` writes to buffer `_<T>_temp_buffer` in `memory_type`."""
     if not isinstance(memory_type, str):
         raise TypeError(f"set_buffer: memory_type must be 'global', 'shared' or 'local', got {memory_type!r}")
-    scope = {m.value: m for m in (MemoryType.HEAP, MemoryType.GPU_SHARED, MemoryType.GPU_LOCAL)}.get(memory_type)
+    scope = {m.value: m for m
+             in (MemoryType.HEAP, MemoryType.GPU_SHARED, MemoryType.GPU_LOCAL)}.get(memory_type)
     if scope is None:
         raise schedule_error(InvalidArgumentError, "set_buffer", f"memory_type must be 'global', 'shared' or "
                              f"'local', got '{memory_type}'", func, block)
     store = first_store(block)
     if store is None:
-        raise schedule_error(BufferError, "set_buffer", f"block '{block.name}' has no Store to take the tensor from",
+        raise schedule_error(BufferError, "set_buffer",
+                             f"block '{block.name}' has no Store to take the tensor from",
                              func, block)
     tensor = store.tensor
     old = tensor.buffer

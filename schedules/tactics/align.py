@@ -59,9 +59,11 @@ def _axis_of_loop(realize_values: tuple, iter_vars: tuple, var: Var) -> Var | No
 def _dims(block: BlockInfo, tensor: str) -> list[tuple[Var | None, ...]]:
     """Index patterns of `tensor` in `block`: per dimension the iter var when the index is one."""
     out = [tuple(i if isinstance(i, Var) else None for i in n.indices)
-           for n in walk(block.realize.schedule_block.body) if isinstance(n, Load) and n.tensor.name == tensor]
+           for n in walk(block.realize.schedule_block.body) if isinstance(n, Load)
+           and n.tensor.name == tensor]
     if tensor in block.written:
-        out += [tuple(i if isinstance(i, Var) else None for i in s.indices) for s in block_stores(block.realize)]
+        out += [tuple(i if isinstance(i, Var) else None for i in s.indices) for s
+                in block_stores(block.realize)]
     return out
 
 

@@ -46,7 +46,8 @@ from schedules.tactics.storage import assign_storage, sync_between_nests
 from schedules.tactics.tile_first import tile_first_general_tactic
 from schedules.tactics.x86 import x86_schedule
 
-__all__ = ["AutoScheduleError", "AutoScheduleReport", "auto_schedule", "auto_schedule_buckets", "bucket_predicate"]
+__all__ = ["AutoScheduleError", "AutoScheduleReport", "auto_schedule", "auto_schedule_buckets",
+           "bucket_predicate"]
 
 TARGETS = KINDS
 
@@ -98,8 +99,10 @@ def _require_aligned(sch: IRSchedule, info: GroupInfo, report: AutoScheduleRepor
     nests = [b for b in info.blocks if not b.is_init]
     if report.aligned or not info.spatial or len(nests) <= 1:
         return
-    raise schedule_error(AutoScheduleError, "auto_schedule", "a CUDA group needs every loop nest on the master's "
-                         f"[spatial, reduce] iteration space, but the nests of '{sch.func.name}' cannot be aligned "
+    raise schedule_error(AutoScheduleError, "auto_schedule",
+                         "a CUDA group needs every loop nest on the master's "
+                         f"[spatial, reduce] iteration space, but the nests of '{sch.func.name}' cannot be "
+                         "aligned "
                          "(schedule it by hand, or split the group)", sch.func)
 
 
@@ -260,7 +263,8 @@ def _attention_x86(func: LoweredFunc, target: Target, config: ScheduleConfig | N
     return sch
 
 
-def _cuda_fallback(func: LoweredFunc, report: AutoScheduleReport, err: ScheduleError | CompileError) -> IRSchedule:
+def _cuda_fallback(func: LoweredFunc, report: AutoScheduleReport,
+                   err: ScheduleError | CompileError) -> IRSchedule:
     """The tiling tactics did not apply: one thread block, nests separated by barriers
     (`cuda_fallback`), after CINN's inlining; the report keeps the reason."""
     report.fallbacks.append(f"tiling: {type(err).__name__}: {err.message}")

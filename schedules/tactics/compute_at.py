@@ -6,7 +6,8 @@ with `simple_compute_at` (which matches the loops 1:1 by extent and checks that 
 every dependence). `simple_compute_at` moves one block with its own loops, so every block of a
 nest is moved, in document order: the `__reduce_init` first (as CINN does), then the `_rf` init
 and update, then the write-back, each in its own copy of the reduce-thread loop (bound loops
-disappear in the CUDA lowering, so one thread still runs them in this order). Fusion stops at the first nest the primitive rejects, so the relative order of the
+disappear in the CUDA lowering, so one thread still runs them in this order). Fusion stops at the first nest
+the primitive rejects, so the relative order of the
 remaining nests is never changed.
 
 Differs from CINN: CINN also fuses into the innermost *reduce* loop when the "control flow"

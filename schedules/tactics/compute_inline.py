@@ -16,9 +16,9 @@ the walk repeats until nothing changes, since inlining a block can make its prod
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from cinn_py.ir import Load, walk
+from cinn_py.ir import Expr, Load, ScheduleBlockRealize, walk
 from schedules.analysis.loops import block_stores
 from schedules.errors import ScheduleError
 from schedules.primitives.compute_inline import InlineDepthError
@@ -40,16 +40,18 @@ def _iterations(sch: IRSchedule, block: BlockInfo) -> int | None:
     return total
 
 
+def _bound(realize: ScheduleBlockRealize, indices: Sequence[Expr]) -> tuple[Expr, ...]:
+    """`indices` with the block's iter vars replaced by the values the realize binds them to."""
+    iter_vars = realize.schedule_block.iter_vars
+    return tuple(realize.iter_values[iter_vars.index(i)] if i in iter_vars else i for i in indices)
+
+
 def _aligned_reads(block: BlockInfo, consumers: list[BlockInfo]) -> bool:
     written = [tuple(s.indices) for s in block_stores(block.realize)]
     for consumer in consumers:
         for node in walk(consumer.realize.schedule_block.body):
             if isinstance(node, Load) and node.tensor.name in block.written:
-                mapped = tuple(consumer.realize.iter_values[consumer.realize.schedule_block.iter_vars.index(i)]
-                               if i in consumer.realize.schedule_block.iter_vars else i for i in node.indices)
-                own = tuple(block.realize.iter_values[block.realize.schedule_block.iter_vars.index(i)]
-                            if i in block.realize.schedule_block.iter_vars else i for i in written[0])
-                if mapped != own:
+                if _bound(consumer.realize, node.indices) != _bound(block.realize, written[0]):
                     return False
     return True
 
@@ -71,12 +73,14 @@ def can_inline(sch: IRSchedule, info: GroupInfo, block: BlockInfo) -> tuple[bool
     if not consumers:
         return False, "nothing reads it"
     iterations = _iterations(sch, block)
-    if len(consumers) >= 2 and iterations is not None and iterations <= SMALL_LOOP and _aligned_reads(block, consumers):
+    if (len(consumers) >= 2 and iterations is not None and iterations <= SMALL_LOOP
+        and _aligned_reads(block, consumers)):
         return False, "a small value shared by several consumers (kept in a register)"
     return True, ""
 
 
-def compute_inline_tactic(sch: IRSchedule, keep: Callable[[GroupInfo, BlockInfo], bool] | None = None) -> list[str]:
+def compute_inline_tactic(sch: IRSchedule,
+                          keep: Callable[[GroupInfo, BlockInfo], bool] | None = None) -> list[str]:
     """Inline every block CINN's rule allows (and `keep` does not hold back: the x86 tactic
     keeps an expensive value read by several consumers); returns the inlined block names."""
     inlined: list[str] = []

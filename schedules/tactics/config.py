@@ -73,9 +73,11 @@ class TileConfig:
 
     def __post_init__(self) -> None:
         if self.warp_num < 1 or self.tree_reduce_num < 1 or self.spatial_inner_num < 1:
-            raise ValueError(f"TileConfig: warp_num, tree_reduce_num and spatial_inner_num must be >= 1, got {self}")
+            raise ValueError("TileConfig: warp_num, tree_reduce_num and spatial_inner_num must be >= 1, got "
+                             f"{self}")
         if self.warp_num * 32 > MAX_THREADS:
-            raise ValueError(f"TileConfig: warp_num {self.warp_num} gives more than {MAX_THREADS} threads per block")
+            raise ValueError(f"TileConfig: warp_num {self.warp_num} gives more than {MAX_THREADS} threads "
+                             "per block")
         if self.tree_reduce_num > self.warp_num * 32:
             raise ValueError(f"TileConfig: tree_reduce_num {self.tree_reduce_num} exceeds the block's "
                              f"{self.warp_num * 32} threads")
@@ -123,7 +125,8 @@ class ScheduleConfig:
         return replace(self, tile=replace(self.tile, **changes))  # type: ignore[arg-type]
 
 
-def _bucket(info: GroupInfo, s: tuple[int, int] | None = None, r: tuple[int, int] | None = None) -> BucketInfo:
+def _bucket(info: GroupInfo, s: tuple[int, int] | None = None,
+            r: tuple[int, int] | None = None) -> BucketInfo:
     sp, rd = info.static_spatial, info.static_reduce
     dims = [Dimension(*(s or (sp or 1, sp or MAX_NUMEL)), "S", sp is None)]
     if info.has_reduce:

@@ -29,7 +29,8 @@ THREADS = 256
 
 def _spatial_depth(sch: IRSchedule, block: str) -> int:
     realize = find_block(sch.func, block)
-    reduce_vars = {n for iv, v in zip(realize.schedule_block.iter_vars, realize.iter_values) if iv.is_reduce_axis
+    reduce_vars = {n for iv,
+                   v in zip(realize.schedule_block.iter_vars, realize.iter_values) if iv.is_reduce_axis
                    for n in walk(v) if isinstance(n, Var)}
     depth = 0
     for loop in loops_of(sch.func, block):

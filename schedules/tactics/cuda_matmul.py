@@ -82,15 +82,19 @@ def fit_cuda_params(info: MatmulInfo, p: CudaMatmulParams) -> CudaMatmulParams:
 def _check(sch: IRSchedule, info: MatmulInfo, p: CudaMatmulParams, limits: GpuLimits) -> None:
     threads = p.threads_y * p.threads_x
     if p.block_m % p.thread_m or p.block_n % p.thread_n or threads > limits.max_threads_per_block:
-        raise schedule_error(InvalidArgumentError, "cuda_matmul", f"tile {p} needs thread tiles dividing the block "
-                             f"tile and at most {limits.max_threads_per_block} threads, got {threads}", sch.func)
+        raise schedule_error(InvalidArgumentError, "cuda_matmul",
+                             f"tile {p} needs thread tiles dividing the block "
+                             f"tile and at most {limits.max_threads_per_block} threads, got {threads}",
+                             sch.func)
     tiles = (p.block_m + p.block_n) * p.block_k * 4
     if tiles > limits.max_shared_memory_per_block:
-        raise schedule_error(InvalidArgumentError, "cuda_matmul", f"tile {p} needs {tiles} bytes of shared memory, "
+        raise schedule_error(InvalidArgumentError, "cuda_matmul",
+                             f"tile {p} needs {tiles} bytes of shared memory, "
                              f"more than the {limits.max_shared_memory_per_block} a block has", sch.func)
 
 
-def _bind_tile(sch: IRSchedule, name: str, batch: int, p: CudaMatmulParams, split: bool = True) -> list[LoopRV]:
+def _bind_tile(sch: IRSchedule, name: str, batch: int, p: CudaMatmulParams,
+               split: bool = True) -> list[LoopRV]:
     """Tile the `(batch.., i, j[, k])` nest of block `name` and bind it; returns the loops from the
     block's point of view: `[bi, bj, ko?, ti, tj, ki?, ii, jj]` without the batch loop."""
     loops = sch.get_loops(name)
@@ -158,7 +162,8 @@ def cuda_matmul_tactic(sch: IRSchedule, info: MatmulInfo, params: CudaMatmulPara
         sch.cache_write(block, 0, "local")
         found = match_matmul(sch.func)
         if found is None:
-            raise schedule_error(InvalidArgumentError, "cuda_matmul", "the local accumulator of an output C is "
+            raise schedule_error(InvalidArgumentError, "cuda_matmul",
+                                 "the local accumulator of an output C is "
                                  "not a matmul nest", sch.func)
         block, acc, init, epilogue = found.block, found.tensor, found.init, list(found.epilogue)
         notes.append(f"'{info.tensor}' accumulated in a local cache, written once")

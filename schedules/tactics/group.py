@@ -21,7 +21,8 @@ from schedules.analysis.loops import all_blocks, block_stores, enclosing_loops, 
 from schedules.analysis.regions import const_value, simplify_index
 from schedules.primitives.align import group_space
 
-__all__ = ["BlockInfo", "GroupInfo", "analyze_group", "block_info", "is_continuous", "is_init_name", "loops_of"]
+__all__ = ["BlockInfo", "GroupInfo", "analyze_group", "block_info", "is_continuous",
+           "is_init_name", "loops_of"]
 
 INIT_SUFFIX = "__reduce_init"
 

@@ -33,7 +33,6 @@ copy keeps the operand's layout, so it would not make the panel contiguous).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from cinn_py.ir import FP_CONTRACT_ATTR, Add, Cast, Expr, For, Load, LoweredFunc, Mul, Var, walk
@@ -131,7 +130,8 @@ def _plain_nest(func: LoweredFunc, block: BlockInfo) -> list[For] | None:
     """The update's loops when its iter values are exactly its loop vars (no earlier schedule)."""
     loops = loops_of(func, block.name)
     values = block.realize.iter_values
-    if len(loops) != len(values) or any(not (isinstance(v, Var) and v == lp.loop_var) for v, lp in zip(values, loops)):
+    if (len(loops) != len(values)
+        or any(not (isinstance(v, Var) and v == lp.loop_var) for v, lp in zip(values, loops))):
         return None
     return loops
 

@@ -70,7 +70,8 @@ def spatial_tiles(info: GroupInfo, cfg: ScheduleConfig) -> tuple[int, int]:
 def discrete_cross_thread(info: GroupInfo) -> bool:
     """Whether a discrete reduction gets the 32 x 16 cross-thread tiling (see module docstring)."""
     s, r = info.static_spatial, info.static_reduce
-    return s is not None and s % DISCRETE_SPATIAL_THREADS == 0 and (r is None or r >= MIN_DISCRETE_CROSS_THREAD)
+    return (s is not None and s % DISCRETE_SPATIAL_THREADS == 0
+            and (r is None or r >= MIN_DISCRETE_CROSS_THREAD))
 
 
 def _nest_blocks(info: GroupInfo) -> list[tuple[str, bool]]:

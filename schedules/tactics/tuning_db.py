@@ -127,7 +127,8 @@ class TuningRecord:
     def from_json(data: dict[str, Any]) -> TuningRecord:
         meta = {k: v for k, v in data.items() if k not in ("params", "time_s", "default_time_s", "trials")}
         default = data["default_time_s"]
-        return TuningRecord(dict(data["params"]), float(data["time_s"]), None if default is None else float(default),
+        return TuningRecord(dict(data["params"]), float(data["time_s"]),
+                            None if default is None else float(default),
                             int(data["trials"]), meta)
 
 
@@ -180,7 +181,8 @@ def _read(path: Path) -> dict[str, TuningRecord]:
         _warn_once(f"tuning database {path}: not used ({err}); using default parameters")
         return {}
     except (OSError, UnicodeDecodeError) as err:
-        warnings.warn(f"tuning database {path}: cannot read it ({err}); using default parameters", stacklevel=3)
+        warnings.warn(f"tuning database {path}: cannot read it ({err}); using default parameters",
+                      stacklevel=3)
         return {}
     try:
         data = json.loads(text)
@@ -191,7 +193,8 @@ def _read(path: Path) -> dict[str, TuningRecord]:
         if not isinstance(records, dict):
             raise ValueError(f"'records' is a {type(records).__name__}, expected an object")
     except (ValueError, KeyError, TypeError) as err:
-        warnings.warn(f"tuning database {path}: ignored ({err}); it is rewritten by the next tune", stacklevel=3)
+        warnings.warn(f"tuning database {path}: ignored ({err}); it is rewritten by the next tune",
+                      stacklevel=3)
         return {}
     for key, record in records.items():
         check_record(path, key, record)
@@ -203,7 +206,8 @@ def _check_owner(path: Path, st: os.stat_result) -> None:
     so it is read only from a folder owned by this user that nobody else may write (checked by
     the caller), and only when the file itself is this user's and not writable by others."""
     if st.st_uid != os.geteuid():
-        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid {os.geteuid()})")
+        raise UntrustedCacheError(f"{path} is owned by uid {st.st_uid}, expected this user (uid "
+                                  f"{os.geteuid()})")
     if st.st_mode & 0o022:
         raise UntrustedCacheError(f"{path} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):04o})")
 
@@ -228,7 +232,8 @@ def _check_writable_folder(path: Path) -> None:
         make_private_dir(path.parent)
         check_private_dir(path.parent)
     except UntrustedCacheError as err:
-        raise TuningDatabaseError(f"tuning database {path}: refusing to write it ({err}); the database would not "
+        raise TuningDatabaseError(f"tuning database {path}: refusing to write it ({err}); the database would "
+                                  "not "
                                   f"be read from there (choose another CINN_PY_TUNING_DB)") from None
 
 

@@ -30,7 +30,8 @@ def _int_in(lo: int, hi: int) -> Rule:
 
 
 def _pow2_in(lo: int, hi: int) -> Rule:
-    return Rule(lambda v: _is_int(v) and lo <= v <= hi and v & (v - 1) == 0, f"a power of two in [{lo}, {hi}]")
+    return Rule(lambda v: _is_int(v) and lo <= v <= hi and v & (v - 1) == 0,
+                f"a power of two in [{lo}, {hi}]")
 
 
 def _is_int(value: Any) -> bool:
@@ -63,7 +64,8 @@ GROUP_PARAMS = ("vector_width_bits", "min_parallel_work", "streaming_store_bytes
 
 
 def _time(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value >= 0)
 
 
 def check_record(path: Path, key: str, data: Any) -> None:
@@ -88,5 +90,6 @@ def check_record(path: Path, key: str, data: Any) -> None:
 
 def _bad(path: Path, key: str, field: str, value: Any, expected: str) -> NoReturn:
     raise TuningDatabaseError(
-        f"tuning database {path}: record {key!r}: {field} is {value!r} ({type(value).__name__}), expected {expected}; "
+        f"tuning database {path}: record {key!r}: {field} is {value!r} ({type(value).__name__}), expected "
+        f"{expected}; "
         f"fix or delete the record (or set CINN_PY_TUNING_DB=off)")

@@ -40,7 +40,8 @@ from schedules.tactics.x86_window import schedule_window_reduction, window_misfi
 
 __all__ = ["X86Result", "x86_schedule"]
 
-EXPENSIVE_CALLS = frozenset({"exp", "expf", "tanh", "erf", "log", "log1p", "expm1", "pow", "sin", "cos", "sigmoid"})
+EXPENSIVE_CALLS = frozenset({"exp", "expf", "tanh", "erf", "log", "log1p", "expm1", "pow", "sin",
+                             "cos", "sigmoid"})
 
 
 @dataclass
@@ -58,7 +59,8 @@ def _expensive_shared(info: GroupInfo, block: BlockInfo) -> bool:
     """Keep (do not inline) a value that several blocks read and that calls a transcendental."""
     if len(block.written) != 1 or len(info.consumers_of(block.written[0])) < 2:
         return False
-    return any(isinstance(n, Call) and n.name in EXPENSIVE_CALLS for n in walk(block.realize.schedule_block.body))
+    return any(isinstance(n, Call) and n.name in EXPENSIVE_CALLS for n
+               in walk(block.realize.schedule_block.body))
 
 
 def _tuned(sch: IRSchedule, cfg: ScheduleConfig, result: X86Result) -> None:

@@ -7,7 +7,8 @@ loops). What a performance engineer writes for each shape of nest:
   one row loop that runs on the thread pool, the innermost loop is vectorised with the target's
   native lanes (16 float32 with AVX-512; any extent: the backend adds a scalar tail). A short
   innermost loop (< 4 vectors) over a dense row-major nest whose loads index by loop variables
-  is fused with the rows into one flat loop first, so that the vector loop is long; a flat loop is split into chunks of
+  is fused with the rows into one flat loop first, so that the vector loop is long; a flat loop is split into
+  chunks of
   `lanes * 1024` (a task's slice stays a long vector loop). Few long rows (fewer than
   `MIN_TASKS` rows) are split into column chunks that are fused with the rows, so that every
   thread gets work.
@@ -96,8 +97,8 @@ def vectorize_rows(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig)
     loops = loops_of(sch.func, block)
     inner = const_value(loops[-1].extent)
     handles = sch.get_loops(block)
-    if len(handles) > 1 and inner is not None and inner < SHORT_ROW_VECTORS * lanes and _dense(sch, block, loops) \
-            and _plain_loads(sch, block):
+    if (len(handles) > 1 and inner is not None and inner < SHORT_ROW_VECTORS * lanes
+            and _dense(sch, block, loops) and _plain_loads(sch, block)):
         handles = [sch.fuse(handles)]
     if len(handles) == 1:
         return _flat(sch, block, handles[0], lanes, cfg)

@@ -16,7 +16,8 @@ from schedules.tactics.config import ScheduleConfig
 from schedules.tactics.group import loops_of
 
 __all__ = [
-    "TacticNotApplicable", "contiguous_store", "gather_loop", "lanes_for", "loop_vars_of", "parallel_worth", "static_iterations",
+    "TacticNotApplicable", "contiguous_store", "gather_loop", "lanes_for", "loop_vars_of", "parallel_worth",
+    "static_iterations",
     "store_dtype",
 ]
 

@@ -42,7 +42,8 @@ from schedules.tactics.group import BlockInfo, analyze_group, block_info, is_ini
 from schedules.tactics.x86_nest import TacticNotApplicable, contiguous_store, lanes_for, parallel_worth
 
 __all__ = [
-    "accumulators", "fuse_producers_into_rfactors", "nests", "spatial_loops", "not_applicable", "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
+    "accumulators", "fuse_producers_into_rfactors", "nests", "spatial_loops", "not_applicable",
+    "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
 ]
 
 COLUMN_TASKS = 8
@@ -75,7 +76,8 @@ def accumulators(extent: int | None, lanes: int, cheap: bool = True, vectors: in
 def spatial_loops(sch: IRSchedule, block: str) -> int:
     """Leading loops of `block` that bind no reduce iter var."""
     realize = block_info_of(sch, block).realize
-    reduce_vars = {n for iv, v in zip(realize.schedule_block.iter_vars, realize.iter_values) if iv.is_reduce_axis
+    reduce_vars = {n for iv,
+                   v in zip(realize.schedule_block.iter_vars, realize.iter_values) if iv.is_reduce_axis
                    for n in walk(v) if isinstance(n, Var)}
     count = 0
     for loop in loops_of(sch.func, block):
@@ -113,7 +115,8 @@ def _calls(sch: IRSchedule, block: str, with_producers: bool) -> bool:
     blocks whose tensors it reads (they will be computed in the reduction's loop)."""
     info = analyze_group(sch.func)
     me = next(b for b in info.blocks if b.name == block)
-    bodies = [me] + ([b for t in me.read for b in info.producers_of(t) if not b.is_reduce] if with_producers else [])
+    bodies = ([me] + ([b for t in me.read for b in info.producers_of(t) if not b.is_reduce]
+                      if with_producers else []))
     return any(isinstance(n, Call) for b in bodies for n in walk(b.realize.schedule_block.body))
 
 
@@ -181,7 +184,8 @@ def _row_producers(sch: IRSchedule, rf: str) -> list[str]:
         return []
     found = []
     for block in info.blocks:
-        if block.is_reduce or block.is_init or len(block.written) != 1 or block.written[0] not in rf_info.read:
+        if (block.is_reduce or block.is_init or len(block.written) != 1 or block.written[0]
+            not in rf_info.read):
             continue
         loops = loops_of(sch.func, block.name)
         if len(loops) == 2 and loops[0] is rf_loops[0]:

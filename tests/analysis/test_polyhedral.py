@@ -122,7 +122,8 @@ def test_required_region_of_split_consumer() -> None:
     inner = ir.For(ii, ir.const(0), ir.const(4), ir.Block((realize,)))
     outer = ir.For(io, ir.const(0), ir.const(16), ir.Block((inner,)))
     root = ir.ScheduleBlockRealize((), ir.ScheduleBlock("root", (), ir.Block((outer,))))
-    func = ir.LoweredFunc("f", (ir.Argument(ir.ArgIO.INPUT, tensor=a), ir.Argument(ir.ArgIO.OUTPUT, tensor=out)),
+    func = ir.LoweredFunc("f",
+                          (ir.Argument(ir.ArgIO.INPUT, tensor=a), ir.Argument(ir.ArgIO.OUTPUT, tensor=out)),
                           ir.Block((root,)))
     region = A.required_region(func, ["O"], a, outer)
     assert [(str(lo), str(ext)) for lo, ext in region] == [("(i_o * 4)", "4")]
@@ -137,7 +138,8 @@ def test_is_always_true() -> None:
     assert A.is_always_true(ir.And(i >= 0, (i * 8 + 7) / 8 < 32), {i: (0, 32)})
     assert A.is_always_true(n < s0, {n: (ir.const(0, ir.dtype.int64), s0)})
     assert not A.is_always_true(n < s0 - 1, {n: (ir.const(0, ir.dtype.int64), s0)})
-    assert not A.is_always_true(ir.Load(ir.make_tensor("M", (ir.const(4),), ir.dtype.int32), (i,)) < 3, {i: (0, 4)})
+    assert (not A.is_always_true(ir.Load(ir.make_tensor("M", (ir.const(4),), ir.dtype.int32), (i,)) < 3,
+                                 {i: (0, 4)}))
 
 
 def test_unknown_block() -> None:

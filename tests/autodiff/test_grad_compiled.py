@@ -43,7 +43,8 @@ def _inputs(dtype: str = "float32") -> list[np.ndarray]:
 def test_backward_program_compiles_and_matches_reference() -> None:
     program = _block()
     backward = grad(program)
-    assert [v.name for v in backward.inputs] == ["X", "W", "Bias", "Gamma", "Beta", f"{program.outputs[0].name}_grad"]
+    assert ([v.name for v in backward.inputs]
+            == ["X", "W", "Bias", "Gamma", "Beta", f"{program.outputs[0].name}_grad"])
     args = _inputs() + [np.random.default_rng(1).uniform(-1, 1, (B, S, H)).astype(np.float32)]
     want = backward.run_numpy(*args)
     got = compile_program(backward, "x86", schedule="auto")(*args)

@@ -42,8 +42,8 @@ CONVS = [
 
 
 def _torch_conv(case: Conv, x: Any, w: Any, attrs: dict[str, Any]) -> Any:
-    t, b, l, r = attrs["pads"]
-    return F.conv2d(F.pad(x, (l, r, t, b)), w, stride=attrs["strides"], dilation=attrs["dilations"],
+    t, b, left, right = attrs["pads"]
+    return F.conv2d(F.pad(x, (left, right, t, b)), w, stride=attrs["strides"], dilation=attrs["dilations"],
                     groups=attrs["groups"])
 
 
@@ -65,7 +65,8 @@ def _run(case: Conv, dtype: str) -> tuple[Any, list[np.ndarray], list[np.ndarray
     tdy = torch.tensor(dy.transpose(0, 3, 1, 2).copy() if case.nhwc else dy)
     _torch_conv(case, tx, tw, attrs).backward(tdy)
     dx = tx.grad.numpy()
-    return grad(program), [xs, ws, dy], [dx.transpose(0, 2, 3, 1) if case.nhwc else dx, tw.grad.numpy()], attrs
+    return grad(program), [xs, ws, dy], [dx.transpose(0, 2, 3, 1) if case.nhwc else dx,
+                                         tw.grad.numpy()], attrs
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -120,13 +121,15 @@ POOLS = [
 ]
 
 
-def _pool_run(case: Pool, dtype: str, values: np.ndarray | None = None) -> tuple[Any, list[np.ndarray], np.ndarray]:
+def _pool_run(case: Pool, dtype: str,
+              values: np.ndarray | None = None) -> tuple[Any, list[np.ndarray], np.ndarray]:
     """(backward program, its arguments, PyTorch's dx) for one pooling."""
     n, c, h, w = case.x
     nb = NetBuilder("pool")
     x = nb.create_input(dtype, [n, h, w, c] if case.nhwc else [n, c, h, w], "X")
     y = nb.pool2d(x, case.kind, list(case.kernel), stride=list(case.stride), padding=list(case.padding),
-                  ceil_mode=case.ceil_mode, exclusive=case.exclusive, data_format="NHWC" if case.nhwc else "NCHW")
+                  ceil_mode=case.ceil_mode, exclusive=case.exclusive,
+                  data_format="NHWC" if case.nhwc else "NCHW")
     rng = np.random.default_rng(5)
     xs = (rng.uniform(-1, 1, x.shape) if values is None else values.reshape(x.shape)).astype(dtype)
     dy = rng.uniform(-1, 1, y.shape).astype(dtype)
@@ -157,7 +160,8 @@ def test_pool2d_grad_matches_torch(case: Pool, dtype: str) -> None:
 @pytest.mark.parametrize("case", POOLS, ids=[f"pool{k}-{p.kind}" for k, p in enumerate(POOLS)])
 def test_pool2d_backward_compiled_x86_matches_torch(case: Pool) -> None:
     backward, args, want = _pool_run(case, "float32")
-    np.testing.assert_allclose(compile_program(backward, "x86", schedule="auto")(*args), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compile_program(backward, "x86", schedule="auto")(*args), want,
+                               rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", [p for p in POOLS if p.kind == "max"], ids=lambda p: f"{p.x}-{p.kernel}")
@@ -171,7 +175,8 @@ def test_max_pool_ties_route_to_the_first_maximum_as_torch(case: Pool) -> None:
 
 
 def test_pool2d_argmax_is_torch_max_pool_indices() -> None:
-    values = np.random.default_rng(2).integers(-1, 2, size=2 * 3 * 9 * 8).reshape(2, 3, 9, 8).astype(np.float32)
+    values = np.random.default_rng(2).integers(-1, 2, size=2 * 3 * 9 * 8)
+    values = values.reshape(2, 3, 9, 8).astype(np.float32)
     nb = NetBuilder("argmax")
     x = nb.create_input("float32", [2, 3, 9, 8], "X")
     program = nb.build([nb.pool2d_argmax(x, [3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=True)])
@@ -197,7 +202,8 @@ def test_conv2d_second_order_matches_torch(case: Conv) -> None:
     (gx * nchw(v)).sum().backward()
     want_dy = tdy.grad.numpy()
     np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(ddy, want_dy.transpose(0, 2, 3, 1) if case.nhwc else want_dy, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ddy, want_dy.transpose(0, 2, 3, 1) if case.nhwc else want_dy,
+                               rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("case", [POOLS[0], POOLS[2], POOLS[6]], ids=["max", "max-nhwc", "avg-ceil-nhwc"])
@@ -236,9 +242,11 @@ def test_backward_op_errors_name_the_op_and_the_expected_shape() -> None:
     x = nb.create_input("float32", [1, 3, 7, 7], "X")
     with pytest.raises(FrontendError, match=r"conv2d_grad_data: argument 'input_size' must be \[H, W\]"):
         nb.conv2d_grad_data(dy, w, [7])
-    with pytest.raises(FrontendError, match=r"conv2d_grad_data: dy \[1, 4, 5, 5\] .* spatial dims \[4, 4\] .* got \[5, 5\]"):
+    with pytest.raises(FrontendError,
+                       match=r"conv2d_grad_data: dy \[1, 4, 5, 5\] .* spatial dims \[4, 4\] .* got \[5, 5\]"):
         nb.conv2d_grad_data(dy, w, [6, 6])
     with pytest.raises(FrontendError, match=r"conv2d_grad_filter: .* divisible by groups=2"):
         nb.conv2d_grad_filter(x, dy, [3, 3], groups=2)
-    with pytest.raises(FrontendError, match=r"pool2d_grad: dy must be the forward output's type float32\[1, 3, 5, 5\]"):
+    with pytest.raises(FrontendError,
+                       match=r"pool2d_grad: dy must be the forward output's type float32\[1, 3, 5, 5\]"):
         nb.pool2d_grad(x, dy, "max", [3, 3])

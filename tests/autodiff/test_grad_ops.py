@@ -25,7 +25,8 @@ from cinn_py.tools.op_harness import build_case, make_arrays
 RULES_PENDING: dict[str, str] = {
     "im2col": "made only by the x86 conv_to_gemm rewrite in the optimize step, after autodiff has run on "
               "conv2d (whose rule covers it); its own rule (col2im) has not landed",
-    "flash_attention_grad": "second-order attention gradients (a rule of the backward kernel) have not landed",
+    "flash_attention_grad": "second-order attention gradients (a rule of the backward kernel) have not "
+                            "landed",
 }
 """Differentiable ops whose rule has not landed yet, each with the reason (keep it short)."""
 
@@ -41,7 +42,8 @@ def test_every_op_is_differentiable_or_declared_not() -> None:
                          "whose result is integer, bool or piecewise constant, declare it with "
                          "define_no_grad(..., why=...)")
     for name, why in NON_DIFFERENTIABLE.items():
-        assert why and REGISTRY[name].grad is not None, f"{name}: declared non-differentiable without a reason"
+        assert (why and REGISTRY[name].grad
+                is not None), f"{name}: declared non-differentiable without a reason"
 
 
 def _differentiable_ops() -> list[str]:
@@ -112,7 +114,8 @@ def test_gradient_matches_finite_differences(op: str, dtype: str, index: int) ->
     test = REGISTRY[op].test
     assert test is not None
     case = test.cases(dtype)[index]
-    case = type(case)(tuple(_float64(a) if isinstance(a, Input) else a for a in case.args), case.kwargs, case.method)
+    case = type(case)(tuple(_float64(a) if isinstance(a, Input) else a for a in case.args), case.kwargs,
+                      case.method)
     program, inputs = build_case(op, dtype, case)
     symbols = {s: 3 for inp in inputs for s in inp.shape if isinstance(s, str)}
     arrays = make_arrays(inputs, dtype, symbols, seed=7)

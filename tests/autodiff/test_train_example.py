@@ -34,5 +34,6 @@ def test_training_steps_match_eager(via: str) -> None:
     if via != "dynamic":  # (the dynamic steps' batches differ: their losses need not decrease)
         assert mine[-1] < mine[0]
         return
-    assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"], [str(r) for r in ct.reports()]
+    kinds = [r.name.split()[0] for r in ct.reports()]
+    assert kinds == ["forward", "backward"], [str(r) for r in ct.reports()]
     assert all(not r.fallback and not r.errors for r in ct.reports())

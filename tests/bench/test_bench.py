@@ -66,13 +66,15 @@ def test_suite_table_and_cli_on_tiny_shapes(capsys: pytest.CaptureFixture[str]) 
         assert r["pct_bw"] == pytest.approx(100 * r["gbs"] / r["local_bandwidth_gbs"])
         assert r["bytes"] > 0 and r["threads"] == 1
         assert r["auto_ms"] > 0 and r["auto_x_hand"] == pytest.approx(r["ms"] / r["auto_ms"])
-        assert r["auto_x_numpy"] == pytest.approx(r["numpy_ms"] / r["auto_ms"]) and r["auto_plan"] == "x86-tuned"
+        assert (r["auto_x_numpy"] == pytest.approx(r["numpy_ms"] / r["auto_ms"]) and r["auto_plan"]
+                == "x86-tuned")
     assert results[1]["targets"] == {}  # targets are about full-size workloads, not tiny ones
     assert set(bench._targets(bench.WORKLOADS["rmsnorm"], results[1])) == {">=80% BW", ">=5x numpy"}
     table = bench.format_table(results)
     assert "relu" in table and "rmsnorm" in table and "BW@run" in table
     assert "auto ms" in table.splitlines()[1] and "auto x hand" in table.splitlines()[1]
-    assert len(results[0]["load_before"]) == 3 and "load average (1/5/15 min) before " in table.splitlines()[0]
+    assert (len(results[0]["load_before"]) == 3 and "load average (1/5/15 min) before "
+            in table.splitlines()[0])
     assert bench.main(["relu", "--tiny", "--repeat", "2", "--threads", "1"]) == 0
     assert "relu" in capsys.readouterr().out
 
@@ -86,7 +88,8 @@ def test_json_and_no_auto(capsys: pytest.CaptureFixture[str]) -> None:
 def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "bench.png"
-    assert bench.main(["relu", "transpose", "--tiny", "--repeat", "2", "--threads", "1", "--plot", str(out)]) == 0
+    assert (bench.main(["relu", "transpose", "--tiny", "--repeat", "2", "--threads", "1", "--plot", str(out)])
+            == 0)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
     assert "transpose" in capsys.readouterr().out
 

@@ -45,7 +45,8 @@ def test_compare_names_the_first_mismatching_gradient() -> None:
     got = ([torch.ones(3)], {"w": torch.zeros(2), "b": torch.tensor([1.0, 1.5])})
     assert zoo.compare(got, want, "fp32").startswith("grad b: max abs error 0.5")
     assert "5% of its largest magnitude" in zoo.compare(got, want, "bf16")
-    assert zoo.compare(([torch.ones(3)], {"w": torch.zeros(2)}), want, "fp32") == "no gradient for b (1 parameter(s))"
+    assert (zoo.compare(([torch.ones(3)], {"w": torch.zeros(2)}), want, "fp32")
+            == "no gradient for b (1 parameter(s))")
     assert "shape (4,)" in zoo.compare(([torch.ones(4)], {}), ([torch.ones(3)], {}), "fp32")
 
 
@@ -61,7 +62,8 @@ def test_fp32_falls_back_to_inductors_float64_rule_only_where_eager_itself_is_of
     reason = zoo.compare(([far], {}), ([eager], {}), "fp32", ([exact], {}))
     assert "RMS error vs float64 0.0289, eager's 0.00577" in reason
     grads = {"w": torch.ones(2)}
-    assert zoo.compare(([eager], grads), ([eager], grads), "fp32", ([exact], {})) == ""  # no exact grad: plain
+    # no exact grad: plain
+    assert zoo.compare(([eager], grads), ([eager], grads), "fp32", ([exact], {})) == ""
 
 
 def _fake_run() -> zoo.ZooRun:

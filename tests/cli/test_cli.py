@@ -53,7 +53,8 @@ def test_dump_ir_of_ir_file_round_trips(tmp_path: Path, capsys: pytest.CaptureFi
 def test_dump_ir_with_schedule_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "small.ir").write_text(SMALL_IR)
     (tmp_path / "sched.py").write_text('sch.split(sch.get_loops("B")[0], [4, -1])\n')
-    code, out, _ = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule", str(tmp_path / "sched.py"))
+    code, out, _ = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule",
+                        str(tmp_path / "sched.py"))
     assert code == 0
     assert "serial for (i, 0, 4)" in out and "serial for (i_0, 0, 8)" in out
 
@@ -68,7 +69,8 @@ def test_dump_ir_schedule_step(capsys: pytest.CaptureFixture[str]) -> None:
 def test_schedule_error_is_a_clean_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "small.ir").write_text(SMALL_IR)
     (tmp_path / "sched.py").write_text('sch.split(sch.get_loops("B")[0], [-1, -1])\n')
-    code, out, err = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule", str(tmp_path / "sched.py"))
+    code, out, err = _run(capsys, "dump-ir", str(tmp_path / "small.ir"), "--schedule",
+                          str(tmp_path / "sched.py"))
     assert code == 1 and out == ""
     assert err.startswith("error: split:") and "Traceback" not in err
 
@@ -112,8 +114,8 @@ def test_codegen_cuda_and_x86(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 0 and "define" in out
 
 
-def test_codegen_and_run_auto_schedule_without_a_schedule_on_cuda(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_codegen_and_run_auto_schedule_without_a_schedule_on_cuda(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "small.ir"
     path.write_text(SMALL_IR)
     code, out, err = _run(capsys, "codegen", str(path), "--target", "cuda")  # no schedule: auto, and said so
@@ -134,7 +136,8 @@ def test_run_compares_with_the_interpreter(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_console_script_entry_point() -> None:
-    result = subprocess.run([sys.executable, "-m", "cinn_py", "dump-ir", str(ROOT / "examples/seed_example.py")],
+    result = subprocess.run([sys.executable, "-m", "cinn_py", "dump-ir",
+                             str(ROOT / "examples/seed_example.py")],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("function fn (_X, _F, S1, S2)")
@@ -171,7 +174,8 @@ def test_bench_has_every_option_of_the_bench_tool(capsys: pytest.CaptureFixture[
     # `cinn-py bench` and `python -m cinn_py.tools.bench` share one parser: --peers reaches the run
     import json
 
-    code, out, _ = _run(capsys, "bench", "relu", "--repeat", "1", "--tiny", "--json", "--no-auto", "--peers", "numba")
+    code, out, _ = _run(capsys, "bench", "relu", "--repeat", "1", "--tiny", "--json", "--no-auto",
+                        "--peers", "numba")
     assert code == 0 and "numba_ms" in json.loads(out)[0]
 
 
@@ -199,7 +203,8 @@ def test_dump_ir_of_a_netbuilder_build_function(tmp_path: Path, capsys: pytest.C
     assert fused.startswith("fuse: tt") and "group tt_group_0 [kElementWise] (X) -> (exp_2)" in fused
 
 
-def test_dump_ir_build_function_must_return_a_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dump_ir_build_function_must_return_a_program(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "bad.py"
     script.write_text("def build():\n    return 3\n")
     code, _, err = _run(capsys, "dump-ir", str(script))
@@ -207,7 +212,8 @@ def test_dump_ir_build_function_must_return_a_program(tmp_path: Path, capsys: py
 
 
 def test_fuzz_subcommand_passes_its_options_to_the_fuzzer(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "fuzz", "--examples", "2", "--seed", "5", "--in-process", "--auto", "--auto-only")
+    code, out, err = _run(capsys, "fuzz", "--examples", "2", "--seed", "5", "--in-process", "--auto",
+                          "--auto-only")
     assert code == 0, out + err
     assert "fuzz: 2 cases" in out
     assert "[fuzz] 2/2 cases" in err  # the progress line

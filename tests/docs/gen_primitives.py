@@ -34,7 +34,8 @@ REGEN = "python tests/docs/gen_primitives.py"
 
 # (family module under schedules.primitives or None, section title, methods in reading order)
 SECTIONS: list[tuple[str | None, str, list[str]]] = [
-    ("get", "Queries", ["get_block", "get_loops", "get", "get_all_blocks", "get_child_blocks", "get_root_block"]),
+    ("get", "Queries",
+     ["get_block", "get_loops", "get", "get_all_blocks", "get_child_blocks", "get_root_block"]),
     ("split", "split", ["split"]),
     ("fuse", "fuse", ["fuse"]),
     ("reorder", "reorder", ["reorder"]),
@@ -91,14 +92,16 @@ except cp.ScheduleError as err:
 EXAMPLES: dict[str, list[str]] = {
     "fork": ["sch = elementwise()", "trial = sch.fork()", 'trial.vectorize(trial.get_loops("B")[1], 8)',
              "len(trial.trace), len(sch.trace)"],
-    "adopt": ["sch = elementwise()", "trial = sch.fork()", 'trial.parallel(trial.get_loops("C")[0])', "sch.adopt(trial)",
+    "adopt": ["sch = elementwise()", "trial = sch.fork()", 'trial.parallel(trial.get_loops("C")[0])',
+              "sch.adopt(trial)",
               'print(sch.get(sch.get_loops("C")[0]).for_type.value, len(sch.trace))'],
     "get_block": ["sch = elementwise()", 'sch.get_block("B")', '''try:
     sch.get_block("D")
 except cp.ScheduleError as err:
     print(type(err).__name__, "-", err.message)'''],
     "get_loops": ["sch = elementwise()", 'sch.get_loops("C")'],
-    "get": ["sch = elementwise()", 'i, j = sch.get_loops("C")', "str(sch.get(j).extent), sch.get(j).for_type.value",
+    "get": ["sch = elementwise()", 'i, j = sch.get_loops("C")',
+            "str(sch.get(j).extent), sch.get(j).for_type.value",
             'print(sch.get("B"))'],
     "get_all_blocks": ["sch = reduction()", "sch.get_all_blocks()"],
     "get_child_blocks": ["sch = reduction()", 'i, k = sch.get_loops("B")', "sch.get_child_blocks(i)",
@@ -107,12 +110,15 @@ except cp.ScheduleError as err:
     "split": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.split(i, [-1, 10])",
               'print(sch.get(sch.get_loops("B")[0]))'],
     "fuse": ["sch = elementwise()", 'fused = sch.fuse(sch.get_loops("B"))', "print(sch.get(fused))"],
-    "reorder": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.reorder([j, i])", "print(sch.get(j))"],
-    "flatten_loops": ["sch = elementwise()", 'flat = sch.flatten_loops(sch.get_loops("B"))', "print(sch.get(flat))"],
+    "reorder": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.reorder([j, i])",
+                "print(sch.get(j))"],
+    "flatten_loops": ["sch = elementwise()", 'flat = sch.flatten_loops(sch.get_loops("B"))',
+                      "print(sch.get(flat))"],
     "add_unit_loop": ["sch = elementwise()", 'unit = sch.add_unit_loop("B")',
                       'print(sch.get(sch.get_loops("B")[1]))'],
     "parallel": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.parallel(i)", "print(sch.get(i))"],
-    "vectorize": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.vectorize(j, 8)", "print(sch.get(i))"],
+    "vectorize": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.vectorize(j, 8)",
+                  "print(sch.get(i))"],
     "unroll": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "_ = sch.split(j, [-1, 4])",
                'sch.unroll(sch.get_loops("B")[2])', "print(sch.get(i))"],
     "bind": ["sch = elementwise()", 'i, j = sch.get_loops("B")', 'sch.bind(i, "blockIdx.x")',
@@ -124,7 +130,8 @@ except cp.ScheduleError as err:
                    'print(print_ir(sch.func, decls=True).splitlines()[0])',
                    "[(b.name, b.memory_type.value) for b in sch.func.temp_bufs]"],
     "sync_threads": ["sch = elementwise()", 'i, j = sch.get_loops("B")', "sch.sync_threads(i)", "print(sch)"],
-    "compute_at": ["sch = elementwise()", 'i, j = sch.get_loops("C")', 'sch.compute_at("B", i)', "print(sch)"],
+    "compute_at": ["sch = elementwise()", 'i, j = sch.get_loops("C")', 'sch.compute_at("B", i)',
+                   "print(sch)"],
     "simple_compute_at": ["sch = elementwise()", 'i, j = sch.get_loops("C")', 'sch.simple_compute_at("B", j)',
                           "print(sch)"],
     "reverse_compute_at": ["sch = elementwise()", 'i, j = sch.get_loops("B")',
@@ -133,11 +140,13 @@ except cp.ScheduleError as err:
     "reverse_compute_inline": ["sch = elementwise()", 'sch.reverse_compute_inline("C")', "print(sch)"],
     "cache_read": ["sch = elementwise()", 'sch.cache_read("C", 0, "local")', "print(sch)"],
     "cache_write": ["sch = elementwise()", 'sch.cache_write("B", 0, "local")', "print(sch)"],
-    "decompose_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")', "io, ii = sch.split(i, [-1, 4])",
+    "decompose_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")',
+                            "io, ii = sch.split(i, [-1, 4])",
                             'init = sch.decompose_reduction("B", ii)', "sch.reorder([k, ii])", "print(sch)"],
     "rfactor": ["sch = reduction()", 'i, k = sch.get_loops("B")', "ko, ki = sch.split(k, [-1, 8])",
                 "rf = sch.rfactor(ki, 0)", "rf.name, [str(d) for d in rf.shape]", "print(sch)"],
-    "factorize_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")', "ko, ki = sch.split(k, [8, -1])",
+    "factorize_reduction": ["sch = reduction()", 'i, k = sch.get_loops("B")',
+                            "ko, ki = sch.split(k, [8, -1])",
                             "rf = sch.factorize_reduction(ko, 1)", "rf.name, [str(d) for d in rf.shape]",
                             "print(sch)"],
     "align_iter_space": ["sch = reduction()", "sch.align_iter_space()", "print(sch)"],
@@ -288,7 +297,8 @@ class _CallGraph:
                 for node in tree.body:
                     if isinstance(node, ast.FunctionDef):
                         self.defs[(module, node.name)] = node
-                    elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("schedules"):
+                    elif (isinstance(node, ast.ImportFrom) and node.module
+                          and node.module.startswith("schedules")):
                         for alias in node.names:
                             self.imports[module][alias.asname or alias.name] = (node.module, alias.name)
 
@@ -340,7 +350,8 @@ def _names_primitive(arg: ast.expr, primitive: str) -> bool:
 
 def _raised_class(node: ast.AST, primitive: str) -> str | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "schedule_error":
-        if len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and _names_primitive(node.args[1], primitive):
+        if (len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+            and _names_primitive(node.args[1], primitive)):
             return node.args[0].id
     if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name):
         if node.exc.args and _names_primitive(node.exc.args[0], primitive):
@@ -386,7 +397,8 @@ def render() -> str:
     graph = _CallGraph()
     namespace: dict[str, object] = {"__name__": "__primitives_doc__"}
     parts = [INTRO.rstrip() + "\n", doctest_block(SETUP, run_statements(SETUP, namespace)), ""]
-    parts += [ERRORS_INTRO.rstrip() + "\n", doctest_block(ERROR_EXAMPLE, run_statements(ERROR_EXAMPLE, namespace)), ""]
+    parts += [ERRORS_INTRO.rstrip() + "\n",
+              doctest_block(ERROR_EXAMPLE, run_statements(ERROR_EXAMPLE, namespace)), ""]
     parts += ["## Contents", ""]
     for _, title, methods in SECTIONS:
         parts.append(f"- {title}: " + ", ".join(f"[`{m}`](#{m})" for m in methods))

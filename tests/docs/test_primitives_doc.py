@@ -18,7 +18,8 @@ def test_primitives_md_is_up_to_date() -> None:
     expected = gen.render()
     current = gen.OUTPUT.read_text() if gen.OUTPUT.exists() else ""
     if current != expected:
-        pytest.fail(f"docs/primitives.md is out of date with the schedule docstrings/code; regenerate it with:\n"
+        pytest.fail("docs/primitives.md is out of date with the schedule docstrings/code; regenerate it "
+                    "with:\n"
                     f"    {gen.REGEN}")
 
 

@@ -24,7 +24,8 @@ def _bash_blocks(text: str) -> list[str]:
 def test_readme_commands_are_exact_and_ci_runs_the_test_command() -> None:
     assert _bash_blocks(README.read_text()) == [INSTALL_AND_RUN, INSTALL_AND_TEST]
     ci = (ROOT / ".ci" / "run").read_text()
-    commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    commands = ([line.strip() for line in ci.splitlines() if line.strip()
+                 and not line.lstrip().startswith("#")])
     assert commands[-2:] == [INSTALL_AND_TEST, "python -m pytest -q -m slow"]
 
 

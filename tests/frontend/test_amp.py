@@ -57,7 +57,8 @@ def test_amp_block_matches_float32_within_low_precision(low: str, tol: float) ->
 
 # per low dtype: the widening load, the rounding store (x86 LLVM IR), the rounding store (CUDA C)
 X86_WIDEN = {"float16": r"fpext (<\d+ x )?half>? .* to (<\d+ x )?float",
-             "bfloat16": r"zext (<\d+ x )?i16>? .* to (<\d+ x )?i32>?\n.*shl nuw (<\d+ x )?i32>? .*, (splat \(i32 16\)|16)"}
+             "bfloat16": r"zext (<\d+ x )?i16>? .* to (<\d+ x )?i32>?\n"
+                         r".*shl nuw (<\d+ x )?i32>? .*, (splat \(i32 16\)|16)"}
 X86_ROUND = {"float16": r"fptrunc (<\d+ x )?float>? .* to (<\d+ x )?half",
              # round to nearest even: + 0x7fff + the lowest kept bit, then keep the high 16 bits
              "bfloat16": r"add (<\d+ x )?i32>? .*, (splat \(i32 32767\)|32767)\n"}
@@ -65,7 +66,8 @@ CUDA_ROUND = {"float16": "__float2half", "bfloat16": "__float2bfloat16"}
 
 
 def _codegen_texts(program: Program) -> dict[str, list[str]]:
-    return {t: [o.value.text for o in trace(program, t, schedule="auto", until="codegen") if o.step == "codegen"]
+    return {t: [o.value.text for o in trace(program, t, schedule="auto", until="codegen") if o.step
+                == "codegen"]
             for t in ("x86", "cuda")}
 
 
@@ -94,7 +96,8 @@ def test_bfloat16_amp_softmax_accumulates_in_float32() -> None:
     nb = NetBuilder("attn")
     q = nb.create_input("float32", [8, 64], "Q")
     k = nb.create_input("float32", [8, 64], "K")
-    program = auto_mixed_precision(nb.build([nb.softmax(nb.matmul(q, k, transpose_y=True), [-1])]), "bfloat16")
+    program = auto_mixed_precision(nb.build([nb.softmax(nb.matmul(q, k, transpose_y=True), [-1])]),
+                                   "bfloat16")
     producers = {op.output.name: op for op in program.ops}
     soft = next(op for op in program.ops if op.type == "softmax")
     cast = producers[soft.inputs[0].name]
@@ -108,7 +111,8 @@ def test_bfloat16_amp_softmax_accumulates_in_float32() -> None:
 def test_lists_and_dtype_errors() -> None:
     with pytest.raises(FrontendError, match="both the allow and deny"):
         AmpLists(allow=frozenset({"matmul"}), deny=frozenset({"matmul"}))
-    with pytest.raises(FrontendError, match=r"argument 'dtype': expected one of \['float16', 'bfloat16'\], got float64"):
+    with pytest.raises(FrontendError,
+                       match=r"argument 'dtype': expected one of \['float16', 'bfloat16'\], got float64"):
         auto_mixed_precision(_block(), "float64")
     custom = auto_mixed_precision(_block(), lists=AmpLists(allow=frozenset({"add"})))
     first, *rest = [op for op in custom.ops if op.type == "matmul"]

@@ -17,10 +17,12 @@ RNG = np.random.default_rng(0)
 
 
 def _inputs(b: int, hq: int, hk: int, l: int, s: int, e: int, ev: int) -> list[np.ndarray]:
-    return [RNG.standard_normal(shape).astype(np.float32) for shape in ((b, hq, l, e), (b, hk, s, e), (b, hk, s, ev))]
+    return ([RNG.standard_normal(shape).astype(np.float32) for shape
+             in ((b, hq, l, e), (b, hk, s, e), (b, hk, s, ev))])
 
 
-def _program(arrays: list[np.ndarray], mask: np.ndarray | None, causal: bool, scale: float | None = None) -> tuple:
+def _program(arrays: list[np.ndarray], mask: np.ndarray | None, causal: bool,
+             scale: float | None = None) -> tuple:
     nb = NetBuilder("attention")
     q, k, v = (nb.create_input("float32", list(a.shape), n) for a, n in zip(arrays, "QKV"))
     m = nb.create_input(str(mask.dtype), list(mask.shape), "M") if mask is not None else None
@@ -33,7 +35,8 @@ def _program(arrays: list[np.ndarray], mask: np.ndarray | None, causal: bool, sc
     ((1, 2, 2, 70, 150, 16, 8), (70, 150), False),        # partial query and key tiles, a float mask
     ((2, 4, 2, 9, 40, 8, 8), (2, 1, 9, 40), True),         # grouped-query heads, per-batch mask, causal
 ])
-def test_float_mask_forward_and_gradients(dims: tuple[int, ...], mask_shape: tuple[int, ...], causal: bool) -> None:
+def test_float_mask_forward_and_gradients(dims: tuple[int, ...], mask_shape: tuple[int, ...],
+                                          causal: bool) -> None:
     arrays = _inputs(*dims)
     mask = RNG.standard_normal(mask_shape).astype(np.float32)
     mask[..., 3] = -np.inf  # a key masked out by -inf
@@ -71,7 +74,8 @@ def test_argument_errors() -> None:
         nb.flash_attention(q, k, v)
     k1 = nb.create_input("float32", [1, 1, 5, 8], "K1")
     v1 = nb.create_input("float32", [1, 1, 5, 8], "V1")
-    with pytest.raises(FrontendError, match=r"mask \[4, 4\] must broadcast to \[B, Hq, L, S\] = \[1, 3, 4, 5\]"):
+    with pytest.raises(FrontendError,
+                       match=r"mask \[4, 4\] must broadcast to \[B, Hq, L, S\] = \[1, 3, 4, 5\]"):
         nb.flash_attention(q, k1, v1, nb.create_input("bool", [4, 4], "M"))
     with pytest.raises(FrontendError, match="must all be float32 or all float64"):
         nb.flash_attention(nb.create_input("float16", [1, 1, 4, 8], "H"), k1, v1)

@@ -59,12 +59,17 @@ def test_build_and_get_output_on_cuda_runs_the_cuda_kernels_emulated() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"feed_list": ["x"], "feed_datas": [np.zeros((2, 7), np.float32)]}, "expected each input of program 'api' once"),
-    ({"feed_list": ["x", "b"], "feed_datas": [np.zeros((2, 7), np.float32)]}, "one array per variable, got 2"),
-    ({"feed_list": ["x", "nope"], "feed_datas": [0, 0]}, "argument 'feed_list': expected variables of program"),
+    ({"feed_list": ["x"], "feed_datas": [np.zeros((2, 7), np.float32)]},
+     "expected each input of program 'api' once"),
+    ({"feed_list": ["x", "b"], "feed_datas": [np.zeros((2, 7), np.float32)]},
+     "one array per variable, got 2"),
+    ({"feed_list": ["x", "nope"], "feed_datas": [0, 0]},
+     "argument 'feed_list': expected variables of program"),
     ({"fetch_list": []}, "argument 'fetch_list': expected at least one variable"),
-    ({"fetch_list": ["missing"]}, "argument 'fetch_list': expected variables of program 'api', got 'missing'"),
-    ({"passes": ["OpFusionPass"]}, r"argument 'passes': unknown pass\(es\) \['OpFusionPass'\].* \(available graph "
+    ({"fetch_list": ["missing"]},
+     "argument 'fetch_list': expected variables of program 'api', got 'missing'"),
+    ({"passes": ["OpFusionPass"]},
+     r"argument 'passes': unknown pass\(es\) \['OpFusionPass'\].* \(available graph "
                                    r"passes and rewrites: decompose, simplify, .*ConstantFolding, .*silu"),
     ({"passes": ["silu", "fold_scale"]}, r"unknown pass\(es\) \['fold_scale'\]; did you mean 'fold_scales'"),
     ({"scope": object()}, "argument 'scope'"),

@@ -71,7 +71,8 @@ CASES = [  # x shape, w shape, conv attributes
 
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs", CASES)
-def test_geometry_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...], attrs: dict[str, Any]) -> None:
+def test_geometry_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                                attrs: dict[str, Any]) -> None:
     torch = pytest.importorskip("torch")
     program = _program(x_shape, w_shape, "none", **attrs)
     compiled, (x, w) = _run(program)
@@ -109,7 +110,8 @@ def test_random_geometry(seed: int) -> None:
     ((1, 2, 6, 6), (16, 2, 2, 2), {}, "8 products per output"),
     ((1, 8, 6, 6), (4, 8, 3, 3), {}, "4 output channels"),
 ])
-def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], attrs: dict[str, Any],
+def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tuple[int, ...],
+                                         attrs: dict[str, Any],
                                          why: str) -> None:
     program = _program(x_shape, w_shape, "relu", **attrs)
     assert [o.type for o in conv_to_gemm(program).ops].count("conv2d") == 1, why
@@ -118,7 +120,8 @@ def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tupl
 
 
 @pytest.mark.parametrize("n, oh, ow, expected", [
-    (1, 56, 56, (56, 3136)), (1, 14, 14, (16, 224)), (1, 7, 7, (7, 64)), (8, 7, 7, (8, 448)), (3, 5, 9, (9, 160)),
+    (1, 56, 56, (56, 3136)), (1, 14, 14, (16, 224)), (1, 7, 7, (7, 64)), (8, 7, 7, (8, 448)),
+    (3, 5, 9, (9, 160)),
 ])
 def test_padding_fills_whole_register_tiles(n: int, oh: int, ow: int, expected: tuple[int, int]) -> None:
     assert padding(n, oh, ow) == expected and expected[1] % COLUMN_MULTIPLE == 0
@@ -129,7 +132,8 @@ def test_padding_fills_whole_register_tiles(n: int, oh: int, ow: int, expected: 
     ((1, 8, 14, 14), (8, 3, 3, 1, 14, 16)),   # each row widened to 16 pixels
     ((2, 8, 4, 4), (8, 3, 3, 2, 4, 4)),       # 32 pixels: no padding
 ])
-def test_columns_are_padded_to_whole_register_tiles(x_shape: tuple[int, ...], im2col_shape: tuple[int, ...]) -> None:
+def test_columns_are_padded_to_whole_register_tiles(x_shape: tuple[int, ...],
+                                                    im2col_shape: tuple[int, ...]) -> None:
     program = conv_to_gemm(_program(x_shape, (16, 8, 3, 3), paddings=[1, 1]))
     (col,) = [o for o in program.ops if o.type == "im2col"]
     assert col.output.shape == im2col_shape

@@ -132,7 +132,8 @@ def test_integer_scales_are_not_reassociated() -> None:
     assert simplify(p) is p
 
 
-@pytest.mark.parametrize(("p1", "p2", "expect"), [([1, 2, 0], [2, 0, 1], []), ([1, 0, 2], [0, 2, 1], ["transpose"])])
+@pytest.mark.parametrize(("p1", "p2", "expect"),
+                         [([1, 2, 0], [2, 0, 1], []), ([1, 0, 2], [0, 2, 1], ["transpose"])])
 def test_transpose_chains(p1: list[int], p2: list[int], expect: list[str]) -> None:
     nb = NetBuilder("t")
     x = nb.create_input("float32", [2, 3, 4], "X")
@@ -183,7 +184,8 @@ def test_match_captures_and_attribute_predicates() -> None:
     pat = op("scale", op("exp", var("x"), name="e"), where=lambda o: o.attrs["scale"] == 2.0)
     m = match(pat, p.ops[1], p)
     assert m is not None and m["x"] is x and m.op("e") is p.ops[0] and m.name == y.name
-    assert match(op("scale", op("exp", var("x")), where=lambda o: o.attrs["scale"] == 3.0), p.ops[1], p) is None
+    assert (match(op("scale", op("exp", var("x")), where=lambda o: o.attrs["scale"] == 3.0), p.ops[1], p)
+            is None)
     assert match(op("scale", op("sigmoid", var("x"))), p.ops[1], p) is None
 
 

@@ -31,7 +31,8 @@ def test_symbols_bound_from_input_shapes() -> None:
 
 def test_inconsistent_symbol_names_tensor_dim_and_values() -> None:
     f = _sym_add()
-    with pytest.raises(ValueError, match=r"dim 0 of input 'B' is 5 but symbol 'M' is 4 \(from dim 1 of input 'A'\)"):
+    with pytest.raises(ValueError,
+                       match=r"dim 0 of input 'B' is 5 but symbol 'M' is 4 \(from dim 1 of input 'A'\)"):
         run_ir(f, {"A": np.ones((3, 4), np.float32), "B": np.ones(5, np.float32)})
     with pytest.raises(ValueError, match=r"'N' is 3 \(from symbols=\)"):
         run_ir(f, {"A": np.ones((4, 4), np.float32), "B": np.ones(4, np.float32)}, symbols={"N": 3})

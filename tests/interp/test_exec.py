@@ -38,7 +38,8 @@ def _both(f: ir.LoweredFunc, inputs: dict, **kw) -> dict:  # type: ignore[type-a
 
 # -- reductions through the compute DSL ----------------------------------------------------------
 REDUCTIONS = [
-    ("sum", cp.reduce_sum, lambda a: a.sum(axis=1, dtype=a.dtype), ["int8", "int32", "uint16", "int64", "float64"]),
+    ("sum", cp.reduce_sum, lambda a: a.sum(axis=1, dtype=a.dtype),
+     ["int8", "int32", "uint16", "int64", "float64"]),
     ("prod", cp.reduce_prod, lambda a: a.prod(axis=1, dtype=a.dtype), ["int32", "uint8", "float64"]),
     ("max", cp.reduce_max, lambda a: a.max(axis=1), ["int16", "uint32", "float32", "float16"]),
     ("min", cp.reduce_min, lambda a: a.min(axis=1), ["int64", "uint64", "float32", "bfloat16"]),
@@ -126,7 +127,8 @@ def test_symbolic_elementwise_and_intrinsics_through_dsl() -> None:
     x = np.linspace(-3, 3, 21, dtype=np.float32).reshape(7, 3)
     out = _both(f, {"X": x})["Y"]
     from math import erf
-    ref = np.tanh(x) + np.vectorize(erf)(x.astype(np.float64)).astype(np.float32) * np.exp(x * np.float32(0.5))
+    ref = (np.tanh(x) + np.vectorize(erf)(x.astype(np.float64)).astype(np.float32)
+           * np.exp(x * np.float32(0.5)))
     np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-6)
 
 
@@ -140,7 +142,8 @@ def test_guarded_tail_and_out_of_bounds() -> None:
     guarded = func("tail", [A], [B], loop(o, 4, loop(i, 8, ir.IfThenElse(idx < 30, ir.Block((store,))))))
     a = np.arange(30, dtype=np.float32)
     np.testing.assert_array_equal(_both(guarded, {"A": a})["B"], a * 2)
-    unguarded = func("tail", [A], [B], loop(o, 4, loop(i, 8, Store(B, Load(A, (idx,)) * ir.const(2.0), (idx,)))))
+    unguarded = func("tail", [A], [B],
+                     loop(o, 4, loop(i, 8, Store(B, Load(A, (idx,)) * ir.const(2.0), (idx,)))))
     for vectorize in (True, False):
         with pytest.raises(OutOfBoundsError, match="out of bounds for dim 0 of 'A'"):
             run_ir(unguarded, {"A": a}, vectorize=vectorize)
@@ -171,7 +174,8 @@ def test_ramp_broadcast_vector_loop() -> None:
     A, B = tensor("A", (16,)), tensor("B", (16,))
     i = var("i")
     ramp = ir.Ramp(i * 4, ir.const(1), 4)
-    body = Store(B, Load(A, (ramp,)) * ir.Broadcast(ir.const(3.0), 4) + ir.Broadcast(Load(A, (i,)), 4), (ramp,))
+    body = Store(B,
+                 Load(A, (ramp,)) * ir.Broadcast(ir.const(3.0), 4) + ir.Broadcast(Load(A, (i,)), 4), (ramp,))
     f = func("vec", [A], [B], loop(i, 4, body, kind=ForType.VECTORIZED, factor=4))
     a = np.arange(16, dtype=np.float32)
     np.testing.assert_array_equal(_both(f, {"A": a})["B"], a * 3 + np.repeat(a[:4], 4))
@@ -184,10 +188,12 @@ def test_let_alloc_free_sync_and_all_loop_kinds() -> None:
     t = ir.Var("t", ir.dtype.float32)
     body = loop(bx, 4,
                 ir.Alloc(tmp.buffer, tmp.shape),
-                loop(tx, 8, Store(tmp, Load(A, (bx, tx)) + ir.const(1.0), (tx,)), kind=ForType.GPU_THREAD, bind=0),
+                loop(tx, 8, Store(tmp, Load(A, (bx, tx)) + ir.const(1.0), (tx,)),
+                     kind=ForType.GPU_THREAD, bind=0),
                 ir.Evaluate(ir.Call("__syncthreads", (), ir.dtype.int32, ir.CallType.INTRINSIC)),
                 loop(tx, 8, ir.Let(t, Load(tmp, (ir.const(7) - tx,))),
-                     loop(u, 1, Store(B, ir.Var("t", ir.dtype.float32) * ir.const(2.0), (bx, tx)), kind=ForType.UNROLLED),
+                     loop(u, 1, Store(B, ir.Var("t", ir.dtype.float32) * ir.const(2.0), (bx, tx)),
+                          kind=ForType.UNROLLED),
                      kind=ForType.GPU_THREAD, bind=0),
                 ir.Free(tmp.buffer),
                 kind=ForType.GPU_BLOCK, bind=0)
@@ -199,7 +205,8 @@ def test_let_alloc_free_sync_and_all_loop_kinds() -> None:
 def test_parallel_loop_and_int64_indices() -> None:
     A, B = tensor("A", (5, 3), "int64"), tensor("B", (3, 5), "int64")
     i, j = var("i", "int64"), var("j", "int64")
-    f = func("transpose", [A], [B], loop(i, 5, loop(j, 3, Store(B, Load(A, (i, j)), (j, i))), kind=ForType.PARALLEL))
+    f = func("transpose", [A], [B],
+             loop(i, 5, loop(j, 3, Store(B, Load(A, (i, j)), (j, i))), kind=ForType.PARALLEL))
     a = np.arange(15, dtype=np.int64).reshape(5, 3)
     np.testing.assert_array_equal(_both(f, {"A": a})["B"], a.T)
 

@@ -117,7 +117,8 @@ def test_bfloat16_rounds_after_every_operation() -> None:
     rng = np.random.default_rng(1)
     x = _bf16(rng.standard_normal(50).astype(np.float32))
     y = _bf16(rng.standard_normal(50).astype(np.float32))
-    got = run_ir(elementwise(lambda p, q: p * q + q, "bfloat16", 50), {"A0": x, "A1": float32_to_bf16_bits(y)})["C"]
+    got = (run_ir(elementwise(lambda p, q: p * q + q, "bfloat16", 50),
+                  {"A0": x, "A1": float32_to_bf16_bits(y)})["C"])
     np.testing.assert_array_equal(got, _bf16(_bf16(x * y) + y))
     np.testing.assert_array_equal(float32_to_bf16_bits(got).view(np.uint16).astype(np.uint32) << 16,
                                   got.view(np.uint32))

@@ -17,15 +17,15 @@ from cinn_py.ir import Load, Store
 from tests.interp.irb import func, loop, tensor, var
 
 R, C = 4, 6
-I, J = var("i"), var("j")
+Iv, Jv = var("i"), var("j")
 INDEX_PATTERNS = {
-    "row_major": I * C + J,
-    "col_major": J * R + I,
-    "reversed": I * C + (C - 1 - J),
-    "overlapping_rows": I * (C - 1) + J,
-    "halved": ir.Div(I * C + J, ir.const(2)),
-    "mod5": ir.Mod(I * C + J, ir.const(5)),
-    "row_only": I,
+    "row_major": Iv * C + Jv,
+    "col_major": Jv * R + Iv,
+    "reversed": Iv * C + (C - 1 - Jv),
+    "overlapping_rows": Iv * (C - 1) + Jv,
+    "halved": ir.Div(Iv * C + Jv, ir.const(2)),
+    "mod5": ir.Mod(Iv * C + Jv, ir.const(5)),
+    "row_only": Iv,
     "constant": ir.const(3),
 }
 
@@ -37,12 +37,12 @@ def _expr(draw: st.DrawFn, depth: int) -> ir.Expr:
     if depth == 0 or draw(st.booleans()):
         leaf = draw(_leaf)
         if leaf == "a":
-            return Load(A, (I, J))
+            return Load(A, (Iv, Jv))
         if leaf == "a_t":
-            return Load(A, (ir.Mod(J, ir.const(R)), ir.Mod(I + J, ir.const(C))))
+            return Load(A, (ir.Mod(Jv, ir.const(R)), ir.Mod(Iv + Jv, ir.const(C))))
         if leaf == "c":
             return ir.const(draw(st.integers(-20, 20)))
-        return I if leaf == "i" else J
+        return Iv if leaf == "i" else Jv
     a, b = _expr(draw, depth - 1), _expr(draw, depth - 1)
     op = draw(st.sampled_from(["add", "sub", "mul", "div", "mod", "min", "max", "select"]))
     if op in ("div", "mod"):
@@ -68,14 +68,14 @@ def programs(draw: st.DrawFn) -> ir.LoweredFunc:
         value = value + Load(_B, (ir.Mod(idx + 1, ir.const(R * C)),))
     stmt: ir.Stmt = Store(_B, value, (idx,))
     if draw(st.booleans()):
-        stmt = ir.IfThenElse(ir.ne(ir.Mod(I + J, ir.const(3)), 0),
+        stmt = ir.IfThenElse(ir.ne(ir.Mod(Iv + Jv, ir.const(3)), 0),
                              ir.Block((stmt,)))
     second = draw(st.booleans())
     body = [stmt]
     if second:
         body.append(Store(_B, Load(_B, (idx,)) * 3, (idx,)))
-    init = loop(I, R, loop(J, C, Store(_B, ir.const(1), (I * C + J,))))
-    return func("prop", [_A], [_B], init, loop(I, R, loop(J, C, *body)))
+    init = loop(Iv, R, loop(Jv, C, Store(_B, ir.const(1), (Iv * C + Jv,))))
+    return func("prop", [_A], [_B], init, loop(Iv, R, loop(Jv, C, *body)))
 
 
 @settings(max_examples=60, deadline=None)

@@ -39,7 +39,8 @@ def test_mismatch_fails_and_update_fixes(tmp_path: Path) -> None:
 
 def test_program_of_ir_file(tmp_path: Path) -> None:
     ir_file = tmp_path / "f.ir"
-    ir_file.write_text("function f (_A) { ScheduleBlock(root) { serial for (i, 0, 4) { A[i] = 0.00000000f } } }\n")
+    ir_file.write_text("function f (_A) "
+                       "{ ScheduleBlock(root) { serial for (i, 0, 4) { A[i] = 0.00000000f } } }\n")
     func = golden.program_of_ir_file(ir_file)
     assert ir.print_ir(func).startswith("function f (_A)\n{\n  ScheduleBlock(root)")
     assert ir.print_ir(func, decls=True).startswith("// decl func f(output A)\n")
@@ -52,5 +53,6 @@ def test_assert_ir_equal_shows_a_diff() -> None:
     a, b = parse_ir("// decl tensor A : float32[4] global\nA[0] = 1.00000000f"), \
         parse_ir("// decl tensor A : float16[4] global\nA[0] = 1.00000000f")
     assert_ir_equal(a, parse_ir(ir.print_ir(a, decls=True)))
-    with pytest.raises(AssertionError, match=r"(?s)-// decl tensor A : float32\[4\].*\+// decl tensor A : float16"):
+    with pytest.raises(AssertionError,
+                       match=r"(?s)-// decl tensor A : float32\[4\].*\+// decl tensor A : float16"):
         assert_ir_equal(a, b)

@@ -48,7 +48,8 @@ MALFORMED = [
     ("1 2", 1, 3, "expected end of input, found number '2'"),
     ("// decl func f(input A)\nfunction g (_A) { }", 2, 1, "function 'g' does not match its decl 'func f'"),
     ("a[0, 1] + a[0]", 1, 11, "tensor 'a' is indexed with 1 indices here but 2 elsewhere"),
-    ("cinn::common::raw_uint16_to_float16(0x1ffff)", 1, 37, "invalid literal: 0x1ffff is not a 16-bit pattern"),
+    ("cinn::common::raw_uint16_to_float16(0x1ffff)", 1, 37,
+     "invalid literal: 0x1ffff is not a 16-bit pattern"),
     ("", 1, 1, "expected IR text, found end of input"),
     ("B[0] = 1.0f\n// decl exact", 2, 1, "'// decl' lines must come before the IR text"),
 ]

@@ -51,7 +51,8 @@ def test_unbound_var() -> None:
     _fails(_replace(func, store, bad), "unbound-var", "var 'q' is used but not bound")
     sym_dim = ir.Var("S9", ir.dtype.int32, is_symbolic_constant=True)
     loop = _nodes(func, ir.For)[0]
-    _fails(_replace(func, loop, dataclasses.replace(loop, extent=sym_dim)), "unbound-var", "symbolic dim 'S9'")
+    _fails(_replace(func, loop, dataclasses.replace(loop, extent=sym_dim)), "unbound-var",
+           "symbolic dim 'S9'")
 
 
 def test_let_binds_following_statements() -> None:
@@ -117,7 +118,8 @@ def test_bind_info() -> None:
     stray = dataclasses.replace(loop, bind_offset=1)
     _fails(_replace(func, loop, stray), "bind-info", "serial loop 'i' has bind offset 1")
     outer, inner = _nodes(func, ir.For)[:2]
-    twice = ir.replace_stmt(outer, inner, dataclasses.replace(inner, for_type=ir.ForType.GPU_THREAD, bind_offset=0))
+    twice = ir.replace_stmt(outer, inner,
+                            dataclasses.replace(inner, for_type=ir.ForType.GPU_THREAD, bind_offset=0))
     twice = dataclasses.replace(twice, for_type=ir.ForType.GPU_THREAD, bind_offset=0)
     _fails(_replace(func, outer, twice), "bind-info", "inside another loop bound to the same axis")
 

@@ -96,7 +96,8 @@ def test_store_in_a_possibly_empty_inner_loop_does_not_dominate() -> None:
 
 def test_different_indices_keep_the_buffer() -> None:
     i = Var("i", I64)
-    body = _loop(i, _store(T, i, E.FloatImm(dt.float32, 1.0)), _store(OUT, i, Load(T, (i + E.IntImm(I64, 0),))))
+    body = _loop(i, _store(T, i, E.FloatImm(dt.float32, 1.0)),
+                 _store(OUT, i, Load(T, (i + E.IntImm(I64, 0),))))
     assert not _private(body)
 
 
@@ -128,8 +129,10 @@ def test_symbolic_local_buffer_error_explains_why() -> None:
     C = cp.compute((S,), lambda i: B[i] + 1.0, "C")
     s = IRSchedule(cp.lower("fn", [A, C]))
     s.set_buffer("B", "local")
-    assert [str(d) for d in next(b for b in gpu_bind(s.func).temp_bufs if b.name == "_B_temp_buffer").shape] == ["S"]
-    with pytest.raises(CompileError, match="local buffer '_B_temp_buffer' has symbolic size S.*does not enclose"):
+    assert ([str(d) for d in next(b for b in gpu_bind(s.func).temp_bufs if b.name == "_B_temp_buffer").shape]
+            == ["S"])
+    with pytest.raises(CompileError,
+                       match="local buffer '_B_temp_buffer' has symbolic size S.*does not enclose"):
         generate_cuda(s.func)
 
 
@@ -155,7 +158,8 @@ def _write_then_read(tensor, index_of) -> Block:
 
 
 def _indices_of(body, name: str) -> set[str]:
-    return {print_ir(n.indices[0]) for n in walk(body) if isinstance(n, (Load, Store)) and n.tensor.name == name}
+    return ({print_ir(n.indices[0]) for n in walk(body) if isinstance(n, (Load, Store))
+             and n.tensor.name == name})
 
 
 def test_non_separable_local_index_keeps_the_thread_variable() -> None:

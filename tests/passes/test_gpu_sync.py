@@ -48,7 +48,8 @@ def _two_stage(read_row, shared: bool = False, sync: bool = False) -> IRSchedule
 
 def test_global_temporary_read_by_another_block_is_an_error() -> None:
     """Block b reads the row block 7 - b wrote: only a grid-wide barrier could order that."""
-    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"
+    with pytest.raises(CompileError,
+                       match=r"global temporary '_B' is written by one block and read by another"
                                            r".*compute_at"):
         generate_cuda(_two_stage(lambda i: 7 - i).func)
 
@@ -69,7 +70,8 @@ def test_cross_block_read_with_a_symbolic_row_stride_is_an_error() -> None:
     """Fuzz seed 1 case 3 (`--cuda --emulate`): the flat index `blockIdx.x * S0 + j` is not affine,
     so the check gave up and the kernel read rows other blocks had not written yet; the indices,
     compared per dimension, are."""
-    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"):
+    with pytest.raises(CompileError,
+                       match=r"global temporary '_B' is written by one block and read by another"):
         generate_cuda(_rows_symbolic(lambda i: 7 - i))
     assert "S0" in generate_cuda(_rows_symbolic(lambda i: i)).source   # the same row: no race
 
@@ -92,7 +94,8 @@ def _fused_producer_serial_consumer() -> IRSchedule:
 
 
 def test_cross_block_race_shown_only_at_concrete_sizes_is_an_error() -> None:
-    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another.*"
+    with pytest.raises(CompileError,
+                       match=r"global temporary '_B' is written by one block and read by another.*"
                                            r"\(at S0=1\)"):
         generate_cuda(_fused_producer_serial_consumer().func)
 
@@ -114,7 +117,8 @@ def test_global_temporary_read_by_another_thread_of_the_same_block_needs_syncthr
 
 def test_shared_read_by_another_thread_needs_syncthreads() -> None:
     with pytest.raises(CompileError, match=r"shared buffer '_B_temp_buffer'.*written by one thread.*read by "
-                                           r"another thread.*without __syncthreads\(\) between them.*sync_threads"):
+                                           r"another thread.*without __syncthreads\(\) between "
+                                           r"them.*sync_threads"):
         gpu_bind(_two_stage(lambda i: i, shared=True).func)
     assert "__syncthreads();" in generate_cuda(_two_stage(lambda i: i, shared=True, sync=True).func).source
 
@@ -122,8 +126,8 @@ def test_shared_read_by_another_thread_needs_syncthreads() -> None:
 def _tile_loop(syncs: tuple[bool, bool]) -> tuple:
     """for k < 4: S[tx] = A[k*32 + tx]; [sync]; O[k*32 + tx] = S[31 - tx]; [sync]"""
     A = cp.placeholder((128,), "float32", "A")
-    O = cp.compute((128,), lambda i: A[i], "O")
-    func = cp.lower("fn", [A, O])
+    Out = cp.compute((128,), lambda i: A[i], "O")
+    func = cp.lower("fn", [A, Out])
     a, o = (arg.tensor for arg in func.args)
     shm = make_tensor("S", (_c(32),), dt.float32, MemoryType.GPU_SHARED)
     k = Var("k", I32)
@@ -169,7 +173,8 @@ def test_barrier_under_a_thread_dependent_guard_is_an_error() -> None:
     _, inner = s.split(s.get_loops("B")[0], [1, 10])
     s.bind(inner, "threadIdx.x")
     s.sync_threads(s.get_block("B"), after=True)
-    with pytest.raises(CompileError, match=r"__syncthreads\(\) of kernel 'fn' is inside a branch 'if \(.*threadIdx"
+    with pytest.raises(CompileError,
+                       match=r"__syncthreads\(\) of kernel 'fn' is inside a branch 'if \(.*threadIdx"
                                            r".*that depends on threadIdx.*deadlock"):
         generate_cuda(s.func)
 
@@ -185,5 +190,6 @@ def test_cross_block_race_through_a_fused_loop_index_is_an_error() -> None:
     s.bind(s.get_loops("B")[0], "blockIdx.x")
     loops = s.get_loops("C")
     s.bind(s.fuse([loops[0], loops[1]]), "blockIdx.x")
-    with pytest.raises(CompileError, match=r"global temporary '_B' is written by one block and read by another"):
+    with pytest.raises(CompileError,
+                       match=r"global temporary '_B' is written by one block and read by another"):
         generate_cuda(s.func)

@@ -41,7 +41,8 @@ def test_inline_schedule_blocks_substitutes_and_rewrites_inner_blocks_first() ->
     seen: list[str] = []
 
     def rewrite(block: ScheduleBlock, body: Stmt) -> Stmt:
-        assert not any(isinstance(n, ScheduleBlockRealize) for n in walk(body))  # inner blocks already inlined
+        # inner blocks already inlined
+        assert not any(isinstance(n, ScheduleBlockRealize) for n in walk(body))
         seen.append(block.name)
         return body
 

@@ -70,10 +70,12 @@ def test_dump_env_writes_every_step_numbered(tmp_path: Path, monkeypatch: pytest
     np.testing.assert_allclose(compiled(x, w), np.maximum(x + w, 0).sum(axis=1))
     names = sorted(p.name for p in out.iterdir())
     group = compiled.funcs[0].name
-    assert names == [f"00_decompose_net.txt", "01_optimize_net.txt", "02_fuse_net.txt", f"03_lower_{group}.txt",
+    assert names == ["00_decompose_net.txt", "01_optimize_net.txt", "02_fuse_net.txt",
+                     f"03_lower_{group}.txt",
                      f"04_schedule_{group}.txt", f"05_target_passes_{group}.txt", f"06_codegen_{group}.txt",
                      f"07_load_{group}.txt"]
-    assert (out / "00_decompose_net.txt").read_text().startswith("program net(X: float32[4, 8], W: float32[8])")
+    decomposed = (out / "00_decompose_net.txt").read_text()
+    assert decomposed.startswith("program net(X: float32[4, 8], W: float32[8])")
     assert (out / "02_fuse_net.txt").read_text().startswith(f"group {group} [kReduction] (")
     assert (out / f"03_lower_{group}.txt").read_text().startswith(f"function {group} (")
     assert re.search(rf"^define .*@{group}\(", (out / f"06_codegen_{group}.txt").read_text(), re.M)
@@ -108,7 +110,8 @@ def test_trace_yields_the_steps_in_pipeline_order() -> None:
     outputs = list(trace(_net_program(), "x86", until="codegen", show_codegen=True))
     assert [o.step for o in outputs] == list(STEPS[:7])
     assert [o.step for o in trace(_net_program(), until="fuse")] == ["decompose", "optimize", "fuse"]
-    with pytest.raises(ValueError, match="unknown pipeline step 'gpu'; the steps are: decompose, optimize, fuse, "
+    with pytest.raises(ValueError,
+                       match="unknown pipeline step 'gpu'; the steps are: decompose, optimize, fuse, "
                                          "lower, schedule, target_passes, codegen, load"):
         list(trace(_net_program(), until="gpu"))
 
@@ -118,7 +121,8 @@ def test_trace_yields_the_steps_in_pipeline_order() -> None:
 def test_stage_takes_every_step_name(step: str, net: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "dump-ir", net, "--stage", step, "--target", "x86")
     assert code == 0, err
-    first = {"decompose": "program net(", "optimize": "program net(", "fuse": "group net_group_0 [kReduction]",
+    first = {"decompose": "program net(", "optimize": "program net(",
+             "fuse": "group net_group_0 [kReduction]",
              "lower": "function net_group_0 (", "schedule": "function net_group_0 (",
              "target_passes": "function net_group_0 (", "codegen": "; ModuleID"}[step]
     assert out.startswith(first), out[:200]
@@ -145,7 +149,8 @@ def test_stage_all_of_a_function(func_file: str, capsys: pytest.CaptureFixture[s
     code, out, _ = _run(capsys, "dump-ir", func_file, "--auto", "--stage", "all")
     assert code == 0
     headers = [line for line in out.splitlines() if line.startswith("// -----")]
-    assert headers == [f"// ----- {step}: twice -----" for step in ("lower", "schedule", "target_passes", "codegen")]
+    assert (headers == [f"// ----- {step}: twice -----" for step
+                        in ("lower", "schedule", "target_passes", "codegen")])
     assert "__global__" in out.split("// ----- codegen: twice -----")[1]
 
 
@@ -168,8 +173,10 @@ def test_diff_of_program_steps_and_of_equal_steps(net: str, capsys: pytest.Captu
     assert code == 0 and out == "// lower and schedule are the same for net_group_0\n"
 
 
-@pytest.mark.parametrize("argv", [["--stage", "gpu"], ["--stage", "simplified"], ["--diff", "lower", "scheduled"]])
-def test_unknown_step_names_list_the_steps(argv: list[str], net: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv",
+                         [["--stage", "gpu"], ["--stage", "simplified"], ["--diff", "lower", "scheduled"]])
+def test_unknown_step_names_list_the_steps(argv: list[str], net: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "dump-ir", net, *argv)
     assert code == 1 and out == ""
     assert err.startswith("error: unknown pipeline step '")
@@ -179,7 +186,8 @@ def test_unknown_step_names_list_the_steps(argv: list[str], net: str, capsys: py
 def test_program_steps_need_a_program(func_file: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "dump-ir", func_file, "--stage", "fuse")
     assert code == 1
-    assert "step 'fuse' needs a NetBuilder program" in err and "lower, schedule, target_passes, codegen, load" in err
+    assert ("step 'fuse' needs a NetBuilder program" in err
+            and "lower, schedule, target_passes, codegen, load" in err)
 
 
 def test_netbuilder_script_errors(tmp_path: Path, net: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -89,7 +89,8 @@ def test_culprit_in_the_middle_with_given_inputs(monkeypatch: pytest.MonkeyPatch
     _swap(monkeypatch, "unroll", _bad_unroll)
     x = np.arange(48, dtype=np.float32).reshape(8, 6)
     result = bisect_trace(sch.trace, func, inputs={"A": x})
-    assert result.step_index == 1 and result.num_steps == 3 and result.step is not None and result.step.kind == "unroll"
+    assert (result.step_index == 1 and result.num_steps == 3 and result.step is not None and result.step.kind
+            == "unroll")
 
 
 def test_step_that_raises_is_the_culprit(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,10 +48,12 @@ def test_a_changed_project_source_misses_the_disk_cache(tmp_path: Path) -> None:
     _copy_project(tree)
     assert "True" not in _build_in(tree, cache_dir)
     assert "False" not in _build_in(tree, cache_dir)  # unchanged sources: served from disk
-    for edited in ("cinn_py/passes/__init__.py", "cinn_py/symbolic/__init__.py", "schedules/tactics/__init__.py"):
+    for edited in ("cinn_py/passes/__init__.py", "cinn_py/symbolic/__init__.py",
+                   "schedules/tactics/__init__.py"):
         with open(tree / edited, "a", encoding="utf-8") as fh:
             fh.write("\n# an edit that could have changed the kernel\n")
-        assert "True" not in _build_in(tree, cache_dir), f"a kernel compiled before {edited} changed was served"
+        assert ("True"
+                not in _build_in(tree, cache_dir)), f"a kernel compiled before {edited} changed was served"
 
 
 def test_project_digest_covers_every_package_and_the_version(tmp_path: Path,

@@ -145,7 +145,8 @@ def test_secret_is_private_and_checked(root: Path, cache_dir: Path) -> None:
         secret.chmod(0o600)
 
 
-def test_secret_symlink_is_refused(root: Path, cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_secret_symlink_is_refused(root: Path, cache_dir: Path,
+                                   tmp_path_factory: pytest.TempPathFactory) -> None:
     _entry_of(cache_dir, 3.0)
     secret = root / SECRET_NAME
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "secret"

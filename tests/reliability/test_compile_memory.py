@@ -62,7 +62,8 @@ _SESSION = textwrap.dedent("""
     try:
         jit.optimize_and_compile("declare float @cinn_py_no_such_function(float)\\n"
                                  "define float @f(float %x) {\\n"
-                                 "  %y = call float @cinn_py_no_such_function(float %x)\\n  ret float %y\\n}\\n")
+                                 "  %y = call float @cinn_py_no_such_function(float %x)\\n"
+                                 "  ret float %y\\n}\\n")
     except CompileError as exc:
         print("error", "cinn_py_no_such_function" in str(exc))
 """)
@@ -71,7 +72,8 @@ _SESSION = textwrap.dedent("""
 def test_two_hundred_compiles_keep_rss_bounded() -> None:
     env = {**os.environ, "CINN_PY_COMPILE_IN_PROCESS": "20", "CINN_PY_COMPILE_WORKER_RECYCLE": "100",
            "CINN_PY_DISABLE_DISK_CACHE": "1"}
-    proc = subprocess.run([sys.executable, "-c", _SESSION], capture_output=True, text=True, timeout=300, cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", _SESSION], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT,
                           env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = dict(line.split(" ", 1) for line in proc.stdout.splitlines())

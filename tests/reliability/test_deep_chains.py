@@ -115,5 +115,6 @@ def test_reduction_body_deeper_than_the_bound_is_a_clear_error() -> None:
             e = e * 0.5 + X[i, k]
         return cp.reduce_sum(e, k)
 
-    with pytest.raises(cp.LoweringError, match="compute 'R': the reduction body is .* more than MAX_EXPR_DEPTH"):
+    with pytest.raises(cp.LoweringError,
+                       match="compute 'R': the reduction body is .* more than MAX_EXPR_DEPTH"):
         cp.compute((4,), deep, "R")

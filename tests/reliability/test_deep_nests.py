@@ -2,7 +2,8 @@
 printer, the parser, structural equality, the interpreter and x86 codegen.
 
 a split into more than MAX_EXPR_DEPTH loops leaves the (always 0) variables of unit loops out of
-its binding, so the index stays a few terms deep whatever the loop count; the entry points that walk a whole function run under
+its binding, so the index stays a few terms deep whatever the loop count; the entry points that walk a whole
+function run under
 `cinn_py.ir.nesting.deep_nesting` (Python's recursion limit raised for the call); x86 codegen
 emits a unit loop as its body (LLVM's loop passes are superlinear in the nest depth).
 """

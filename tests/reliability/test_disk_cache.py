@@ -87,13 +87,15 @@ def test_flipped_bytes_are_detected(cache_dir: Path, offset: int) -> None:
     (None, b"not an object file"),
     (None, b""),
 ])
-def test_entries_that_verify_but_are_wrong_recompile(cache_dir: Path, header: dict | None, blob: bytes | None) -> None:
+def test_entries_that_verify_but_are_wrong_recompile(cache_dir: Path, header: dict | None,
+                                                     blob: bytes | None) -> None:
     """The HMAC is fine (written by this user's cache), the content is not: a stale symbol, a
     non-object blob."""
     kernel = _build_and_check()
     entry = _one_entry(cache_dir)
     real_header = {"symbol": kernel.symbol, "llvm_ir": kernel.llvm_ir, "asm": kernel.asm}
-    assert x86.CACHE.store(entry.stem, header if header is not None else real_header, blob if blob is not None else b"x")
+    assert x86.CACHE.store(entry.stem, header if header is not None else real_header,
+                           blob if blob is not None else b"x")
     x86.CACHE.clear_memory()
     code = textwrap.dedent(f"""
         import numpy as np, warnings, cinn_py as cp

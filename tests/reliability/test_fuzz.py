@@ -33,7 +33,8 @@ def test_fixed_seed_run_of_300_cases() -> None:
     """300 cases: interpreter vs numpy, scheduled vs unscheduled for all, x86 for every 4th."""
     summary = Summary()
     start = time.monotonic()
-    run_in_process(CI_SEED, range(300), fuzz.Options(x86_every=4, steps=6), fuzz.check_case, summary, echo=False)
+    run_in_process(CI_SEED, range(300), fuzz.Options(x86_every=4, steps=6), fuzz.check_case,
+                   summary, echo=False)
     elapsed = time.monotonic() - start
     assert summary.total == 300
     assert not summary.failures, summary.format(elapsed) + "\n\n" + "\n\n".join(
@@ -103,7 +104,8 @@ def test_numpy_reference_matches_hand_computation() -> None:
     spec = P.ProgramSpec(
         dims=(3, 4), symbols=(), outputs=(1,),
         tensors=(P.TensorSpec("in0", (0, 1), "int32", mag=8.0),
-                 P.TensorSpec("t1", (1,), "int32", ("bin", "div", ("load", 0), ("const", 2)), ("sum", 0), 12.0)))
+                 P.TensorSpec("t1", (1,), "int32", ("bin", "div", ("load", 0), ("const", 2)),
+                              ("sum", 0), 12.0)))
     x = np.array([[-7, 3, 5, 0], [1, -1, 8, 2], [-3, 4, -8, 7]], dtype=np.int32)
     out = evaluate(spec, {"in0": x}, {})["t1"]
     c_div = np.trunc(x / 2).astype(np.int32)       # C truncates towards zero
@@ -117,7 +119,8 @@ def test_shrink_minimises_steps_and_expressions() -> None:
     spec = P.ProgramSpec(
         dims=(4,), symbols=(), outputs=(1, 2),
         tensors=(P.TensorSpec("in0", (0,), "float32", mag=2.0),
-                 P.TensorSpec("t1", (0,), "float32", ("un", "tanh", ("bin", "mul", ("load", 0), ("const", 2.0)))),
+                 P.TensorSpec("t1", (0,), "float32",
+                              ("un", "tanh", ("bin", "mul", ("load", 0), ("const", 2.0)))),
                  P.TensorSpec("t2", (0,), "float32", ("bin", "add", ("load", 0), ("const", 1.0)))))
     steps = ["a", "split", "b", "c"]
 
@@ -203,17 +206,20 @@ def test_net_crash_is_described_as_its_netbuilder_program() -> None:
 
 
 def test_mode_args_keep_what_a_case_is_and_drop_which_cases_run() -> None:
-    args = ["--examples", "50", "--net", "--seed", "3", "--start", "7", "--timeout", "9", "--emulate", "--steps",
+    args = ["--examples", "50", "--net", "--seed", "3", "--start", "7", "--timeout", "9",
+            "--emulate", "--steps",
             "2", "--worker", "--in-process"]
     assert mode_args(args) == ["--net", "--emulate", "--steps", "2"]
 
 
 def test_cli_runs_and_reports() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--examples", "3", "--seed", "9", "--no-x86",
+    proc = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--examples", "3", "--seed",
+                           "9", "--no-x86",
                            "--in-process"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "fuzz: 3 cases" in proc.stdout
-    one = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--seed", "9", "--case", "1", "--describe"],
+    one = subprocess.run([sys.executable, "-m", "cinn_py.tools.fuzz", "--seed", "9", "--case", "1",
+                          "--describe"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert one.returncode == 0 and "--- IR before scheduling:" in one.stdout
 
@@ -250,7 +256,8 @@ def test_cuda_emulate_mode_runs_the_kernels_against_the_reference(monkeypatch: p
 
     monkeypatch.setattr(cp, "build", counting)
     summary = Summary()
-    run_in_process(CI_SEED, range(8), fuzz.Options(x86=False, cuda=True, emulate=True, steps=3), fuzz.check_case,
+    run_in_process(CI_SEED, range(8), fuzz.Options(x86=False, cuda=True, emulate=True, steps=3),
+                   fuzz.check_case,
                    summary, echo=False)
     assert not summary.failures, summary.format(0) + "\n".join(f["reproducer"] for f in summary.failures)
     assert launched.count("EmulatedCudaKernel") == summary.status["ok"] >= 4, (launched, summary.format(0))
@@ -260,5 +267,6 @@ def test_cuda_emulate_mode_runs_the_kernels_against_the_reference(monkeypatch: p
         return lambda *inputs: tuple(out + 1 for out in fuzz._as_tuple(kernel(*inputs)))
 
     monkeypatch.setattr(cp, "build", off_by_one)
-    result, _ = fuzz.run_case(fuzz.make_case(CI_SEED, 0), fuzz.Options(x86=False, cuda=True, emulate=True, steps=3))
+    result, _ = fuzz.run_case(fuzz.make_case(CI_SEED, 0),
+                              fuzz.Options(x86=False, cuda=True, emulate=True, steps=3))
     assert (result.status, result.stage) == ("fail", "cuda-emulated-vs-reference"), result

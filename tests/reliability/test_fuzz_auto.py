@@ -65,7 +65,8 @@ def test_grad_mode_catches_a_wrong_gradient_rule(monkeypatch: pytest.MonkeyPatch
     real = REGISTRY["tanh"].grad
     assert real is not None
     monkeypatch.setitem(REGISTRY, "tanh", dataclasses.replace(REGISTRY["tanh"], grad=doubled))
-    spec = netgen.NetSpec((("x0", "float32", (4, "S0")),), (("tanh", (0,), ()), ("multiply", (1, 0), ())), (2,))
+    spec = netgen.NetSpec((("x0", "float32", (4, "S0")),),
+                          (("tanh", (0,), ()), ("multiply", (1, 0), ())), (2,))
     monkeypatch.setattr(fuzz, "make_net_case", lambda seed, index: (spec, random.Random(index)))
     result = fuzz.check_case(CI_SEED, 3, fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
     assert (result.status, result.stage) == ("fail", "grad-vs-finite-difference"), result
@@ -104,7 +105,8 @@ def test_net_specs_round_trip_and_print_runnable_netbuilder_source() -> None:
         exec(compile(netgen.to_python(spec), "<net program>", "exec"), namespace)  # noqa: S102 - our own source
         program, direct = namespace["program"], netgen.build_program(spec)
         inputs = netgen.random_inputs(spec, random.Random(seed), np.random.default_rng(seed))
-        for a, b in zip(fuzz._as_tuple(program.run_numpy(*inputs)), fuzz._as_tuple(direct.run_numpy(*inputs))):
+        for a, b in zip(fuzz._as_tuple(program.run_numpy(*inputs)),
+                        fuzz._as_tuple(direct.run_numpy(*inputs))):
             np.testing.assert_array_equal(a, b)
 
 

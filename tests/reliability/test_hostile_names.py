@@ -103,7 +103,8 @@ def test_cuda_function_name_cannot_inject_code() -> None:
         code = cp.codegen(func, target="cuda")
     except (CompileError, ValueError):
         return   # refused: fine
-    assert "p[0] = 42.0f" not in code.source, "the function name was pasted into the CUDA source:\n" + code.source
+    assert ("p[0] = 42.0f"
+            not in code.source), "the function name was pasted into the CUDA source:\n" + code.source
 
 
 @pytest.mark.parametrize("name", ["int", "float", "threadIdx", "blockIdx", "half", "main", "free", "malloc",

@@ -23,7 +23,8 @@ def _func() -> ir.LoweredFunc:
     return cp.lower("fn", [X, Y])
 
 
-@pytest.mark.parametrize("key", ["", "a b", "x\n", "k\x00", 'k"', "k:v", "a,b", "1st", "é", "a.", ".a", "a..b"])
+@pytest.mark.parametrize("key",
+                         ["", "a b", "x\n", "k\x00", 'k"', "k:v", "a,b", "1st", "é", "a.", ".a", "a..b"])
 def test_annotate_rejects_keys_that_are_not_identifiers(key: str) -> None:
     sch = IRSchedule(_func())
     before = str(sch.func)
@@ -49,7 +50,8 @@ def test_annotate_rejects_other_value_types() -> None:
 
 def test_valid_annotations_round_trip_through_the_parser() -> None:
     sch = IRSchedule(_func())
-    for key, value in (("x86.nontemporal", 1), ("tile", 4), ("big", -(2**63)), ("ratio", 0.5), ("flag", True), ("note", "x y-z")):
+    for key, value in (("x86.nontemporal", 1), ("tile", 4), ("big", -(2**63)), ("ratio", 0.5), ("flag", True),
+                       ("note", "x y-z")):
         sch.annotate("Y", key, value)
     back = cp.parse_ir(cp.print_ir(sch.func, decls=True))
     ir.assert_structural_equal(back.functions[0] if hasattr(back, "functions") else back, sch.func)
@@ -68,7 +70,8 @@ def test_string_immediates_keep_newline_and_tab_escaped() -> None:
 
 @pytest.mark.parametrize(("n", "error", "message"), [
     (0, ValueError, "positive"), (10**9, ValueError, "at most 1024 threads"),
-    (2**64, ValueError, "at most 1024 threads"), (1.5, TypeError, "positive int"), ("4", TypeError, "positive int"),
+    (2**64, ValueError, "at most 1024 threads"), (1.5, TypeError, "positive int"),
+    ("4", TypeError, "positive int"),
 ])
 def test_num_threads_is_validated(n: object, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=f"num_threads: .*{message}"):

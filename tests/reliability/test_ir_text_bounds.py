@@ -32,7 +32,8 @@ def test_a_negative_loop_extent_is_a_parse_error(decls: bool) -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "tensor", "message"), [
-    ("for (i, 0, 8)", "for (i, 0, 9)", "B", r"index 0 of 'B' takes values in \[0, 8\].*outside its dimension \[0, 8\)"),
+    ("for (i, 0, 8)", "for (i, 0, 9)", "B",
+     r"index 0 of 'B' takes values in \[0, 8\].*outside its dimension \[0, 8\)"),
     ("A[i0]", "A[(i0 + 1)]", "A", r"index 0 of 'A' takes values in \[1, 8\]"),
     ("A[i0]", "A[(7 - (i0 * 2))]", "A", r"index 0 of 'A' takes values in \[-7, 7\]"),
 ])
@@ -57,7 +58,8 @@ def test_guarded_and_in_range_accesses_are_accepted() -> None:
     np.testing.assert_array_equal(cp.build(func, "x86")(x), x * 2)
     padded = text.replace("(A[i0] * 2.00000000f)", "select((i0 >= 1), A[(i0 - 1)], 0.00000000f)")
     assert isinstance(parse_ir(padded), ir.LoweredFunc)
-    assert isinstance(parse_ir(text.replace("for (i, 0, 8)", "for (i, 0, 0)")), ir.LoweredFunc)  # runs nothing
+    # runs nothing
+    assert isinstance(parse_ir(text.replace("for (i, 0, 8)", "for (i, 0, 0)")), ir.LoweredFunc)
 
 
 def test_header_less_text_cannot_index_below_zero() -> None:

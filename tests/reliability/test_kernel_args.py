@@ -185,7 +185,8 @@ def test_nan_inf_reductions_fold_left_with_c_operators(kind: str) -> None:
                      np.array([1, 1, 1, 1, 1, 1, 1, NAN])]).astype(np.float32)
     a = cp.placeholder((4, 8), "float32", "A")
     k = cp.reduce_axis(8)
-    func = cp.lower(f"r{kind}", [a, cp.compute((4,), lambda i: getattr(cp, f"reduce_{kind}")(a[i, k], [k]), "R")])
+    func = cp.lower(f"r{kind}",
+                    [a, cp.compute((4,), lambda i: getattr(cp, f"reduce_{kind}")(a[i, k], [k]), "R")])
     got = cp.build(func, "x86")(rows)
     op, init = {"max": (lambda p, q: p if p > q else q, -INF), "min": (lambda p, q: p if p < q else q, INF),
                 "sum": (lambda p, q: p + q, 0.0)}[kind]

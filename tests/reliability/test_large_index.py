@@ -23,7 +23,8 @@ def _huge_elementwise() -> cp.ir.LoweredFunc:  # type: ignore[name-defined]
 def test_llvm_ir_addresses_a_2pow32_element_tensor_with_i64() -> None:
     code = cp.codegen(_huge_elementwise(), target="x86")
     for text in (code.unoptimized_ir, code.llvm_ir):
-        geps = [line for line in text.splitlines() if "getelementptr" in line and ("_A" in line or "_B" in line)]
+        geps = ([line for line in text.splitlines() if "getelementptr" in line
+                 and ("_A" in line or "_B" in line)])
         assert geps, text[:2000]
         for line in geps:
             # every index operand is i64 (after O3, LLVM may address bytes: `getelementptr i8, ...`)
@@ -82,7 +83,8 @@ def test_static_extent_past_int32_is_not_truncated() -> None:
     c = cp.compute((1,), lambda i: cp.reduce_sum(cp.cast(k % 7, "int64") * x[i], [k]), "C")
     func = cp.lower("bigsum", [x, c])
     loops = [n for n in walk(func.body) if isinstance(n, For)]
-    assert all(lp.loop_var.dtype.bits == 64 for lp in loops if int(lp.extent.value) >= 2 ** 31), cp.print_ir(func)
+    assert all(lp.loop_var.dtype.bits == 64 for lp in loops if int(lp.extent.value)
+               >= 2 ** 31), cp.print_ir(func)
 
 
 def test_fusing_past_int32_widens_or_refuses() -> None:

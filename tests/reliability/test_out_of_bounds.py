@@ -38,9 +38,11 @@ def _lower1(body: Callable[..., object], shape: tuple[object, ...] = (4,), xshap
     (lambda X, i: X[3 - i * 2], r"", r""),
     (lambda X, i: cp.select(i >= 0, X[i - 1], 0.0), r"\(i - 1\)", r""),
 ])
-def test_lower_rejects_provably_out_of_bounds_reads(body: Callable[..., object], index: str, span: str) -> None:
+def test_lower_rejects_provably_out_of_bounds_reads(body: Callable[..., object], index: str,
+                                                    span: str) -> None:
     with pytest.raises(LoweringError, match=rf"lower\('fn'\): the read of 'X' in block 'Y' is out of bounds: "
-                                            rf"index 0 is {index}.*{span}.*dimension 0 of 'X' has extent 4") as err:
+                                            rf"index 0 is {index}.*{span}.*dimension 0 of 'X' has extent "
+                                            r"4") as err:
         _lower1(body)
     assert "^^^^" in str(err.value)  # the offending store is marked in the printed function
 
@@ -55,7 +57,8 @@ def test_lower_rejects_out_of_bounds_for_every_symbolic_value() -> None:
 def test_lower_rejects_a_reduce_axis_longer_than_the_tensor() -> None:
     X = cp.placeholder((8, 4), "float32", "X")
     k = cp.reduce_axis(5, "k")
-    with pytest.raises(LoweringError, match="index 1 is k, which takes values in \\[0, 4\\], but dimension 1"):
+    with pytest.raises(LoweringError,
+                       match="index 1 is k, which takes values in \\[0, 4\\], but dimension 1"):
         cp.lower("fn", [X, cp.compute((8,), lambda i: cp.reduce_sum(X[i, k], [k]), "Y")])
 
 
@@ -103,8 +106,10 @@ def test_checked_gather_raises_instead_of_reading_outside(bad: int) -> None:
     kernel = cp.build(_gather(), "x86", checked=True)
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x, np.array([3, 2, 1, 0], np.int32)), [3, 2, 1, 0])
-    with pytest.raises(OutOfBoundsAccessError, match=rf"kernel 'gather' \(checked build\): the read of X\[I\[i\]\]: "
-                                                     rf"index 0 \(I\[i\]\) is outside \[0, 4\) of 'X': the index "
+    with pytest.raises(OutOfBoundsAccessError,
+                       match=rf"kernel 'gather' \(checked build\): the read of X\[I\[i\]\]: "
+                                                     r"index 0 \(I\[i\]\) is outside \[0, 4\) of 'X': the "
+                                                     r"index "
                                                      rf"was {bad}; the access was not made"):
         kernel(x, np.array([0, bad, 1, 0], np.int32))
     assert isinstance(OutOfBoundsAccessError("x"), IndexError)
@@ -173,7 +178,8 @@ def test_checked_cuda_guards_the_gather_only(schedule: str | None) -> None:
     guarded = [line for line in code.source.splitlines() if "cinn_checked_index(" in line]
     assert len(guarded) == 1 and guarded[0].count("cinn_checked_index(") == 1  # thread/loop indices proven
     assert code.checks is not None and len(code.checks) == 1
-    assert re.fullmatch(r"access X\[I\[.+\]\]: index 0 \(I\[.+\]\) is outside \[0, 4\) of 'X'", code.checks[0])
+    assert re.fullmatch(r"access X\[I\[.+\]\]: index 0 \(I\[.+\]\) is outside \[0, 4\) of 'X'",
+                        code.checks[0])
     assert code.cubin  # NVRTC accepts the guarded kernel and the runtime header's cinn_oob_status
     unchecked = cp.codegen(_gather(), "cuda", schedule=schedule)
     assert "cinn_checked_index(" not in unchecked.source and unchecked.checks is None
@@ -186,7 +192,8 @@ def test_checked_cuda_launch_raises() -> None:
     np.testing.assert_array_equal(kernel(x, np.array([3, 2, 1, 0], np.int32)), [3, 2, 1, 0])
     with pytest.raises(OutOfBoundsAccessError, match="the index was 9"):
         kernel(x, np.array([0, 9, 1, 0], np.int32))
-    np.testing.assert_array_equal(kernel(x, np.array([1, 1, 1, 1], np.int32)), [1, 1, 1, 1])  # status was cleared
+    # status was cleared
+    np.testing.assert_array_equal(kernel(x, np.array([1, 1, 1, 1], np.int32)), [1, 1, 1, 1])
 
 
 def test_checked_cuda_host_raises_after_a_failed_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,8 +209,10 @@ def test_checked_cuda_host_raises_after_a_failed_check(monkeypatch: pytest.Monke
     x, index = np.arange(4, dtype=np.float32), np.array([0, 9, 1, 0], np.int32)
     kernel(x, index)  # status 0: no error
     memory[OOB_STATUS_PTR][...] = [1, 9]  # what cinn_checked_index records for check 0
-    with pytest.raises(OutOfBoundsAccessError, match=r"kernel 'gather' \(checked build\): the access X\[I\[.+\]\]: "
-                                                     r"index 0 .* the index was 9; the access went to element 0"):
+    with pytest.raises(OutOfBoundsAccessError,
+                       match=r"kernel 'gather' \(checked build\): the access X\[I\[.+\]\]: "
+                                                     r"index 0 .* the index was 9; the access went to "
+                                                     r"element 0"):
         kernel(x, index)
     assert memory[OOB_STATUS_PTR].tolist() == [0, 0]
     kernel(x, index)

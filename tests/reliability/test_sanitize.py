@@ -75,7 +75,8 @@ def test_type_errors() -> None:
 def test_sanitised_names_compile_with_nvrtc(key: str) -> None:
     """What the CUDA backend gets once it adopts the helper: every hostile name compiles."""
     name = sanitize_identifier(HOSTILE[key])
-    func = _bind(rename(_program(), {"A": name, "C": sanitize_identifier(HOSTILE[key] + "_out")}, func_name=name))
+    func = _bind(rename(_program(), {"A": name, "C": sanitize_identifier(HOSTILE[key] + "_out")},
+                        func_name=name))
     code = cp.codegen(func, target="cuda")
     assert code.ptx or code.cubin
 

@@ -20,7 +20,8 @@ def test_out_of_range_int_constant_raises(dtype: str, value: int) -> None:
         cp.compute((4,), lambda i: X[i] + value, "Y")
 
 
-@pytest.mark.parametrize(("dtype", "value"), [("int8", 127), ("int8", -128), ("uint8", 255), ("int64", 2**63 - 1)])
+@pytest.mark.parametrize(("dtype", "value"),
+                         [("int8", 127), ("int8", -128), ("uint8", 255), ("int64", 2**63 - 1)])
 def test_in_range_int_constant_is_kept(dtype: str, value: int) -> None:
     X = cp.placeholder((4,), dtype, "X")
     Y = cp.compute((4,), lambda i: X[i] * value, "Y")

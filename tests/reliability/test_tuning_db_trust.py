@@ -44,8 +44,10 @@ def _matmul_key() -> tuple[Any, str]:
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), [
-    ("lanes", 0, "power of two"), ("lanes", 6, "power of two"), ("mr", "8", "integer"), ("mr", True, "integer"),
-    ("kc", -16, "integer in"), ("nv", 1.5, "integer"), ("pack_b", 1, "true or false"), ("parallel", "all", "outer"),
+    ("lanes", 0, "power of two"), ("lanes", 6, "power of two"), ("mr", "8", "integer"),
+    ("mr", True, "integer"),
+    ("kc", -16, "integer in"), ("nv", 1.5, "integer"), ("pack_b", 1, "true or false"),
+    ("parallel", "all", "outer"),
 ])
 def test_a_bad_matmul_value_names_file_key_and_value(db: Path, field: str, value: Any, expected: str) -> None:
     fn, key = _matmul_key()

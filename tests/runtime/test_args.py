@@ -42,7 +42,8 @@ def test_valid_call_returns_tuple_and_out_is_written(kernel) -> None:  # type: i
 @pytest.mark.parametrize(("args", "error", "pattern"), [
     ((X3,), TypeError, r"expected 2 input\(s\) \(X, W\), got 1"),
     ((X3, W, W), TypeError, r"expected 2 input\(s\)"),
-    (([[1.0] * 4] * 3, W), TypeError, r"input 0 \('X'\): expected a numpy array or a DLPack CPU tensor, got builtins.list"),
+    (([[1.0] * 4] * 3, W), TypeError,
+     r"input 0 \('X'\): expected a numpy array or a DLPack CPU tensor, got builtins.list"),
     ((X3.astype(np.float64), W), TypeError, r"input 0 \('X'\): expected dtype float32, got float64"),
     ((X3, W.reshape(1, 4)), ValueError, r"input 1 \('W'\): expected rank 1 \(shape \[4\]\), got rank 2"),
     ((X3, np.ones(5, np.float32)), ValueError, r"input 1 \('W'\): dim 0 must be 4 .* got 5"),
@@ -56,8 +57,10 @@ def test_bad_inputs_raise_clear_errors(kernel, args, error, pattern) -> None:  #
 
 @pytest.mark.parametrize(("out", "error", "pattern"), [
     (np.empty((3, 4), np.float32), TypeError, r"out= expects 2 array\(s\) \(Y, Z\), got 1"),
-    ((np.empty((3, 4), np.float32), np.empty(5, np.float32)), ValueError, r"output 1 \('Z'\): expected shape \(6,\), got \(5,\)"),
-    ((np.empty((3, 4), np.float64), np.empty(6, np.float32)), TypeError, r"output 0 \('Y'\): expected dtype float32"),
+    ((np.empty((3, 4), np.float32), np.empty(5, np.float32)), ValueError,
+     r"output 1 \('Z'\): expected shape \(6,\), got \(5,\)"),
+    ((np.empty((3, 4), np.float64), np.empty(6, np.float32)), TypeError,
+     r"output 0 \('Y'\): expected dtype float32"),
     ("alias", ValueError, r"output 0 \('Y'\) shares memory with input 0 \('X'\)"),
 ])
 def test_bad_outputs_raise_clear_errors(kernel, out, error, pattern) -> None:  # type: ignore[no-untyped-def]
@@ -83,9 +86,11 @@ def test_symbolic_dims_must_agree_across_inputs() -> None:
     S = sym("S")
     i = ir.Var("i", dt.int64)
     A, B, C = tensor("A", (S,)), tensor("B", (S,)), tensor("C", (S,))
-    f = func("agree", [A, B], [C], loop(i, S, ir.Store(C, ir.Load(A, (i,)) + ir.Load(B, (i,)), (i,))), syms=[S])
+    f = func("agree", [A, B], [C],
+             loop(i, S, ir.Store(C, ir.Load(A, (i,)) + ir.Load(B, (i,)), (i,))), syms=[S])
     k = build_x86(f)
-    with pytest.raises(ValueError, match=r"input 1 \('B'\) dim 0: symbolic dim 'S' is 5 here but 4 in .*input 0"):
+    with pytest.raises(ValueError,
+                       match=r"input 1 \('B'\) dim 0: symbolic dim 'S' is 5 here but 4 in .*input 0"):
         k(np.ones(4, np.float32), np.ones(5, np.float32))
 
 
@@ -125,7 +130,8 @@ def test_bfloat16_arguments_as_uint16_bits() -> None:
     i = ir.Var("i")
     A, B = tensor("A", (4,), dt.bfloat16), tensor("B", (4,), dt.bfloat16)
     k = build_x86(func("bf", [A], [B], loop(i, 4, ir.Store(B, ir.Load(A, (i,)), (i,)))))
-    with pytest.raises(TypeError, match=r"expected dtype bfloat16 \(bfloat16 is passed as its uint16 bit pattern"):
+    with pytest.raises(TypeError,
+                       match=r"expected dtype bfloat16 \(bfloat16 is passed as its uint16 bit pattern"):
         k(np.ones(4, np.float32))
     bits = np.array([0x3F80, 0x4000, 0, 0xBF80], np.uint16)
     np.testing.assert_array_equal(k(bits), bits)

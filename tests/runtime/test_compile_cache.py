@@ -56,7 +56,8 @@ def fresh_cache(tmp_path: Path) -> Iterator[Path]:
     cache.set_cache_dir(None)
 
 
-def test_workers_compile_and_a_warm_start_skips_the_steps(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_compile_and_a_warm_start_skips_the_steps(fresh_cache: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import codegen.llvm as x86
 
     monkeypatch.setenv("CINN_PY_COMPILE_JOBS", "2")
@@ -98,8 +99,8 @@ def test_shape_key_tells_dtypes_and_ops_apart() -> None:
     assert len({keys[0], keys[2], keys[3]}) == 3
 
 
-def test_program_key_sees_every_attribute_digit_and_the_tuning_database(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_program_key_sees_every_attribute_digit_and_the_tuning_database(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def key(program: Program) -> str:
         return graph_cache.graph_key(program, "x86", "auto", False, False)
 

@@ -63,7 +63,8 @@ def test_non_contiguous_or_foreign_inputs_are_not_cached() -> None:
 
 def test_data_ptr_matches_numpy_for_views_and_offsets() -> None:
     base = np.arange(1000, dtype=np.float64).reshape(10, 100)
-    for arr in (base, base[3:], base[:, 7:], base[2:5, 1:9], base.T, np.empty(0, np.int8), np.float32(3) * np.ones(3)):
+    for arr in (base, base[3:], base[:, 7:], base[2:5, 1:9], base.T, np.empty(0, np.int8),
+                np.float32(3) * np.ones(3)):
         assert data_ptr(arr) == arr.ctypes.data
 
 

@@ -13,13 +13,15 @@ from cinn_py.frontend import NetBuilder
 from cinn_py.pipeline import compile_program
 from cinn_py.runtime.program import CompiledProgram
 
-pytestmark = pytest.mark.cuda_emulated  # the program compiles for "cuda" in the emulator; its kernels are replaced
+# the program compiles for "cuda" in the emulator; its kernels are replaced
+pytestmark = pytest.mark.cuda_emulated
 
 
 class DeviceArray:
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (0x1000, False), "version": 3}
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (0x1000, False),
+                                         "version": 3}
 
 
 class RecordingKernel:
@@ -41,7 +43,8 @@ class RecordingKernel:
 def test_a_group_without_inputs_gets_device_outputs() -> None:
     nb = NetBuilder("masked")
     x = nb.create_input("float32", [4, 8], "X")
-    out = nb.matmul(nb.exp(x), nb.fill_constant([8, 8], 1.5, "ones", "float32"))  # a matmul operand: its own group
+    # a matmul operand: its own group
+    out = nb.matmul(nb.exp(x), nb.fill_constant([8, 8], 1.5, "ones", "float32"))
     emulated = compile_program(nb.build([out]), "cuda", schedule="auto")
     assert any(not g.args for g in emulated.groups), "the constant should be a group of its own"
     calls: list = []

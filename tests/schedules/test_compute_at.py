@@ -70,7 +70,8 @@ def test_simple_compute_at_tiled_with_guard() -> None:
 
 def test_simple_compute_at_too_few_loops() -> None:
     _, sch = aligned()
-    with pytest.raises(LoopMismatchError, match="simple_compute_at: block 'D' must have at least 2 loops to match, "
+    with pytest.raises(LoopMismatchError,
+                       match="simple_compute_at: block 'D' must have at least 2 loops to match, "
                                                 "but has 1"):
         sch.simple_compute_at("D", sch.get_loops("E")[1])
 
@@ -94,7 +95,8 @@ def test_simple_compute_at_illegal_dependence() -> None:
 def test_loop_enclosing_block_rejected() -> None:
     _, sch = aligned()
     for prim in ("simple_compute_at", "compute_at"):
-        with pytest.raises(LoopNotFoundError, match=f"{prim}: loop 'sp' must not enclose block 'A', but it does"):
+        with pytest.raises(LoopNotFoundError,
+                           match=f"{prim}: loop 'sp' must not enclose block 'A', but it does"):
             getattr(sch, prim)("A", sch.get_loops("A")[0])
 
 
@@ -215,7 +217,8 @@ def test_compute_at_into_a_fused_loop_with_symbolic_dims() -> None:
 
 def test_compute_at_rejects_outside_reader() -> None:
     _, sch = aligned()
-    with pytest.raises(RegionError, match="every reader of 'D' must be inside loop 'sp', but block.s. E outside"):
+    with pytest.raises(RegionError,
+                       match="every reader of 'D' must be inside loop 'sp', but block.s. E outside"):
         sch.compute_at("D", sch.get_loops("F")[0])
     with pytest.raises(RegionError, match="but it is a function argument, whose every element is observable"):
         sch.compute_at("F", sch.get_loops("A")[0])

@@ -62,7 +62,8 @@ def test_inline_keeps_untouched_handles() -> None:
 
 def test_inline_reduction_rejected() -> None:
     sch = IRSchedule(seed_func(8))
-    with pytest.raises(InlineReductionError, match="compute_inline: block 'C' must not be a reduction, but it has "
+    with pytest.raises(InlineReductionError,
+                       match="compute_inline: block 'C' must not be a reduction, but it has "
                                                    "reduce iter vars"):
         sch.compute_inline("C")
 
@@ -98,7 +99,8 @@ def test_inline_multiple_writers_rejected() -> None:
     b_tensor = P_block(f, "B").schedule_block.body.tensor
     extra = P.stage("B2", (4, 4), ir.dtype.int32, lambda v: ir.Store(b_tensor, ir.const(0.0), tuple(v)))
     root = f.body.stmts[0].schedule_block
-    sch = IRSchedule(ir.replace_stmt(f, root, dataclasses.replace(root, body=ir.Block((extra,) + root.body.stmts))))
+    sch = IRSchedule(ir.replace_stmt(f, root,
+                                     dataclasses.replace(root, body=ir.Block((extra,) + root.body.stmts))))
     with pytest.raises(InlineMultipleWritersError, match="exactly one writer block, but 2"):
         sch.compute_inline("B")
 

@@ -25,7 +25,8 @@ def test_loop_kinds_golden() -> None:
     sch.bind(i, "blockIdx.x")
     sch.bind(k, "threadIdx.x")  # a reduce loop: becomes a cross-thread reduction
     text = str(sch)
-    assert "thread_bind[blockIdx.x] for (i, 0, 32)" in text and "thread_bind[threadIdx.x] for (k0, 0, 16)" in text
+    assert ("thread_bind[blockIdx.x] for (i, 0, 32)" in text
+            and "thread_bind[threadIdx.x] for (k0, 0, 16)" in text)
     check(fn, sch)
     fn2 = P.elementwise()
     sch2 = IRSchedule(fn2)

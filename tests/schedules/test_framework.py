@@ -42,7 +42,8 @@ def test_stale_handle_names_the_primitive() -> None:
     i, j = sch.get_loops("B")
     sch.fuse([i, j])
     before = str(sch)
-    with pytest.raises(StaleHandleError, match=r"handle to loop 'i' \(e0\) is stale: it was replaced or removed "
+    with pytest.raises(StaleHandleError,
+                       match=r"handle to loop 'i' \(e0\) is stale: it was replaced or removed "
                                                r"by fuse \(trace step 1\)"):
         sch.split(i, [2, -1])
     assert str(sch) == before and len(sch.trace) == 2

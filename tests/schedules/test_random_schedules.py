@@ -108,7 +108,8 @@ def _apply(sch: IRSchedule, kind: str, draw: st.DrawFn) -> None:
         sch.vectorize(loop, draw(st.sampled_from([1, 2, 4])))
     elif kind == "bind":
         # A reduce loop may be bound to threadIdx (cross-thread reduction) but not to blockIdx.
-        axes = ["blockIdx.x", "threadIdx.x"] if aimed else ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"]
+        axes = (["blockIdx.x", "threadIdx.x"] if aimed
+                else ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"])
         sch.bind(loop, draw(st.sampled_from(axes)))
     elif kind == "annotate":
         sch.annotate(block, "k", pick)

@@ -117,7 +117,8 @@ def test_rfactor_twice_gives_fresh_names() -> None:
 
 def test_factorize_rejects_spatial_loop() -> None:
     sch = IRSchedule(_reduce())
-    with pytest.raises(ReductionBlockError, match="loop 'i' must contain exactly one schedule block, but contains 2"):
+    with pytest.raises(ReductionBlockError,
+                       match="loop 'i' must contain exactly one schedule block, but contains 2"):
         sch.factorize_reduction(sch.get_loops("B")[0], 0)
     sch = IRSchedule(P.elementwise((4, 4)))
     with pytest.raises(ReductionBlockError, match="block 'B' must be a reduction update"):
@@ -128,7 +129,8 @@ def test_factorize_rejects_spatial_loop_of_update() -> None:
     f = P.reduce_sum((8, 16))
     init = next(b for b in all_blocks(f) if b.name == "B__reduce_init")
     sch = IRSchedule(ir.replace_stmt(f, init, ir.Block(())))  # the update alone under 'i'
-    with pytest.raises(RfLoopError, match="loop 'i' must be a pure reduce loop of block 'B', but it drives spatial "
+    with pytest.raises(RfLoopError,
+                       match="loop 'i' must be a pure reduce loop of block 'B', but it drives spatial "
                                           "iter var"):
         sch.factorize_reduction(sch.get_loops("B")[0], 0)
 
@@ -219,7 +221,8 @@ def test_stale_loop_rejected(prim: str) -> None:
     sch = IRSchedule(_reduce())
     _, k = sch.get_loops("B")
     sch.split(k, [4, 4])
-    with pytest.raises(StaleHandleError, match=rf"{prim}: handle to loop 'k0' \(e1\) is stale: it was replaced "
+    with pytest.raises(StaleHandleError,
+                       match=rf"{prim}: handle to loop 'k0' \(e1\) is stale: it was replaced "
                                                r"or removed by split \(trace step 1\)"):
         getattr(sch, prim)(k, 0)
 

@@ -91,7 +91,8 @@ def test_generated_methods_reject_handles_of_two_functions() -> None:
     sch = IRSchedule(mod)
     blocks = sch.get_all_blocks()
     loop_of_second = sch.get_loops(blocks[1])[0]
-    with pytest.raises(cp.ScheduleError, match="compute_at: the block and the loop are in different functions"):
+    with pytest.raises(cp.ScheduleError,
+                       match="compute_at: the block and the loop are in different functions"):
         sch.compute_at(blocks[0], loop_of_second)
 
 
@@ -113,7 +114,8 @@ def test_registration_rejects_signatures_it_cannot_derive(scratch_registry: None
 
 
 def test_declarations_must_match_the_primitive() -> None:
-    with pytest.raises(TypeError, match=r"declares \(loop, factor\) but the primitive takes \(loop, factors\)"):
+    with pytest.raises(TypeError,
+                       match=r"declares \(loop, factor\) but the primitive takes \(loop, factors\)"):
         class _Bad(IRSchedule):
             @generated
             def split(self, loop: LoopRV, factor: int) -> list[LoopRV]:

@@ -256,7 +256,8 @@ def test_reorder_does_not_distribute_over_a_carried_dependence() -> None:
     v, w, x = ir.Var("i0", idt), ir.Var("i0_0", idt), ir.Var("i1", idt)
     scan = ir.ScheduleBlockRealize((i,), ir.ScheduleBlock(
         "A", (v,), ir.Store(a, ir.Load(a, (v,)) + ir.const(1.0), (v + 1,))))
-    use = ir.ScheduleBlockRealize((i, j), ir.ScheduleBlock("C", (w, x), ir.Store(c, ir.Load(a, (w,)), (w, x))))
+    use = ir.ScheduleBlockRealize((i, j),
+                                  ir.ScheduleBlock("C", (w, x), ir.Store(c, ir.Load(a, (w,)), (w, x))))
     nest = ir.For(i, ir.const(0, idt), ir.const(8, idt), ir.Block((scan, ir.For(
         j, ir.const(0, idt), ir.const(4, idt), ir.Block((use,))))))
     sch = IRSchedule(P.func("fn", [], [a, c], [nest]))

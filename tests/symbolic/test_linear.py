@@ -94,7 +94,8 @@ def test_affine_coefficients_are_loop_invariant_expressions() -> None:
     assert coefs is not None and set(coefs) == {"i", "j"}
     assert all(c.dtype == dt.int64 for c in coefs.values())
     assert _coefficient_values(coefs, {"N": 5}) == {"i": 10, "j": 3}
-    assert _coefficient_values(affine_coefficients(k + ir.Cast(dt.int64, i * 4), loops), {}) == {"k": 1, "i": 4}
+    assert (_coefficient_values(affine_coefficients(k + ir.Cast(dt.int64, i * 4), loops), {})
+            == {"k": 1, "i": 4})
     assert affine_coefficients(N * N + 3, loops) == {}
 
 

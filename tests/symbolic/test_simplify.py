@@ -148,7 +148,8 @@ def _exprs(depth: int) -> st.SearchStrategy[ir.Expr]:
 
 def _assignments(seed: int, count: int = 24) -> list[dict[str, int]]:
     rng = random.Random(seed)
-    corners = [dict(zip(VARS, c)) for c in itertools.product(*[(lo, lo + ext - 1) for lo, ext in VARS.values()])]
+    corners = ([dict(zip(VARS, c)) for c
+                in itertools.product(*[(lo, lo + ext - 1) for lo, ext in VARS.values()])])
     rand = [{name: rng.randrange(lo, lo + ext) for name, (lo, ext) in VARS.items()} for _ in range(count)]
     return corners[:8] + rand
 

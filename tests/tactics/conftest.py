@@ -77,7 +77,8 @@ def reduce_all(n: int, zero_d: bool) -> Any:
     return cp.lower("reduce_all", [X, R])
 
 
-def inputs_for(func: Any, shapes: dict[str, tuple[int, ...]] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+def inputs_for(func: Any, shapes: dict[str, tuple[int, ...]] | None = None,
+               seed: int = 0) -> dict[str, np.ndarray]:
     """Random float32 inputs in [0.5, 1.5) (away from 0: the groups divide by sums)."""
     rng = np.random.default_rng(seed)
     out = {}

@@ -36,7 +36,8 @@ def test_roles_become_loop_kinds_and_results_stay() -> None:
     (before,) = run_ir(func, named).values()
     (after,) = run_ir(sch.func, named).values()
     np.testing.assert_allclose(after, before, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(compile_program(program, "x86", schedule="auto")(*ins), before, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compile_program(program, "x86", schedule="auto")(*ins), before,
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_softmax_exp_is_vectorised_not_a_libm_call() -> None:
@@ -49,4 +50,5 @@ def test_softmax_exp_is_vectorised_not_a_libm_call() -> None:
 def test_backward_kernel_roles() -> None:
     _, func = _kernel(causal=True, grad=True)
     notes = auto_schedule(func, "x86").report.notes
-    assert notes == ["attention kernel: 5 parallel, 10 unrolled, 18 vectorised loops"]  # 4 prologue nests + main
+    # 4 prologue nests + main
+    assert notes == ["attention kernel: 5 parallel, 10 unrolled, 18 vectorised loops"]

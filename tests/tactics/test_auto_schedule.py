@@ -120,7 +120,8 @@ def test_x86_rmsnorm_vectorized_and_parallel() -> None:
     func = rmsnorm(37, 300)
     avx2 = replace(build_schedule_config(analyze_group(func)), vector_width_bits=256)
     headers = _headers(auto_schedule(func, target="x86", config=avx2))
-    assert headers == ["parallel i 37", "vectorize j 16", "serial k_0 19", "vectorize k_1 16", "serial rf_k_1 16",
+    assert headers == ["parallel i 37", "vectorize j 16", "serial k_0 19", "vectorize k_1 16",
+                       "serial rf_k_1 16",
                        "vectorize j 300"]
 
 

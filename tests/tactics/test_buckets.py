@@ -30,7 +30,8 @@ def test_dynamic_rows_static_reduce_buckets_over_spatial_numel() -> None:
     buckets = _check_all_buckets(func, {"X": (5, 300)})
     assert [print_ir(p) for p, _ in buckets] == [
         "(N <= 1023ll)", "((N >= 1024ll) and (N <= 1048575ll))", "(N >= 1048576ll)"]
-    assert [str(c.bucket) for c in bucket_configs(analyze_group(func))][0] == "BucketInfo: [S(1 - 1023), R(300 - 300), ]"
+    assert ([str(c.bucket) for c in bucket_configs(analyze_group(func))][0]
+            == "BucketInfo: [S(1 - 1023), R(300 - 300), ]")
     dispatch = BucketDispatch([(p, s.func) for p, s in buckets])  # NVRTC-compiles every bucket
     assert [dispatch.select({"N": v}) for v in (1, 1023, 1024, 1 << 20)] == [0, 0, 1, 2]
     assert all(isinstance(code.cubin, bytes) for code in dispatch.codes)
@@ -41,7 +42,8 @@ def test_static_rows_dynamic_reduce_buckets_over_reduce_numel() -> None:
     c = cp.sym("C")
     func = softmax(16, c)
     buckets = _check_all_buckets(func, {"X": (16, 40)})
-    assert [print_ir(p) for p, _ in buckets] == ["(C <= 256ll)", "((C >= 257ll) and (C <= 2048ll))", "(C >= 2049ll)"]
+    assert ([print_ir(p) for p, _ in buckets]
+            == ["(C <= 256ll)", "((C >= 257ll) and (C <= 2048ll))", "(C >= 2049ll)"])
     methods = [s.auto_report.config.tile for _, s in buckets]
     assert [(t.warp_num, t.tree_reduce_num) for t in methods] == [(8, 32), (4, 128), (8, 256)]
     dispatch = BucketDispatch([(p, s.func) for p, s in buckets])

@@ -82,7 +82,8 @@ def test_tiling_that_needs_a_grid_barrier_falls_back() -> None:
     s0 = cp.sym("S0")
     in0 = cp.placeholder((1, s0, s0), "float64", "in0")
     rk = cp.reduce_axis(s0)
-    t1 = cp.compute((1, s0), lambda v1, v2: cp.reduce_sum(cp.minimum(in0[v1, v2, rk], in0[v1, v2, rk]), [rk]), "t1")
+    t1 = cp.compute((1, s0),
+                    lambda v1, v2: cp.reduce_sum(cp.minimum(in0[v1, v2, rk], in0[v1, v2, rk]), [rk]), "t1")
     t3 = cp.compute((s0, s0, 1), lambda v0, v2, v1: t1[v1, v2] / (cp.abs(t1[v1, v2]) + 1.0), "t3")
     t4 = cp.compute((s0, s0, 1), lambda v0, v2, v1: t3[v0, v2, v1] * cp.cast(v0, "float64"), "t4")
     func = cp.lower("fuzz_kernel", [in0, t3, t4])

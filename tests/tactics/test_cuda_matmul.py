@@ -27,7 +27,8 @@ def _emulated(case: dict[str, Any], race_check: bool = False) -> None:
     m, n, k = case["m"], case["n"], case["k"]
     ta, tb, epi = case.get("ta", False), case.get("tb", False), case.get("epilogue", "")
     pre = (case["batch"],) if case.get("batch") else ()
-    shapes = [pre + ((k, m) if ta else (m, k)), (pre if case.get("b_batched", True) else ()) + ((n, k) if tb else (k, n))]
+    shapes = [pre + ((k, m) if ta else (m, k)),
+              (pre if case.get("b_batched", True) else ()) + ((n, k) if tb else (k, n))]
     shapes += [(n,)] if epi else []
     dtype = case.get("dtype", "float32")
     rng = np.random.default_rng(0)
@@ -91,7 +92,8 @@ def test_emulated_matches_numpy(case: dict[str, Any]) -> None:
     _emulated(case)
 
 
-@pytest.mark.parametrize("case", [dict(m=1, n=2, k=1), dict(m=1, n=1, k=1), dict(m=5, n=7, k=1), dict(m=1, n=1, k=3)],
+@pytest.mark.parametrize("case",
+                         [dict(m=1, n=2, k=1), dict(m=1, n=1, k=1), dict(m=5, n=7, k=1), dict(m=1, n=1, k=3)],
                          ids=lambda c: "_".join(f"{k}{v}" for k, v in c.items()))
 def test_one_element_tiles(case: dict[str, Any]) -> None:
     # A 1-wide k step (or M, N of 1) leaves a shared copy with no loops of its own under ko:
@@ -105,7 +107,8 @@ def test_barriers_leave_no_race() -> None:
 
 
 @pytest.mark.parametrize("case", [dict(m=17, n=33, k=19, batch=2, epilogue="gelu"),
-                                  dict(m=17, n=33, k=19, batch=3, b_batched=False)], ids=["batched_gelu", "shared_b"])
+                                  dict(m=17, n=33, k=19, batch=3, b_batched=False)],
+                         ids=["batched_gelu", "shared_b"])
 def test_batched(case: dict[str, Any]) -> None:
     sch = auto_schedule(matmul_func(**case), "cuda")
     assert sch.auto_report.strategy == "cuda-matmul" and "blockIdx.z" in str(sch.func), sch.auto_report
@@ -118,7 +121,8 @@ def test_symbolic_sizes() -> None:
     rng = np.random.default_rng(1)
     for m, n, k in [(1, 1, 1), (70, 65, 20)]:
         a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
-        np.testing.assert_allclose(run_cuda_emulated(fn, a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(run_cuda_emulated(fn, a, b), a.astype(np.float64) @ b,
+                                   rtol=1e-4, atol=1e-4)
 
 
 def test_refused_tile_falls_back_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:

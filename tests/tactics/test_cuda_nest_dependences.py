@@ -31,9 +31,9 @@ def test_masked_cumsum_then_row_max_matches_numpy() -> None:
     k = cp.reduce_axis(5, "k")
     R = cp.compute((300, 5), lambda i, j: cp.reduce_sum(cp.select(k <= j, X[i, k], 0.0), k), "R")
     k2 = cp.reduce_axis(5, "k2")
-    O = cp.compute((300,), lambda i: cp.reduce_max(R[i, k2], k2), "O")
+    Out = cp.compute((300,), lambda i: cp.reduce_max(R[i, k2], k2), "O")
     x = np.random.default_rng(0).standard_normal((300, 5)).astype(np.float32)
-    for outputs in ([X, O], [X, R, O]):
+    for outputs in ([X, Out], [X, R, Out]):
         _, got = _run(cp.lower("cumsum_max", outputs), x)
         np.testing.assert_allclose(got[-1], np.cumsum(x, 1).max(1), rtol=1e-5, atol=1e-5)
 

@@ -142,7 +142,8 @@ SHAPES = [
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("shape,helper", SHAPES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize("shape,helper", SHAPES,
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else "")
 def test_statistics_stay_on_chip(op: str, shape: tuple[int, int], helper: str | None) -> None:
     func = _group(op, list(shape))
     sch = auto_schedule(func, "cuda")
@@ -227,7 +228,8 @@ def test_short_rows_several_per_block_golden() -> None:
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("shape", [(37, 100), (13, 128), (9, 45), (5, 33)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(37, 100), (13, 128), (9, 45), (5, 33)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_emulated_several_rows_per_block_without_races(op: str, shape: tuple[int, int]) -> None:
     """Several short rows per block (a warp each), odd row counts (a partial last row tile) and
     odd row lengths (guarded lanes), as generated CUDA C in the emulator with the race check."""

@@ -42,7 +42,8 @@ def matmul_func(m: Any, n: Any, k: Any, ta: bool = False, tb: bool = False, batc
     if epilogue == "relu":
         D = cp.compute(pre + (m, n), lambda *ix: cp.maximum(T[ix], 0.0), "D")
     else:  # gelu (tanh form)
-        D = cp.compute(pre + (m, n), lambda *ix: T[ix] * 0.5 * (1.0 + cp.tanh(0.7978845608 * (T[ix] + 0.044715 * T[ix] * T[ix] * T[ix]))), "D")
+        D = cp.compute(pre + (m, n), lambda *ix: T[ix] * 0.5
+                       * (1.0 + cp.tanh(0.7978845608 * (T[ix] + 0.044715 * T[ix] * T[ix] * T[ix]))), "D")
     return cp.lower("mm_epi", args + [bias, D])
 
 
@@ -53,11 +54,13 @@ def reference(ins: list[np.ndarray], ta: bool, tb: bool, epilogue: str) -> np.nd
     c = a @ b
     if epilogue:
         t = c + ins[2]
-        c = np.maximum(t, 0) if epilogue == "relu" else 0.5 * t * (1 + np.tanh(0.7978845608 * (t + 0.044715 * t**3)))
+        c = (np.maximum(t, 0) if epilogue == "relu" else 0.5 * t
+             * (1 + np.tanh(0.7978845608 * (t + 0.044715 * t**3))))
     return c
 
 
-def run(fn: LoweredFunc, shapes: list[tuple[int, ...]], ta: bool = False, tb: bool = False, epilogue: str = "",
+def run(fn: LoweredFunc, shapes: list[tuple[int, ...]], ta: bool = False, tb: bool = False,
+        epilogue: str = "",
         params: MatmulParams | None = None) -> Any:
     sch = auto_schedule(fn, "x86", matmul=params)
     assert sch.auto_report.strategy == "x86-matmul", sch.auto_report
@@ -68,7 +71,8 @@ def run(fn: LoweredFunc, shapes: list[tuple[int, ...]], ta: bool = False, tb: bo
     return sch
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 7, 7), (33, 100, 7), (100, 33, 65), (64, 64, 64), (1, 100, 33)])
+@pytest.mark.parametrize("m,n,k",
+                         [(1, 1, 1), (7, 7, 7), (33, 100, 7), (100, 33, 65), (64, 64, 64), (1, 100, 33)])
 def test_matmul_matches_numpy_on_odd_shapes(m: int, n: int, k: int) -> None:
     run(matmul_func(m, n, k), [(m, k), (k, n)])
 
@@ -176,7 +180,8 @@ def test_net_builder_matmul_bias_relu_is_one_matmul_group() -> None:
     kern = cp.build(sch, target="x86")
     rng = np.random.default_rng(2)
     for rows in (1, 9, 70):
-        args = [rng.standard_normal((rows, 40), dtype=np.float32), rng.standard_normal((40, 24), dtype=np.float32),
+        args = [rng.standard_normal((rows, 40), dtype=np.float32),
+                rng.standard_normal((40, 24), dtype=np.float32),
                 rng.standard_normal(24, dtype=np.float32)]
         np.testing.assert_allclose(kern(*args), program.run_numpy(*args), rtol=1e-4, atol=1e-4)
 
@@ -224,7 +229,8 @@ def test_low_precision_net_builder_linear_takes_the_matmul_tactic(dtype: str) ->
 
     m, k, n = 37, 19, 53
     nb = cp.NetBuilder("linear")
-    a, b, bias = (nb.create_input(dtype, shape, name) for shape, name in (([m, k], "a"), ([k, n], "b"), ([n], "bias")))
+    a, b, bias = ((nb.create_input(dtype, shape, name) for shape,
+                   name in (([m, k], "a"), ([k, n], "b"), ([n], "bias"))))
     nb.relu(nb.add(nb.matmul(a, b), bias))
     program = nb.build()
     report = auto_schedule(lower_group(plan(program).groups[0]), "x86").auto_report

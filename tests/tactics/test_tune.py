@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -125,7 +124,8 @@ def test_auto_reads_a_hand_written_record(db: Path) -> None:
                                       "parallel": "outer"}, 1e-5, 2e-5, 3))
     store.save()
     notes = auto_schedule(fn, "x86").auto_report.notes
-    assert notes[:2] == ["matmul parameters: tuning database", "matmul matmul_NN_epi0: tile 5x8, kc 10, pack_b False"]  # kc fitted to divide K
+    assert (notes[:2] == ["matmul parameters: tuning database",
+                          "matmul matmul_NN_epi0: tile 5x8, kc 10, pack_b False"])  # kc fitted to divide K
 
 
 def test_a_crashing_or_hanging_worker_is_a_failed_trial() -> None:
@@ -155,7 +155,8 @@ def test_progress_bar() -> None:
 def test_ray_workers(db: Path) -> None:
     ray = pytest.importorskip("ray")
     try:
-        (res,) = tune(matmul_func(32, 32, 32), trials=2, workers="ray", repeat=2, progress=False, timeout_s=120)
+        (res,) = tune(matmul_func(32, 32, 32), trials=2, workers="ray", repeat=2, progress=False,
+                      timeout_s=120)
     finally:
         ray.shutdown()
     assert res.best.ok and not res.failed, [t.error for t in res.trials]

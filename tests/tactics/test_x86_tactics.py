@@ -114,14 +114,18 @@ S0, S1, N = cp.sym("S0"), cp.sym("S1"), cp.sym("N")
 Case = tuple[Callable[[], Any], list[tuple[int, ...]], Callable[..., Any]]
 CASES: dict[str, Case] = {
     "elementwise_odd": (lambda: _elementwise((33, 70)), [(33, 70)], lambda x: np.maximum(x * 2 - 1.5, 0)),
-    "elementwise_short_rows": (lambda: _elementwise((101, 5)), [(101, 5)], lambda x: np.maximum(x * 2 - 1.5, 0)),
+    "elementwise_short_rows": (lambda: _elementwise((101, 5)), [(101, 5)],
+                               lambda x: np.maximum(x * 2 - 1.5, 0)),
     "elementwise_flat": (lambda: _elementwise((3 * 16384 + 5,)), [(3 * 16384 + 5,)],
                          lambda x: np.maximum(x * 2 - 1.5, 0)),
     "elementwise_symbolic": (lambda: _elementwise((S0, S1)), [(5, 37)], lambda x: np.maximum(x * 2 - 1.5, 0)),
-    "elementwise_7_S0_S1": (lambda: _elementwise((7, S0, S1)), [(7, 3, 21)], lambda x: np.maximum(x * 2 - 1.5, 0)),
+    "elementwise_7_S0_S1": (lambda: _elementwise((7, S0, S1)), [(7, 3, 21)],
+                            lambda x: np.maximum(x * 2 - 1.5, 0)),
     "few_long_rows": (lambda: _elementwise((3, 40000)), [(3, 40000)], lambda x: np.maximum(x * 2 - 1.5, 0)),
-    "bias_exp": (lambda: _bias_exp(9, 100), [(9, 100), (100,)], lambda x, b: (x + b) / (np.exp(x * -1.5) + 1)),
-    "bias_exp_symbolic": (lambda: _bias_exp(N, 37), [(6, 37), (37,)], lambda x, b: (x + b) / (np.exp(x * -1.5) + 1)),
+    "bias_exp": (lambda: _bias_exp(9, 100), [(9, 100), (100,)],
+                 lambda x, b: (x + b) / (np.exp(x * -1.5) + 1)),
+    "bias_exp_symbolic": (lambda: _bias_exp(N, 37), [(6, 37), (37,)],
+                          lambda x, b: (x + b) / (np.exp(x * -1.5) + 1)),
     "transpose_odd": (lambda: _transpose2(37, 53), [(37, 53)], lambda x: x.T + 1),
     "transpose_blocks": (lambda: _transpose2(240, 208), [(240, 208)], lambda x: x.T + 1),
     "transpose_symbolic": (lambda: _transpose2(S0, S1), [(19, 40)], lambda x: x.T + 1),
@@ -193,7 +197,8 @@ def _bias_grad(batch: int, seq: int, cols: int, keepdim: bool) -> Any:
     return cp.lower("bias_grad", [X, C])
 
 
-@pytest.mark.parametrize("batch, seq, cols, keepdim", [(4, 64, 512, False), (4, 64, 512, True), (3, 7, 37, True),
+@pytest.mark.parametrize("batch, seq, cols, keepdim",
+                         [(4, 64, 512, False), (4, 64, 512, True), (3, 7, 37, True),
                                                       (2, 5, 100, False)])
 def test_column_sum_over_leading_axes_fuses_its_reduce_loops(batch: int, seq: int, cols: int,
                                                              keepdim: bool) -> None:
@@ -225,7 +230,8 @@ def test_softmax_is_one_row_loop_with_exp_computed_once() -> None:
     assert cp.print_ir(sch.func).count("exp(") == 1
 
 
-@pytest.mark.parametrize("rows, cols, vectors", [(6, 1024, 0), (cp.sym("R"), 96, 0), (6, 1024, 4), (5, 100, 2), (4, 33, 0)])
+@pytest.mark.parametrize("rows, cols, vectors",
+                         [(6, 1024, 0), (cp.sym("R"), 96, 0), (6, 1024, 4), (5, 100, 2), (4, 33, 0)])
 def test_softmax_exp_fused_into_its_partial_sums(rows: Any, cols: int, vectors: int) -> None:
     """Reduction strategy knobs: with `fuse_reduce_producers` the exp stage is computed inside
     the sum's partial-sum vector loop (by the rule one vector of partial sums, the value being a

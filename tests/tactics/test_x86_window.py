@@ -63,7 +63,8 @@ def _conv_like(op: str, batch: Any = 2) -> Any:
         return nb.build([nb.conv2d_grad_filter(x(), dy(), [3, 3], **args)])
     kind, pool = op.split("_")[0], {"kernel_size": [3, 3], "padding": [1, 1]}
     if op.endswith("grad"):
-        return nb.build([nb.pool2d_grad(x(), nb.create_input("float32", [batch, 6, 13, 11], "DY"), kind, **pool)])
+        return nb.build([nb.pool2d_grad(x(), nb.create_input("float32", [batch, 6, 13, 11], "DY"),
+                                        kind, **pool)])
     return nb.build([nb.pool2d(x(), kind, **pool)])
 
 

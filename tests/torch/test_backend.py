@@ -27,7 +27,8 @@ STRICT = {"strict": True}  # a partition that fails to compile fails the test in
 
 
 def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("train_bert_layer", ROOT / "examples" / "train_bert_layer.py")
+    spec = importlib.util.spec_from_file_location("train_bert_layer",
+                                                  ROOT / "examples" / "train_bert_layer.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Dynamo imports the module of the functions it traces
@@ -49,7 +50,8 @@ def _compare(fn: Any, inputs: list[Any], options: dict[str, Any] | None = None, 
     (expected * cot).sum().backward()
     for k, (a, b) in enumerate(zip(mine, ref)):
         if b.grad is not None:
-            torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol, msg=lambda m, k=k: f"input {k}: {m}")
+            torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol,
+                                       msg=lambda m, k=k: f"input {k}: {m}")
 
 
 def test_bert_layer_forward_and_grads_match_eager() -> None:
@@ -102,8 +104,10 @@ def test_bert_layer_bfloat16_as_close_to_float32_as_eager() -> None:
     for k, (mine, eager, ref) in enumerate(zip([mine_out, *mine_grads], [eager_out, *eager_grads],
                                                [ref_out, *ref_grads])):
         scale = ref.abs().max().item() + 1e-6
-        mine_err, eager_err = (mine - ref).abs().max().item() / scale, (eager - ref).abs().max().item() / scale
-        assert mine_err <= 2 * eager_err + 0.01, f"value {k}: cinn-py error {mine_err:.4f}, eager {eager_err:.4f}"
+        mine_err = (mine - ref).abs().max().item() / scale
+        eager_err = (eager - ref).abs().max().item() / scale
+        assert mine_err <= 2 * eager_err + 0.01, (f"value {k}: cinn-py error {mine_err:.4f}, "
+                                                  f"eager {eager_err:.4f}")
 
 
 class _Mlp(torch.nn.Module):
@@ -257,7 +261,8 @@ def test_embedding_gather_scatter_forward_and_backward_compile() -> None:
     ids[1, 2] = 1  # a padding row: no gradient
     _compiled_matches_eager(model, ref, ids)
     forward, backward = ct.reports()
-    for op in ("aten.embedding.default", "aten.gather.default", "aten.index_select.default", "aten.index.Tensor",
+    for op in ("aten.embedding.default", "aten.gather.default", "aten.index_select.default",
+               "aten.index.Tensor",
                "aten.slice_scatter.default"):
         assert forward.compiled[op] >= 1, f"{op} not compiled in the forward:\n{forward}"
     for op in ("aten.embedding_dense_backward.default", "aten.scatter_add.default", "aten.index_add.default",
@@ -279,7 +284,8 @@ def test_index_assignment_and_narrow_gather_compile() -> None:
 
     gen = torch.Generator().manual_seed(6)
     ct.reset_reports()
-    _compare(fn, [torch.randn(5, 6, generator=gen), torch.randn(2, 2, generator=gen), torch.randn(6, generator=gen),
+    _compare(fn, [torch.randn(5, 6, generator=gen), torch.randn(2, 2, generator=gen),
+                  torch.randn(6, generator=gen),
                   torch.randn(3, 6, generator=gen)])
     forward, backward = ct.reports()
     assert not forward.fallback and not backward.fallback, f"{forward}\n{backward}"
@@ -330,14 +336,16 @@ def test_scalar_loss_backward_and_inference_graph() -> None:
         return ((torch.tanh(x @ w) - t) ** 2).mean()
 
     gen = torch.Generator().manual_seed(5)
-    x, w, t = (torch.randn(4, 5, generator=gen), torch.randn(5, 3, generator=gen), torch.randn(4, 3, generator=gen))
+    x, w, t = (torch.randn(4, 5, generator=gen), torch.randn(5, 3, generator=gen),
+               torch.randn(4, 3, generator=gen))
     ct.reset_reports()
     _compare(loss, [x, w, t])
     torch._dynamo.reset()
     with torch.no_grad():
         got = torch.compile(loss, backend=cinn_py_backend, dynamic=False, options=STRICT)(x, w, t)
     torch.testing.assert_close(got, loss(x, w, t))
-    assert got.shape == () and [r.name.split()[0] for r in ct.reports()] == ["forward", "backward", "inference"]
+    assert (got.shape == () and [r.name.split()[0] for r in ct.reports()]
+            == ["forward", "backward", "inference"])
     assert all(not r.fallback for r in ct.reports())
 
 
@@ -386,7 +394,8 @@ def test_entry_point_registers_the_backend(monkeypatch: pytest.MonkeyPatch) -> N
     torch._dynamo.reset()
     ct.reset_reports()
     x = torch.randn(2, 3)
-    torch.testing.assert_close(torch.compile(torch.sigmoid, backend="cinn_py", dynamic=False)(x), torch.sigmoid(x))
+    torch.testing.assert_close(torch.compile(torch.sigmoid, backend="cinn_py", dynamic=False)(x),
+                               torch.sigmoid(x))
     report = ct.last_report()
     assert report is not None and report.compiled == {"aten.sigmoid.default": 1}
 
@@ -479,6 +488,7 @@ def test_transposed_argument_enters_as_its_memory_and_feeds_matmul_transposed() 
     graph = _graph(fn, [xt, dy])
     assert [tuple(v.shape) for v in graph.program.inputs] == [(6, 4), (6, 5)]
     matmuls = [op for op in graph.program.ops if op.type == "matmul"]
-    assert len(matmuls) == 1 and matmuls[0].attrs["transpose_x"] and matmuls[0].inputs[0] is graph.program.inputs[0]
+    assert (len(matmuls) == 1 and matmuls[0].attrs["transpose_x"] and matmuls[0].inputs[0]
+            is graph.program.inputs[0])
     torch.testing.assert_close(graph(xt, dy), fn(xt, dy))
     torch.testing.assert_close(graph(xt.contiguous(), dy), fn(xt, dy))

@@ -44,7 +44,8 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[CompiledGraph]]:
 
 
 def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("train_bert_layer", ROOT / "examples" / "train_bert_layer.py")
+    spec = importlib.util.spec_from_file_location("train_bert_layer",
+                                                  ROOT / "examples" / "train_bert_layer.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Dynamo imports the module of the functions it traces
@@ -64,7 +65,8 @@ def _check_sizes(fn: Callable[..., Any], make: Callable[[int, int], list[Any]], 
         for d in dynamic_dims:
             torch._dynamo.mark_dynamic(mine[0], d)
         out, expected = compiled(*mine), fn(*ref)
-        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5, msg=lambda m, b=b, s=s: f"{b}x{s}: {m}")
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5,
+                                   msg=lambda m, b=b, s=s: f"{b}x{s}: {m}")
         cot = torch.randn(expected.shape, generator=torch.Generator().manual_seed(b * 100 + s))
         (out * cot).sum().backward()
         (expected * cot).sum().backward()
@@ -76,7 +78,8 @@ def _check_sizes(fn: Callable[..., Any], make: Callable[[int, int], list[Any]], 
 
 def _compiled_once(builds: list[CompiledGraph]) -> None:
     """One forward and one backward graph, each one compiled partition, nothing eager."""
-    assert [r.name.split()[0] for r in ct.reports()] == ["forward", "backward"], [r.name for r in ct.reports()]
+    kinds = [r.name.split()[0] for r in ct.reports()]
+    assert kinds == ["forward", "backward"], [r.name for r in ct.reports()]
     assert len(builds) == 2, [g.program.name for g in builds]
     for report in ct.reports():
         assert not report.fallback and not report.errors, str(report)
@@ -158,7 +161,8 @@ def test_rows_selected_along_a_symbolic_sequence_compile(builds: list[CompiledGr
         out.square().sum().backward()
         expected.square().sum().backward()
         for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m, n=name: f"{n}: {m}")
         model.zero_grad()
         ref.zero_grad()
     _compiled_once(builds)
@@ -252,7 +256,8 @@ def test_an_input_dim_of_another_form_enters_as_one_symbol_checked_against_its_d
     sliced = [isinstance(e, TensorInput) and atom in e.dims for e in graph.plan.inputs]
     args = [torch.randn(3, 4 if s else 6) for s in sliced]  # the slice has 4 columns, not 6 - 1
     with pytest.raises(SymbolicShapeError, match=rf"symbolic dim '{atom.name}' \(from input '\w+' dim 1\) is "
-                                                  r"4, but the graph was traced with it equal to s\d+ - 1 = 5"):
+                                                  r"4, but the graph was traced with it equal to s\d+ - 1 = "
+                                                  r"5"):
         graph(*args)
 
 
@@ -268,7 +273,8 @@ def test_size_one_is_specialised_by_torch_into_a_graph_of_its_own(builds: list[C
     assert all(not r.fallback for r in ct.reports())
 
 
-def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(builds: list[CompiledGraph]) -> None:
+def test_view_dividing_a_symbolic_dim_compiles_with_the_division_made_exact(
+        builds: list[CompiledGraph]) -> None:
     """`view(b, -1, 2)` makes `s1//2`; torch guarantees `s1` even (its guards check it), so
     `s1` becomes `2*s1_div2` in the Program and the division cancels."""
     def fn(x: Any) -> Any:
@@ -308,7 +314,7 @@ def test_automatic_dynamic_shapes_compile_the_second_graph_once(builds: list[Com
     assert [len(r.symbols) for r in ct.reports()] == [0, 0, 1, 1]  # static, then the batch symbolic
 
 
-# -- call-time checks of a compiled symbolic graph -------------------------------------------------------------
+# -- call-time checks of a compiled symbolic graph -----------------------------------------------------------
 def _traced(fn: Callable[..., Any], *examples: Any) -> CompiledGraph:
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -329,7 +335,8 @@ def test_a_product_of_dims_is_checked_at_each_call() -> None:
     x, y = torch.randn(3, 5, 4), torch.randn(15, 4)
     torch.testing.assert_close(g(x, y), fn(x, y))
     with pytest.raises(SymbolicShapeError, match=r"input 'y_1' dim 0 is 14, but the graph was traced with it "
-                                                  r"equal to s\d+\*s\d+ = 15 with s\d+=3 \(from input 'x_1' dim 0\)"):
+                                                  r"equal to s\d+\*s\d+ = 15 with s\d+=3 \(from input 'x_1' "
+                                                  r"dim 0\)"):
         g(x, torch.randn(14, 4))
 
 
@@ -353,14 +360,17 @@ def test_a_size_a_view_divides_must_be_a_multiple() -> None:
     assert [str(d) for d in g.program.inputs[0].shape][1] == "2"
     x = torch.randn(10)
     torch.testing.assert_close(g(x), torch.tanh(x.view(-1, 2)))
-    with pytest.raises(SymbolicShapeError, match=r"input 'x_1' dim 0 is 7, but the graph was traced with it equal "
-                                                  r"to 2\*s\d+_div2, a multiple of 2 \(a view divides it by 2\)"):
+    with pytest.raises(SymbolicShapeError,
+                       match=r"input 'x_1' dim 0 is 7, but the graph was traced with it equal "
+                                                  r"to 2\*s\d+_div2, a multiple of 2 \(a view divides it by "
+                                                  r"2\)"):
         g(torch.randn(7))
 
 
 def test_a_size_torch_specialises_is_refused_by_the_symbolic_graph() -> None:
     g = _traced(lambda x: torch.exp(x).sum(-1), torch.randn(3, 4))
-    with pytest.raises(SymbolicShapeError, match=r"input 'x_1' dim 0 is 1, below the lower bound 2 of symbolic "
+    with pytest.raises(SymbolicShapeError,
+                       match=r"input 'x_1' dim 0 is 1, below the lower bound 2 of symbolic "
                                                   r"dim 's\d+' \(torch specialises sizes 0 and 1"):
         g(torch.randn(1, 4))
 
@@ -379,7 +389,8 @@ def test_cnn_with_dynamic_batch_compiles_once(builds: list[CompiledGraph]) -> No
     """conv2d/pool2d and their backward ops take a symbolic batch (the spatial dims stay static):
     one compile serves every batch size; the gradients of x and of the weights match eager."""
     gen = torch.Generator().manual_seed(6)
-    w1, b1, w2 = torch.randn(6, 3, 3, 3, generator=gen), torch.randn(6, generator=gen), torch.randn(4, 3, 3, 3,
+    w1, b1, w2 = torch.randn(6, 3, 3, 3, generator=gen), torch.randn(6,
+                                                                     generator=gen), torch.randn(4, 3, 3, 3,
                                                                                                     generator=gen)
     F = torch.nn.functional
 
@@ -387,6 +398,7 @@ def test_cnn_with_dynamic_batch_compiles_once(builds: list[CompiledGraph]) -> No
         h = F.max_pool2d(torch.relu(F.conv2d(x, w1, b1, padding=1)), 2)
         return F.avg_pool2d(F.conv2d(h, w2, stride=2, groups=2), 2, ceil_mode=True)
 
-    _check_sizes(cnn, lambda b, _: [torch.randn(b, 3, 10, 10, generator=gen), w1, b1, w2], [(2, 0), (3, 0), (5, 0)],
+    _check_sizes(cnn, lambda b, _: [torch.randn(b, 3, 10, 10, generator=gen), w1, b1, w2],
+                 [(2, 0), (3, 0), (5, 0)],
                  dynamic_dims=(0,), dynamic=None)
     _compiled_once(builds)

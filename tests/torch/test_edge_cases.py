@@ -15,7 +15,8 @@ import cinn_py.torch as ct  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 
 
-def check_converts(fn: Callable[..., Any], *inputs: Any, grad: bool = True, eager_ops: frozenset[str] = frozenset()
+def check_converts(fn: Callable[..., Any], *inputs: Any, grad: bool = True,
+                   eager_ops: frozenset[str] = frozenset()
                    ) -> None:
     """`fn` compiled (strict) vs eager: outputs, and the gradients of its float inputs through a
     seeded random cotangent; every compute op ran in cinn-py kernels (but `eager_ops`)."""
@@ -23,7 +24,8 @@ def check_converts(fn: Callable[..., Any], *inputs: Any, grad: bool = True, eage
     ct.reset_reports()
 
     def leaves() -> list[Any]:
-        return [t.detach().clone().requires_grad_(grad and t.is_floating_point()) if isinstance(t, torch.Tensor)
+        return [t.detach().clone().requires_grad_(grad and t.is_floating_point())
+                if isinstance(t, torch.Tensor)
                 else t for t in inputs]
 
     mine, ref = leaves(), leaves()
@@ -54,11 +56,13 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "nanmean_all": (lambda x: torch.nanmean(x), (torch.tensor([1.0, float("nan"), 3.0]),)),
     "l1_loss_0d": (lambda x, y: torch.nn.functional.l1_loss(x, y), (SCALAR, torch.tensor(-0.5))),
     "max_no_dim": (lambda x: x.max() + x.min(), (torch.randn(3, 4),)),
-    "max_dim": (lambda x: torch.max(x, dim=1)[0] * 2 + torch.min(x, 0, keepdim=True)[1].sum(), (torch.randn(3, 4),)),
+    "max_dim": (lambda x: torch.max(x, dim=1)[0] * 2 + torch.min(x, 0, keepdim=True)[1].sum(),
+                (torch.randn(3, 4),)),
     "cumsum_0d": (lambda x: torch.cumsum(x, 0) * 2.0, (SCALAR,)),
     "softmax_0d": (lambda x: torch.softmax(x * 3.0, dim=0), (SCALAR,)),
     "index_select_0d": (lambda x, i: torch.index_select(x * 2.0, 0, i), (SCALAR, torch.tensor([0]))),
-    "index_add_0d": (lambda x, i, s: torch.index_add(x * 1.0, 0, i, s), (SCALAR, torch.tensor(0), torch.tensor(2.0))),
+    "index_add_0d": (lambda x, i, s: torch.index_add(x * 1.0, 0, i, s),
+                     (SCALAR, torch.tensor(0), torch.tensor(2.0))),
     "cumsum_zero_size": (lambda x: torch.cumsum(x * 2.0, 1), (torch.randn(3, 0),)),
     "isclose_bools": (lambda x, y: torch.isclose(x, y), (torch.tensor([1.0, 2.0, float("nan")]),
                                                           torch.tensor([1.0, 2.5, float("nan")]))),

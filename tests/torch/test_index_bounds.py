@@ -63,7 +63,8 @@ def test_negative_indices_wrap_where_torch_wraps_them(case: str) -> None:
 
 def test_an_index_computed_in_the_graph_stays_in_eager() -> None:
     def fn(x: Any, i: Any) -> Any:
-        return x.index_select(0, i.flip(0) * 3)  # flip is compiled and not re-evaluated by the guard: eager checks
+        # flip is compiled and not re-evaluated by the guard: eager checks
+        return x.index_select(0, i.flip(0) * 3)
 
     ct.reset_reports()
     compiled = torch.compile(fn, backend=cinn_py_backend, dynamic=False)
@@ -103,7 +104,8 @@ def test_a_constant_out_of_range_index_runs_in_eager_which_raises() -> None:
 
 def test_position_like_indices_made_in_the_graph_are_checked() -> None:
     def fn(x: Any, i: Any) -> Any:
-        return x.index_select(0, i + 1) + x[torch.arange(2)]  # cheap index arithmetic: re-evaluated by the guard
+        # cheap index arithmetic: re-evaluated by the guard
+        return x.index_select(0, i + 1) + x[torch.arange(2)]
 
     compiled = _compiled(fn)
     torch.testing.assert_close(compiled(X, torch.tensor([0, 4])), fn(X, torch.tensor([0, 4])))

@@ -17,8 +17,10 @@ import cinn_py.torch as ct  # noqa: E402
 
 @pytest.mark.slow
 def test_llama_training_step_matches_eager() -> None:
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                                      num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2,
+                                      max_position_embeddings=64,
                                       use_cache=False)
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config)
@@ -34,6 +36,8 @@ def test_llama_training_step_matches_eager() -> None:
     torch.testing.assert_close(loss, want, rtol=1e-3, atol=1e-4)
     for (name, p), (_, q) in zip(model.named_parameters(), reference.named_parameters(), strict=True):
         assert p.grad is not None, name
-        torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=1e-4, msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=1e-4,
+                                   msg=lambda m, name=name: f"{name}: {m}")
     compiled_ops = {r.name.split()[0]: sum(r.compiled.values()) for r in ct.reports()}
-    assert compiled_ops["forward"] > 100 and compiled_ops["backward"] > 150  # the model runs in cinn-py kernels
+    # the model runs in cinn-py kernels
+    assert compiled_ops["forward"] > 100 and compiled_ops["backward"] > 150

@@ -50,7 +50,8 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any], params: Sequence[Any] =
     ref_param_grads = _backward(exp, params)
     for k, (a, b) in enumerate(zip(mine, ref)):
         if b.grad is not None:
-            torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol, msg=lambda m, k=k: f"input {k}: {m}")
+            torch.testing.assert_close(a.grad, b.grad, rtol=rtol, atol=atol,
+                                       msg=lambda m, k=k: f"input {k}: {m}")
     for k, (a, b) in enumerate(zip(mine_param_grads, ref_param_grads)):
         torch.testing.assert_close(a, b, rtol=rtol, atol=atol, msg=lambda m, k=k: f"param {k}: {m}")
     _no_fallback()
@@ -228,7 +229,8 @@ def test_dropout_in_training_draws_a_new_mask_per_call_from_torchs_seed() -> Non
     torch._dynamo.reset()
     ct.reset_reports()
     x = torch.ones(64, 64, requires_grad=True)
-    fn = torch.compile(lambda t: _F.dropout(t, 0.25, training=True) * 2, backend=cinn_py_backend, dynamic=False,
+    fn = torch.compile(lambda t: _F.dropout(t, 0.25, training=True) * 2, backend=cinn_py_backend,
+                       dynamic=False,
                        options=STRICT)
     torch.manual_seed(5)
     first = fn(x)
@@ -254,7 +256,8 @@ def test_adaptive_pooling_matches_eager() -> None:
     a dividing adaptive max pool."""
     def fn(x: Any) -> Any:
         return (_F.adaptive_avg_pool2d(x, 1).sum() + _F.adaptive_avg_pool2d(x, (3, 2)).sum() * 0.5
-                + _F.adaptive_avg_pool2d(x, (4, 5)).square().sum() + _F.adaptive_max_pool2d(x, (3, 2)).square().sum())
+                + _F.adaptive_avg_pool2d(x, (4, 5)).square().sum()
+                + _F.adaptive_max_pool2d(x, (3, 2)).square().sum())
 
     check(fn, [torch.randn(2, 3, 6, 4, generator=_gen(41))])
 
@@ -301,7 +304,8 @@ def test_bert_block_under_bf16_autocast_converts_fully_and_matches_eager() -> No
     expected.backward()
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         scale = q.grad.abs().max().item()
-        torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-2 * scale, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(p.grad, q.grad, rtol=5e-2, atol=5e-2 * scale,
+                                   msg=lambda m, n=name: f"{n}: {m}")
     _no_fallback()
     assert sum(sum(r.compiled.values()) for r in ct.reports()) > 40
 

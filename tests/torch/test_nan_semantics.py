@@ -18,7 +18,8 @@ from cinn_py.pipeline import compile_program  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 
 NAN = float("nan")
-X = torch.tensor([[NAN, 1.0, -2.0, 3.0, float("inf")], [0.5, -1.0, 2.0, NAN, -0.0], [1.0, 2.0, 3.0, 4.0, -5.0]])
+X = torch.tensor([[NAN, 1.0, -2.0, 3.0, float("inf")], [0.5, -1.0, 2.0, NAN, -0.0],
+                  [1.0, 2.0, 3.0, 4.0, -5.0]])
 Y = torch.tensor([[1.0, NAN, 5.0, 0.0, NAN], [NAN, NAN, 1.0, 1.0, 0.0], [0.0, 9.0, 0.0, 9.0, 1.0]])
 
 CASES: dict[str, Callable[[Any, Any], Any]] = {

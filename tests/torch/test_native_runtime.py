@@ -50,18 +50,21 @@ def test_forward_and_backward_run_natively_with_torch_threads() -> None:
         torch.set_num_threads(threads)
         w.grad = b.grad = None
         got = compiled(x, w, b)
-        assert parallel_runtime().num_threads_cell.value == threads, "the pool follows torch.get_num_threads()"
+        assert (parallel_runtime().num_threads_cell.value
+                == threads), "the pool follows torch.get_num_threads()"
         got.square().sum().backward()
         for g, e in zip((got.detach(), w.grad, b.grad), expected):
             torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
 
 
 def test_symbolic_sizes_run_natively() -> None:
-    compiled = torch.compile(lambda x, y: torch.softmax(x * 2 + y, dim=-1).sum(0), backend="cinn_py", dynamic=True,
+    compiled = torch.compile(lambda x, y: torch.softmax(x * 2 + y, dim=-1).sum(0), backend="cinn_py",
+                             dynamic=True,
                              options={"strict": True})
     for rows in (3, 8, 5, 3):
         x, y = torch.randn(rows, 7), torch.randn(rows, 7)
-        torch.testing.assert_close(compiled(x, y), torch.softmax(x * 2 + y, dim=-1).sum(0), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(compiled(x, y), torch.softmax(x * 2 + y, dim=-1).sum(0),
+                                   rtol=1e-5, atol=1e-5)
 
 
 def test_parallel_loops_share_torchs_openmp_threads(monkeypatch: pytest.MonkeyPatch) -> None:

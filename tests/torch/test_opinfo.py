@@ -35,7 +35,8 @@ def test_sampled_op_matches_eager_without_internal_error(k: int) -> None:
 def test_sampled_subset_is_deterministic_and_spread() -> None:
     ops = conformance.sampled(_eligible(), SAMPLED)
     labels = [conformance.op_label(op) for op in ops]
-    assert labels == [conformance.op_label(op) for op in conformance.sampled(list(reversed(_eligible())), SAMPLED)]
+    assert (labels
+            == [conformance.op_label(op) for op in conformance.sampled(list(reversed(_eligible())), SAMPLED)])
     assert len(set(labels)) == SAMPLED and labels == sorted(labels)
     assert labels[0][0] < "c" and labels[-1][0] > "s", labels  # from both ends of the alphabet
 
@@ -57,7 +58,8 @@ def test_every_op_matches_eager_and_runs_in_kernels() -> None:
 def test_results_file_round_trips_and_resume_skips_done_ops(tmp_path: Any) -> None:
     """`--json` appends each result; `--resume` keeps them and runs only the other (op, mode)s."""
     path = str(tmp_path / "results.jsonl")
-    first = conformance.OpResult("abs", "forward", "eager", "aten.x.default (no converter)", ("aten.x.default",), 1)
+    first = conformance.OpResult("abs", "forward", "eager", "aten.x.default (no converter)",
+                                 ("aten.x.default",), 1)
     conformance.write_result(path, first)
     with open(path, "a", encoding="utf-8") as f:
         f.write('{"op": "torn')  # a run killed mid-write

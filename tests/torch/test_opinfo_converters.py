@@ -32,9 +32,11 @@ def _bn_train(x: Any, w: Any, b: Any) -> Any:
 CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...], str]] = {
     "batch_norm_with_update": (_bn_train, (_gen(4, 3, 5), _gen(3, seed=1), _gen(3, seed=2)),
                                "aten._batch_norm_with_update_functional.default"),
-    "batch_norm_no_update": (lambda x, w, b: torch.ops.aten._batch_norm_no_update(  # (a None bias: torch's fake
-                                 x, w, b, torch.zeros(3) + 0.5, torch.ones(3) * 2.0, 0.1, 1e-5)[0],  # impl raises)
-                             (_gen(4, 3, 5), _gen(3, seed=1), _gen(3, seed=2)), "aten._batch_norm_no_update.default"),
+    # a None bias would fail: torch's fake impl of _batch_norm_no_update raises on it
+    "batch_norm_no_update": (lambda x, w, b: torch.ops.aten._batch_norm_no_update(
+                                 x, w, b, torch.zeros(3) + 0.5, torch.ones(3) * 2.0, 0.1, 1e-5)[0],
+                             (_gen(4, 3, 5), _gen(3, seed=1), _gen(3, seed=2)),
+                             "aten._batch_norm_no_update.default"),
     "batch_norm_backward": (_bn_train, (_gen(2, 3, 2, 2), _gen(3, seed=1), _gen(3, seed=2)),
                             "aten.batch_norm_backward.default"),
 }

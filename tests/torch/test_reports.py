@@ -42,7 +42,8 @@ def test_internal_error_is_recorded_with_traceback_apart_from_fallback(
     torch.testing.assert_close(out, _block(x))  # the failed partition ran eagerly
     report = ct.last_report()
     assert report is not None
-    assert report.fallback == {"aten.erfinv.default": 1} and report.reasons["aten.erfinv.default"] == "no converter"
+    assert (report.fallback == {"aten.erfinv.default": 1} and report.reasons["aten.erfinv.default"]
+            == "no converter")
     (error,) = report.errors
     assert error.error == "RuntimeError: converter bug under test"
     assert "_broken_sin" in error.traceback and error.traceback.rstrip().endswith("converter bug under test")
@@ -53,7 +54,8 @@ def test_internal_error_is_recorded_with_traceback_apart_from_fallback(
 
 
 @pytest.mark.parametrize("how", ["env", "option"])
-def test_strict_mode_raises_the_internal_error(broken_sin: None, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+def test_strict_mode_raises_the_internal_error(broken_sin: None, monkeypatch: pytest.MonkeyPatch,
+                                               how: str) -> None:
     if how == "option":
         monkeypatch.delenv("CINN_PY_TORCH_STRICT")
     options = {"strict": True} if how == "option" else None
@@ -65,7 +67,8 @@ def test_strict_mode_raises_the_internal_error(broken_sin: None, monkeypatch: py
 
 
 def test_strict_option_false_overrides_the_environment(broken_sin: None) -> None:
-    out = torch.compile(_block, backend=cinn_py_backend, dynamic=False, options={"strict": False})(torch.ones(2))
+    out = torch.compile(_block, backend=cinn_py_backend, dynamic=False,
+                        options={"strict": False})(torch.ones(2))
     torch.testing.assert_close(out, _block(torch.ones(2)))
 
 

@@ -40,13 +40,16 @@ def _check(fn: Callable[..., Any], q_shape: tuple[int, ...], kv_shape: tuple[int
     assert not [r for r in ct.reports() if r.fallback or r.errors]
 
 
-@pytest.mark.parametrize("kind", ["causal", "gqa_causal"] + [pytest.param(k, marks=pytest.mark.slow) for k in ("float_mask", "plain")])
+@pytest.mark.parametrize("kind", ["causal", "gqa_causal"]
+                         + [pytest.param(k, marks=pytest.mark.slow) for k in ("float_mask", "plain")])
 def test_fused_sdpa_matches_eager(kind: str) -> None:
     g = torch.Generator().manual_seed(7)
     float_mask = torch.randn(1, 1, 70, 150, generator=g)
     fns = {"causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-           "float_mask": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask, scale=0.2),
-           "gqa_causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+           "float_mask": lambda q, k, v: F.scaled_dot_product_attention(q, k, v,
+                                                                        attn_mask=float_mask, scale=0.2),
+           "gqa_causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                        enable_gqa=True),
            "plain": lambda q, k, v: F.scaled_dot_product_attention(q, k, v)}
     kv_heads = 1 if kind.startswith("gqa") else 2
     keys = 70 if "causal" in kind else 150
@@ -57,4 +60,5 @@ def test_bool_padding_mask_matches_eager() -> None:
     """A BERT-style padding mask ([B, 1, 1, S] bool; no fully masked row)."""
     keep = torch.ones(2, 1, 1, 40, dtype=torch.bool)
     keep[0, ..., 30:] = False
-    _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), (2, 3, 40, 8), (2, 3, 40, 8))
+    _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=keep), (2, 3, 40, 8),
+           (2, 3, 40, 8))

@@ -38,7 +38,8 @@ def versions() -> str:
 
     drv.init()
     return (f"torch {torch.__version__} cuda {torch.version.cuda}, pycuda driver {drv.get_driver_version()}, "
-            f"nvrtc {nvrtc.nvrtc_version()}, include {nvrtc.cuda_include_dir()}, Target.cuda() {Target.cuda().arch}, "
+            f"nvrtc {nvrtc.nvrtc_version()}, include {nvrtc.cuda_include_dir()}, Target.cuda() "
+            f"{Target.cuda().arch}, "
             f"device {torch.cuda.get_device_name()}")
 
 

@@ -29,28 +29,34 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.frontend.ops.base import Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register
+from cinn_py.frontend.ops.base import (Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType,
+                                       register)
 from cinn_py.frontend.ops.shapes import fmt_shape
 from cinn_py.frontend.ops.signature import Signature, attr, boolean, floating, optional, tensor
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.ir import DType, float32, float64
 
-__all__ = ["attention_grads", "attention_outputs", "packed_sizes", "reference_attention", "reference_attention_grad"]
+__all__ = ["attention_grads", "attention_outputs", "packed_sizes", "reference_attention",
+           "reference_attention_grad"]
 
 
 def _dims(q: TensorType, k: TensorType, v: TensorType, op: str) -> tuple[int, ...]:
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.ndim != 4 or not all(isinstance(d, int) for d in t.shape):
-            raise FrontendError(f"{op}: {name} must be a static 4-d [B, H, seq, E] tensor, got {fmt_shape(t.shape)}")
+            raise FrontendError(f"{op}: {name} must be a static 4-d [B, H, seq, E] tensor, got "
+                                f"{fmt_shape(t.shape)}")
         if t.dtype != q.dtype or t.dtype not in (float32, float64):
-            raise FrontendError(f"{op}: q, k, v must all be float32 or all float64 (compute bf16/fp16 attention in "
+            raise FrontendError(f"{op}: q, k, v must all be float32 or all float64 (compute bf16/fp16 "
+                                "attention in "
                                 f"float32), got {q.dtype}, {k.dtype}, {v.dtype}")
     b, hq, l, e = _ints(q.shape)
     bk, hk, s, ek = _ints(k.shape)
     bv, hv, sv, ev = _ints(v.shape)
     if (bk, bv) != (b, b) or hv != hk or sv != s or ek != e or hq % hk:
-        raise FrontendError(f"{op}: q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)} and v {fmt_shape(v.shape)} must "
-                            "share B, k and v their heads and length, q and k their head dim, and q's heads must be "
+        raise FrontendError(f"{op}: q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)} and v "
+                            f"{fmt_shape(v.shape)} must "
+                            "share B, k and v their heads and length, q and k their head dim, and q's heads "
+                            "must be "
                             "a multiple of k's")
     if min(l, s, e, ev) < 1:
         raise FrontendError(f"{op}: empty attention (L={l}, S={s}, E={e}, Ev={ev})")
@@ -69,10 +75,12 @@ def _check_mask(mask: TensorType, dims: tuple[int, ...], dtype: DType, op: str) 
         dims_m = _ints(mask.shape)
         ok = all(d in (1, f) for d, f in zip(dims_m, full[4 - mask.ndim:])) and dims_m[-1] == s
     if not ok:
-        raise FrontendError(f"{op}: mask {fmt_shape(mask.shape)} must broadcast to [B, Hq, L, S] = {list(full)} "
+        raise FrontendError(f"{op}: mask {fmt_shape(mask.shape)} must broadcast to [B, Hq, L, S] = "
+                            f"{list(full)} "
                             "(rank 2 to 4, its last dim S)")
     if not (mask.dtype.is_bool or mask.dtype == dtype):
-        raise FrontendError(f"{op}: mask must be bool (True keeps a key) or of q's dtype {dtype} (added), got "
+        raise FrontendError(f"{op}: mask must be bool (True keeps a key) or of q's dtype {dtype} (added), "
+                            "got "
                             f"{mask.dtype}")
 
 
@@ -96,7 +104,8 @@ def _infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
 
 def _infer_grad(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     if len(ins) not in (5, 6):
-        raise FrontendError("flash_attention_grad: expects q, k, v, the forward's packed output, its cotangent and "
+        raise FrontendError("flash_attention_grad: expects q, k, v, the forward's packed output, its "
+                            "cotangent and "
                             f"an optional mask, got {len(ins)} operands")
     dims = _dims(ins[0], ins[1], ins[2], "flash_attention_grad")
     sizes = packed_sizes(*(t.shape for t in ins[:3]))  # type: ignore[arg-type]
@@ -198,7 +207,7 @@ def _numpy_grad(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> l
     return [np.concatenate([g.ravel() for g in grads]).astype(q.dtype)]
 
 
-# -- unpacking (NetBuilder helpers) ----------------------------------------------------------------------------
+# -- unpacking (NetBuilder helpers) --------------------------------------------------------------------------
 def _part(nb: Any, packed: Any, start: int, shape: Sequence[int]) -> Any:
     size = int(np.prod(shape))
     return nb.reshape(nb.slice(packed, axes=[0], starts=[start], ends=[start + size]), list(shape))
@@ -252,7 +261,8 @@ register(OpDef("flash_attention", OpPatternKind.kNonFusible, _infer, _numpy, Non
                                    attrs=_attrs, doc="softmax(q k^T * scale + mask) v, fused" + _DOC),
                test=OpTest(("float32", "float64"), _cases(False), rtol=2e-4, atol=2e-5, cuda=False)))
 register(OpDef("flash_attention_grad", OpPatternKind.kNonFusible, _infer_grad, _numpy_grad, None, arity=None,
-               signature=Signature((tensor("q"), tensor("k"), tensor("v"), tensor("packed"), tensor("dpacked"),
+               signature=Signature((tensor("q"), tensor("k"), tensor("v"), tensor("packed"),
+                                    tensor("dpacked"),
                                     tensor("mask", optional=True), attr("scale", optional(floating), None),
                                     attr("causal", boolean, False)),
                                    attrs=_attrs, doc="gradients of flash_attention" + _DOC),

@@ -20,7 +20,8 @@ from cinn_py.frontend.ops.base import (
 )
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.shapes import fmt_shape, normalize_axes, normalize_axis, shapes_equal
-from cinn_py.frontend.ops.signature import Signature, attr, boolean, floating, int_list, integer, one_of, tensor
+from cinn_py.frontend.ops.signature import (Signature, attr, boolean, floating, int_list, integer, one_of,
+                                            tensor)
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.interp import math_fns
 
@@ -78,8 +79,10 @@ def _gelu_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> l
 
 register(OpDef("gelu", OpPatternKind.kElementWise, _gelu_infer, _gelu_numpy, composite=True, arity=1,
                signature=Signature((tensor("x"), attr("approximate", boolean, False)),
-                                   doc="GELU: `x * (0.5 + 0.5 * erf(x / sqrt(2)))`, or the tanh approximation."),
-               test=OpTest(testing.FLOATS, lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"approximate": ap})
+                                   doc="GELU: `x * (0.5 + 0.5 * erf(x / sqrt(2)))`, or the tanh "
+                                       "approximation."),
+               test=OpTest(testing.FLOATS,
+                           lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"approximate": ap})
                                                       for s in testing.SHAPES for ap in (False, True)],
                            rtol=1e-5, atol=1e-5)))
 
@@ -155,7 +158,8 @@ register(OpDef("rms_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infe
                test=OpTest(testing.FLOATS, _norm_cases(("weight",)), rtol=1e-4, atol=1e-5)))
 register(OpDef("layer_norm", OpPatternKind.kNonFusible, lambda ins, at: _norm_infer("layer_norm", ins, at),
                _layer_norm_numpy, composite=True, arity=None,
-               signature=Signature((tensor("x"), tensor("gamma", optional=True), tensor("beta", optional=True),
+               signature=Signature((tensor("x"), tensor("gamma", optional=True),
+                                    tensor("beta", optional=True),
                                     attr("eps", floating, 1e-5), attr("begin_norm_axis", integer, -1)),
                                    attrs=_norm_attrs("layer_norm"),
                                    doc="`(x - mean) / sqrt(var + eps) * gamma + beta` over the axes >= "

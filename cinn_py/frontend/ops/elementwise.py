@@ -18,18 +18,21 @@ from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.math_ops import call_intrinsic
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype, check_operand_dtype,
+    Attrs, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, check_dtype,
+    check_operand_dtype,
     is_variable, numpy_dtype, register, widen_bfloat16,
 )
 from cinn_py.frontend.ops.shapes import dims_equal, eval_shape, fmt_dim, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
-    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, one_of, operand, optional,
+    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, integer, number, one_of,
+    operand, optional,
     string, tensor, tensors,
 )
 from cinn_py.frontend.ops.reference import cinn_maximum, cinn_minimum, int_division
 from cinn_py.frontend.ops.testing import Case, Input, OpTest, binary_cases, unary_cases
 from cinn_py.interp import math_fns
-from cinn_py.ir import And, DType, EQ, Expr, GE, GT, INTRINSICS, LE, LT, Minus, Mod, NE, Not, Or, bool_, const, dtype_of
+from cinn_py.ir import (And, DType, EQ, Expr, GE, GT, INTRINSICS, LE, LT, Minus, Mod, NE, Not, Or, bool_,
+                        const, dtype_of)
 
 ExprFn = Callable[..., Expr]
 NpFn = Callable[..., Any]
@@ -101,7 +104,8 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
 
     if signature is None:
         signature = (Signature((tensor("x"),), methods=methods) if arity == 1
-                     else Signature((operand("x"), operand("y"), attr("axis", integer, -1)), build=binary_build,
+                     else Signature((operand("x"), operand("y"), attr("axis", integer, -1)),
+                                    build=binary_build,
                                     methods=methods))
     if test is None:
         cases = (unary_cases(low, high, specials=specials) if arity == 1
@@ -112,7 +116,8 @@ def _elementwise(name: str, arity: int, kind: str, expr_fn: ExprFn, np_fn: NpFn,
                           fold=_np_fold(numpy), arity=arity, signature=signature, test=test))
 
 
-DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",), ANY: ("float32", "bfloat16", "int32", "bool"),
+DTYPES = {FLOAT: testing.FLOATS, NUMERIC: testing.NUMERIC, BOOL: ("bool",),
+          ANY: ("float32", "bfloat16", "int32", "bool"),
           INTEGER: ("int32", "int64", "int8", "uint8")}
 
 
@@ -137,7 +142,8 @@ def broadcast_pair(op: str, a: Shape, b: Shape, axis: int) -> tuple[Shape, tuple
             out[k] = s
         elif not dims_equal(s, big[k]):
             where = f" with axis={axis}" if axis != -1 else ""
-            raise FrontendError(f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} are not broadcastable{where}: "
+            raise FrontendError(f"{op}: shapes {fmt_shape(a)} and {fmt_shape(b)} are not "
+                                f"broadcastable{where}: "
                                 f"{fmt_dim(big[k]) if not swap else fmt_dim(s)} vs "
                                 f"{fmt_dim(s) if not swap else fmt_dim(big[k])}")
     small_axes, big_axes = tuple(range(start, start + len(small))), tuple(range(len(big)))
@@ -191,7 +197,8 @@ _elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda 
              methods=("max", "maximum"))
 _elementwise("minimum", 2, NUMERIC, lambda at, a, b: cdsl.minimum(a, b), lambda at, a, b: cinn_minimum(a, b),
              methods=("min", "minimum"))
-_elementwise("pow", 2, FLOAT, lambda at, a, b: cdsl.pow(a, b), lambda at, a, b: np.power(a, b), low=0.25, high=2.0)
+_elementwise("pow", 2, FLOAT, lambda at, a, b: cdsl.pow(a, b), lambda at, a, b: np.power(a, b),
+             low=0.25, high=2.0)
 _elementwise("atan2", 2, FLOAT, lambda at, a, b: cdsl.atan2(a, b), lambda at, a, b: np.arctan2(a, b))
 
 
@@ -218,11 +225,14 @@ def _floor_divide(a: Expr, b: Expr) -> Expr:
 
 # CINN: `mod` is the floor modulo (Python's %, sign of the divisor), `remainder` the truncated
 # remainder (C's % / fmod, sign of the dividend); floor_divide rounds the quotient down.
-_elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b), lambda at, a, b: int_division(np.floor_divide, a, b),
+_elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b),
+             lambda at, a, b: int_division(np.floor_divide, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True, rtol=1e-3)
-_elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b), lambda at, a, b: int_division(np.mod, a, b),
+_elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b),
+             lambda at, a, b: int_division(np.mod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
-_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b), lambda at, a, b: int_division(np.fmod, a, b),
+_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b),
+             lambda at, a, b: int_division(np.fmod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
 
 # -- logic and comparisons -> bool ------------------------------------------------------------------
@@ -231,13 +241,17 @@ def truth(a: Expr) -> Expr:
     return a if a.dtype.is_bool else NE(a, const(0, a.dtype))
 
 
-_elementwise("logical_and", 2, ANY, lambda at, a, b: And(truth(a), truth(b)), lambda at, a, b: np.logical_and(a, b),
+_elementwise("logical_and", 2, ANY, lambda at, a, b: And(truth(a), truth(b)),
+             lambda at, a, b: np.logical_and(a, b),
              lambda t, at: bool_)
-_elementwise("logical_or", 2, ANY, lambda at, a, b: Or(truth(a), truth(b)), lambda at, a, b: np.logical_or(a, b),
+_elementwise("logical_or", 2, ANY, lambda at, a, b: Or(truth(a), truth(b)),
+             lambda at, a, b: np.logical_or(a, b),
              lambda t, at: bool_)
-_elementwise("logical_xor", 2, ANY, lambda at, a, b: NE(truth(a), truth(b)), lambda at, a, b: np.logical_xor(a, b),
+_elementwise("logical_xor", 2, ANY, lambda at, a, b: NE(truth(a), truth(b)),
+             lambda at, a, b: np.logical_xor(a, b),
              lambda t, at: bool_)
-_elementwise("logical_not", 1, ANY, lambda at, a: Not(truth(a)), lambda at, a: np.logical_not(a), lambda t, at: bool_)
+_elementwise("logical_not", 1, ANY, lambda at, a: Not(truth(a)), lambda at, a: np.logical_not(a),
+             lambda t, at: bool_)
 
 
 def _bool_result(t: TensorType, attrs: Attrs) -> DType:
@@ -246,7 +260,8 @@ def _bool_result(t: TensorType, attrs: Attrs) -> DType:
 
 for _name, _node, _np in (
     ("equal", EQ, np.equal), ("not_equal", NE, np.not_equal), ("less_than", LT, np.less),
-    ("less_equal", LE, np.less_equal), ("greater_than", GT, np.greater), ("greater_equal", GE, np.greater_equal),
+    ("less_equal", LE, np.less_equal), ("greater_than", GT, np.greater),
+    ("greater_equal", GE, np.greater_equal),
 ):
     _elementwise(_name, 2, ANY, (lambda node: lambda at, a, b: node(a, b))(_node),
                  (lambda f: lambda at, a, b: f(a, b))(_np), _bool_result)
@@ -267,7 +282,8 @@ _elementwise("sigmoid", 1, FLOAT, lambda at, a: cdsl.sigmoid(a),
              lambda at, a: np.ones((), a.dtype) / (np.ones((), a.dtype) + np.exp(-a)))
 _elementwise("silu", 1, FLOAT, lambda at, a: a * cdsl.sigmoid(a),
              lambda at, a: a / (np.ones((), a.dtype) + np.exp(-a)),
-             signature=Signature((tensor("x"),), doc="`x * sigmoid(x)` (swish); `x * sigmoid(x)` is rewritten to it."),
+             signature=Signature((tensor("x"),),
+                                 doc="`x * sigmoid(x)` (swish); `x * sigmoid(x)` is rewritten to it."),
              low=-6.0, high=6.0)
 
 
@@ -275,7 +291,8 @@ def _intrinsic(name: str, low: float = -2.0, high: float = 2.0, kind: str = FLOA
     """A unary op that is one math intrinsic of the IR (its numpy reference is the intrinsic's)."""
     fn = getattr(cdsl, name)
     ref = INTRINSICS[name].reference
-    return _elementwise(kw.pop("op", name), 1, kind, lambda at, a: fn(a), lambda at, a: ref(a), low=low, high=high,
+    return _elementwise(kw.pop("op", name), 1, kind, lambda at, a: fn(a), lambda at, a: ref(a),
+                        low=low, high=high,
                         **kw)
 
 
@@ -307,10 +324,12 @@ def _bits_np(name: str) -> NpFn:
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0)
 for _name in ("left_shift", "right_shift"):   # shift counts in [0, 7): defined for every dtype
-    _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0, y_low=0.0, y_high=6.0)
+    _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0,
+                 y_low=0.0, y_high=6.0)
 _elementwise("bitwise_not", 1, INTEGER, _bits("bitwise_not"), _bits_np("bitwise_not"), low=-100.0, high=100.0)
 for _name in ("clz", "popc"):   # CUDA's __clz/__popc: 32- and 64-bit integers (as CINN)
-    _elementwise(_name, 1, INTEGER, _bits(_name), _bits_np(_name), low=-1000.0, high=1000.0, dtypes=("int32", "int64"))
+    _elementwise(_name, 1, INTEGER, _bits(_name), _bits_np(_name), low=-1000.0, high=1000.0,
+                 dtypes=("int32", "int64"))
 
 
 def _sign(a: Expr) -> Expr:
@@ -321,12 +340,14 @@ def _sign(a: Expr) -> Expr:
 
 
 _elementwise("sign", 1, NUMERIC, lambda at, a: _sign(a), lambda at, a: np.sign(a))
-_elementwise("reciprocal", 1, FLOAT, lambda at, a: const(1, a.dtype) / a, lambda at, a: np.ones((), a.dtype) / a,
+_elementwise("reciprocal", 1, FLOAT, lambda at, a: const(1, a.dtype) / a,
+             lambda at, a: np.ones((), a.dtype) / a,
              low=0.25, high=3.0)
 _elementwise("identity", 1, ANY, lambda at, a: a, lambda at, a: a.copy())
 _elementwise("relu6", 1, NUMERIC,
              lambda at, a: cdsl.minimum(cdsl.maximum(a, const(0, a.dtype)), const(at["threshold"], a.dtype)),
-             lambda at, a: cinn_minimum(cinn_maximum(a, np.zeros((), a.dtype)), np.asarray(at["threshold"], a.dtype)),
+             lambda at, a: cinn_minimum(cinn_maximum(a, np.zeros((), a.dtype)),
+                                        np.asarray(at["threshold"], a.dtype)),
              signature=Signature((tensor("a"), attr("threshold", number, 6.0)), attrs=lambda ins, at: {
                  "threshold": scalar_of(at["threshold"], ins[0].dtype, "relu6")},
                  doc="`min(max(a, 0), threshold)`."),
@@ -335,7 +356,8 @@ _elementwise("relu6", 1, NUMERIC,
 _elementwise("leaky_relu", 1, FLOAT,
              lambda at, a: cdsl.select(GE(a, const(0, a.dtype)), a, a * const(at["alpha"], a.dtype)),
              lambda at, a: np.where(a >= 0, a, a * np.asarray(at["alpha"], a.dtype)),
-             signature=Signature((tensor("x"), attr("alpha", floating, 0.01)), doc="`x` if x >= 0 else `alpha * x`."),
+             signature=Signature((tensor("x"), attr("alpha", floating, 0.01)),
+                                 doc="`x` if x >= 0 else `alpha * x`."),
              test=OpTest(testing.FLOATS, lambda d: [Case((Input(s),), {"alpha": al})
                                                     for s in testing.SHAPES for al in (0.01, 0.2)]))
 
@@ -349,11 +371,14 @@ def _clip_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
 
 
 _elementwise("clip", 1, NUMERIC,
-             lambda at, a: cdsl.minimum(cdsl.maximum(a, const(at["min"], a.dtype)), const(at["max"], a.dtype)),
-             lambda at, a: cinn_minimum(cinn_maximum(a, np.asarray(at["min"], a.dtype)), np.asarray(at["max"], a.dtype)),
+             lambda at, a: cdsl.minimum(cdsl.maximum(a, const(at["min"], a.dtype)),
+                                        const(at["max"], a.dtype)),
+             lambda at, a: cinn_minimum(cinn_maximum(a, np.asarray(at["min"], a.dtype)),
+                                        np.asarray(at["max"], a.dtype)),
              signature=Signature((tensor("x"), attr("min", number), attr("max", number)), attrs=_clip_attrs,
                                  doc="Clamp `x` to [min, max]."),
-             test=OpTest(testing.NUMERIC, lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"min": -1, "max": 2})
+             test=OpTest(testing.NUMERIC,
+                         lambda d: [Case((Input(s, low=-4.0, high=4.0),), {"min": -1, "max": 2})
                                                      for s in testing.SHAPES]))
 
 
@@ -375,10 +400,12 @@ def _scale_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any
 
 
 _elementwise("scale", 1, NUMERIC, _scale_expr, _scale_np, signature=Signature(
-    (tensor("x"), attr("scale", number, 1.0), attr("bias", number, 0.0), attr("bias_after_scale", boolean, True)),
+    (tensor("x"), attr("scale", number, 1.0), attr("bias", number, 0.0),
+     attr("bias_after_scale", boolean, True)),
     attrs=_scale_attrs, doc="`x * scale + bias`, or `(x + bias) * scale` when not bias_after_scale."),
     test=OpTest(testing.NUMERIC, lambda d: [
-        Case((Input(s),), {"scale": 2.0 if d.startswith("float") else 3, "bias": 1, "bias_after_scale": after})
+        Case((Input(s),),
+             {"scale": 2.0 if d.startswith("float") else 3, "bias": 1, "bias_after_scale": after})
         for s in testing.SHAPES for after in (True, False)]))
 
 
@@ -389,7 +416,8 @@ def _dropout_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, A
     # downgrade_in_infer: training dropped without rescaling, so inference scales by (1 - p);
     # upscale_in_train: training rescaled already, inference is the identity
     factor = 1.0 - p if at["dropout_implementation"] == "downgrade_in_infer" else 1.0
-    return {"scale": scalar_of(factor, ins[0].dtype, "dropout_infer"), "bias": scalar_of(0, ins[0].dtype, "dropout_infer"),
+    return {"scale": scalar_of(factor, ins[0].dtype, "dropout_infer"),
+            "bias": scalar_of(0, ins[0].dtype, "dropout_infer"),
             "bias_after_scale": True}
 
 
@@ -397,8 +425,10 @@ _elementwise("dropout_infer", 1, FLOAT, _scale_expr, _scale_np, signature=Signat
     (tensor("x"), attr("dropout_prob", floating, 0.5),
      attr("dropout_implementation", one_of("downgrade_in_infer", "upscale_in_train"), "downgrade_in_infer")),
     attrs=_dropout_attrs, doc="Dropout at inference: `x * (1 - dropout_prob)` (downgrade_in_infer) or `x`."),
-    test=OpTest(testing.FLOATS, lambda d: [Case((Input(s),), {"dropout_prob": 0.25, "dropout_implementation": impl})
-                                           for s in testing.SHAPES for impl in ("downgrade_in_infer", "upscale_in_train")]))
+    test=OpTest(testing.FLOATS,
+                lambda d: [Case((Input(s),), {"dropout_prob": 0.25, "dropout_implementation": impl})
+                                           for s in testing.SHAPES for impl
+                           in ("downgrade_in_infer", "upscale_in_train")]))
 
 
 def _cast_result(t: TensorType, attrs: Attrs) -> DType:
@@ -410,7 +440,8 @@ _elementwise("cast", 1, ANY, lambda at, a: cdsl.cast(a, at["dtype"]),
              signature=Signature((tensor("x"), attr("dtype", dtype_arg))),
              test=OpTest(("float32", "float16", "bfloat16", "int32", "int64", "bool"), lambda d: [
                  Case((Input(s, low=-100.0, high=100.0),), {"dtype": to}) for s in ((7,), ("S0", 5))
-                 for to in ("float32", "float16", "bfloat16", "int32", "int64", "bool", "float64") if to != d]))
+                 for to in ("float32", "float16", "bfloat16", "int32", "int64", "bool", "float64")
+                 if to != d]))
 
 
 def _infer_select(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -458,7 +489,8 @@ register(OpDef("select", OpPatternKind.kElementWise, _infer_select, _select_nump
 def _isclose_expr(at: Attrs, a: Expr, b: Expr) -> Expr:
     """`|a - b| <= atol + rtol * |b|` (numpy's isclose; equal infinities are close); NaNs are
     close to each other only under equal_nan."""
-    close = Or(EQ(a, b), LE(cdsl.abs(a - b), const(at["atol"], a.dtype) + const(at["rtol"], a.dtype) * cdsl.abs(b)))
+    close = Or(EQ(a, b),
+               LE(cdsl.abs(a - b), const(at["atol"], a.dtype) + const(at["rtol"], a.dtype) * cdsl.abs(b)))
     return Or(close, And(cdsl.isnan(a), cdsl.isnan(b))) if at["equal_nan"] else close
 
 
@@ -471,12 +503,14 @@ def _isclose_build(nb: Any, call: OpCall) -> Any:
 _elementwise("isclose", 2, FLOAT, _isclose_expr,
              lambda at, a, b: np.isclose(a, b, rtol=at["rtol"], atol=at["atol"], equal_nan=at["equal_nan"]),
              lambda t, at: bool_,
-             signature=Signature((operand("x"), operand("y"), attr("rtol", floating, 1e-5), attr("atol", floating, 1e-8),
+             signature=Signature((operand("x"), operand("y"), attr("rtol", floating, 1e-5),
+                                  attr("atol", floating, 1e-8),
                                   attr("equal_nan", boolean, False)), build=_isclose_build,
                                  doc="Elementwise `|x - y| <= atol + rtol * |y|` (numpy.isclose)."),
              test=OpTest(("float32", "bfloat16", "float64"), lambda d: [
                  Case((Input(s, low=-1.0, high=1.0, specials=True), Input(s, low=-1.0, high=1.0)),
-                      {"rtol": 0.5, "atol": 0.1, "equal_nan": en}) for s in testing.SHAPES for en in (False, True)]))
+                      {"rtol": 0.5, "atol": 0.1, "equal_nan": en}) for s in testing.SHAPES for en
+                 in (False, True)]))
 
 
 def _sum_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -505,8 +539,10 @@ def _sum_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorTyp
     return cdsl.compute(out.shape, body, out_name)
 
 
-register(OpDef("sum", OpPatternKind.kElementWise, _sum_infer, _sum_numpy, _sum_compute, fold=_np_fold(_sum_numpy),
-               arity=None, signature=Signature((tensors("inputs"),), doc="Elementwise sum of equally shaped inputs."),
+register(OpDef("sum", OpPatternKind.kElementWise, _sum_infer, _sum_numpy, _sum_compute,
+               fold=_np_fold(_sum_numpy),
+               arity=None,
+               signature=Signature((tensors("inputs"),), doc="Elementwise sum of equally shaped inputs."),
                test=OpTest(testing.NUMERIC, lambda d: [Case(([Input(s) for _ in range(n)],))
                                                        for s in testing.SHAPES for n in (1, 3)])))
 
@@ -542,7 +578,8 @@ register(OpDef("fill_constant", OpPatternKind.kElementWise, _infer_fill, _fill_n
                     attr("dtype", optional(dtype_arg), None), attr("force_cpu", boolean, False)),
                    build=_fill_build, doc="A tensor of `shape` filled with `value`."),
                test=OpTest(("float32", "float16", "bfloat16", "int32", "int64", "bool"), lambda d: [
-                   Case((shape, 1 if d == "bool" else 3), {"dtype": d}) for shape in ([1], [7], [3, 5], [])])))
+                   Case((shape, 1 if d == "bool" else 3), {"dtype": d}) for shape
+                   in ([1], [7], [3, 5], [])])))
 
 
 def fill_attrs(shape: Sequence[object], value: object, dtype: object) -> dict[str, Any]:

@@ -47,7 +47,8 @@ _NUMERIC_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64"
 # -- shared helpers ------------------------------------------------------------------------------------------
 def check_index(op: str, arg: str, t: TensorType) -> None:
     if not t.dtype.is_integral:
-        raise FrontendError(f"{op}: argument '{arg}' must be an integer tensor, got {t.dtype}{fmt_shape(t.shape)}")
+        raise FrontendError(f"{op}: argument '{arg}' must be an integer tensor, got "
+                            f"{t.dtype}{fmt_shape(t.shape)}")
 
 
 def index_value(v: Expr) -> Expr:
@@ -84,8 +85,10 @@ def _gather_shape(op: str, x: TensorType, index: TensorType, axis: int) -> tuple
                             f"{fmt_shape(index.shape)}")
     for d, (a, b) in enumerate(zip(x.shape, index.shape)):
         if d != axis and not dims_equal(a, b) and b != 1:
-            raise FrontendError(f"{op}: index {fmt_shape(index.shape)} must match x {fmt_shape(x.shape)} (or be 1) "
-                                f"in every dim but axis {axis}; dim {d} is {fmt_dim(b)}, expected {fmt_dim(a)}")
+            raise FrontendError(f"{op}: index {fmt_shape(index.shape)} must match x {fmt_shape(x.shape)} (or "
+                                "be 1) "
+                                f"in every dim but axis {axis}; dim {d} is {fmt_dim(b)}, expected "
+                                f"{fmt_dim(a)}")
     return x.shape[:axis] + (index.shape[axis],) + x.shape[axis + 1:]
 
 
@@ -144,9 +147,11 @@ def _gather_cases(dtype: str) -> list[Case]:
 
 
 register(OpDef("gather", OpPatternKind.kInjective, _gather_infer, _gather_numpy, _gather_compute, arity=2,
-               signature=Signature((tensor("x"), tensor("index"), attr("axis", integer, 0)), build=_gather_build,
+               signature=Signature((tensor("x"), tensor("index"), attr("axis", integer, 0)),
+                                   build=_gather_build,
                                    methods=("gather", "index_select"),
-                                   doc="Elements of `x` at `index` along `axis`: a 1-d index selects whole slices "
+                                   doc="Elements of `x` at `index` along `axis`: a 1-d index selects whole "
+                                       "slices "
                                        "(index_select); an index of x's rank picks per element "
                                        "(take_along_axis, size-1 dims broadcast)."),
                test=OpTest(_DATA_DTYPES, _gather_cases)))
@@ -157,11 +162,14 @@ def _gather_nd_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType
     x, index = ins
     check_index("gather_nd", "index", index)
     if index.ndim == 0:
-        raise FrontendError("gather_nd: argument 'index' must have rank >= 1 (its last dim indexes x), got a 0-d tensor")
+        raise FrontendError("gather_nd: argument 'index' must have rank >= 1 (its last dim indexes x), got a "
+                            "0-d tensor")
     depth = index.shape[-1]
     if not isinstance(depth, int) or not 1 <= depth <= x.ndim:
-        raise FrontendError(f"gather_nd: the last dim of index {fmt_shape(index.shape)} counts the leading dims of "
-                            f"x {fmt_shape(x.shape)} it indexes: expected a static 1..{x.ndim}, got {fmt_dim(depth)}")
+        raise FrontendError(f"gather_nd: the last dim of index {fmt_shape(index.shape)} counts the leading "
+                            "dims of "
+                            f"x {fmt_shape(x.shape)} it indexes: expected a static 1..{x.ndim}, got "
+                            f"{fmt_dim(depth)}")
     return [TensorType(tuple(index.shape[:-1]) + tuple(x.shape[depth:]), x.dtype)]
 
 
@@ -188,13 +196,15 @@ def _gather_nd_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Ten
 def _gather_nd_cases(dtype: str) -> list[Case]:
     def c(xs: tuple[Any, ...], ix: tuple[Any, ...], high: int, idt: str = "int32") -> Case:
         return Case((Input(xs), Input(ix, idt, low=0, high=high)))
-    return [c((5,), (3, 1), 4), c((3, 5), (4, 2), 2, "int64"), c((3, 5, 2), (2, 2, 1), 2), c((4, 3), ("S0", 2), 2),
+    return [c((5,), (3, 1), 4), c((3, 5), (4, 2), 2, "int64"), c((3, 5, 2), (2, 2, 1), 2),
+            c((4, 3), ("S0", 2), 2),
             c((2, 1, 6), (3, 2), 0), c((7, 3), (1,), 6), c(("S0", 3), (2, 1), 0, "int64")]
 
 
 register(OpDef("gather_nd", OpPatternKind.kInjective, _gather_nd_infer, _gather_nd_numpy, _gather_nd_compute,
                arity=2, signature=Signature((tensor("x"), tensor("index")),
-                                            doc="`x[index[..., 0], ..., index[..., m-1]]` for every leading position "
+                                            doc="`x[index[..., 0], ..., index[..., m-1]]` for every leading "
+                                                "position "
                                                 "of `index` (shape index.shape[:-1] + x.shape[m:])."),
                test=OpTest(_DATA_DTYPES, _gather_nd_cases)))
 
@@ -203,10 +213,12 @@ register(OpDef("gather_nd", OpPatternKind.kInjective, _gather_nd_infer, _gather_
 def _lookup_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     table, ids = ins
     if table.ndim != 2:
-        raise FrontendError(f"lookup_table: argument 'table' must have rank 2 [rows, width], got {fmt_shape(table.shape)}")
+        raise FrontendError("lookup_table: argument 'table' must have rank 2 [rows, width], got "
+                            f"{fmt_shape(table.shape)}")
     check_index("lookup_table", "ids", ids)
     if ids.ndim < 2 or ids.shape[-1] != 1:
-        raise FrontendError(f"lookup_table: argument 'ids' must have rank >= 2 with a last dim of 1 ([..., 1]), "
+        raise FrontendError("lookup_table: argument 'ids' must have rank >= 2 with a last dim of 1 ([..., "
+                            "1]), "
                             f"got {fmt_shape(ids.shape)}")
     pad, rows = attrs["padding_idx"], table.shape[0]
     if pad < -1 or (isinstance(rows, int) and pad >= rows):
@@ -246,9 +258,11 @@ def _lookup_cases(dtype: str) -> list[Case]:
             c((1, 5), (4, 1), -1, "int16"), c((5, 1), (6, 1), 4)]
 
 
-register(OpDef("lookup_table", OpPatternKind.kInjective, _lookup_infer, _lookup_numpy, _lookup_compute, arity=2,
+register(OpDef("lookup_table", OpPatternKind.kInjective, _lookup_infer, _lookup_numpy,
+               _lookup_compute, arity=2,
                signature=Signature((tensor("table"), tensor("ids"), attr("padding_idx", integer)),
-                                   doc="Rows of `table` [rows, width] at `ids` [..., 1] (shape [..., width]); rows "
+                                   doc="Rows of `table` [rows, width] at `ids` [..., 1] (shape [..., "
+                                       "width]); rows "
                                        "whose id is `padding_idx` are zeros (-1: none)."),
                test=OpTest(_NUMERIC_DTYPES, _lookup_cases)))
 
@@ -259,7 +273,8 @@ def _one_hot_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     check_index("one_hot", "indices", indices)
     for arg, t in (("on_value", on), ("off_value", off)):
         if t.shape not in ((), (1,)):
-            raise FrontendError(f"one_hot: argument '{arg}' must hold one value (shape [1]), got {fmt_shape(t.shape)}")
+            raise FrontendError(f"one_hot: argument '{arg}' must hold one value (shape [1]), got "
+                                f"{fmt_shape(t.shape)}")
     shape = list(indices.shape)
     shape.insert(attrs["axis"], attrs["depth"])
     return [TensorType(tuple(shape), attrs["dtype"])]
@@ -270,7 +285,8 @@ def _one_hot_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
     if depth < 1:
         raise FrontendError(f"one_hot: argument 'depth' must be >= 1, got {depth}")
     if not -1 <= axis <= rank:
-        raise FrontendError(f"one_hot: argument 'axis' must be -1 (last) or in [0, {rank}] for indices of rank "
+        raise FrontendError(f"one_hot: argument 'axis' must be -1 (last) or in [0, {rank}] for indices of "
+                            "rank "
                             f"{rank}, got {axis}")
     return {"depth": depth, "axis": rank if axis == -1 else axis, "dtype": at["dtype"]}
 
@@ -301,17 +317,22 @@ def _one_hot_cases(dtype: str) -> list[Case]:
     def c(shape: tuple[Any, ...], depth: int, low: int = 0, **kw: Any) -> Case:
         return Case((Input(shape, low=low, high=depth - 1), Input((1,), "float32", low=1, high=3),
                      Input((1,), "float32", low=-1, high=0)), {"depth": depth, **kw})
-    return [c((1,), 10), c((7,), 5, low=-2, dtype="int64"), c((3, 5), 4, axis=0), c((2, 1, 6), 3, axis=1, dtype="float16"),
+    return [c((1,), 10), c((7,), 5, low=-2, dtype="int64"), c((3, 5), 4, axis=0),
+            c((2, 1, 6), 3, axis=1, dtype="float16"),
             c(("S0", 5), 6, axis=-1), c(("S0",), 3, axis=0, dtype="int32")]
 
 
 register(OpDef("one_hot", OpPatternKind.kInjective, _one_hot_infer, _one_hot_numpy, _one_hot_compute, arity=3,
-               signature=Signature((tensor("indices"), tensor("on_value"), tensor("off_value"), attr("depth", integer),
+               signature=Signature((tensor("indices"), tensor("on_value"), tensor("off_value"),
+                                    attr("depth", integer),
                                     attr("axis", integer, -1), attr("dtype", dtype_arg, "float32")),
                                    attrs=_one_hot_attrs,
-                                   doc="A new dim of size `depth` at `axis` (-1: last) holding `on_value` where its "
-                                       "position equals the index, else `off_value` (an index outside [0, depth) "
-                                       "gives all `off_value`); on/off are one-element Variables, cast to `dtype`."),
+                                   doc="A new dim of size `depth` at `axis` (-1: last) holding `on_value` "
+                                       "where its "
+                                       "position equals the index, else `off_value` (an index outside [0, "
+                                       "depth) "
+                                       "gives all `off_value`); on/off are one-element Variables, cast to "
+                                       "`dtype`."),
                test=OpTest(("int32", "int64"), _one_hot_cases)))
 
 
@@ -321,15 +342,18 @@ def _scatter_infer(op: str) -> Any:
         x, updates, index = ins
         axis = attrs["axis"]
         if op == "scatter_add" and x.dtype.is_bool:
-            raise FrontendError("scatter_add: needs numeric x and updates, got bool; use scatter_assign or cast")
+            raise FrontendError("scatter_add: needs numeric x and updates, got bool; use scatter_assign or "
+                                "cast")
         if updates.dtype != x.dtype:
-            raise FrontendError(f"{op}: updates must have the dtype of x ({x.dtype}), got {updates.dtype}; insert a cast")
+            raise FrontendError(f"{op}: updates must have the dtype of x ({x.dtype}), got {updates.dtype}; "
+                                "insert a cast")
         check_index(op, "index", index)
         if index.ndim != 1:
             raise FrontendError(f"{op}: argument 'index' must have rank 1, got {fmt_shape(index.shape)}")
         expected = x.shape[:axis] + (index.shape[0],) + x.shape[axis + 1:]
         if updates.ndim != x.ndim or not all(dims_equal(a, b) for a, b in zip(updates.shape, expected)):
-            raise FrontendError(f"{op}: updates must have x's shape with dim {axis} the length of index: expected "
+            raise FrontendError(f"{op}: updates must have x's shape with dim {axis} the length of index: "
+                                "expected "
                                 f"{fmt_shape(expected)}, got {fmt_shape(updates.shape)}")
         return [x]
     return infer
@@ -391,7 +415,8 @@ def _scatter_cases(dtype: str) -> list[Case]:
     def c(xs: tuple[Any, ...], us: tuple[Any, ...], ix: tuple[Any, ...], low: int, high: int, axis: int,
           idt: str = "int32") -> Case:
         return Case((Input(xs), Input(us), Input(ix, idt, low=low, high=high)), {"axis": axis})
-    return [c((10,), (5,), (5,), 0, 3, 0), c((3, 5), (3, 8), (8,), 0, 4, 1, "int64"), c((4, 3), (3, 3), (3,), -1, 4, 0),
+    return [c((10,), (5,), (5,), 0, 3, 0), c((3, 5), (3, 8), (8,), 0, 4, 1, "int64"),
+            c((4, 3), (3, 3), (3,), -1, 4, 0),
             c((2, 1, 6), (2, 1, 3), (3,), 0, 5, -1), c(("S0", 5), ("S0", 2), (2,), 0, 4, 1),
             c((5, 3), ("S0", 3), ("S0",), 0, 4, 0, "int64"), c((1,), (1,), (1,), 0, 0, 0),
             c(("S0", 3), (4, 3), (4,), 0, 2, 0)]  # into a symbolic axis (S0 = 1: indices 1 and 2 dropped)
@@ -399,9 +424,11 @@ def _scatter_cases(dtype: str) -> list[Case]:
 
 def _scatter_op(op: str, compute: Any, dtypes: tuple[str, ...], what: str) -> None:
     register(OpDef(op, OpPatternKind.kNonFusible, _scatter_infer(op), _scatter_numpy(op), compute, arity=3,
-                   signature=Signature((tensor("x"), tensor("updates"), tensor("index"), attr("axis", integer, 0)),
+                   signature=Signature((tensor("x"), tensor("updates"), tensor("index"),
+                                        attr("axis", integer, 0)),
                                        attrs=lambda ins, at: {"axis": _axis(op, ins[0], at["axis"])},
-                                       doc=f"x with updates[..., k, ...] {what} x[..., index[k], ...] along `axis` "
+                                       doc=f"x with updates[..., k, ...] {what} x[..., index[k], ...] along "
+                                           "`axis` "
                                            "(an index outside x's dim drops its update)."),
                    test=OpTest(dtypes, _scatter_cases)))
 

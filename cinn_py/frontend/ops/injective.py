@@ -20,11 +20,13 @@ from cinn_py.frontend.ops.base import (
     Attrs, Dim, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, register,
 )
 from cinn_py.frontend.ops.elementwise import check_same_dtypes
-from cinn_py.frontend.ops.signature import OpCall, Signature, any_value, attr, int_list, integer, tensor, tensors
+from cinn_py.frontend.ops.signature import (OpCall, Signature, any_value, attr, int_list, integer, tensor,
+                                            tensors)
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
-    add_dims, dims_equal, div_dims, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel, simplify_dim,
+    add_dims, dims_equal, div_dims, eval_dim, eval_shape, fmt_dim, fmt_shape, normalize_axis, numel,
+    simplify_dim,
     to_dim,
 )
 from cinn_py.ir import Expr, IntImm, as_expr, const
@@ -68,7 +70,8 @@ def broadcast_attrs(x: TensorType, out_shape: Shape, broadcast_axes: Sequence[in
     for d, a in enumerate(axes):
         src, dst = x.shape[d], out_shape[a]
         if not (isinstance(src, int) and src == 1) and not dims_equal(src, dst):
-            raise FrontendError(f"broadcast_to: cannot broadcast {fmt_shape(x.shape)} to {fmt_shape(out_shape)}: "
+            raise FrontendError(f"broadcast_to: cannot broadcast {fmt_shape(x.shape)} to "
+                                f"{fmt_shape(out_shape)}: "
                                 f"input dim {d} ({fmt_dim(src)}) maps to output axis {a} ({fmt_dim(dst)}); "
                                 "it must be equal or 1")
     return {"shape": tuple(out_shape), "broadcast_axes": axes}
@@ -114,7 +117,8 @@ def _broadcast_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]
 
 register(OpDef("broadcast_to", OpPatternKind.kBroadcast, _broadcast_infer, _broadcast_numpy,
                _broadcast_compute, fold=_first, arity=1,
-               signature=Signature((tensor("x"), attr("out_shape", any_value), attr("broadcast_axes", int_list, ())),
+               signature=Signature((tensor("x"), attr("out_shape", any_value),
+                                    attr("broadcast_axes", int_list, ())),
                                    attrs=_broadcast_sig_attrs,
                                    doc="Broadcast `x` to `out_shape`; input dim d maps to output axis "
                                        "`broadcast_axes[d]` (default: trailing alignment)."),
@@ -247,7 +251,8 @@ def _reshape_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
     shape = at["shape"]
     if not isinstance(shape, (list, tuple)):
         raise FrontendError(f"reshape: argument 'shape' must be a list, got {type(shape).__name__}")
-    raw = [v if isinstance(v, int) and not isinstance(v, bool) and v < 0 else to_dim(v, f"reshape: shape[{k}]")
+    raw = [v if isinstance(v, int) and not isinstance(v, bool) and v < 0
+           else to_dim(v, f"reshape: shape[{k}]")
            for k, v in enumerate(shape)]
     return {"shape": reshape_shape(ins[0], raw)}
 
@@ -342,7 +347,8 @@ def _symbolic_slice(dim: Expr, s: int, e: int, st: int, axis: int) -> tuple[Dim,
         raise FrontendError(f"slice: axis {axis} has the symbolic extent {fmt_dim(dim)}; only stride 1 is "
                             f"supported there, got {st}")
     if s > 0 or (e >= 0 and e < INT_MAX):
-        raise FrontendError(f"slice: axis {axis} has the symbolic extent {fmt_dim(dim)}; a non-negative start "
+        raise FrontendError(f"slice: axis {axis} has the symbolic extent {fmt_dim(dim)}; a non-negative "
+                            "start "
                             f"or end ({s}:{e}) cannot be checked against it; index from the end "
                             "(negative values) or slice to the end (end = 2^31 - 1)")
     start: Dim = 0 if s == 0 else add_dims(dim, s)
@@ -476,7 +482,8 @@ def _concat_fold(values: Sequence[Any], attrs: Attrs, ins: Sequence[TensorType],
 register(OpDef("concat", OpPatternKind.kInjective, _concat_infer, _concat_numpy, _concat_compute,
                fold=_concat_fold, arity=None,
                signature=Signature((tensors("xs"), attr("axis", integer, 0)),
-                                   attrs=lambda ins, at: {"axis": normalize_axis(at["axis"], ins[0].ndim, "concat")}),
+                                   attrs=lambda ins, at: {"axis": normalize_axis(at["axis"], ins[0].ndim,
+                                                                                 "concat")}),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case(([Input((2, 5)), Input((3, 5))],), {"axis": 0}),
                    Case(([Input((3, 1)), Input((3, 4)), Input((3, 2))],), {"axis": -1}),

@@ -26,9 +26,11 @@ from cinn_py.frontend.ops.elementwise import check_same_dtypes, scalar_of
 from cinn_py.frontend.ops.injective import INT_MAX, MOVE_DTYPES, slice_attrs
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (
-    add_dims, dims_equal, div_dims, eval_dim, eval_shape, fmt_dim, fmt_shape, mul_dims, normalize_axis, shapes_equal,
+    add_dims, dims_equal, div_dims, eval_dim, fmt_dim, fmt_shape, mul_dims, normalize_axis,
+    shapes_equal,
 )
-from cinn_py.frontend.ops.signature import OpCall, Signature, any_value, attr, floating, int_list, integer, tensor
+from cinn_py.frontend.ops.signature import (OpCall, Signature, any_value, attr, int_list, integer,
+                                            tensor)
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.ir import EQ, And, Expr, IntImm, const
 
@@ -97,7 +99,8 @@ def squeeze_axes(x: TensorType, axes: Sequence[int], method: str = "squeeze") ->
     norm = _unique_axes(method, axes, x.ndim)
     for a in norm:
         if not (isinstance(x.shape[a], int) and x.shape[a] == 1):
-            raise FrontendError(f"{method}: argument 'axes' names axis {a} of {fmt_shape(x.shape)}, whose extent is "
+            raise FrontendError(f"{method}: argument 'axes' names axis {a} of {fmt_shape(x.shape)}, whose "
+                                "extent is "
                                 f"{fmt_dim(x.shape[a])}, expected 1")
     return norm
 
@@ -111,10 +114,13 @@ def _squeeze_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -
     return [np.squeeze(arrays[0], axis=tuple(attrs["axes"])).copy()]
 
 
-register(OpDef("squeeze", _INJECTIVE, _squeeze_infer, _squeeze_numpy, _unit_axes_compute, fold=_first, arity=1,
+register(OpDef("squeeze", _INJECTIVE, _squeeze_infer, _squeeze_numpy, _unit_axes_compute,
+               fold=_first, arity=1,
                signature=Signature((tensor("a"), attr("axes", int_list, ())),
-                                   attrs=lambda ins, at: {"axes": squeeze_axes(ins[0], at["axes"]), "_kind": "squeeze"},
-                                   doc="Remove the extent-1 axes `axes` (default: every static extent-1 axis)."),
+                                   attrs=lambda ins, at: {"axes": squeeze_axes(ins[0], at["axes"]),
+                                                          "_kind": "squeeze"},
+                                   doc="Remove the extent-1 axes `axes` (default: every static extent-1 "
+                                       "axis)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((2, 1, 6)),), {}), Case((Input((1, 7, 1)),), {"axes": [-1]}),
                    Case((Input((1,)),), {}), Case((Input(("S0", 1, 5)),), {"axes": [1]}),
@@ -138,18 +144,20 @@ def _expand_dims_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEn
     return [np.expand_dims(arrays[0], tuple(attrs["axes"])).copy()]
 
 
-register(OpDef("expand_dims", _INJECTIVE, _expand_dims_infer, _expand_dims_numpy, _unit_axes_compute, fold=_first,
+register(OpDef("expand_dims", _INJECTIVE, _expand_dims_infer, _expand_dims_numpy, _unit_axes_compute,
+               fold=_first,
                arity=1,
                signature=Signature((tensor("x"), attr("axes", int_list)),
                                    attrs=lambda ins, at: {"axes": expand_dims_axes(ins[0], at["axes"]),
                                                           "_kind": "expand_dims"},
-                                   doc="Insert extent-1 axes at the output positions `axes` (numpy.expand_dims)."),
+                                   doc="Insert extent-1 axes at the output positions `axes` "
+                                       "(numpy.expand_dims)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((7,)),), {"axes": [0]}), Case((Input((3, 5)),), {"axes": [1, -1]}),
                    Case((Input((1,)),), {"axes": [0, 1]}), Case((Input(("S0", 5)),), {"axes": [0, 2]})])))
 
 
-# -- reverse / flip -------------------------------------------------------------------------------------------
+# -- reverse / flip ------------------------------------------------------------------------------------------
 def _reverse_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     return [ins[0]]
 
@@ -171,15 +179,17 @@ def _reverse_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tenso
 
 register(OpDef("reverse", _INJECTIVE, _reverse_infer, _reverse_numpy, _reverse_compute, fold=_first, arity=1,
                signature=Signature((tensor("x"), attr("axis", int_list)), methods=("reverse", "flip"),
-                                   attrs=lambda ins, at: {"axis": _unique_axes("reverse", at["axis"], ins[0].ndim, "axis")},
-                                   doc="Reverse the order of elements along the axes `axis` (`flip` is the same op)."),
+                                   attrs=lambda ins, at: {"axis": _unique_axes("reverse", at["axis"],
+                                                                               ins[0].ndim, "axis")},
+                                   doc="Reverse the order of elements along the axes `axis` (`flip` is the "
+                                       "same op)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((7,)),), {"axis": [0]}), Case((Input((3, 5)),), {"axis": [0, 1]}),
                    Case((Input((2, 1, 6)),), {"axis": [-1, 1]}), Case((Input(("S0", 5)),), {"axis": [0]}),
                    Case((Input(("S0", 5)),), {"axis": [1]}, method="flip")])))
 
 
-# -- tile -------------------------------------------------------------------------------------------------------
+# -- tile ----------------------------------------------------------------------------------------------------
 def tile_attrs(x: TensorType, repeat_times: Sequence[int], method: str = "tile") -> dict[str, Any]:
     """Paddle's tile: `repeat_times` shorter than the rank is padded with leading 1s; longer, the
     input gets leading extent-1 axes (`rank` is the output rank)."""
@@ -224,12 +234,14 @@ register(OpDef("tile", _INJECTIVE, _tile_infer, _tile_numpy, _tile_compute, fold
                                    attrs=lambda ins, at: tile_attrs(ins[0], at["repeat_times"]),
                                    doc="Repeat `x` `repeat_times[d]` times along each axis d (numpy.tile)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
-                   Case((Input((7,)),), {"repeat_times": [3]}), Case((Input((3, 5)),), {"repeat_times": [2, 1]}),
-                   Case((Input((2, 1, 6)),), {"repeat_times": [3, 1]}), Case((Input((1,)),), {"repeat_times": [2, 5]}),
+                   Case((Input((7,)),), {"repeat_times": [3]}),
+                   Case((Input((3, 5)),), {"repeat_times": [2, 1]}),
+                   Case((Input((2, 1, 6)),), {"repeat_times": [3, 1]}),
+                   Case((Input((1,)),), {"repeat_times": [2, 5]}),
                    Case((Input(("S0", 5)),), {"repeat_times": [2, 3]})])))
 
 
-# -- repeat ---------------------------------------------------------------------------------------------------
+# -- repeat --------------------------------------------------------------------------------------------------
 def _repeat_attrs(x: TensorType, repeats: int, axis: int, method: str = "repeat") -> dict[str, Any]:
     if repeats < 1:
         raise FrontendError(f"{method}: argument 'repeats' must be >= 1, got {repeats}")
@@ -238,7 +250,8 @@ def _repeat_attrs(x: TensorType, repeats: int, axis: int, method: str = "repeat"
 
 def _repeat_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     x, axis = ins[0], attrs["axis"]
-    return [TensorType(tuple(mul_dims(d, attrs["repeats"]) if a == axis else d for a, d in enumerate(x.shape)),
+    return [TensorType(tuple(mul_dims(d, attrs["repeats"]) if a == axis else d for a,
+                             d in enumerate(x.shape)),
                        x.dtype)]
 
 
@@ -261,17 +274,19 @@ register(OpDef("repeat", _INJECTIVE, _repeat_infer, _repeat_numpy, _repeat_compu
                                    attrs=lambda ins, at: _repeat_attrs(ins[0], at["repeats"], at["axis"]),
                                    doc="Repeat every element `repeats` times along `axis` (numpy.repeat)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
-                   Case((Input((7,)),), {"repeats": 2, "axis": 0}), Case((Input((3, 5)),), {"repeats": 3, "axis": 1}),
+                   Case((Input((7,)),), {"repeats": 2, "axis": 0}),
+                   Case((Input((3, 5)),), {"repeats": 3, "axis": 1}),
                    Case((Input((2, 1, 6)),), {"repeats": 1, "axis": -2}),
                    Case((Input(("S0", 5)),), {"repeats": 2, "axis": 0})])))
 
 
-# -- pad ----------------------------------------------------------------------------------------------------------
+# -- pad -----------------------------------------------------------------------------------------------------
 def pad_attrs(x: TensorType, paddings: Any, pad_value: float, method: str = "pad") -> dict[str, Any]:
     """`paddings`: one [before, after] pair of non-negative ints per axis (CINN's pad attribute)."""
     pairs = paddings if isinstance(paddings, (list, tuple)) else None
     if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
-        raise FrontendError(f"{method}: argument 'paddings' must be a list of [before, after] pairs, got {paddings!r}")
+        raise FrontendError(f"{method}: argument 'paddings' must be a list of [before, after] pairs, got "
+                            f"{paddings!r}")
     if len(pairs) != x.ndim:
         raise FrontendError(f"{method}: argument 'paddings' must have one [before, after] pair per axis of "
                             f"{fmt_shape(x.shape)} ({x.ndim}), got {len(pairs)}")
@@ -325,9 +340,11 @@ def _pad_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorTyp
 
 
 register(OpDef("pad", _INJECTIVE, _pad_infer, _pad_numpy, _pad_compute, fold=_pad_fold, arity=1,
-               signature=Signature((tensor("x"), attr("paddings", any_value), attr("pad_value", any_value, 0.0)),
+               signature=Signature((tensor("x"), attr("paddings", any_value),
+                                    attr("pad_value", any_value, 0.0)),
                                    attrs=lambda ins, at: pad_attrs(ins[0], at["paddings"], at["pad_value"]),
-                                   doc="Pad each axis d with `paddings[d] = [before, after]` elements of `pad_value`."),
+                                   doc="Pad each axis d with `paddings[d] = [before, after]` elements of "
+                                       "`pad_value`."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((7,)),), {"paddings": [[2, 3]]}),
                    Case((Input((3, 5)),), {"paddings": [[1, 0], [0, 2]], "pad_value": 1}),
@@ -336,8 +353,9 @@ register(OpDef("pad", _INJECTIVE, _pad_infer, _pad_numpy, _pad_compute, fold=_pa
                    Case((Input(("S0", 5)),), {"paddings": [[1, 2], [0, 1]], "pad_value": 1})])))
 
 
-# -- split -----------------------------------------------------------------------------------------------------
-def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int, method: str = "split") -> tuple[Dim, ...]:
+# -- split ---------------------------------------------------------------------------------------------------
+def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int,
+                   method: str = "split") -> tuple[Dim, ...]:
     """The section extents along `axis`: `[n]` is n equal sections, a longer list the extents
     (one of them may be -1: the rest of the axis). A symbolic axis splits into equal sections
     only when the count provably divides it (`2 * S0` into 2, not `S0`)."""
@@ -347,7 +365,8 @@ def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int, meth
     if len(num_or_sections) == 1:
         n = num_or_sections[0]
         if n < 1:
-            raise FrontendError(f"{method}: argument 'num_or_sections' = [{n}] must be a positive section count")
+            raise FrontendError(f"{method}: argument 'num_or_sections' = [{n}] must be a positive section "
+                                "count")
         part = div_dims(dim, n)
         if part is None:
             raise FrontendError(f"{method}: axis {axis} of {fmt_shape(shape)} has extent {fmt_dim(dim)}, not "
@@ -357,7 +376,8 @@ def split_sections(shape: Shape, num_or_sections: Sequence[int], axis: int, meth
     return _explicit_sections(dim, tuple(num_or_sections), axis, shape, method)
 
 
-def _explicit_sections(dim: Dim, sections: tuple[int, ...], axis: int, shape: Shape, method: str) -> tuple[Dim, ...]:
+def _explicit_sections(dim: Dim, sections: tuple[int, ...], axis: int, shape: Shape,
+                       method: str) -> tuple[Dim, ...]:
     inferred = [k for k, s in enumerate(sections) if s == -1]
     bad = [s for s in sections if s < -1]
     if bad or len(inferred) > 1:
@@ -371,7 +391,8 @@ def _explicit_sections(dim: Dim, sections: tuple[int, ...], axis: int, shape: Sh
         return sections
     rest: Dim = add_dims(dim, -known)
     if isinstance(rest, int) and rest < 0:
-        raise FrontendError(f"{method}: sections {list(sections)} exceed the extent {fmt_dim(dim)} of axis {axis} "
+        raise FrontendError(f"{method}: sections {list(sections)} exceed the extent {fmt_dim(dim)} of axis "
+                            f"{axis} "
                             f"of {fmt_shape(shape)}")
     return tuple(rest if s == -1 else s for s in sections)
 
@@ -435,7 +456,7 @@ register(OpDef("split", _INJECTIVE, _split_infer, _split_numpy, _split_compute, 
                    Case((Input(("S0", 5)),), {"num_or_sections": [1, -1], "axis": 0})])))
 
 
-# -- slice_assign ---------------------------------------------------------------------------------------------
+# -- slice_assign --------------------------------------------------------------------------------------------
 def slice_assign_attrs(x: TensorType, assign: TensorType, axes: Sequence[int], starts: Sequence[int],
                        ends: Sequence[int], strides: Sequence[int]) -> dict[str, Any]:
     """`slice`'s attributes of the assigned region; `assign` must have the region's shape and
@@ -445,7 +466,8 @@ def slice_assign_attrs(x: TensorType, assign: TensorType, axes: Sequence[int], s
     except (FrontendError, TypeError) as exc:
         raise FrontendError(f"slice_assign: {str(exc).split(': ', 1)[-1]}") from None
     if not shapes_equal(assign.shape, at["shape"]):
-        raise FrontendError(f"slice_assign: argument 'assign' has shape {fmt_shape(assign.shape)}, but the slice of "
+        raise FrontendError(f"slice_assign: argument 'assign' has shape {fmt_shape(assign.shape)}, but the "
+                            "slice of "
                             f"{fmt_shape(x.shape)} it replaces has shape {fmt_shape(at['shape'])}")
     return {"axes": at["axes"], "starts": at["starts"], "ends": at["ends"], "strides": at["strides"],
             "_spec": at["spec"]}
@@ -507,17 +529,21 @@ def _slice_assign_sig_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, A
 
 register(OpDef("slice_assign", _INJECTIVE, _slice_assign_infer, _slice_assign_numpy, _slice_assign_compute,
                fold=_fold_uniform, arity=2,
-               signature=Signature((tensor("x"), tensor("assign"), attr("axes", int_list), attr("starts", int_list),
+               signature=Signature((tensor("x"), tensor("assign"), attr("axes", int_list),
+                                    attr("starts", int_list),
                                     attr("ends", int_list), attr("strides", int_list, ())),
                                    attrs=_slice_assign_sig_attrs,
-                                   doc="`x` with its slice (axes, starts, ends, strides as `slice`) replaced by "
+                                   doc="`x` with its slice (axes, starts, ends, strides as `slice`) replaced "
+                                       "by "
                                        "`assign`."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((7,)), Input((4,))), {"axes": [0], "starts": [1], "ends": [5]}),
-                   Case((Input((3, 5)), Input((3, 2))), {"axes": [1], "starts": [4], "ends": [0], "strides": [-2]}),
+                   Case((Input((3, 5)), Input((3, 2))),
+                        {"axes": [1], "starts": [4], "ends": [0], "strides": [-2]}),
                    Case((Input((3, 5)), Input((1, 2))), {"axes": [0, 1], "starts": [1, 0], "ends": [2, 5],
                                                         "strides": [1, 3]}),
                    Case((Input((1,)), Input((1,))), {"axes": [0], "starts": [0], "ends": [1]}),
                    Case((Input(("S0", 6)), Input(("S0", 3))), {"axes": [1], "starts": [0], "ends": [6],
                                                               "strides": [2]}),
-                   Case((Input(("S0", 6)), Input((1, 6))), {"axes": [0], "starts": [-1], "ends": [INT_MAX]})])))
+                   Case((Input(("S0", 6)), Input((1, 6))),
+                        {"axes": [0], "starts": [-1], "ends": [INT_MAX]})])))

@@ -26,14 +26,16 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype,
+    numpy_dtype, register,
 )
 from cinn_py.frontend.ops.elementwise import binary_operands, scalar_of
 from cinn_py.frontend.ops.reduce import accumulator
 from cinn_py.frontend.ops.reference import fold_extreme
 from cinn_py.frontend.ops.shapes import eval_shape, fmt_shape, shapes_equal, to_dim
 from cinn_py.frontend.ops.signature import (
-    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, int_list, integer, number, one_of, tensor,
+    OpCall, Signature, any_value, attr, boolean, dtype_arg, floating, int_list, integer, number,
+    one_of, tensor,
 )
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
 from cinn_py.ir import EQ, GE, LT, And, DType, Expr, IntImm, const, float64, int64
@@ -94,7 +96,8 @@ def _window_attrs(method: str, x: TensorType, kernel: tuple[int, int], strides: 
     sh, sw = _pair(method, "strides", strides)
     dh, dw = _pair(method, "dilations", dilations)
     if min(sh, sw, dh, dw) < 1:
-        raise FrontendError(f"{method}: strides and dilations must be >= 1, got {list(strides)}, {list(dilations)}")
+        raise FrontendError(f"{method}: strides and dilations must be >= 1, got {list(strides)}, "
+                            f"{list(dilations)}")
     if algorithm == "VALID":
         pads = (0, 0, 0, 0)
     elif algorithm == "SAME":
@@ -106,7 +109,8 @@ def _window_attrs(method: str, x: TensorType, kernel: tuple[int, int], strides: 
     oh = _out_extent(h, kernel[0], sh, pads[0], pads[1], dh, ceil)
     ow = _out_extent(w, kernel[1], sw, pads[2], pads[3], dw, ceil)
     if oh < 1 or ow < 1:
-        raise FrontendError(f"{method}: the window {list(kernel)} (dilations {[dh, dw]}) does not fit the padded "
+        raise FrontendError(f"{method}: the window {list(kernel)} (dilations {[dh, dw]}) does not fit the "
+                            "padded "
                             f"input {h}x{w} (paddings {list(pads)}): output would be {oh}x{ow}")
     return {"kernel": kernel, "strides": (sh, sw), "pads": pads, "dilations": (dh, dw), "out_hw": (oh, ow),
             "data_format": layout}
@@ -144,13 +148,14 @@ def _window_numpy(x: np.ndarray, attrs: Attrs, pad_value: float) -> tuple[np.nda
     """The NCHW input padded with `pad_value`, and the (N, C, OH, OW, KH, KW) window view."""
     if attrs["data_format"] == "NHWC":
         x = x.transpose(0, 3, 1, 2)
-    t, b, l, r = attrs["pads"]
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = attrs["kernel"], attrs["strides"], attrs["dilations"], attrs["out_hw"]
+    t, b, left, right = attrs["pads"]
+    (kh, kw), (sh, sw) = attrs["kernel"], attrs["strides"]
+    (dh, dw), (oh, ow) = attrs["dilations"], attrs["out_hw"]
     # room for windows that run past the padded input (ceil_mode): padded with pad_value too
     extra_h = max((oh - 1) * sh + dh * (kh - 1) + 1 - (x.shape[2] + t + b), 0)
-    extra_w = max((ow - 1) * sw + dw * (kw - 1) + 1 - (x.shape[3] + l + r), 0)
-    xp = np.pad(x, ((0, 0), (0, 0), (t, b + extra_h), (l, r + extra_w)), constant_values=pad_value)
-    mask = np.pad(np.ones(x.shape[2:], bool), ((t, b + extra_h), (l, r + extra_w)))
+    extra_w = max((ow - 1) * sw + dw * (kw - 1) + 1 - (x.shape[3] + left + right), 0)
+    xp = np.pad(x, ((0, 0), (0, 0), (t, b + extra_h), (left, right + extra_w)), constant_values=pad_value)
+    mask = np.pad(np.ones(x.shape[2:], bool), ((t, b + extra_h), (left, right + extra_w)))
     win = np.empty(x.shape[:2] + (oh, ow, kh, kw), xp.dtype)
     inside = np.empty((oh, ow, kh, kw), bool)
     for i in range(kh):
@@ -186,12 +191,14 @@ def _conv_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
 def _conv_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     x, w = ins
     if x.dtype != w.dtype or not x.dtype.is_float:
-        raise FrontendError(f"conv2d: x and w must have one floating-point dtype, got {x.dtype} and {w.dtype}")
+        raise FrontendError(f"conv2d: x and w must have one floating-point dtype, got {x.dtype} and "
+                            f"{w.dtype}")
     c, _, _ = _spatial(attrs["data_format"], x.shape)
     groups = attrs["groups"]
     if not isinstance(c, int) or groups < 1 or c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
         raise FrontendError(f"conv2d: x {fmt_shape(x.shape)} ({attrs['data_format']}) has {c} channels; with "
-                            f"groups={groups} the filter {fmt_shape(w.shape)} must be [C_out, {c}/groups, KH, KW] "
+                            f"groups={groups} the filter {fmt_shape(w.shape)} must be [C_out, {c}/groups, "
+                            "KH, KW] "
                             "with C_out divisible by groups")
     oh, ow = attrs["out_hw"]
     return [TensorType(_layout_shape(attrs["data_format"], x.shape[0], w.shape[0], oh, ow), x.dtype)]
@@ -252,14 +259,17 @@ def _conv_cases(dtype: str) -> list[Case]:
             conv(("S0", 3, 5, 5), (2, 3, 1, 1)),
             conv((1, 5, 5, 3), (2, 3, 3, 3), data_format="NHWC", padding_algorithm="SAME", strides=[2, 2]),
             conv((1, 1, 4, 4), (1, 1, 3, 3), padding_algorithm="VALID"),
-            conv((2, 6, 8, 7), (12, 1, 3, 3), groups=6, strides=[2, 2]),  # depthwise x2; no window reaches row 7
-            conv((1, 6, 5, 4), (4, 2, 2, 3), groups=2, dilations=[1, 2], strides=[1, 2], paddings=[0, 1, 1, 0],
+            conv((2, 6, 8, 7), (12, 1, 3, 3), groups=6,
+                 strides=[2, 2]),  # depthwise x2; no window reaches row 7
+            conv((1, 6, 5, 4), (4, 2, 2, 3), groups=2, dilations=[1, 2], strides=[1, 2],
+                 paddings=[0, 1, 1, 0],
                  data_format="NHWC")]
 
 
 register(OpDef("conv2d", OpPatternKind.kNonFusible, _conv_infer, _conv_numpy, _conv_compute, arity=2,
                signature=Signature(
-                   (tensor("x"), tensor("w"), attr("strides", int_list, (1, 1)), attr("paddings", int_list, (0, 0)),
+                   (tensor("x"), tensor("w"), attr("strides", int_list, (1, 1)),
+                    attr("paddings", int_list, (0, 0)),
                     attr("dilations", int_list, (1, 1)), attr("groups", integer, 1),
                     attr("data_format", one_of(*_LAYOUTS), "NCHW"),
                     attr("padding_algorithm", one_of("EXPLICIT", "SAME", "VALID"), "EXPLICIT")),
@@ -362,7 +372,8 @@ def _pool_cases(dtype: str) -> list[Case]:
             pool((1, 1, 5, 5), "avg", [2, 2], stride=[2, 2], ceil_mode=True),
             pool(("S0", 3, 4, 4), "avg", [2, 2], global_pooling=True),
             pool((1, 5, 5, 2), "max", [3, 3], stride=[2, 2], padding_algorithm="SAME", data_format="NHWC"),
-            pool((2, 6, 5, 3), "avg", [3, 2], stride=[2, 2], padding=[1, 0, 1, 1], ceil_mode=True, exclusive=False,
+            pool((2, 6, 5, 3), "avg", [3, 2], stride=[2, 2], padding=[1, 0, 1, 1], ceil_mode=True,
+                 exclusive=False,
                  data_format="NHWC")]
 
 
@@ -397,7 +408,8 @@ def _bn_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     for name, t in zip(_BN_PARAMS, ins[1:]):
         if t.dtype != x.dtype or not shapes_equal(t.shape, (c,)):
             raise FrontendError(f"batchnorm: argument '{name}' must be {x.dtype}[{c}] (the channels of x "
-                                f"{fmt_shape(x.shape)}, {attrs['data_layout']}), got {t.dtype}{fmt_shape(t.shape)}")
+                                f"{fmt_shape(x.shape)}, {attrs['data_layout']}), got "
+                                f"{t.dtype}{fmt_shape(t.shape)}")
     return [x]
 
 
@@ -434,9 +446,11 @@ def _bn_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]:
 
 def _bn_cases(dtype: str) -> list[Case]:
     def bn(xs: tuple[Any, ...], c: int, **kw: Any) -> Case:
-        params = [Input((c,), low=0.5, high=1.5) for _ in range(2)] + [Input((c,)), Input((c,), low=0.5, high=2.0)]
+        params = ([Input((c,), low=0.5, high=1.5) for _ in range(2)]
+                  + [Input((c,)), Input((c,), low=0.5, high=2.0)])
         return Case((Input(xs), *params), kw)
-    return [bn((2, 3, 4, 5), 3), bn((1, 1, 1, 1), 1), bn(("S0", 4, 3), 4), bn((2, 3, 5), 5, data_layout="NHWC"),
+    return [bn((2, 3, 4, 5), 3), bn((1, 1, 1, 1), 1), bn(("S0", 4, 3), 4),
+            bn((2, 3, 5), 5, data_layout="NHWC"),
             bn((2, 3), 3, epsilon=1e-3)]
 
 
@@ -447,7 +461,8 @@ register(OpDef("batchnorm", OpPatternKind.kNonFusible, _bn_infer, _bn_numpy, com
                     attr("epsilon", floating, 1e-5), attr("momentum", floating, 0.9),
                     attr("data_layout", one_of("NCHW", "NHWC"), "NCHW"), attr("is_test", boolean, True)),
                    attrs=_bn_attrs, build=_bn_build, methods=("batchnorm", "batch_norm"),
-                   doc="Batch normalization at inference: `(x - mean) / sqrt(variance + epsilon) * scale + bias` "
+                   doc="Batch normalization at inference: `(x - mean) / sqrt(variance + epsilon) * scale + "
+                       "bias` "
                        "per channel; returns [y] as CINN."),
                test=OpTest(testing.FLOATS, _bn_cases, rtol=1e-4, atol=1e-5)))
 
@@ -469,7 +484,8 @@ def _arange_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) ->
     i = np.arange(attrs["shape"][0])
     if d.is_float:   # as the kernel computes: start + i * step in the dtype (float32 math for 16-bit floats)
         w = accumulator(d).to_numpy()
-        return [(i.astype(w) * np.asarray(attrs["step"], w) + np.asarray(attrs["start"], w)).astype(numpy_dtype(d))]
+        return [(i.astype(w) * np.asarray(attrs["step"], w)
+                 + np.asarray(attrs["start"], w)).astype(numpy_dtype(d))]
     return [(attrs["start"] + i * attrs["step"]).astype(numpy_dtype(d))]
 
 
@@ -488,7 +504,8 @@ register(OpDef("arange", OpPatternKind.kElementWise, lambda ins, at: [TensorType
                _arange_numpy, _arange_compute, arity=0,
                signature=Signature((attr("start", number), attr("stop", number), attr("step", number),
                                     attr("dtype", dtype_arg)), attrs=_arange_attrs,
-                                   doc="[start, stop) in steps of `step`: ceil((stop - start) / step) elements."),
+                                   doc="[start, stop) in steps of `step`: ceil((stop - start) / step) "
+                                       "elements."),
                test=OpTest(("float32", "int32", "int64", "float16", "bfloat16", "float64"), lambda d: [
                    Case((0, 7, 1, d)), Case((5, -4, -3, d)), Case((2, 3, 5, d))] + (
                    [Case((0.5, 2.0, 0.25, d))] if d.startswith("float") else []))))
@@ -537,7 +554,8 @@ def _linear_index(idx: Sequence[Expr], shape: Sequence[Any]) -> Expr:
         s = const(stride, int64) if isinstance(stride, int) else stride
         lin = lin + cdsl.cast(i, int64) * s
         stride = stride * dim if isinstance(stride, int) and isinstance(dim, int) else \
-            (const(stride, int64) if isinstance(stride, int) else stride) * (const(dim, int64) if isinstance(dim, int) else dim)
+            (const(stride, int64) if isinstance(stride, int) else stride) * (const(dim, int64)
+                                                                             if isinstance(dim, int) else dim)
     return lin
 
 
@@ -553,7 +571,8 @@ def _random_attrs(kind: str) -> Callable[[Sequence[TensorType], dict[str, Any]],
         out = {"shape": dims, "dtype": d, "seed": at["seed"]}
         if kind == "uniform_random":
             if at["min"] > at["max"]:
-                raise FrontendError(f"uniform_random: argument 'min' ({at['min']}) must not exceed 'max' ({at['max']})")
+                raise FrontendError(f"uniform_random: argument 'min' ({at['min']}) must not exceed 'max' "
+                                    f"({at['max']})")
             out.update(min=at["min"], max=at["max"], diag_num=at["diag_num"], diag_step=at["diag_step"],
                        diag_val=at["diag_val"])
         else:
@@ -589,7 +608,8 @@ def _random_compute(kind: str) -> Callable[..., cdsl.ComputeTensor]:
             counter = _linear_index(idx, out.shape)
             u1 = _uniform01_expr(counter, _coefficients(attrs["seed"], 0))
             if kind == "uniform_random":
-                lo, hi = const(float(attrs["min"]), float64), const(float(attrs["max"] - attrs["min"]), float64)
+                lo, hi = const(float(attrs["min"]),
+                               float64), const(float(attrs["max"] - attrs["min"]), float64)
                 y = lo + u1 * hi
                 if attrs["diag_num"] > 0:
                     k = counter - const(1, int64)
@@ -599,7 +619,8 @@ def _random_compute(kind: str) -> Callable[..., cdsl.ComputeTensor]:
             else:
                 u2 = _uniform01_expr(counter, _coefficients(attrs["seed"], 1))
                 radius = cdsl.sqrt(const(-2.0, float64) * cdsl.log1p(-u1))
-                y = const(float(attrs["mean"]), float64) + const(float(attrs["std"]), float64) * radius * cdsl.cos(
+                y = const(float(attrs["mean"]), float64) + const(float(attrs["std"]),
+                                                                 float64) * radius * cdsl.cos(
                     const(2.0 * math.pi, float64) * u2)
             return cdsl.cast(y, attrs["dtype"])
         return cdsl.compute(out.shape, body, out_name)
@@ -617,9 +638,12 @@ def _random_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
 def _random_cases(kind: str) -> Callable[[str], list[Case]]:
     def cases(dtype: str) -> list[Case]:
         if kind == "uniform_random":
-            return [Case(([7],), {"seed": 1, "dtype": dtype}), Case(([3, 5],), {"min": 2.0, "max": 5.0, "dtype": dtype}),
-                    Case(([4, 4],), {"seed": 9, "dtype": dtype, "diag_num": 3, "diag_step": 4, "diag_val": 7.0})]
-        return [Case(([7],), {"seed": 1, "dtype": dtype}), Case(([3, 5],), {"mean": 1.0, "std": 0.5, "dtype": dtype})]
+            return [Case(([7],), {"seed": 1, "dtype": dtype}),
+                    Case(([3, 5],), {"min": 2.0, "max": 5.0, "dtype": dtype}),
+                    Case(([4, 4],),
+                         {"seed": 9, "dtype": dtype, "diag_num": 3, "diag_step": 4, "diag_val": 7.0})]
+        return [Case(([7],), {"seed": 1, "dtype": dtype}),
+                Case(([3, 5],), {"mean": 1.0, "std": 0.5, "dtype": dtype})]
     return cases
 
 
@@ -627,7 +651,8 @@ register(OpDef("uniform_random", OpPatternKind.kElementWise, _random_infer, _ran
                _random_compute("uniform_random"), arity=0,
                signature=Signature(
                    (attr("shape", any_value), attr("min", floating, -1.0), attr("max", floating, 1.0),
-                    attr("seed", integer, 0), attr("dtype", dtype_arg, "float32"), attr("diag_num", integer, 0),
+                    attr("seed", integer, 0), attr("dtype", dtype_arg, "float32"),
+                    attr("diag_num", integer, 0),
                     attr("diag_step", integer, 0), attr("diag_val", floating, 1.0)),
                    attrs=_random_attrs("uniform_random"),
                    doc="Uniform numbers in [min, max), reproducible for a seed (counter-based hash)."),
@@ -638,5 +663,6 @@ register(OpDef("gaussian_random", OpPatternKind.kElementWise, _random_infer, _ra
                    (attr("shape", any_value), attr("mean", floating, 0.0), attr("std", floating, 1.0),
                     attr("seed", integer, 0), attr("dtype", dtype_arg, "float32")),
                    attrs=_random_attrs("gaussian_random"),
-                   doc="Normal numbers N(mean, std^2), reproducible for a seed (Box-Muller on two hash streams)."),
+                   doc="Normal numbers N(mean, std^2), reproducible for a seed (Box-Muller on two hash "
+                       "streams)."),
                test=OpTest(testing.FLOATS, _random_cases("gaussian_random"), rtol=1e-5, atol=1e-6)))

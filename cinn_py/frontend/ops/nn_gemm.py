@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend import compute as cdsl
-from cinn_py.frontend.ops.base import Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register
+from cinn_py.frontend.ops.base import (Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType,
+                                       register)
 from cinn_py.frontend.ops.nn import _read_padded, _window_numpy
 from cinn_py.frontend.ops.shapes import fmt_shape
 from cinn_py.ir import LT, Expr, const
@@ -66,8 +67,10 @@ def _infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         raise FrontendError(f"im2col: x must be a static NCHW tensor, got {fmt_shape(x.shape)} "
                             f"({attrs['data_format']})")
     ow, rw, pixels = attrs["out_hw"][1], attrs["row_width"], _pixels(x.shape, attrs)
-    if x.shape[1] % attrs["groups"] or rw < ow or attrs["columns"] < pixels or (rw > ow and attrs["columns"] > pixels):
-        raise FrontendError(f"im2col: {x.shape[1]} channels must divide into {attrs['groups']} groups, row_width "
+    if (x.shape[1] % attrs["groups"] or rw < ow or attrs["columns"] < pixels
+        or (rw > ow and attrs["columns"] > pixels)):
+        raise FrontendError(f"im2col: {x.shape[1]} channels must divide into {attrs['groups']} groups, "
+                            "row_width "
                             f"{rw} must be >= OW {ow} and columns {attrs['columns']} >= the {pixels} pixels "
                             "(padding one or the other)")
     return [TensorType(im2col_shape(x.shape, attrs), x.dtype)]
@@ -85,7 +88,8 @@ def _numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[n
     return [out.reshape(im2col_shape(x.shape, attrs))]
 
 
-def _compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType, out_name: str) -> cdsl.ComputeTensor:
+def _compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
+             out_name: str) -> cdsl.ComputeTensor:
     (x,) = ins
     (kh, kw), (sh, sw), (dh, dw), pads = attrs["kernel"], attrs["strides"], attrs["dilations"], attrs["pads"]
     oh_n, ow_n = attrs["out_hw"]
@@ -110,7 +114,8 @@ def _compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType, o
         def c(v: int) -> Expr:
             return const(v, it)
         n = cdsl.minimum(q // c(plane), c(pixels // plane - 1))  # the padding columns read image N-1
-        value = read(g, k // c(kh * kw), (k // c(kw)) % c(kh), k % c(kw), n, (q % c(plane)) // c(ow_n), q % c(ow_n))
+        value = read(g, k // c(kh * kw), (k // c(kw)) % c(kh), k % c(kw), n, (q % c(plane)) // c(ow_n),
+                     q % c(ow_n))
         return cdsl.select(LT(q, c(pixels)), value, const(0, x.dtype))
 
     return cdsl.compute(out.shape, planes if attrs["columns"] == pixels else matrix, out_name)

@@ -51,8 +51,10 @@ def _check_out_hw(method: str, dy: TensorType, attrs: Attrs) -> None:
     """dy's spatial dims must be the forward output's, which the window geometry determines."""
     _, oh, ow = _spatial(attrs["data_format"], dy.shape)
     if (oh, ow) != tuple(attrs["out_hw"]):
-        raise FrontendError(f"{method}: dy {fmt_shape(dy.shape)} ({attrs['data_format']}) must have the forward "
-                            f"output's spatial dims {list(attrs['out_hw'])} (from the input size, window, strides "
+        raise FrontendError(f"{method}: dy {fmt_shape(dy.shape)} ({attrs['data_format']}) must have the "
+                            "forward "
+                            f"output's spatial dims {list(attrs['out_hw'])} (from the input size, window, "
+                            "strides "
                             f"and paddings), got {[oh, ow]}")
 
 
@@ -101,13 +103,15 @@ def _data_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]
     dy, w = ins
     layout = at["data_format"]
     if w.ndim != 4 or not all(isinstance(d, int) for d in w.shape) or dy.ndim != 4:
-        raise FrontendError(f"conv2d_grad_data: dy must be 4-d and w a static 4-d [C_out, C_in / groups, KH, KW] "
+        raise FrontendError("conv2d_grad_data: dy must be 4-d and w a static 4-d [C_out, C_in / groups, KH, "
+                            "KW] "
                             f"filter, got {fmt_shape(dy.shape)} and {fmt_shape(w.shape)}")
     if len(at["input_size"]) != 2 or min(at["input_size"]) < 1:
         raise FrontendError(f"conv2d_grad_data: argument 'input_size' must be [H, W] (>= 1), got "
                             f"{list(at['input_size'])}")
     h, wd = at["input_size"]
-    x = TensorType(_layout_shape(layout, dy.shape[0], _static_dim(w.shape[1]) * at["groups"], h, wd), dy.dtype)
+    x = TensorType(_layout_shape(layout, dy.shape[0], _static_dim(w.shape[1]) * at["groups"], h, wd),
+                   dy.dtype)
     attrs = _conv_geometry("conv2d_grad_data", x, (_static_dim(w.shape[2]), _static_dim(w.shape[3])), at)
     attrs["input_hw"] = (h, wd)
     return attrs
@@ -117,7 +121,8 @@ def _data_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     dy, w = ins
     layout, groups = attrs["data_format"], attrs["groups"]
     if dy.dtype != w.dtype or not dy.dtype.is_float:
-        raise FrontendError(f"conv2d_grad_data: dy and w must have one floating-point dtype, got {dy.dtype} and "
+        raise FrontendError(f"conv2d_grad_data: dy and w must have one floating-point dtype, got {dy.dtype} "
+                            "and "
                             f"{w.dtype}")
     c_out, _, _ = _spatial(layout, dy.shape)
     if not dims_equal(c_out, w.shape[0]) or _static_dim(w.shape[0]) % groups:
@@ -131,11 +136,12 @@ def _data_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
 def _data_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
     dy, w = arrays
     acc = accumulator_np(dy.dtype)
-    g, (h, wd), (t, b, l, r) = attrs["groups"], attrs["input_hw"], attrs["pads"]
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = attrs["kernel"], attrs["strides"], attrs["dilations"], attrs["out_hw"]
+    g, (h, wd), (t, b, left, right) = attrs["groups"], attrs["input_hw"], attrs["pads"]
+    (kh, kw), (sh, sw) = attrs["kernel"], attrs["strides"]
+    (dh, dw), (oh, ow) = attrs["dilations"], attrs["out_hw"]
     d = _nchw(dy, attrs["data_format"]).astype(acc)
     cg, og = w.shape[1], w.shape[0] // g
-    dxp = np.zeros((d.shape[0], cg * g, h + t + b, wd + l + r), acc)
+    dxp = np.zeros((d.shape[0], cg * g, h + t + b, wd + left + right), acc)
     for k in range(g):
         for i in range(kh):
             for j in range(kw):
@@ -143,14 +149,15 @@ def _data_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> l
                 cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
                 dxp[:, k * cg:(k + 1) * cg, rows, cols] += np.einsum(
                     "nohw,oc->nchw", d[:, k * og:(k + 1) * og], w[k * og:(k + 1) * og, :, i, j].astype(acc))
-    return [_to_layout(dxp[:, :, t:t + h, l:l + wd], attrs["data_format"]).astype(dy.dtype)]
+    return [_to_layout(dxp[:, :, t:t + h, left:left + wd], attrs["data_format"]).astype(dy.dtype)]
 
 
 def _data_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                   out_name: str) -> cdsl.ComputeTensor:
     dy, w = ins
     layout, (kh, kw), groups = attrs["data_format"], attrs["kernel"], attrs["groups"]
-    (sh, sw), (dh, dw), pads, (oh_n, ow_n) = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["out_hw"]
+    (sh, sw), (dh, dw), pads, (oh_n,
+                               ow_n) = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["out_hw"]
     cg, og = _static_dim(w.shape[1]), _static_dim(w.shape[0]) // groups
     ro, rh, rw = cdsl.reduce_axis(og), cdsl.reduce_axis(kh), cdsl.reduce_axis(kw)
     acc = accumulator(dy.dtype)
@@ -187,7 +194,8 @@ _CONV_WINDOW_ATTRS = (attr("strides", int_list, (1, 1)), attr("paddings", int_li
                       attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT"))
 
 
-register(OpDef("conv2d_grad_data", OpPatternKind.kNonFusible, _data_infer, _data_numpy, _data_compute, arity=2,
+register(OpDef("conv2d_grad_data", OpPatternKind.kNonFusible, _data_infer, _data_numpy,
+               _data_compute, arity=2,
                signature=Signature(
                    (tensor("dy"), tensor("w"), attr("input_size", int_list), *_CONV_WINDOW_ATTRS),
                    attrs=_data_attrs, doc="The gradient of conv2d with respect to x (CINN's conv_type "
@@ -217,7 +225,8 @@ def _filter_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     c_out, _, _ = _spatial(layout, dy.shape)
     if not isinstance(c, int) or not isinstance(c_out, int) or c % groups or c_out % groups \
             or not dims_equal(x.shape[0], dy.shape[0]):
-        raise FrontendError(f"conv2d_grad_filter: x {fmt_shape(x.shape)} and dy {fmt_shape(dy.shape)} ({layout}) "
+        raise FrontendError(f"conv2d_grad_filter: x {fmt_shape(x.shape)} and dy {fmt_shape(dy.shape)} "
+                            f"({layout}) "
                             f"must have one batch and static channel counts divisible by groups={groups}")
     _check_out_hw("conv2d_grad_filter", dy, attrs)
     return [TensorType((c_out, c // groups, *attrs["kernel"]), x.dtype)]
@@ -239,7 +248,8 @@ def _filter_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tensor
                     out_name: str) -> cdsl.ComputeTensor:
     x, dy = ins
     layout, groups = attrs["data_format"], attrs["groups"]
-    (sh, sw), (dh, dw), pads, (oh_n, ow_n) = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["out_hw"]
+    (sh, sw), (dh, dw), pads, (oh_n,
+                               ow_n) = attrs["strides"], attrs["dilations"], attrs["pads"], attrs["out_hw"]
     cg, og = _static_dim(out.shape[1]), _static_dim(out.shape[0]) // groups
     rn, rp, rq = cdsl.reduce_axis(dy.shape[0]), cdsl.reduce_axis(oh_n), cdsl.reduce_axis(ow_n)
     acc = accumulator(x.dtype)
@@ -272,7 +282,8 @@ register(OpDef("conv2d_grad_filter", OpPatternKind.kNonFusible, _filter_infer, _
                arity=2,
                signature=Signature(
                    (tensor("x"), tensor("dy"), attr("filter_size", int_list), *_CONV_WINDOW_ATTRS),
-                   attrs=_filter_attrs, doc="The gradient of conv2d with respect to its filter (CINN's conv_type "
+                   attrs=_filter_attrs,
+                   doc="The gradient of conv2d with respect to its filter (CINN's conv_type "
                    "'backward_filter'): [C_out, C_in / groups, KH, KW] correlations of x with dy."),
                test=OpTest(FLOATS, _filter_cases, rtol=1e-4, atol=1e-5)))
 
@@ -333,23 +344,23 @@ def _window_weights(x: np.ndarray, attrs: Attrs, acc: Any) -> np.ndarray:
 def _pool_grad_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
     x, dy = arrays
     acc = accumulator_np(x.dtype)
-    layout, (t, _, l, _) = attrs["data_format"], attrs["pads"]
+    layout, (t, _, left, _) = attrs["data_format"], attrs["pads"]
     (kh, kw), (sh, sw), (oh, ow) = attrs["kernel"], attrs["strides"], attrs["out_hw"]
     contrib = _window_weights(x, attrs, acc) * _nchw(dy, layout).astype(acc)[..., None, None]
     n, c, h, w = _nchw(x, layout).shape
-    dxp = np.zeros((n, c, max(h + t, (oh - 1) * sh + kh), max(w + l, (ow - 1) * sw + kw)), acc)
+    dxp = np.zeros((n, c, max(h + t, (oh - 1) * sh + kh), max(w + left, (ow - 1) * sw + kw)), acc)
     for i in range(kh):
         for j in range(kw):
             dxp[:, :, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] += contrib[..., i, j]
-    return [_to_layout(dxp[:, :, t:t + h, l:l + w], layout).astype(x.dtype)]
+    return [_to_layout(dxp[:, :, t:t + h, left:left + w], layout).astype(x.dtype)]
 
 
 def _argmax_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) -> list[np.ndarray]:
     x = arrays[0]
     first, covered = _first_max_numpy(x, attrs)
-    (t, _, l, _), (_, kw), (sh, sw) = attrs["pads"], attrs["kernel"], attrs["strides"]
+    (t, _, left, _), (_, kw), (sh, sw) = attrs["pads"], attrs["kernel"], attrs["strides"]
     oh, ow = np.indices(first.shape[2:])
-    rows, cols = oh * sh - t + first // kw, ow * sw - l + first % kw
+    rows, cols = oh * sh - t + first // kw, ow * sw - left + first % kw
     width = _nchw(x, attrs["data_format"]).shape[3]
     index = np.where(covered, rows * width + cols, -1).astype(np.int64)
     return [_to_layout(index, attrs["data_format"])]
@@ -368,7 +379,8 @@ def _first_max(x: cdsl.ComputeTensor, attrs: Attrs, shape: Sequence[Any], name: 
         ih, iw = oh * const(sh, it) - const(pads[0], it) + ri, ow * const(sw, it) - const(pads[2], it) + rj
         zero = const(0, it)
         inside = And(And(GE(ih, zero), LT(ih, _like(h, it))), And(GE(iw, zero), LT(iw, _like(w, it))))
-        return _read_padded(x, layout, n, c, ih, iw, const(-math.inf, x.dtype)), inside, ri * const(kw, it) + rj
+        return _read_padded(x, layout, n, c, ih, iw,
+                            const(-math.inf, x.dtype)), inside, ri * const(kw, it) + rj
 
     mh, mw = cdsl.reduce_axis(kh), cdsl.reduce_axis(kw)
     top = cdsl.compute(shape, lambda *idx: cdsl.reduce_max(window(idx, mh, mw)[0], [mh, mw]), name + "__max")
@@ -388,7 +400,8 @@ def _window_count(attrs: Attrs, oh: Expr, ow: Expr, h: Expr, w: Expr) -> Expr:
     it = oh.dtype
     if not attrs["exclusive"]:
         return const(kh * kw, it)
-    h0, w0, zero = oh * const(sh, it) - const(pads[0], it), ow * const(sw, it) - const(pads[2], it), const(0, it)
+    h0, w0 = oh * const(sh, it) - const(pads[0], it), ow * const(sw, it) - const(pads[2], it)
+    zero = const(0, it)
     rows = cdsl.minimum(h0 + const(kh, it), _like(h, it)) - cdsl.maximum(h0, zero)
     cols = cdsl.minimum(w0 + const(kw, it), _like(w, it)) - cdsl.maximum(w0, zero)
     return cdsl.maximum(rows * cols, const(1, it))
@@ -444,13 +457,15 @@ def _pool_grad_cases(dtype: str) -> list[Case]:
     return [pool((1, 2, 7, 7), (1, 2, 5, 5), "max", [3, 3]),
             pool((1, 2, 7, 7), (1, 2, 4, 4), "avg", [3, 3], stride=[2, 2], padding=[1, 1]),
             pool((2, 3, 6, 5), (2, 3, 4, 5), "avg", [2, 3], stride=[2, 1], padding=[1, 1], exclusive=False),
-            pool((1, 2, 8, 7), (1, 2, 3, 3), "max", [3, 3], stride=[2, 2], padding=[0, 0, 0, 1]),  # row 7: no window
+            pool((1, 2, 8, 7), (1, 2, 3, 3), "max", [3, 3], stride=[2, 2],
+                 padding=[0, 0, 0, 1]),  # row 7: no window
             pool((1, 1, 5, 5), (1, 1, 3, 3), "max", [2, 2], stride=[2, 2], ceil_mode=True),
             pool((1, 1, 5, 5), (1, 1, 3, 3), "avg", [2, 2], stride=[2, 2], ceil_mode=True, exclusive=False),
             pool(("S0", 3, 4, 4), ("S0", 3, 1, 1), "avg", [2, 2], global_pooling=True),
             pool((1, 5, 5, 2), (1, 3, 3, 2), "max", [3, 3], stride=[2, 2], padding_algorithm="SAME",
                  data_format="NHWC"),
-            pool((2, 6, 5, 3), (2, 3, 3, 3), "avg", [3, 2], stride=[2, 2], padding=[1, 1], data_format="NHWC")]
+            pool((2, 6, 5, 3), (2, 3, 3, 3), "avg", [3, 2], stride=[2, 2], padding=[1, 1],
+                 data_format="NHWC")]
 
 
 def _argmax_cases(dtype: str) -> list[Case]:
@@ -462,23 +477,30 @@ def _argmax_cases(dtype: str) -> list[Case]:
             pool(("S0", 5, 5, 2), [3, 3], stride=[2, 2], padding_algorithm="SAME", data_format="NHWC")]
 
 
-_POOL_ATTRS = (attr("kernel_size", int_list), attr("stride", int_list, (1, 1)), attr("padding", int_list, (0, 0)),
+_POOL_ATTRS = (attr("kernel_size", int_list), attr("stride", int_list, (1, 1)),
+               attr("padding", int_list, (0, 0)),
                attr("ceil_mode", boolean, False))
 _POOL_LAYOUT = (attr("global_pooling", boolean, False), attr("data_format", one_of(*_LAYOUTS), "NCHW"))
 
-register(OpDef("pool2d_grad", OpPatternKind.kNonFusible, _pool_grad_infer, _pool_grad_numpy, _pool_grad_compute,
+register(OpDef("pool2d_grad", OpPatternKind.kNonFusible, _pool_grad_infer, _pool_grad_numpy,
+               _pool_grad_compute,
                arity=2,
                signature=Signature(
                    (tensor("x"), tensor("dy"), attr("pooling_type", one_of("max", "avg")), *_POOL_ATTRS,
                     attr("exclusive", boolean, True), *_POOL_LAYOUT, attr("adaptive", boolean, False),
                     attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT")),
-                   attrs=_pool_grad_attrs, doc="The gradient of pool2d with respect to x (CINN's pool2d_grad): avg "
-                   "spreads each window's dy divided by its divisor, max routes it to the window's first maximum."),
+                   attrs=_pool_grad_attrs,
+                   doc="The gradient of pool2d with respect to x (CINN's pool2d_grad): avg "
+                   "spreads each window's dy divided by its divisor, max routes it to the window's first "
+                   "maximum."),
                test=OpTest(FLOATS, _pool_grad_cases, rtol=1e-5, atol=1e-6)))
-register(OpDef("pool2d_argmax", OpPatternKind.kNonFusible, _argmax_infer, _argmax_numpy, _argmax_compute, arity=1,
+register(OpDef("pool2d_argmax", OpPatternKind.kNonFusible, _argmax_infer, _argmax_numpy,
+               _argmax_compute, arity=1,
                signature=Signature(
                    (tensor("x"), *_POOL_ATTRS, *_POOL_LAYOUT,
                     attr("padding_algorithm", one_of(*_ALGORITHMS), "EXPLICIT")),
-                   attrs=_argmax_attrs, doc="Where max pool2d finds each window's maximum (the first, in row-major "
-                   "window order): int64 h * W + w in x's plane, as PyTorch's max_pool2d indices (-1: no element)."),
+                   attrs=_argmax_attrs,
+                   doc="Where max pool2d finds each window's maximum (the first, in row-major "
+                   "window order): int64 h * W + w in x's plane, as PyTorch's max_pool2d indices (-1: no "
+                   "element)."),
                test=OpTest(FLOATS, _argmax_cases)))

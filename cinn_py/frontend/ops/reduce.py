@@ -17,7 +17,8 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
+    Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype,
+    numpy_dtype, register,
 )
 from cinn_py.frontend.ops.reference import fold_extreme
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
@@ -55,7 +56,8 @@ def _check_dtype(op: str, d: DType) -> None:
         check_operand_dtype(op, "x", d, "floating-point")
     elif d.is_bool:
         other = "reduce_any" if op in ("reduce_sum", "reduce_max") else "reduce_all"
-        raise FrontendError(f"{op}: cannot reduce a bool operand; use {other}, or cast to an int dtype to count")
+        raise FrontendError(f"{op}: cannot reduce a bool operand; use {other}, or cast to an int dtype to "
+                            "count")
 
 
 def _make(op: str) -> OpDef:
@@ -80,16 +82,19 @@ def _make(op: str) -> OpDef:
         acc = accumulator(x.dtype) if op in _ACCUMULATING else x.dtype
         direct = op != "reduce_mean" and acc == x.dtype
         total = _reduce_compute(op, x, attrs["axes"], attrs["keepdim"], out, acc,
-                                out_name if direct else out_name + ("__sum" if op == "reduce_mean" else "__acc"))
+                                out_name if direct else out_name
+                                + ("__sum" if op == "reduce_mean" else "__acc"))
         if direct:
             return total
         if op != "reduce_mean":
             return cdsl.compute(out.shape, lambda *i: cdsl.cast(total[i], x.dtype), out_name)
         count = reduce_count(frontend_dims(x), attrs["axes"])
-        return cdsl.compute(out.shape, lambda *i: cdsl.cast(total[i] / _count_expr(count, acc), x.dtype), out_name)
+        return cdsl.compute(out.shape,
+                            lambda *i: cdsl.cast(total[i] / _count_expr(count, acc), x.dtype), out_name)
 
     return register(OpDef(op, OpPatternKind.kReduction, infer, numpy, compute, fold=_fold(op), arity=1,
-                          signature=Signature((tensor("x"), attr("dim", int_list, ()), attr("keep_dim", boolean, False)),
+                          signature=Signature((tensor("x"), attr("dim", int_list, ()),
+                                               attr("keep_dim", boolean, False)),
                                               attrs=lambda ins, at: reduce_dim_attrs(op, ins, at),
                                               doc=f"{op}(x, dim=[], keep_dim=False): an empty `dim` reduces "
                                                   "over all axes."),
@@ -99,7 +104,8 @@ def _make(op: str) -> OpDef:
 def reduce_dim_attrs(op: str, ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
     """CINN's `dim` (empty: all axes; negative: from the end) as sorted axes."""
     dim = at["dim"]
-    return {"axes": normalize_axes(None if not dim else list(dim), ins[0].ndim, op), "keepdim": at["keep_dim"]}
+    return {"axes": normalize_axes(None if not dim else list(dim), ins[0].ndim, op),
+            "keepdim": at["keep_dim"]}
 
 
 _REDUCE_DTYPES = {"reduce_all": ("bool",), "reduce_any": ("bool",), "reduce_mean": testing.FLOATS}
@@ -113,9 +119,11 @@ def _reduce_cases(op: str) -> CaseFn:
     def cases(dtype: str) -> list[Case]:
         out = []
         for shape in _REDUCE_SHAPES:
-            dims: list[tuple[int, ...]] = [(), (len(shape) - 1,)] + ([(0,), (0, len(shape) - 1)] if len(shape) > 1 else [])
+            dims: list[tuple[int, ...]] = ([(), (len(shape) - 1,)]
+                                           + ([(0,), (0, len(shape) - 1)] if len(shape) > 1 else []))
             for k, dim in enumerate(dims):
-                out.append(Case((Input(shape, low=low, high=high),), {"dim": list(dim), "keep_dim": k % 2 == 1}))
+                out.append(Case((Input(shape, low=low, high=high),),
+                                {"dim": list(dim), "keep_dim": k % 2 == 1}))
         return out
     return cases
 
@@ -170,7 +178,8 @@ def _fold(op: str) -> Callable[..., Any]:
         if not isinstance(count, int) or count == 0:
             return None
         v = np.full((count,), values[0], dtype=numpy_dtype(ins[0].dtype))  # rounded to the dtype
-        wide = v.astype(accumulator(ins[0].dtype).to_numpy())  # fp16/bf16 accumulate in float32, as kernels do
+        # fp16/bf16 accumulate in float32, as kernels do
+        wide = v.astype(accumulator(ins[0].dtype).to_numpy())
         with np.errstate(all="ignore"):
             return _NUMPY[op](wide).astype(v.dtype).item()
 
@@ -193,7 +202,8 @@ def _matmul_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         raise FrontendError(f"matmul: operands must have rank >= 2, got {fmt_shape(x.shape)} and "
                             f"{fmt_shape(y.shape)}")
     if y.ndim != 2 and y.ndim != x.ndim:
-        raise FrontendError(f"matmul: y must have rank 2 or the rank of x ({x.ndim}), got {fmt_shape(y.shape)}")
+        raise FrontendError(f"matmul: y must have rank 2 or the rank of x ({x.ndim}), got "
+                            f"{fmt_shape(y.shape)}")
     if y.ndim > 2:
         for d, (a, b) in enumerate(zip(x.shape[:-2], y.shape[:-2])):
             if not dims_equal(a, b):
@@ -217,7 +227,8 @@ def _matmul_numpy(arrays: Sequence[np.ndarray], attrs: Attrs, env: SymbolEnv) ->
     x = np.swapaxes(x, -1, -2) if attrs["transpose_x"] else x
     y = np.swapaxes(y, -1, -2) if attrs["transpose_y"] else y
     acc = accumulator(dtype_of(x.dtype)).to_numpy()
-    return [np.matmul(x.astype(acc, copy=False), y.astype(acc, copy=False)).astype(arrays[0].dtype, copy=False)]
+    product = np.matmul(x.astype(acc, copy=False), y.astype(acc, copy=False))
+    return [product.astype(arrays[0].dtype, copy=False)]
 
 
 def _matmul_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
@@ -253,7 +264,8 @@ def _matmul_build(nb: Any, call: OpCall) -> Any:
     out = nb.emit(call.op, (x, y), {"transpose_x": tx, "transpose_y": ty})
     if a["x"].ndim == 1 or a["y"].ndim == 1:
         keep = [d for k, d in enumerate(out.shape)
-                if not (k == out.ndim - 2 and a["x"].ndim == 1) and not (k == out.ndim - 1 and a["y"].ndim == 1)]
+                if not (k == out.ndim - 2 and a["x"].ndim == 1)
+                and not (k == out.ndim - 1 and a["y"].ndim == 1)]
         out = nb.reshape(out, keep)
     if a["alpha"] != 1.0:
         out = nb.scale(out, a["alpha"])
@@ -263,9 +275,11 @@ def _matmul_build(nb: Any, call: OpCall) -> Any:
 def _matmul_cases(dtype: str) -> list[Case]:
     def mm(xs: tuple[Any, ...], ys: tuple[Any, ...], **kw: Any) -> Case:
         return Case((Input(xs, low=-1.0, high=1.0), Input(ys, low=-1.0, high=1.0)), kw)
-    return [mm((3, 5), (5, 4)), mm((1, 7), (7, 1)), mm(("S0", 6), (6, 3)), mm((5, 3), (5, 4), transpose_x=True),
+    return [mm((3, 5), (5, 4)), mm((1, 7), (7, 1)), mm(("S0", 6), (6, 3)),
+            mm((5, 3), (5, 4), transpose_x=True),
             mm((3, 5), (4, 5), transpose_y=True), mm((2, 3, 5), (2, 5, 4)), mm((2, 3, 5), (5, 4)),
-            mm((5,), (5, 3)), mm((3, 5), (5,)), mm((5,), (5,))] + ([mm((3, 4), (4, 2), alpha=0.5)] if dtype.startswith("float") else [])
+            mm((5,), (5, 3)), mm((3, 5), (5,)),
+            mm((5,), (5,))] + ([mm((3, 4), (4, 2), alpha=0.5)] if dtype.startswith("float") else [])
 
 
 register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy, _matmul_compute, arity=2,
@@ -273,7 +287,8 @@ register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy
                                     attr("transpose_y", boolean, False), attr("alpha", floating, 1.0)),
                                    build=_matmul_build, doc="Matrix product over the last two dims "
                                    "(rank-1 operands as numpy; y of rank 2 or of x's rank)."),
-               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32"), _matmul_cases, rtol=1e-4, atol=1e-5)))
+               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32"), _matmul_cases, rtol=1e-4,
+                           atol=1e-5)))
 
 
 def reduce_attrs(op_attrs: Attrs, in_type: TensorType) -> tuple[tuple[Any, ...], tuple[int, ...]]:

@@ -99,7 +99,8 @@ class Signature:
 
 # -- argument checkers ----------------------------------------------------------------------------------
 def _fail(method: str, arg: str, expected: str, value: Any) -> FrontendError:
-    return FrontendError(f"{method}: argument '{arg}' must be {expected}, got {value!r} ({type(value).__name__})")
+    return FrontendError(f"{method}: argument '{arg}' must be {expected}, got {value!r} "
+                         f"({type(value).__name__})")
 
 
 def _is_int(v: Any) -> bool:

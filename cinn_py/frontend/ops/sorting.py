@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend import compute as cdsl
-from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
-    REGISTRY, Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, numpy_dtype, register,
+    REGISTRY, Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype,
+    numpy_dtype, register,
 )
 from cinn_py.frontend.ops.reduce import accumulator, reduced_shape
 from cinn_py.frontend.ops.shapes import eval_dim, fmt_shape, index_dim, normalize_axis
@@ -42,7 +42,8 @@ _SORT_DTYPES = ("float32", "float16", "bfloat16", "float64", "int32", "int64")
 def axis_attr(op: str, x: TensorType, axis: int) -> int:
     """CINN's `axis` (negative: from the end) as a non-negative axis of `x`."""
     if x.ndim == 0:
-        raise FrontendError(f"{op}: needs an operand of rank >= 1 to work along argument 'axis', got a 0-d tensor")
+        raise FrontendError(f"{op}: needs an operand of rank >= 1 to work along argument 'axis', got a 0-d "
+                            "tensor")
     return normalize_axis(axis, x.ndim, op, "argument 'axis'")
 
 
@@ -92,7 +93,8 @@ def _arg_compute(op: str) -> Any:
     largest = op == "argmax"
     pick = cdsl.reduce_max if largest else cdsl.reduce_min
 
-    def compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType, out_name: str) -> cdsl.ComputeTensor:
+    def compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
+                out_name: str) -> cdsl.ComputeTensor:
         x = ins[0]
         axis, keep = attrs["axis"], attrs["keep_dim"]
 
@@ -134,7 +136,8 @@ def _arg_cases(dtype: str) -> list[Case]:
     # integers in [-2, 2] repeat often: the first of equal extremes must win
     def x(shape: tuple[Any, ...]) -> Input:
         return Input(shape, specials=False) if floats else Input(shape, low=-2, high=2)
-    out = [Case((x((1,)),), {"axis": 0}), Case((x((7,)),), {"axis": 0}), Case((x((7,)),), {"axis": -1, "keep_dim": True}),
+    out = [Case((x((1,)),), {"axis": 0}), Case((x((7,)),), {"axis": 0}),
+           Case((x((7,)),), {"axis": -1, "keep_dim": True}),
            Case((x((3, 5)),), {"axis": 1}), Case((x((3, 5)),), {"axis": 0, "keep_dim": True}),
            Case((x((2, 1, 6)),), {"axis": 1}), Case((x((2, 3, 6)),), {"axis": -2}),
            Case((x(("S0", 5)),), {"axis": 1}), Case((x(("S0", 5)),), {"axis": 0, "keep_dim": True})]
@@ -148,8 +151,10 @@ def _arg_op(op: str) -> OpDef:
     return register(OpDef(
         op, OpPatternKind.kNonFusible, _arg_infer(op), _arg_numpy(op), _arg_compute(op), arity=1,
         signature=Signature((tensor("x"), attr("axis", integer, 0), attr("keep_dim", boolean, False)),
-                            attrs=lambda ins, at: {"axis": axis_attr(op, ins[0], at["axis"]), "keep_dim": at["keep_dim"]},
-                            doc=f"Index (int32) of the first {what} element along `axis` (a NaN wins, as in numpy)."),
+                            attrs=lambda ins, at: {"axis": axis_attr(op, ins[0], at["axis"]),
+                                                   "keep_dim": at["keep_dim"]},
+                            doc=f"Index (int32) of the first {what} element along `axis` (a NaN wins, as in "
+                                "numpy)."),
         test=OpTest(_SORT_DTYPES, _arg_cases)))
 
 
@@ -157,7 +162,7 @@ _arg_op("argmax")
 _arg_op("argmin")
 
 
-# -- cumsum ----------------------------------------------------------------------------------------------------
+# -- cumsum --------------------------------------------------------------------------------------------------
 def _cumsum_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     _check_orderable("cumsum", ins[0])
     return [ins[0]]
@@ -208,13 +213,16 @@ register(OpDef("cumsum", OpPatternKind.kNonFusible, _cumsum_infer, _cumsum_numpy
                signature=Signature((tensor("x"), attr("axis", integer, -1), attr("exclusive", boolean, False),
                                     attr("reverse", boolean, False)),
                                    attrs=lambda ins, at: {"axis": axis_attr("cumsum", ins[0], at["axis"]),
-                                                          "exclusive": at["exclusive"], "reverse": at["reverse"]},
+                                                          "exclusive": at["exclusive"],
+                                                          "reverse": at["reverse"]},
                                    doc="Cumulative sum along `axis` (Paddle's cumsum attributes: `exclusive` "
-                                       "leaves each element out of its own sum, `reverse` sums from the end)."),
-               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32", "int64"), _cumsum_cases, rtol=1e-4, atol=1e-5)))
+                                       "leaves each element out of its own sum, `reverse` sums from the "
+                                       "end)."),
+               test=OpTest(("float32", "float16", "bfloat16", "float64", "int32", "int64"), _cumsum_cases,
+                           rtol=1e-4, atol=1e-5)))
 
 
-# -- sort / argsort / top_k --------------------------------------------------------------------------------------
+# -- sort / argsort / top_k ----------------------------------------------------------------------------------
 # Composite ops (their numpy reference is the oracle), decomposed before fusion into two
 # kNonFusible primitives and a gather (the rank of an element reads its whole row, and the
 # element of a rank reads every rank of its row: each needs the previous one complete, so each is
@@ -373,7 +381,8 @@ def _top_k_attrs(ins: Sequence[TensorType], at: Attrs) -> dict[str, Any]:
     if k < 1:
         raise FrontendError(f"top_k: argument 'k' must be >= 1, got {k}")
     if not isinstance(n, int):
-        raise FrontendError(f"top_k: the dim along argument 'axis' ({axis}) must be static, got {fmt_shape(x.shape)}")
+        raise FrontendError(f"top_k: the dim along argument 'axis' ({axis}) must be static, got "
+                            f"{fmt_shape(x.shape)}")
     return {"k": min(k, n), "axis": axis, "largest": at["largest"]}  # CINN: k beyond the dim takes it all
 
 
@@ -395,19 +404,24 @@ def _sort_cases(dtype: str) -> list[Case]:
 def _top_k_cases(dtype: str) -> list[Case]:
     x = lambda shape, specials=False: _order_input(dtype, shape, specials)  # noqa: E731
     out = [Case((x((1,)), 1, 0, True)), Case((x((7,)), 3, -1, True)), Case((x((3, 5)), 2, 0, False)),
-           Case((x((2, 1, 6)), 6, 2, False)), Case((x((2, 3, 4)), 9, 1, True)), Case((x(("S0", 5)), 4, 1, True))]
+           Case((x((2, 1, 6)), 6, 2, False)), Case((x((2, 3, 4)), 9, 1, True)),
+           Case((x(("S0", 5)), 4, 1, True))]
     if dtype.startswith("float"):
         out.append(Case((x((3, 9), True), 4, 1, True)))
     return out
 
 
 for _op, _doc in (("sort", "`operand` sorted along `axis`"),
-                  ("argsort", "[indices (int32) that sort `operand` along `axis`, positions (int32): the sorted "
+                  ("argsort",
+                   "[indices (int32) that sort `operand` along `axis`, positions (int32): the sorted "
                               "position of every element]")):
-    register(OpDef(_op, OpPatternKind.kNonFusible, _sort_infer(_op), _sort_numpy(_op), composite=True, arity=1,
+    register(OpDef(_op, OpPatternKind.kNonFusible, _sort_infer(_op), _sort_numpy(_op),
+                   composite=True, arity=1,
                    decompose=_sort_decompose(_op),
-                   signature=Signature((tensor("operand"), attr("axis", integer), attr("is_ascend", boolean, True)),
-                                       attrs=_sort_attrs(_op), build=_multi_output_build if _op == "argsort" else None,
+                   signature=Signature((tensor("operand"), attr("axis", integer),
+                                        attr("is_ascend", boolean, True)),
+                                       attrs=_sort_attrs(_op),
+                                       build=_multi_output_build if _op == "argsort" else None,
                                        doc=f"{_doc}; stable, NaN larger than every number."),
                    test=OpTest(_SORT_DTYPES, _sort_cases)))
 
@@ -416,6 +430,8 @@ register(OpDef("top_k", OpPatternKind.kNonFusible, _sort_infer("top_k"), _sort_n
                signature=Signature((tensor("x"), attr("k", integer), attr("axis", integer, -1),
                                     attr("largest", boolean, True)),
                                    attrs=_top_k_attrs, build=_multi_output_build,
-                                   doc="[values, indices (int64)] of the k largest (smallest unless `largest`) "
-                                       "elements along `axis`, in order; ties keep index order, NaN is largest."),
+                                   doc="[values, indices (int64)] of the k largest (smallest unless "
+                                       "`largest`) "
+                                       "elements along `axis`, in order; ties keep index order, NaN is "
+                                       "largest."),
                test=OpTest(_SORT_DTYPES, _top_k_cases)))

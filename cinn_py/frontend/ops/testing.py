@@ -107,8 +107,10 @@ BROADCASTS: tuple[tuple[SpecShape, SpecShape, int], ...] = (
 )
 
 
-def binary_cases(low: float = -2.0, high: float = 2.0, y_low: float | None = None, y_high: float | None = None,
-                 shapes: Sequence[SpecShape] = SHAPES, broadcasts: Sequence[tuple[SpecShape, SpecShape, int]] = BROADCASTS,
+def binary_cases(low: float = -2.0, high: float = 2.0, y_low: float | None = None,
+                 y_high: float | None = None,
+                 shapes: Sequence[SpecShape] = SHAPES,
+                 broadcasts: Sequence[tuple[SpecShape, SpecShape, int]] = BROADCASTS,
                  scalar: float | None = None, y_avoid_zero: bool = False) -> CaseFn:
     """Equal shapes, CINN `axis` broadcasts and (with `scalar`) a Python-number operand."""
     ylo = low if y_low is None else y_low

@@ -116,7 +116,8 @@ def default_call_signature(name: str, args: tuple[E.Expr, ...]) -> tuple[DType, 
     `__`-prefixed names are intrinsics; `isnan`-like predicates return bool; otherwise the call
     has the dtype of its first non-string argument (float32 when it has none).
     """
-    call_type = E.CallType.INTRINSIC if name in _INTRINSIC_CALLS or name.startswith("__") else E.CallType.EXTERN
+    call_type = (E.CallType.INTRINSIC if name in _INTRINSIC_CALLS or name.startswith("__")
+                 else E.CallType.EXTERN)
     typed = [a for a in args if not isinstance(a, E.StringImm)]
     if not typed:
         return (dt.int32 if call_type is E.CallType.INTRINSIC else dt.float32), call_type

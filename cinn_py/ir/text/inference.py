@@ -113,14 +113,16 @@ class TensorInference:
         its declared tensor on some iteration is an error (it would read or write memory it does
         not own). Interval arithmetic over affine indices of independent loops is exact, and
         accesses under an `if` or `select` are left alone, so valid IR is never refused."""
-        if self.guards or not (self.scope.in_function and self.scope.check_bounds) or len(indices) != len(tensor.shape):
+        if (self.guards or not (self.scope.in_function and self.scope.check_bounds) or len(indices)
+            != len(tensor.shape)):
             return  # a bare statement is a fragment: its loops need not be all that runs it
         for k, (index, dim) in enumerate(zip(indices, tensor.shape)):
             size = dim.value if isinstance(dim, (E.IntImm, E.UIntImm)) else None
             interval = self.interval(index) if index.dtype.element_of().is_integral else None
             if size is None or interval is None or 0 <= interval[0] and interval[1] < size:
                 continue
-            self.scope.error(f"index {k} of '{tensor.name}' takes values in [{interval[0]}, {interval[1]}] over the "
+            self.scope.error(f"index {k} of '{tensor.name}' takes values in [{interval[0]}, {interval[1]}] "
+                             "over the "
                              f"enclosing loops, outside its dimension [0, {size}) (shape "
                              f"[{', '.join(str(getattr(d, 'value', d)) for d in tensor.shape)}])", tok)
 

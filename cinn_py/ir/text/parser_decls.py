@@ -35,7 +35,8 @@ class DeclParser:
             word = self.cur.expect_ident("a decl kind (func, var, tensor, buffer, ...)")
             handler = getattr(self, f"decl_{word.text}", None)
             if handler is None:
-                self.cur.fail("a decl kind (func, cuda_axis, var, buffer, tensor, block, attr, literal, call, "
+                self.cur.fail("a decl kind (func, cuda_axis, var, buffer, tensor, block, attr, literal, "
+                              "call, "
                           "reduce, root, exact)", word)
             handler(word)
             if self.cur.peek().kind != "EOL":

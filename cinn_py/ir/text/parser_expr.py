@@ -12,7 +12,6 @@ from typing import Any
 
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
-from cinn_py.ir.buffer import Buffer, Tensor
 from cinn_py.ir.text.decls import (
     LITERAL_PREFIXES, RAW_HALF_FUNCS, decode_literal, default_call_signature, default_reduce_axes,
     half_from_bits,
@@ -99,7 +98,8 @@ class ExprParser:
         if isinstance(value, (E.IntImm, E.UIntImm)) and not value.dtype.is_bool:
             lo, hi = E.int_range(value.dtype.element_of())
             if not lo <= value.value <= hi:  # checked after a `// decl literal` gave the dtype
-                self.cur.error(f"invalid literal: {value.value} is out of range for {value.dtype} [{lo}, {hi}]", tok)
+                self.cur.error(f"invalid literal: {value.value} is out of range for {value.dtype} [{lo}, "
+                               f"{hi}]", tok)
         return value
 
     def count_literal(self, value: E.Expr, tok: Token) -> E.Expr:
@@ -158,8 +158,8 @@ class ExprParser:
             indices = tuple(self.parse_expr_list("]"))
             self.scope.infer.note_access(tensor, indices, tok)
             return E.Load(tensor, indices)
-        if name in DTYPE_NAMES and self.cur.at("<") and self.cur.peek(1).kind == "INT" and self.cur.at(">", 2) \
-                and self.cur.at("(", 3):
+        if (name in DTYPE_NAMES and self.cur.at("<") and self.cur.peek(1).kind == "INT"
+                and self.cur.at(">", 2) and self.cur.at("(", 3)):
             self.cur.k -= 1
             dtype = self.parse_dtype()
             self.cur.expect("(")

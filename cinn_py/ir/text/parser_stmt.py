@@ -51,7 +51,8 @@ class StmtParser:
 
     def parse_keyword_stmt(self, tok: Token) -> S.Stmt | None:
         word, nxt = tok.text, self.cur.peek(1)
-        if word in _FOR_KINDS and nxt.text == "for" or word in ("vectorize", "thread_bind") and nxt.text == "[":
+        if (word in _FOR_KINDS and nxt.text == "for" or word in ("vectorize", "thread_bind")
+            and nxt.text == "["):
             return self.parse_for()
         if word == "if" and nxt.text == "(":
             return self.parse_if()
@@ -59,7 +60,8 @@ class StmtParser:
             return self.parse_schedule_block()
         if word in ("alloc", "free") and nxt.text == "(":
             return self.parse_alloc_free()
-        if word in DTYPE_NAMES and (nxt.kind == "IDENT" or nxt.text == "<" and self.cur.peek(4).kind == "IDENT"):
+        if (word in DTYPE_NAMES
+            and (nxt.kind == "IDENT" or nxt.text == "<" and self.cur.peek(4).kind == "IDENT")):
             return self.parse_let()
         return None
 
@@ -206,7 +208,8 @@ class StmtParser:
             named.append(self.scope.decls.block_methods[index][0])
         for decl_name in named:
             if decl_name != name_tok.text:
-                self.cur.error(f"block #{index} is '{name_tok.text}' but its decl names '{decl_name}'", name_tok)
+                self.cur.error(f"block #{index} is '{name_tok.text}' but its decl names '{decl_name}'",
+                               name_tok)
         return index
 
     def parse_axis_bind(self) -> tuple[tuple[E.Var, ...], tuple[E.Expr, ...]]:

@@ -24,12 +24,14 @@ def geometry(ins: list[Tensor], attrs: dict[str, object], mask: Tensor | None) -
                     mask_shape, mask is not None and mask.dtype.is_bool, ins[0].dtype)
 
 
-def _forward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor, attrs: dict[str, object]) -> LoweredFunc:
+def _forward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,
+             attrs: dict[str, object]) -> LoweredFunc:
     mask = ins[3] if len(ins) == 4 else None
     return forward_kernel(geometry(ins, attrs, mask), name, ins[:3], mask, out, args)
 
 
-def _backward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor, attrs: dict[str, object]) -> LoweredFunc:
+def _backward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,
+              attrs: dict[str, object]) -> LoweredFunc:
     mask = ins[5] if len(ins) == 6 else None
     return backward_kernel(geometry(ins, attrs, mask), name, ins[:5], mask, out, args)
 

@@ -116,7 +116,8 @@ class _Backward:
 
         def prob(r: Expr, c: Expr) -> Expr:
             i = io * i32(g.br) + r
-            value: Expr = Call("exp", (g.score(p_of(r, c), bh, i, key0 + c, self.mask) - self.lse(bh, row(r)),),
+            value: Expr = Call("exp",
+                               (g.score(p_of(r, c), bh, i, key0 + c, self.mask) - self.lse(bh, row(r)),),
                                g.dtype)
             return value if g.l % g.br == 0 else Select(i < i32(g.l), value, g.c(0.0))
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from cinn_py.ir import (
-    ArgIO, Argument, Block, Call, EQ, Expr, Load, LoweredFunc, Max, MemoryType, ScheduleBlock, ScheduleBlockRealize,
+    ArgIO, Argument, Block, Call, EQ, Expr, Load, LoweredFunc, Max, MemoryType, ScheduleBlock,
+    ScheduleBlockRealize,
     Select, Stmt, Tensor, make_tensor,
 )
 from cinn_py.lowering.attention.nest import PARALLEL, VECTOR, Loop, block, nest
@@ -82,7 +83,8 @@ class _Forward:
         io = Loop.new("io", g.query_blocks)
         outer = [bh, io]
         jo = Loop.new("jo", g.causal_key_blocks(io.var))
-        main = nest([bh, io], [*self._init(outer), nest([jo], self._key_block([*outer, jo])), *self._finish(outer)])
+        main = nest([bh, io],
+                    [*self._init(outer), nest([jo], self._key_block([*outer, jo])), *self._finish(outer)])
         return self._func(Block((self.transpose, main)))
 
     def _init(self, outer: list[Loop]) -> list[Stmt]:
@@ -91,7 +93,8 @@ class _Forward:
         r = Loop.new("r", self.g.br)
         state = nest([r], [block(f"{self.name}_max_init", [*outer, r], self.m, (bh, r.var), g.neg_inf),
                            block(f"{self.name}_sum_init", [*outer, r], self.lsum, (bh, r.var), g.c(0.0))])
-        zero = fill(f"{self.name}_acc_init", outer, self.g.br, self.g.ev, lambda r_, c: (self.acc, (bh, r_, c)),
+        zero = fill(f"{self.name}_acc_init", outer, self.g.br, self.g.ev,
+                    lambda r_, c: (self.acc, (bh, r_, c)),
                     lambda r_, c: g.c(0.0))
         return [state, zero]
 
@@ -100,7 +103,8 @@ class _Forward:
         bh, io, jo = (lp.var for lp in outer)
         b, h = bh // i32(g.hq), bh % i32(g.hq)
         kb = bh // i32(g.group)
-        zero = fill(f"{name}_scores_init", outer, g.br, g.bc, lambda r, c: (self.st, (bh, r, c)), lambda r, c: g.c(0.0))
+        zero = fill(f"{name}_scores_init", outer, g.br, g.bc, lambda r, c: (self.st, (bh, r, c)),
+                    lambda r, c: g.c(0.0))
         qk = gemm(f"{name}_qk", outer, g.br, g.bc, g.e, lambda r, c: (self.st, (bh, r, c)),
                   lambda r, e: Load(self.q, (b, h, g.query_row(io, r), e)),
                   lambda e, c: Load(self.kt, (kb, e, jo * i32(g.bc) + c)))
@@ -157,7 +161,8 @@ class _Forward:
             block(f"{name}_alpha", loops, self.alpha, row, Call("exp", (Load(self.m, row) - ms,), g.dtype)),
             block(f"{name}_max", loops, self.m, row, Load(self.mn, row)),
             part_init("sum_part_init", g.c(0.0)),
-            lanes_pass("exp", lambda c, _: Call("exp", (st(c) - ms,), g.dtype), lambda c, lane: part(lane) + st(c)),
+            lanes_pass("exp", lambda c, _: Call("exp", (st(c) - ms,), g.dtype),
+                       lambda c, lane: part(lane) + st(c)),
             *part_reduce("sum", self.lsum, Load(self.lsum, row) * Load(self.alpha, row), "sum"),
             fill(f"{name}_rescale", loops, 1, g.ev, lambda _r, d: (self.acc, (bh, r, d)),
                  lambda _r, d: Load(self.acc, (bh, r, d)) * Load(self.alpha, row)),
@@ -173,8 +178,10 @@ class _Forward:
                    lambda r, d: (self.packed, (base(r) * i32(g.ev) + d,)),
                    lambda r, d: Select(empty(r), g.c(0.0), Load(self.acc, (bh, r, d)) / total(r)))
         r = Loop.new("r", g.rows_in(io))
-        lse = Select(empty(r.var), g.c(0.0), Load(self.ms, (bh, r.var)) + Call("log", (total(r.var),), g.dtype))
-        lse_block = nest([r], [block(f"{name}_lse", [*outer, r], self.packed, (i32(g.out_size) + base(r.var),), lse)])
+        lse = Select(empty(r.var), g.c(0.0),
+                     Load(self.ms, (bh, r.var)) + Call("log", (total(r.var),), g.dtype))
+        lse_block = nest([r], [block(f"{name}_lse", [*outer, r], self.packed,
+                                     (i32(g.out_size) + base(r.var),), lse)])
         return [out, lse_block]
 
     def _func(self, body: Stmt) -> LoweredFunc:
@@ -182,7 +189,8 @@ class _Forward:
         return kernel_func(self.name, self.args, self.packed, body, temps)
 
 
-def kernel_func(name: str, args: Sequence[Tensor], out: Tensor, body: Stmt, temps: Sequence[Tensor]) -> LoweredFunc:
+def kernel_func(name: str, args: Sequence[Tensor], out: Tensor, body: Stmt,
+                temps: Sequence[Tensor]) -> LoweredFunc:
     """The LoweredFunc of a template: inputs `args`, output `out`, the temps' buffers."""
     arguments = tuple([Argument(ArgIO.INPUT, t) for t in args] + [Argument(ArgIO.OUTPUT, out)])
     root = ScheduleBlockRealize((), ScheduleBlock("root", (), body))

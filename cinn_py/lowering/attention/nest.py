@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cinn_py.ir import (
-    Block, Expr, For, IntImm, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var, int32, substitute,
+    Block, Expr, For, IntImm, ScheduleBlock, ScheduleBlockRealize, Stmt, Store, Tensor, Var,
+    int32, substitute,
     unique_name,
 )
 
@@ -56,7 +57,8 @@ class Loop:
     reduce: bool = False
 
     @staticmethod
-    def new(hint: str, extent: int | Expr, role: str = SERIAL, start: int | Expr = 0, reduce: bool = False) -> Loop:
+    def new(hint: str, extent: int | Expr, role: str = SERIAL, start: int | Expr = 0,
+            reduce: bool = False) -> Loop:
         name = unique_name(hint if role == SERIAL else f"{hint}_{role}")
         return Loop(Var(name, int32), _expr(extent), _expr(start), reduce)
 
@@ -82,7 +84,8 @@ def block(name: str, loops: Sequence[Loop], tensor: Tensor, indices: Sequence[Ex
     ivars = [_iter_var(k, lp) for k, lp in enumerate(loops)]
     mapping: dict[Var, Expr] = {lp.var: iv for lp, iv in zip(loops, ivars)}
     store = Store(tensor, substitute(value, mapping), tuple(substitute(i, mapping) for i in indices))
-    return ScheduleBlockRealize(tuple(lp.var for lp in loops), ScheduleBlock(name, tuple(ivars), store, attrs=attrs))
+    return ScheduleBlockRealize(tuple(lp.var for lp in loops),
+                                ScheduleBlock(name, tuple(ivars), store, attrs=attrs))
 
 
 def _iter_var(k: int, lp: Loop) -> Var:
@@ -90,6 +93,7 @@ def _iter_var(k: int, lp: Loop) -> Var:
     range depends on an outer loop, which a bound cannot say)."""
     name = unique_name(f"i{k}")
     if isinstance(lp.start, IntImm) and isinstance(lp.extent, IntImm):
-        return Var(name, int32, lower_bound=lp.start, upper_bound=IntImm(int32, lp.start.value + lp.extent.value),
+        return Var(name, int32, lower_bound=lp.start,
+                   upper_bound=IntImm(int32, lp.start.value + lp.extent.value),
                    is_reduce_axis=lp.reduce)
     return Var(name, int32, is_reduce_axis=lp.reduce)

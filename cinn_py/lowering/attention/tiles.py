@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cinn_py.ir import (
-    FP_CONTRACT_ATTR, And, DType, Expr, FloatImm, IntImm, LE, LT, Load, Min, Select, Stmt, Tensor, float32, int32,
+    FP_CONTRACT_ATTR, And, DType, Expr, FloatImm, IntImm, LE, LT, Load, Min, Select, Stmt, Tensor,
+    float32, int32,
 )
 from cinn_py.lowering.attention.nest import UNROLL, VECTOR, Loop, block, nest
 

@@ -166,7 +166,8 @@ class _Gen:
                 w = self.emit("add", (a, 1.0), self.shapes[w], wmag + 1.0)
                 return self.emit("divide", (v, w), shape, self.mags[v], **kw)
             return self.emit("divide", (v, abs(w) + 1.0), shape, self.mags[v])
-        mag = {"add": self.mags[v] + wmag, "subtract": self.mags[v] + wmag, "multiply": self.mags[v] * wmag}.get(
+        mag = {"add": self.mags[v] + wmag, "subtract": self.mags[v] + wmag,
+               "multiply": self.mags[v] * wmag}.get(
             op, max(self.mags[v], wmag))
         return self.emit(op, (v, w), shape, mag, **kw)
 
@@ -192,7 +193,8 @@ class _Gen:
         if kind in ("rms_norm", "layer_norm"):
             last = shape[-1]
             size = SYM_UPPER if isinstance(last, str) else last
-            return self.emit(kind, (self.squash(v),), shape, math.sqrt(size) * (2.0 if kind == "layer_norm" else 1.0))
+            return self.emit(kind, (self.squash(v),), shape,
+                             math.sqrt(size) * (2.0 if kind == "layer_norm" else 1.0))
         if kind == "transpose" and len(shape) >= 2:
             perm = list(range(len(shape)))
             while perm == sorted(perm):
@@ -207,7 +209,8 @@ class _Gen:
             n = self.rng.choice(DIMS[:9])
             w = self.new_input((shape[1], n))
             k = SYM_UPPER if isinstance(shape[1], str) else shape[1]
-            return self.emit("matmul", (self.squash(v), w), (shape[0], n), min(self.mags[v], _LIMIT) * 2.0 * k)
+            return self.emit("matmul", (self.squash(v), w), (shape[0], n),
+                             min(self.mags[v], _LIMIT) * 2.0 * k)
         return self.unary(v)
 
     def movement(self, v: int) -> int:
@@ -215,7 +218,8 @@ class _Gen:
         grow (tile, repeat, pad) are static ones: a spec shape holds ints and symbol names only."""
         shape, mag, rng = self.shapes[v], self.mags[v], self.rng
         static = [k for k, d in enumerate(shape) if isinstance(d, int)]
-        kind = rng.choice(("reverse", "tile", "repeat", "pad", "unit_axes", "slice_assign", "concat", "gather",
+        kind = rng.choice(("reverse", "tile", "repeat", "pad", "unit_axes", "slice_assign",
+                           "concat", "gather",
                            "scatter_add"))
         if not shape or (kind in ("tile", "repeat", "slice_assign", "concat") and not static):
             return self.unary(v)
@@ -238,7 +242,8 @@ class _Gen:
             out = tuple(d * reps if k == axis and isinstance(d, int) else d for k, d in enumerate(shape))
             return self.emit("repeat", (v,), out, mag, repeats=reps, axis=axis)
         if kind == "pad":
-            pads = tuple((rng.randint(0, 2), rng.randint(0, 2)) if isinstance(d, int) else (0, 0) for d in shape)
+            pads = tuple((rng.randint(0, 2), rng.randint(0, 2)) if isinstance(d, int) else (0, 0)
+                         for d in shape)
             out = tuple(d + b + a if isinstance(d, int) else d for d, (b, a) in zip(shape, pads))
             value = rng.choice((0.0, -1.0, 0.5))
             return self.emit("pad", (v,), out, max(mag, abs(value)), paddings=pads, pad_value=value)
@@ -252,7 +257,8 @@ class _Gen:
         start = rng.randrange(dim)
         end = rng.randint(start + 1, dim)
         w = self.new_input(tuple(end - start if k == axis else d for k, d in enumerate(shape)))
-        return self.emit("slice_assign", (v, w), shape, max(mag, 2.0), axes=(axis,), starts=(start,), ends=(end,))
+        return self.emit("slice_assign", (v, w), shape, max(mag, 2.0), axes=(axis,), starts=(start,),
+                         ends=(end,))
 
     def indexed(self, v: int, kind: str) -> int:
         """`gather` (rows of `v` along an axis, picked by an index) or `scatter_add` (rows of a new
@@ -269,7 +275,8 @@ class _Gen:
         if kind == "gather":
             return self.emit("gather", (v, index), picked, self.mags[v], axis=signed_axis)
         updates = self.new_input(picked)
-        return self.emit("scatter_add", (v, updates, index), shape, self.mags[v] + 2.0 * count, axis=signed_axis)
+        return self.emit("scatter_add", (v, updates, index), shape, self.mags[v] + 2.0 * count,
+                         axis=signed_axis)
 
     def step(self, v: int) -> int:
         roll = self.rng.random()

@@ -111,7 +111,8 @@ class ProgramSpec:
     def to_json(self) -> dict[str, Any]:
         return {"dims": list(self.dims), "symbols": list(self.symbols), "outputs": list(self.outputs),
                 "tensors": [{"name": t.name, "axes": list(t.axes), "dtype": t.dtype, "body": _to_list(t.body),
-                             "reduce": list(t.reduce) if t.reduce else None, "mag": t.mag, "err": t.err} for t in self.tensors]}
+                             "reduce": list(t.reduce) if t.reduce else None, "mag": t.mag, "err": t.err} for t
+                            in self.tensors]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProgramSpec:
@@ -226,7 +227,8 @@ class _Gen:
         a, ma, ea = self.expr(dtype, avail, depth - 1, must)
         if is_int and op in ("div", "mod"):
             c = self.rng.choice((2, 3, 7))
-            return self.bounded(dtype, ("bin", op, a, ("const", c)), ma / c + 1 if op == "div" else c - 1.0, 0.0)
+            return self.bounded(dtype, ("bin", op, a, ("const", c)),
+                                ma / c + 1 if op == "div" else c - 1.0, 0.0)
         b, mb, eb = self.expr(dtype, avail, depth - 1, None)
         if is_int and op == "mul" and ma * mb > _LIMIT[dtype]:
             # wrap the operands, not the product: the product itself would overflow
@@ -277,7 +279,8 @@ class _Gen:
         self.tensors.append(TensorSpec(f"in{len(self.tensors)}", self.ordered_subset(), dtype, mag=mag))
 
     def input_symbols(self) -> set[str]:
-        return {d for t in self.tensors if t.is_input for d in (self.dims[a] for a in t.axes) if isinstance(d, str)}
+        return ({d for t in self.tensors if t.is_input for d in (self.dims[a] for a in t.axes)
+                 if isinstance(d, str)})
 
     def add_compute(self, dtype: str) -> None:
         k = len(self.tensors) - 1 if self.rng.random() < 0.6 else self.rng.randrange(len(self.tensors))
@@ -322,7 +325,8 @@ class _Gen:
             return body, mag * n, 0.0 if is_int else n * err + n * EPS[dtype] * max(mag, 1.0) * n
         if mag > 1.0 and mag ** n > _LIMIT[dtype]:
             if is_int:
-                body, mag = ("bin", "div", ("bin", "mod", body, ("const", 3)), ("const", 2)), 1.0   # in {-1, 0, 1}
+                # in {-1, 0, 1}
+                body, mag = ("bin", "div", ("bin", "mod", body, ("const", 3)), ("const", 2)), 1.0
             else:
                 body, mag, err = ("un", "tanh", body), 1.0, err + 2 * EPS[dtype]
         total = max(mag ** n, 1.0)
@@ -426,7 +430,8 @@ def shape_of(spec: ProgramSpec, t: TensorSpec, binding: dict[str, int]) -> tuple
     return tuple(binding[d] if isinstance(d, str) else d for d in (spec.dims[a] for a in t.axes))
 
 
-def random_inputs(spec: ProgramSpec, binding: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_inputs(spec: ProgramSpec, binding: dict[str, int],
+                  rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Inputs keyed by tensor name: floats uniform in [-2, 2], ints in [-8, 8]."""
     out = {}
     for t in spec.tensors:

@@ -25,7 +25,8 @@ _NP_UNARY = {
 }
 _SRC_UNARY = {
     "exp": "cp.exp(cp.minimum({0}, 3.0))", "log": "cp.log(cp.abs({0}) + 1.0)", "sqrt": "cp.sqrt(cp.abs({0}))",
-    "rsqrt": "cp.rsqrt(cp.abs({0}) + 1.0)", "neg": "(-{0})", "tanh": "cp.tanh({0})", "sigmoid": "cp.sigmoid({0})",
+    "rsqrt": "cp.rsqrt(cp.abs({0}) + 1.0)", "neg": "(-{0})", "tanh": "cp.tanh({0})",
+    "sigmoid": "cp.sigmoid({0})",
     "erf": "cp.erf({0})", "sin": "DSL.sin({0})", "cos": "DSL.cos({0})", "abs": "cp.abs({0})",
     "floor": "cp.floor({0})", "ceil": "cp.ceil({0})",
 }
@@ -41,7 +42,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # numpy reference
 # ---------------------------------------------------------------------------------------------
-def evaluate(spec: ProgramSpec, inputs: dict[str, np.ndarray], binding: dict[str, int]) -> dict[str, np.ndarray]:
+def evaluate(spec: ProgramSpec, inputs: dict[str, np.ndarray],
+             binding: dict[str, int]) -> dict[str, np.ndarray]:
     """Every output tensor's reference value, keyed by tensor name."""
     values: list[np.ndarray] = []
     for t in spec.tensors:
@@ -179,7 +181,8 @@ def _dsl_expr(spec: ProgramSpec, node: Node, dtype: str, env: dict[int, Var], bu
         if op == "div" and dtype in FLOAT_DTYPES:
             return a / (dsl.abs(b) + 1.0)
         return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
-                "mod": lambda: a % b, "max": lambda: dsl.maximum(a, b), "min": lambda: dsl.minimum(a, b)}[op]()
+                "mod": lambda: a % b, "max": lambda: dsl.maximum(a, b),
+                "min": lambda: dsl.minimum(a, b)}[op]()
     if kind == "sel":
         from cinn_py.ir import eq, ne  # noqa: PLC0415
 
@@ -259,7 +262,8 @@ def _src(spec: ProgramSpec, node: Node, dtype: str, names: dict[int, str]) -> st
         if node[1] == "div" and dtype in FLOAT_DTYPES:
             return f"({a} / (cp.abs({b}) + 1.0))"
         infix = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}.get(node[1])
-        return f"({a} {infix} {b})" if infix else f"cp.{'maximum' if node[1] == 'max' else 'minimum'}({a}, {b})"
+        return (f"({a} {infix} {b})" if infix
+                else f"cp.{'maximum' if node[1] == 'max' else 'minimum'}({a}, {b})")
     if kind == "sel":
         a, b = sub(node[2]), sub(node[3])
         cond = f"({a} {_CMP_SRC[node[1]]} {b})" if node[1] in _CMP_SRC else f"ir.{node[1]}({a}, {b})"

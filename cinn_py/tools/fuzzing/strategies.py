@@ -32,6 +32,7 @@ def fuzz_cases() -> Any:
     def cases(draw: Any) -> tuple[ProgramSpec, list[dict[str, int]], int, int]:
         rng = draw(st.randoms(use_true_random=False))
         spec = generate_program(rng)
-        return spec, random_bindings(spec, rng), draw(st.integers(0, 2 ** 31 - 1)), draw(st.integers(0, 2 ** 31 - 1))
+        seeds = st.integers(0, 2 ** 31 - 1)
+        return spec, random_bindings(spec, rng), draw(seeds), draw(seeds)
 
     return cases()

@@ -1,4 +1,5 @@
-"""Random stride-sensitive torch functions for the torch backend (`python -m cinn_py.tools.fuzz --torch-strides`).
+"""Random stride-sensitive torch functions for the torch backend (`python -m cinn_py.tools.fuzz
+--torch-strides`).
 
 A case is a Python function of one to three strided tensors (contiguous, permuted, expanded,
 narrowed or stepped views: `make_inputs`) that chains views (permute, transpose, t, expand,
@@ -40,7 +41,8 @@ class TorchCase:
     def source(self) -> str:
         """A runnable definition of `make_inputs()` and `f(...)`."""
         args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
-        lines = ["import torch", "", "", "def make_inputs():", f"    g = torch.Generator().manual_seed({self.seed})"]
+        lines = ["import torch", "", "", "def make_inputs():",
+                 f"    g = torch.Generator().manual_seed({self.seed})"]
         lines += [f"    a{k} = {expr}" for k, expr in enumerate(self.inputs)]
         lines += [f"    return [{args}]", "", "", f"def f({args}):"]
         lines += [f"    {line}" for line in self.body]
@@ -51,7 +53,8 @@ class TorchCase:
         """The reproducer: the function, then eager vs the backend."""
         return self.source() + (
             f"\n\nx = make_inputs()\nwant = f(*[t.clone() for t in x])\n"
-            f"got = torch.compile(f, backend='cinn_py', dynamic={self.dynamic}, options={{'strict': True}})(*x)\n"
+            f"got = torch.compile(f, backend='cinn_py', dynamic={self.dynamic}, "
+            f"options={{'strict': True}})(*x)\n"
             "for g, w in zip(got, want):  # strides of dims longer than 1, as `check`\n"
             "    torch.testing.assert_close(g, w)\n"
             "    assert w.numel() == 0 or [s for n, s in zip(g.shape, g.stride()) if n != 1] == "
@@ -167,7 +170,8 @@ def _regrouped(rng: random.Random, shape: list[int]) -> list[int]:
 
 def _compute(rng: random.Random, w: _Writer, v: str, shape: list[int]) -> str:
     rank = len(shape)
-    kind = rng.choice(("add", "mul", "neg", "exp", "tanh", "sigmoid", "relu", "sum", "mean", "softmax", "matmul",
+    kind = rng.choice(("add", "mul", "neg", "exp", "tanh", "sigmoid", "relu", "sum", "mean",
+                       "softmax", "matmul",
                        "erfinv", "erfinv", "binary"))
     d = rng.randrange(rank) if rank else 0
     if kind == "add":
@@ -240,7 +244,8 @@ def check(case: TorchCase) -> str | None:
     args = namespace["make_inputs"]()
     want = namespace["f"](*args)
     torch._dynamo.reset()
-    compiled = torch.compile(namespace["f"], backend="cinn_py", dynamic=case.dynamic, options={"strict": True})
+    compiled = torch.compile(namespace["f"], backend="cinn_py", dynamic=case.dynamic,
+                             options={"strict": True})
     got = compiled(*args)
     for k, (g, e) in enumerate(zip(got, want, strict=True)):
         what = f"output {k} ({case.outputs[k]})"

@@ -142,7 +142,8 @@ def _worker_command(start: int, stop: int, worker_args: list[str]) -> list[str]:
             "--examples", str(stop - start)]
 
 
-def _one_worker(seed: int, start: int, stop: int, timeout: float, worker_args: list[str], summary: Summary) -> int:
+def _one_worker(seed: int, start: int, stop: int, timeout: float, worker_args: list[str],
+                summary: Summary) -> int:
     """Run one worker until it finishes, crashes or hangs; returns the next index to run."""
     with tempfile.TemporaryFile(mode="w+") as err:
         proc = subprocess.Popen(_worker_command(start, stop, worker_args), stdout=subprocess.PIPE, stderr=err,
@@ -158,7 +159,8 @@ def _one_worker(seed: int, start: int, stop: int, timeout: float, worker_args: l
                     proc.kill()   # our own worker, by its handle
                     proc.wait()
                     index = current if current is not None else start
-                    summary.add(_special(index, "hang", f"no result within {timeout:.0f}s", seed, worker_args))
+                    summary.add(_special(index, "hang", f"no result within {timeout:.0f}s", seed,
+                                         worker_args))
                     return index + 1
                 line = proc.stdout.readline()
                 if not line:
@@ -215,7 +217,8 @@ def _special(index: int, kind: str, detail: str, seed: int, worker_args: list[st
         text = "(describing the case timed out too)"
     flags = "".join(f" {a}" for a in mode)
     reproducer = "\n".join([f"=== FAIL case {index} (seed {seed}) at {kind}", detail.rstrip(),
-                            f"--- reproduce: python -m cinn_py.tools.fuzz --seed {seed} --case {index}{flags} --in-process",
+                            f"--- reproduce: python -m cinn_py.tools.fuzz --seed {seed} --case "
+                            f"{index}{flags} --in-process",
                             text])
     return {"index": index, "status": "fail", "stage": kind, "error": kind, "detail": detail, "steps": [],
             "reproducer": reproducer}

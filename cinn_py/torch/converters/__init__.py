@@ -27,7 +27,8 @@ new family is a new module imported below.
 from __future__ import annotations
 
 from cinn_py.torch.converters import (
-    activations, attention, conv, creation, elementwise, encoder, indexing, losses, matmul, norms, random, reductions, resize,
+    activations, attention, conv, creation, elementwise, encoder, indexing, losses, matmul, norms, random,
+    reductions, resize,
     statistics, views,
 )
 from cinn_py.torch.converters import (
@@ -35,7 +36,7 @@ from cinn_py.torch.converters import (
 )
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
-__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation", "elementwise",
-           "indexing", "linalg", "logical", "losses", "math", "matmul", "nonlinear", "norms", "ordering", "padding",
-           "random", "reductions", "regression", "resize", "scans", "scatters", "shaping", "special", "statistics",
-           "stats", "views"]
+__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "attention", "conv", "creation",
+           "elementwise", "encoder", "indexing", "linalg", "logical", "losses", "math", "matmul", "nonlinear",
+           "norms", "ordering", "padding", "random", "reductions", "regression", "resize", "scans",
+           "scatters", "shaping", "special", "statistics", "stats", "views"]

@@ -103,7 +103,8 @@ def _mish_backward(e: Emitter, g: Variable, x: Variable) -> Value:
 @converts("aten.elu.default")
 def _elu(e: Emitter, x: Variable, alpha: Any = 1.0, scale: Any = 1.0, input_scale: Any = 1.0) -> Value:
     nb = e.nb
-    negative = nb.scale(nb.scale(nb.exp(nb.scale(x, float(input_scale))), 1.0, -1.0), float(alpha) * float(scale))
+    negative = nb.scale(nb.scale(nb.exp(nb.scale(x, float(input_scale))), 1.0, -1.0),
+                        float(alpha) * float(scale))
     return _where(e, nb.greater_than(x, 0.0), nb.scale(x, float(scale)), negative)
 
 

@@ -60,7 +60,8 @@ def _mask(e: Emitter, mask: Variable | None, q: Variable, k: Variable, dtype: st
         mask = as_dtype(e, mask, dtype)
     full = [int(q.shape[0]), int(q.shape[1]), int(q.shape[2]), int(k.shape[2])]
     dims = [int(d) for d in mask.shape]
-    fits = 2 <= len(dims) <= 4 and dims[-1] == full[-1] and all(d in (1, f) for d, f in zip(dims, full[4 - len(dims):]))
+    fits = (2 <= len(dims) <= 4 and dims[-1] == full[-1]
+            and all(d in (1, f) for d, f in zip(dims, full[4 - len(dims):])))
     return mask if fits else e.broadcast(mask, full)
 
 
@@ -70,7 +71,8 @@ def _scale_attr(scale: Any) -> float | None:
 
 @converts("aten._scaled_dot_product_flash_attention_for_cpu.default", check=_attention_reason)
 def _flash_attention(e: Emitter, q: Variable, k: Variable, v: Variable, dropout_p: float = 0.0,
-                     is_causal: bool = False, *, attn_mask: Variable | None = None, scale: Any = None) -> Value:
+                     is_causal: bool = False, *, attn_mask: Variable | None = None,
+                     scale: Any = None) -> Value:
     """(out [B, H, L, Ev], logsumexp [B, H, L] float32); a fully masked row gives out 0, lse 0 (torch's)."""
     dtype = compute_dtype(q, k, v)
     q, k, v = (as_dtype(e, t, dtype) for t in (q, k, v))

@@ -128,7 +128,8 @@ def _avg_pool_reason(x: Any, kernel: Any, stride: Any = (), padding: Any = 0, ce
 
 
 @converts("aten.avg_pool2d.default", check=_avg_pool_reason)
-def _avg_pool(e: Emitter, x: Variable, kernel: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
+def _avg_pool(e: Emitter, x: Variable, kernel: Any, stride: Any = (), padding: Any = 0,
+              ceil_mode: bool = False,
               count_include_pad: bool = True, divisor_override: Any = None) -> Value:
     return e.nb.pool2d(x, **_pool_args("avg", kernel, stride, padding, ceil_mode, not count_include_pad))
 
@@ -141,6 +142,7 @@ def _avg_pool_backward_reason(g: Any, x: Any, kernel: Any, stride: Any, padding:
 @converts("aten.avg_pool2d_backward.default", check=_avg_pool_backward_reason)
 def _avg_pool_backward(e: Emitter, g: Variable, x: Variable, kernel: Any, stride: Any, padding: Any,
                        ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Value:
-    return e.nb.pool2d_grad(x, g, **_pool_args("avg", kernel, stride, padding, ceil_mode, not count_include_pad))
+    return e.nb.pool2d_grad(x, g,
+                            **_pool_args("avg", kernel, stride, padding, ceil_mode, not count_include_pad))
 
 

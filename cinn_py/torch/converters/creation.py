@@ -14,11 +14,14 @@ from cinn_py.torch.converters.base import (
 )
 
 
-def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: Any = None, **_: Any) -> str | None:
-    return None if is_strided_layout(layout) and not pin_memory else "full with a sparse layout or pinned memory"
+def _plain_full(*args: Any, device: Any = None, layout: Any = None, pin_memory: Any = None,
+                **_: Any) -> str | None:
+    return (None if is_strided_layout(layout) and not pin_memory
+            else "full with a sparse layout or pinned memory")
 
 
-@converts("aten.full.default", "aten.scalar_tensor.default", "aten.new_full.default", "aten.full_like.default",
+@converts("aten.full.default", "aten.scalar_tensor.default", "aten.new_full.default",
+          "aten.full_like.default",
           check=_plain_full)
 def _full(e: Emitter, *args: Any, **_: Any) -> Value:
     value = args[-1] if args else 0

@@ -28,7 +28,8 @@ def _promoted(e: Emitter, method: str, a: Variable, b: Any) -> tuple[Variable, A
     return tuple(v if str(v.dtype) == to else e.nb.cast(v, to) for v in (a, b))  # type: ignore[return-value]
 
 
-_BOOL_ARITHMETIC = {"multiply": "logical_and", "add": "logical_or", "maximum": "logical_or", "minimum": "logical_and"}
+_BOOL_ARITHMETIC = {"multiply": "logical_and", "add": "logical_or", "maximum": "logical_or",
+                    "minimum": "logical_and"}
 """torch computes bool * bool, bool + bool, max/min of bools in bool (and, or); NetBuilder's
 arithmetic takes numbers only."""
 
@@ -106,7 +107,8 @@ def _nan_propagating(method: str) -> Any:
 
 
 for _name, _method in (("maximum", "maximum"), ("minimum", "minimum")):
-    converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar", f"aten.{_name}.default")(_nan_propagating(_method))
+    converts(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar",
+             f"aten.{_name}.default")(_nan_propagating(_method))
 
 
 @converts("aten.relu.default")

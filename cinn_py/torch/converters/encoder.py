@@ -63,10 +63,12 @@ def _self_attention(e: Emitter, x: Variable, heads: int, qkv_w: Variable, qkv_b:
 
 
 @converts("aten._transformer_encoder_layer_fwd.default", check=_plain_layer)
-def _encoder_layer(e: Emitter, src: Variable, embed_dim: int, num_heads: int, qkv_w: Variable, qkv_b: Variable,
+def _encoder_layer(e: Emitter, src: Variable, embed_dim: int, num_heads: int, qkv_w: Variable,
+                   qkv_b: Variable,
                    proj_w: Variable, proj_b: Variable, use_gelu: bool, norm_first: bool, eps: float,
                    ln1_w: Variable, ln1_b: Variable, ln2_w: Variable, ln2_b: Variable, ff1_w: Variable,
-                   ff1_b: Variable, ff2_w: Variable, ff2_b: Variable, mask: Any = None, mask_type: Any = None) -> Value:
+                   ff1_b: Variable, ff2_w: Variable, ff2_b: Variable, mask: Any = None,
+                   mask_type: Any = None) -> Value:
     nb = e.nb
     dtype = compute_dtype(src, qkv_w)
     x, qkv_w, qkv_b, proj_w, proj_b, ln1_w, ln1_b, ln2_w, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b = (

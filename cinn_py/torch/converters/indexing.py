@@ -110,7 +110,8 @@ def _scatter(e: Emitter, x: Variable, dim: int, index: Variable, src: Any) -> Va
     hit = nb.equal(nb.broadcast_to(idx, wide, beside), nb.broadcast_to(iota(nb, n), wide, [axis]))
     ks = nb.broadcast_to(iota(nb, count), wide, [axis + 1])
     last = nb.reduce_max(nb.select(hit, ks, nb.fill_constant(wide, -1, dtype="int64")), [axis + 1])
-    picked = nb.gather(values, nb.maximum(last, nb.fill_constant(list(last.shape), 0, dtype="int64")), axis=axis)
+    picked = nb.gather(values,
+                       nb.maximum(last, nb.fill_constant(list(last.shape), 0, dtype="int64")), axis=axis)
     pads = [[0, static_dim(a) - static_dim(b)] if d != axis and not shapes_equal([a], [b]) else [0, 0]
             for d, (a, b) in enumerate(zip(x.shape, last.shape))]
     if any(after for _, after in pads):
@@ -149,7 +150,8 @@ def _slice_scatter(e: Emitter, x: Variable, src: Variable, dim: int = 0, start: 
     return x if lo >= hi else e.nb.slice_assign(x, src, [axis], [lo], [hi], strides=[step])
 
 
-@converts("aten.select_scatter.default", check=lambda x, src, dim, index: static_axis(x, dim, "select_scatter"))
+@converts("aten.select_scatter.default",
+          check=lambda x, src, dim, index: static_axis(x, dim, "select_scatter"))
 def _select_scatter(e: Emitter, x: Variable, src: Variable, dim: int, index: int) -> Value:
     axis = dim % x.ndim
     at = index % static_dim(x.shape[axis])
@@ -197,7 +199,8 @@ def _index(e: Emitter, x: Variable, indices: Sequence[Variable | None]) -> Value
     first = dims[0]
     if dims == list(range(first, first + len(dims))) and first > 0:  # adjacent: B where they were
         nbat = len(batch)
-        perm = [nbat + i for i in range(first)] + list(range(nbat)) + [nbat + i for i in range(first, len(rest))]
+        perm = ([nbat + i for i in range(first)] + list(range(nbat))
+                + [nbat + i for i in range(first, len(rest))])
         out = e.nb.transpose(out, perm)
     return e.to_shape(out)
 

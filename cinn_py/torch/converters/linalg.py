@@ -95,7 +95,8 @@ def _embedded(e: Emitter, g: Variable, shape: list[int], offset: int, a: int, b:
     slots = _diagonal_slots(n, m, offset)
     table = nb.fill_constant([*rest, n * m], 0, dtype=e.dtype)
     if slots:
-        table = nb.scatter_assign(table, as_dtype(e, g), _line(e, slots[0], m + 1, len(slots)), axis=len(rest))
+        table = nb.scatter_assign(table, as_dtype(e, g), _line(e, slots[0], m + 1, len(slots)),
+                                  axis=len(rest))
     moved = e.to_shape(table, [*rest, n, m])
     order = _to_back_order(len(shape), a, b)
     return nb.transpose(moved, [order.index(d) for d in range(len(shape))])
@@ -113,7 +114,8 @@ def _static_input(x: Any, *_: Any) -> str | None:
     fake = getattr(x, "meta", {}).get("val")
     if fake is None:
         return None
-    return None if all(isinstance(s, int) for s in fake.shape) else f"diag_embed of symbolic shape {fake.shape}"
+    return (None if all(isinstance(s, int) for s in fake.shape)
+            else f"diag_embed of symbolic shape {fake.shape}")
 
 
 @converts("aten.diagonal_backward.default", check=_static_sizes)
@@ -156,7 +158,8 @@ def _cross(e: Emitter, a: Variable, b: Variable, dim: int = -1) -> Value:
 
 @converts("aten.diagonal_scatter.default",
           check=lambda x, src, offset=0, dim1=0, dim2=1: _static_pair(x, offset, dim1, dim2))
-def _diagonal_scatter(e: Emitter, x: Variable, src: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Value:
+def _diagonal_scatter(e: Emitter, x: Variable, src: Variable, offset: int = 0, dim1: int = 0,
+                      dim2: int = 1) -> Value:
     """x with its diagonal replaced by src: a mask of the diagonal's places selects src embedded."""
     nb = e.nb
     shape = [static_dim(s) for s in x.shape]

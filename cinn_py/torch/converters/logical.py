@@ -36,7 +36,8 @@ for _name, _bool_op in (("and", "logical_and"), ("or", "logical_or"), ("xor", "l
 for _name, _method in (("left_shift", "left_shift"), ("right_shift", "right_shift")):
     _dunder = "lshift" if _name == "left_shift" else "rshift"
     converts(f"aten.bitwise_{_name}.Tensor", f"aten.bitwise_{_name}.Tensor_Scalar",
-             f"aten.bitwise_{_name}.Scalar_Tensor", f"aten.__{_dunder}__.Scalar", f"aten.__{_dunder}__.Tensor")(
+             f"aten.bitwise_{_name}.Scalar_Tensor", f"aten.__{_dunder}__.Scalar",
+             f"aten.__{_dunder}__.Tensor")(
         lambda e, a, b, _m=_method: getattr(e.nb, _m)(full(e, a), full(e, b)))
 
 
@@ -101,7 +102,8 @@ def _static_test(elements: Any, test: Any, **_: Any) -> str | None:
 
 
 @converts("aten.isin.Tensor_Tensor", "aten.isin.Tensor_Scalar", "aten.isin.Scalar_Tensor", check=_static_test)
-def _isin(e: Emitter, elements: Any, test: Any, *, assume_unique: bool = False, invert: bool = False) -> Value:
+def _isin(e: Emitter, elements: Any, test: Any, *, assume_unique: bool = False,
+          invert: bool = False) -> Value:
     """Whether each element equals some test element: an [elements, tests] comparison, any over
     the tests."""
     nb = e.nb
@@ -115,6 +117,7 @@ def _isin(e: Emitter, elements: Any, test: Any, *, assume_unique: bool = False, 
     shape = [*elements.shape, n]
     lhs = nb.broadcast_to(elements, shape, list(range(elements.ndim)))
     rhs = nb.broadcast_to(flat_test, shape, [elements.ndim])
-    found = nb.reduce_any(nb.equal(lhs, rhs if str(rhs.dtype) == str(lhs.dtype) else nb.cast(rhs, str(lhs.dtype))),
+    found = nb.reduce_any(nb.equal(lhs,
+                                   rhs if str(rhs.dtype) == str(lhs.dtype) else nb.cast(rhs, str(lhs.dtype))),
                           [elements.ndim])
     return nb.logical_not(found) if invert else found

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.frontend.program import Variable
-from cinn_py.torch.converters.base import Emitter, Value, as_dtype, compute_dtype, converts
+from cinn_py.torch.converters.base import Emitter, Value, as_dtype, converts
 
 _NONE, _MEAN, _SUM = 0, 1, 2
 
 
-def _static_ignore(x: Any, target: Any, weight: Any, reduction: int, ignore_index: Any, *_: Any) -> str | None:
+def _static_ignore(x: Any, target: Any, weight: Any, reduction: int, ignore_index: Any,
+                   *_: Any) -> str | None:
     if not isinstance(ignore_index, int):
         return f"nll_loss with a symbolic ignore_index {ignore_index}"
     return None if reduction in (_NONE, _MEAN, _SUM) else f"nll_loss reduction {reduction}"

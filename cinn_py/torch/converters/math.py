@@ -237,7 +237,8 @@ def _div_mode(e: Emitter, a: Any, b: Any, rounding_mode: str | None = None) -> V
     a, b = _operands(e, a, b)
     if e.dtype.startswith(("float", "bfloat")):
         quot = nb.divide(a, b)
-        return quot if rounding_mode is None else nb.trunc(quot) if rounding_mode == "trunc" else nb.floor(quot)
+        return (quot if rounding_mode is None else nb.trunc(quot) if rounding_mode == "trunc"
+                else nb.floor(quot))
     if rounding_mode == "floor":
         return nb.floor_divide(a, b)
     return nb.divide(a, b)  # integers: C's division truncates

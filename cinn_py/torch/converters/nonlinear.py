@@ -26,7 +26,8 @@ def _logit_backward(e: Emitter, g: Variable, x: Variable, eps: float | None = No
     grad = nb.divide(g, nb.multiply(x, nb.subtract(full(e, 1.0), x)))
     if eps is None:
         return grad
-    outside = nb.logical_or(nb.less_than(x, full(e, float(eps))), nb.greater_than(x, full(e, 1.0 - float(eps))))
+    outside = nb.logical_or(nb.less_than(x, full(e, float(eps))),
+                            nb.greater_than(x, full(e, 1.0 - float(eps))))
     return nb.select(outside, full(e, 0.0), grad)
 
 

@@ -140,12 +140,14 @@ def _bn_with_update(e: Emitter, x: Variable, w: Variable | None, b: Variable | N
                     running_var: Variable, momentum: float, eps: float) -> Value:
     """Training batch norm as torch >= 2.4 functionalises it: (out, save_mean, save_invstd,
     reserve, new running_mean, new running_var)."""
-    out, mean, invstd, new_mean, new_var = _bn_functional(e, x, w, b, running_mean, running_var, True, momentum, eps)
+    out, mean, invstd, new_mean, new_var = _bn_functional(e, x, w, b, running_mean, running_var, True,
+                                                          momentum, eps)
     return out, mean, invstd, _reserve(e), new_mean, new_var
 
 
 @converts("aten._batch_norm_no_update.default", check=_static_reduced)
-def _bn_no_update(e: Emitter, x: Variable, w: Variable | None, b: Variable | None, running_mean: Variable | None,
+def _bn_no_update(e: Emitter, x: Variable, w: Variable | None, b: Variable | None,
+                  running_mean: Variable | None,
                   running_var: Variable | None, momentum: float, eps: float) -> Value:
     """(out, save_mean, save_invstd, reserve): the running statistics when given (eval mode; the
     saved ones empty), else the batch's (track_running_stats=False)."""
@@ -223,9 +225,12 @@ def _missing(what: str) -> Exception:
 
 
 @converts("aten.batch_norm_backward.default", check=lambda g, x, *rest: _static_reduced(x))
-def _bn_backward_update(e: Emitter, g: Variable, x: Variable, w: Variable | None, running_mean: Variable | None,
-                        running_var: Variable | None, save_mean: Variable | None, save_invstd: Variable | None,
-                        update: bool, eps: float, mask: Sequence[bool], reserve: Variable | None = None) -> Value:
+def _bn_backward_update(e: Emitter, g: Variable, x: Variable, w: Variable | None,
+                        running_mean: Variable | None,
+                        running_var: Variable | None, save_mean: Variable | None,
+                        save_invstd: Variable | None,
+                        update: bool, eps: float, mask: Sequence[bool],
+                        reserve: Variable | None = None) -> Value:
     """The backward of the `_batch_norm_with_update` family: `native_batch_norm_backward` with
     `update` as its `train` (the reserve is ignored)."""
     return _bn_backward(e, g, x, w, running_mean, running_var, save_mean, save_invstd, update, eps, mask)
@@ -277,7 +282,8 @@ def _group_norm(e: Emitter, x: Variable, w: Variable | None, b: Variable | None,
 
 @converts("aten.native_group_norm_backward.default", check=lambda g, x, *rest: _static_groups(x))
 def _group_norm_backward(e: Emitter, g: Variable, x: Variable, mean: Variable, rstd: Variable,
-                         w: Variable | None, n: Dim, c: Dim, hxw: Dim, group: int, mask: Sequence[bool]) -> Value:
+                         w: Variable | None, n: Dim, c: Dim, hxw: Dim, group: int,
+                         mask: Sequence[bool]) -> Value:
     """(dx, dw, db): with gw = g w per channel, dx = rstd (gw - mean_g(gw) - xhat mean_g(gw xhat))
     where mean_g averages over a group's C/G * HxW elements."""
     nb = e.nb
@@ -285,7 +291,8 @@ def _group_norm_backward(e: Emitter, g: Variable, x: Variable, mean: Variable, r
     g, x, w = as_dtype(e, g, dtype), as_dtype(e, x, dtype), as_dtype(e, w, dtype)
     mean, rstd = as_dtype(e, mean, dtype), as_dtype(e, rstd, dtype)
     n_ = int(x.shape[0])
-    xhat = nb.multiply(nb.subtract(x, _group_channel(e, mean, x, n_, group)), _group_channel(e, rstd, x, n_, group))
+    xhat = nb.multiply(nb.subtract(x, _group_channel(e, mean, x, n_, group)),
+                       _group_channel(e, rstd, x, n_, group))
     spatial = [0, *range(2, x.ndim)]
     dw = nb.reduce_sum(nb.multiply(g, xhat), spatial) if mask[1] and w is not None else None
     db = nb.reduce_sum(g, spatial) if mask[2] else None
@@ -294,7 +301,8 @@ def _group_norm_backward(e: Emitter, g: Variable, x: Variable, mean: Variable, r
     gw = g if w is None else nb.multiply(g, _per_channel(e, w, g))
     flat_gw, flat_xhat = _grouped(e, gw, n_, group), _grouped(e, xhat, n_, group)
     inner = nb.subtract(nb.subtract(flat_gw, nb.reduce_mean(flat_gw, [2], keep_dim=True)),
-                        nb.multiply(flat_xhat, nb.reduce_mean(nb.multiply(flat_gw, flat_xhat), [2], keep_dim=True)))
+                        nb.multiply(flat_xhat,
+                                    nb.reduce_mean(nb.multiply(flat_gw, flat_xhat), [2], keep_dim=True)))
     dx = nb.multiply(e.to_shape(inner, list(x.shape)), _group_channel(e, rstd, x, n_, group))
     return dx, dw, db
 

@@ -30,7 +30,6 @@ def _sorted_pick(e: Emitter, x: Variable, axis: int, k: int, nan_wins: bool) -> 
 
 @converts("aten.median.default")
 def _median(e: Emitter, x: Variable) -> Value:
-    nb = e.nb
     flat = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x
     n = static_dim(flat.shape[0])
     value, _ = _sorted_pick(e, flat, 0, (n - 1) // 2, nan_wins=True)
@@ -45,7 +44,6 @@ def _drop(e: Emitter, v: Variable, axis: int, keepdim: bool, ndim: int) -> Varia
 
 @converts("aten.median.dim", check=lambda x, dim, keepdim=False: static_axis(x, dim, "median"))
 def _median_dim(e: Emitter, x: Variable, dim: int, keepdim: bool = False) -> Value:
-    nb = e.nb
     lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     n = static_dim(lifted.shape[axis])
@@ -55,7 +53,6 @@ def _median_dim(e: Emitter, x: Variable, dim: int, keepdim: bool = False) -> Val
 
 @converts("aten.kthvalue.default", check=lambda x, k, dim=-1, keepdim=False: static_axis(x, dim, "kthvalue"))
 def _kthvalue(e: Emitter, x: Variable, k: int, dim: int = -1, keepdim: bool = False) -> Value:
-    nb = e.nb
     lifted = x if x.ndim else e.to_shape(x, [1])
     axis = axis_of(dim, lifted.ndim)
     value, index = _sorted_pick(e, lifted, axis, k - 1, nan_wins=False)
@@ -78,7 +75,8 @@ def _count_below(e: Emitter, values: Variable, boundaries: Variable, right: bool
     m = static_dim(boundaries.shape[-1])
     shape = [*values.shape, m]
     lhs = nb.broadcast_to(values, shape, list(range(values.ndim)))
-    rhs = nb.broadcast_to(boundaries, shape, [*range(boundaries.ndim - 1), values.ndim] if batched else [values.ndim])
+    rhs = nb.broadcast_to(boundaries, shape,
+                          [*range(boundaries.ndim - 1), values.ndim] if batched else [values.ndim])
     rhs = as_dtype(e, rhs, str(lhs.dtype))
     below = nb.less_equal(rhs, lhs) if right else nb.less_than(rhs, lhs)
     return nb.reduce_sum(nb.cast(below, "int64"), [values.ndim])
@@ -105,7 +103,8 @@ def _no_sorter(sorted_seq: Any, x: Any, *, sorter: Any = None, **_: Any) -> str 
 
 
 @converts("aten.searchsorted.Tensor", check=_no_sorter)
-def _searchsorted(e: Emitter, sorted_seq: Variable, x: Variable, *, out_int32: bool = False, right: bool = False,
+def _searchsorted(e: Emitter, sorted_seq: Variable, x: Variable, *, out_int32: bool = False,
+                  right: bool = False,
                   side: Any = None, sorter: Any = None) -> Value:
     right = right or side == "right"
     lifted = x if x.ndim else e.to_shape(x, [1])

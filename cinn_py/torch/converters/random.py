@@ -77,7 +77,8 @@ def seed_dropout(gm: Any) -> bool:
     """Rewrite training-mode `native_dropout` nodes of `gm` into `seeded_dropout` with a seed drawn
     per call; whether any was rewritten."""
     nodes = [n for n in gm.graph.nodes
-             if n.op == "call_function" and n.target is torch.ops.aten.native_dropout.default and _training(n)]
+             if n.op == "call_function" and n.target is torch.ops.aten.native_dropout.default
+             and _training(n)]
     for node in nodes:
         x, p = node.args[0], node.args[1]
         fake = x.meta.get("val")
@@ -132,7 +133,8 @@ def _seeded_dropout(e: Emitter, x: Variable, p: float, seed: Variable) -> Value:
         return nb.fill_constant(list(x.shape), 0.0, dtype=str(x.dtype)), \
             nb.fill_constant(list(x.shape), False, dtype="bool")
     keep = _mask(e, x, p, seed)
-    kept = nb.select(keep, nb.scale(x, 1.0 / (1.0 - p)), nb.fill_constant(list(x.shape), 0.0, dtype=str(x.dtype)))
+    kept = nb.select(keep, nb.scale(x, 1.0 / (1.0 - p)),
+                     nb.fill_constant(list(x.shape), 0.0, dtype=str(x.dtype)))
     return kept, keep
 
 

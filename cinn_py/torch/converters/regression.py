@@ -43,7 +43,8 @@ def _grad_scale(e: Emitter, g: Variable, x: Variable, reduction: int) -> Variabl
 
 
 def _loss(pointwise: Callable[[Emitter, Variable, Any], Variable]) -> Callable[..., Value]:
-    def convert(e: Emitter, x: Variable, y: Variable, reduction: int = MEAN, param: Any = None, **kw: Any) -> Value:
+    def convert(e: Emitter, x: Variable, y: Variable, reduction: int = MEAN, param: Any = None,
+                **kw: Any) -> Value:
         param = next(iter(kw.values()), param)  # delta= / beta=
         inner = Emitter(e.nb, tuple(x.shape) if x.ndim >= y.ndim else tuple(y.shape), e.dtype)
         d = e.nb.subtract(full(inner, x), full(inner, y))
@@ -104,7 +105,8 @@ def _smooth_l1_slope(e: Emitter, d: Variable, beta: Any) -> Variable:
 
 converts("aten.mse_loss_backward.default", check=lambda g, x, *a: _static_mean(x))(_grad(_mse_slope))
 converts("aten.huber_loss_backward.default", check=lambda g, x, *a: _static_mean(x))(_grad(_huber_slope))
-converts("aten.smooth_l1_loss_backward.default", check=lambda g, x, *a: _static_mean(x))(_grad(_smooth_l1_slope))
+converts("aten.smooth_l1_loss_backward.default",
+         check=lambda g, x, *a: _static_mean(x))(_grad(_smooth_l1_slope))
 
 
 @converts("aten.soft_margin_loss.default", check=_static_mean)
@@ -142,7 +144,8 @@ def _binary_cross_entropy(e: Emitter, x: Variable, y: Variable, weight: Variable
 
 
 @converts("aten.binary_cross_entropy_backward.default", check=lambda g, x, *a, **k: _static_mean(x))
-def _binary_cross_entropy_backward(e: Emitter, g: Variable, x: Variable, y: Variable, weight: Variable | None = None,
+def _binary_cross_entropy_backward(e: Emitter, g: Variable, x: Variable, y: Variable,
+                                   weight: Variable | None = None,
                                    reduction: int = MEAN) -> Value:
     """g w (x - y) / max(x (1 - x), 1e-12)."""
     nb = e.nb

@@ -85,7 +85,8 @@ def _adaptive_avg(e: Emitter, x: Variable, out: Sequence[int]) -> Value:
     return _separable(e, x, rows, _window_matrix(e, int(x.shape[3]), int(out[1]), dtype))
 
 
-@converts("aten._adaptive_avg_pool2d_backward.default", check=lambda g, x: _static_4d("adaptive_avg_pool2d", x))
+@converts("aten._adaptive_avg_pool2d_backward.default",
+          check=lambda g, x: _static_4d("adaptive_avg_pool2d", x))
 def _adaptive_avg_backward(e: Emitter, g: Variable, x: Variable) -> Value:
     nb = e.nb
     out = [int(g.shape[2]), int(g.shape[3])]
@@ -120,7 +121,8 @@ def _adaptive_max(e: Emitter, x: Variable, out: Sequence[int]) -> Value:
 
 
 @converts("aten.adaptive_max_pool2d_backward.default",
-          check=lambda g, x, indices: _max_reason(x, list(_fake(g).shape[2:]) if _fake(g) is not None else [1, 1]))
+          check=lambda g, x, indices: _max_reason(x, list(_fake(g).shape[2:]) if _fake(g) is not None
+                                                  else [1, 1]))
 def _adaptive_max_backward(e: Emitter, g: Variable, x: Variable, indices: Variable) -> Value:
     kernel = _adaptive_kernel(x, [int(g.shape[2]), int(g.shape[3])])
     assert kernel is not None

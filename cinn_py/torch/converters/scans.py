@@ -79,4 +79,5 @@ def _cumulative_extreme(largest: bool) -> Any:
 
 
 converts("aten.cummax.default", check=lambda x, dim: static_axis(x, dim, "cummax"))(_cumulative_extreme(True))
-converts("aten.cummin.default", check=lambda x, dim: static_axis(x, dim, "cummin"))(_cumulative_extreme(False))
+converts("aten.cummin.default",
+         check=lambda x, dim: static_axis(x, dim, "cummin"))(_cumulative_extreme(False))

@@ -33,7 +33,7 @@ def _float_static(x: Any, dim: int, index: Any, *rest: Any, **_: Any) -> str | N
 def _scatter_reduce(e: Emitter, x: Variable, axis: int, index: Variable, src: Variable, reduce: str,
                     include_self: bool) -> Variable:
     nb = e.nb
-    n, count = static_dim(x.shape[axis]), static_dim(index.shape[axis])
+    n = static_dim(x.shape[axis])
     idx = index if str(index.dtype) == "int64" else nb.cast(index, "int64")
     src = src if str(src.dtype) == e.dtype else nb.cast(src, e.dtype)
     src = _cut(e, src, index.shape, None)
@@ -41,7 +41,8 @@ def _scatter_reduce(e: Emitter, x: Variable, axis: int, index: Variable, src: Va
     wide = [*idx.shape[:axis], n, *idx.shape[axis:]]
     beside = [a for a in range(len(wide)) if a != axis]
     hit = nb.equal(nb.broadcast_to(idx, wide, beside), nb.broadcast_to(iota(nb, n), wide, [axis]))
-    spread = nb.select(hit, nb.broadcast_to(src, wide, beside), nb.fill_constant(wide, _IDENTITY[reduce], dtype=e.dtype))
+    spread = nb.select(hit, nb.broadcast_to(src, wide, beside),
+                       nb.fill_constant(wide, _IDENTITY[reduce], dtype=e.dtype))
     hits = nb.reduce_sum(nb.cast(hit, e.dtype), [axis + 1])
     if reduce in ("sum", "mean"):
         agg = nb.reduce_sum(spread, [axis + 1])
@@ -65,7 +66,8 @@ def _cut(e: Emitter, x: Variable, shape: Any, keep: int | None) -> Variable:
     return x
 
 
-def _combine(e: Emitter, base: Variable, agg: Variable, hits: Variable, reduce: str, include_self: bool) -> Variable:
+def _combine(e: Emitter, base: Variable, agg: Variable, hits: Variable, reduce: str,
+             include_self: bool) -> Variable:
     nb = e.nb
     if reduce == "sum":
         return nb.add(base, agg) if include_self else agg
@@ -100,7 +102,8 @@ def _along(e: Emitter, index: Variable, source: Variable, axis: int) -> Variable
     return e.nb.broadcast_to(e.to_shape(index, shape), list(source.shape), list(range(source.ndim)))
 
 
-def _index_reduce_check(x: Any, dim: int, index: Any, source: Any, reduce: str, *_: Any, **__: Any) -> str | None:
+def _index_reduce_check(x: Any, dim: int, index: Any, source: Any, reduce: str, *_: Any,
+                        **__: Any) -> str | None:
     if reduce not in ("prod", "mean", "amax", "amin"):
         return f"index_reduce reduce={reduce!r}"
     fi = _fake(index)
@@ -165,10 +168,12 @@ def _masked_scatter(e: Emitter, x: Variable, mask: Variable, source: Variable) -
     nb = e.nb
     n = static_dim(numel(e.shape))
     flat_mask = e.to_shape(e.broadcast(mask), [n])
-    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0), nb.fill_constant([n], 1, dtype="int64"))
+    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0),
+                        nb.fill_constant([n], 1, dtype="int64"))
     m = static_dim(numel(source.shape))
     src = e.to_shape(source, [m]) if source.ndim != 1 else source
-    safe = nb.minimum(nb.maximum(order, nb.fill_constant([n], 0, dtype="int64")), nb.fill_constant([n], max(m - 1, 0),
+    safe = nb.minimum(nb.maximum(order, nb.fill_constant([n], 0, dtype="int64")),
+                      nb.fill_constant([n], max(m - 1, 0),
                                                                                                   dtype="int64"))
     picked = nb.gather(src, safe, axis=0) if m else nb.fill_constant([n], 0, dtype=e.dtype)
     flat_x = e.to_shape(e.broadcast(x), [n])
@@ -185,7 +190,8 @@ def _masked_scatter_backward(e: Emitter, g: Variable, mask: Variable, sizes: Any
     n, m = static_dim(numel(shape)), static_dim(numel(e.shape))
     flat_mask = e.to_shape(nb.broadcast_to(mask, shape, list(range(len(shape) - mask.ndim, len(shape))))
                            if list(mask.shape) != shape else mask, [n])
-    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0), nb.fill_constant([n], 1, dtype="int64"))
+    order = nb.subtract(nb.cumsum(nb.cast(flat_mask, "int64"), axis=0),
+                        nb.fill_constant([n], 1, dtype="int64"))
     slot = nb.select(flat_mask, order, nb.fill_constant([n], m, dtype="int64"))
     table = nb.fill_constant([m + 1], 0, dtype=e.dtype)
     summed = nb.scatter_add(table, e.to_shape(g, [n]), slot, axis=0)

@@ -8,7 +8,8 @@ from typing import Any
 
 from cinn_py.frontend.ops.shapes import numel
 from cinn_py.frontend.program import Variable
-from cinn_py.torch.converters.base import CONVERTERS, Emitter, Value, axis_of, converts, is_strided_layout, static_dim
+from cinn_py.torch.converters.base import (CONVERTERS, Emitter, Value, axis_of, converts, is_strided_layout,
+                                           static_dim)
 
 # A `*_copy` op computes what its view computes, as a new tensor: the same converter and check.
 for _copy, _view in (("transpose_copy.int", "transpose.int"), ("permute_copy.default", "permute.default"),
@@ -16,9 +17,12 @@ for _copy, _view in (("transpose_copy.int", "transpose.int"), ("permute_copy.def
                      ("squeeze_copy.dims", "squeeze.dims"), ("squeeze_copy.default", "squeeze.default"),
                      ("t_copy.default", "t.default"), ("alias_copy.default", "alias.default"),
                      ("slice_copy.Tensor", "slice.Tensor"), ("select_copy.int", "select.int"),
-                     ("split_with_sizes_copy.default", "split_with_sizes.default"), ("split_copy.Tensor", "split.Tensor"),
-                     ("unsafe_split.Tensor", "split.Tensor"), ("unsafe_split_with_sizes.default", "split_with_sizes.default"),
-                     ("_unsafe_index.Tensor", "index.Tensor"), ("_unsafe_index_put.default", "index_put.default")):
+                     ("split_with_sizes_copy.default", "split_with_sizes.default"),
+                     ("split_copy.Tensor", "split.Tensor"),
+                     ("unsafe_split.Tensor", "split.Tensor"),
+                     ("unsafe_split_with_sizes.default", "split_with_sizes.default"),
+                     ("_unsafe_index.Tensor", "index.Tensor"),
+                     ("_unsafe_index_put.default", "index_put.default")):
     CONVERTERS[f"aten.{_copy}"] = CONVERTERS[f"aten.{_view}"]
 
 
@@ -41,7 +45,8 @@ def _static_along(x: Any, dim: int = 0, *_: Any) -> str | None:
 def _unbind(e: Emitter, x: Variable, dim: int = 0) -> Value:
     axis = axis_of(dim, x.ndim)
     shape = [*x.shape[:axis], *x.shape[axis + 1:]]
-    return tuple(e.to_shape(e.nb.slice(x, [axis], [k], [k + 1]), shape) for k in range(static_dim(x.shape[axis])))
+    return tuple(e.to_shape(e.nb.slice(x, [axis], [k], [k + 1]), shape) for k
+                 in range(static_dim(x.shape[axis])))
 
 
 def _static_rolled(x: Any, shifts: Any, dims: Any = ()) -> str | None:
@@ -49,7 +54,8 @@ def _static_rolled(x: Any, shifts: Any, dims: Any = ()) -> str | None:
     if fake is None:
         return None
     sizes = [fake.shape[d % fake.dim()] for d in (dims or [])] if fake.dim() else []
-    bad = [s for s in sizes if not isinstance(s, int)] + ([] if dims or all(isinstance(s, int) for s in fake.shape)
+    bad = [s for s in sizes if not isinstance(s, int)] + ([] if dims
+                                                          or all(isinstance(s, int) for s in fake.shape)
                                                          else ["the flattened size"])
     return f"roll along symbolic {bad[0]}" if bad else None
 
@@ -93,7 +99,8 @@ def _triangle(keep_upper: bool) -> Any:
         rows, cols = static_dim(x.shape[-2]), static_dim(x.shape[-1])
         r = e.to_shape(nb.arange(0, rows, 1, "int64"), [rows, 1])
         c = e.to_shape(nb.arange(0, cols, 1, "int64"), [1, cols])
-        offset = nb.subtract(nb.broadcast_to(c, [rows, cols], [0, 1]), nb.broadcast_to(r, [rows, cols], [0, 1]))
+        offset = nb.subtract(nb.broadcast_to(c, [rows, cols], [0, 1]),
+                             nb.broadcast_to(r, [rows, cols], [0, 1]))
         bound = nb.fill_constant([rows, cols], int(diagonal), dtype="int64")
         keep = nb.greater_equal(offset, bound) if keep_upper else nb.less_equal(offset, bound)
         return nb.select(e.broadcast(keep), x, e.broadcast(False if e.dtype == "bool" else 0))
@@ -178,7 +185,8 @@ def _unfold(e: Emitter, x: Variable, dim: int, size: int, step: int) -> Value:
     if windows <= 0 or size == 0:
         return nb.fill_constant(list(e.shape), 0, dtype=e.dtype)
     starts = nb.broadcast_to(nb.multiply(nb.arange(0, windows, 1, "int64"),
-                                         nb.fill_constant([windows], step, dtype="int64")), [windows, size], [0])
+                                         nb.fill_constant([windows], step, dtype="int64")),
+                             [windows, size], [0])
     offsets = nb.broadcast_to(nb.arange(0, size, 1, "int64"), [windows, size], [1])
     flat = e.to_shape(nb.add(starts, offsets), [windows * size])
     picked = nb.gather(x, flat, axis=axis)

@@ -43,17 +43,20 @@ def _moments(e: Emitter, x: Variable, dims: Any, correction: Any, keepdim: bool)
 
 
 @converts("aten.var.correction", check=_static_reduced)
-def _var(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
+def _var(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None,
+         keepdim: bool = False) -> Value:
     return _moments(e, x, dims, correction, keepdim)[0]
 
 
 @converts("aten.std.correction", check=_static_reduced)
-def _std(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
+def _std(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None,
+         keepdim: bool = False) -> Value:
     return e.nb.sqrt(_moments(e, x, dims, correction, keepdim)[0])
 
 
 @converts("aten.var_mean.correction", check=_static_reduced)
-def _var_mean(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
+def _var_mean(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None,
+              keepdim: bool = False) -> Value:
     return _moments(e, x, dims, correction, keepdim)
 
 

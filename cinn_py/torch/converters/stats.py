@@ -34,17 +34,20 @@ def _moments(e: Emitter, x: Variable, dims: Any, correction: Any, keepdim: bool)
     nb = e.nb
     axes = axes_of(dims, x.ndim) if x.ndim else []
     count = numel([static_dim(x.shape[a]) for a in axes])
-    mean = nb.scale(_sum(e, x, axes, True), 1.0 / count) if count else nb.scale(_sum(e, x, axes, True), math.nan)
+    mean = (nb.scale(_sum(e, x, axes, True), 1.0 / count) if count
+            else nb.scale(_sum(e, x, axes, True), math.nan))
     centred = nb.subtract(x, mean)
     dof = count - (1 if correction is None else correction)
     squares = _sum(e, nb.multiply(centred, centred), axes, keepdim)
-    var = nb.scale(squares, 1.0 / dof) if dof > 0 else nb.divide(squares, e.broadcast(0.0, list(squares.shape)))
+    var = (nb.scale(squares, 1.0 / dof) if dof > 0
+           else nb.divide(squares, e.broadcast(0.0, list(squares.shape))))
     kept = mean if keepdim or not axes else e.to_shape(mean, list(var.shape))
     return var, kept
 
 
 @converts("aten.std_mean.correction", check=_static_reduced)
-def _std_mean(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None, keepdim: bool = False) -> Value:
+def _std_mean(e: Emitter, x: Variable, dims: Any = None, *, correction: Any = None,
+              keepdim: bool = False) -> Value:
     var, mean = _moments(e, x, dims, correction, keepdim)
     return e.nb.sqrt(var), mean
 
@@ -118,7 +121,8 @@ converts("aten.max.default")(lambda e, x: _max_all(e, x, True))
 converts("aten.min.default")(lambda e, x: _max_all(e, x, False))
 
 
-def _norm_check(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> str | None:
+def _norm_check(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Any = None) -> str | None:
     return None if isinstance(ord, (int, float)) else f"linalg_vector_norm ord={ord}"
 
 
@@ -173,7 +177,8 @@ def _topk(e: Emitter, x: Variable, k: int, dim: int = -1, largest: bool = True, 
     pair: Any = nb.top_k(lifted, k, axis=axis, largest=largest)  # [values, indices]
     values, index = pair
     shape = [*lifted.shape[:axis], k, *lifted.shape[axis + 1:]] if x.ndim else []
-    return e.to_shape(values, shape), e.to_shape(nb.cast(index, "int64") if str(index.dtype) != "int64" else index,
+    return e.to_shape(values,
+                      shape), e.to_shape(nb.cast(index, "int64") if str(index.dtype) != "int64" else index,
                                                  shape)
 
 
@@ -186,9 +191,11 @@ def _count_nonzero(e: Emitter, x: Variable, dim: Any = None) -> Value:
 
 
 @converts("aten.norm.ScalarOpt_dim", "aten.norm.Scalar", "aten.norm.ScalarOpt_dtype",
-          check=lambda x, p=2, *rest, **kw: None if p is None or isinstance(p, (int, float)) else f"norm p={p}")
+          check=lambda x, p=2, *rest, **kw: None if p is None or isinstance(p, (int, float))
+          else f"norm p={p}")
 def _norm(e: Emitter, x: Variable, p: Any = 2, dim: Any = None, keepdim: bool = False, **_: Any) -> Value:
-    return _vector_norm(e, x, 2 if p is None else p, dim if dim is not None and not isinstance(dim, bool) else None,
+    return _vector_norm(e, x, 2 if p is None else p,
+                        dim if dim is not None and not isinstance(dim, bool) else None,
                         keepdim if not isinstance(dim, bool) else False)
 
 

@@ -176,7 +176,8 @@ def _select_backward(e: Emitter, g: Variable, sizes: Sequence[int], dim: int, in
 @converts("aten.split_with_sizes.default", "aten.split.Tensor", check=_static_split)
 def _split(e: Emitter, x: Variable, sizes: Any, dim: int = 0) -> Value:
     axis, total = dim % x.ndim, static_dim(x.shape[dim % x.ndim])
-    lengths = [min(sizes, total - k) for k in range(0, total, sizes)] if isinstance(sizes, int) else list(sizes)
+    lengths = ([min(sizes, total - k) for k in range(0, total, sizes)] if isinstance(sizes, int)
+               else list(sizes))
     starts = [sum(lengths[:k]) for k in range(len(lengths))]
     return tuple(e.nb.slice(x, [axis], [lo], [lo + n]) for lo, n in zip(starts, lengths))
 
@@ -198,10 +199,12 @@ def _embedding_backward(e: Emitter, g: Variable, indices: Variable, num_weights:
     rows = e.to_shape(g, [n, g.shape[-1]])
     if scale_grad_by_freq:
         ones = e.nb.fill_constant([n], 1.0, dtype=str(g.dtype))
-        counts = e.nb.scatter_add(e.nb.fill_constant([num_weights], 0.0, dtype=str(g.dtype)), ones, flat, axis=0)
+        counts = e.nb.scatter_add(e.nb.fill_constant([num_weights], 0.0, dtype=str(g.dtype)), ones,
+                                  flat, axis=0)
         per_row = e.nb.reciprocal(e.nb.gather(counts, flat, axis=0))
         rows = e.nb.multiply(rows, e.nb.broadcast_to(per_row, list(rows.shape), [0]))
     if padding_idx >= 0:
         keep = e.nb.not_equal(flat, padding_idx)
-        rows = e.nb.select(e.broadcast(e.to_shape(keep, [n, 1]), rows.shape), rows, e.broadcast(0, rows.shape))
+        rows = e.nb.select(e.broadcast(e.to_shape(keep, [n, 1]), rows.shape), rows,
+                           e.broadcast(0, rows.shape))
     return e.nb.scatter_add(e.broadcast(0), rows, flat, axis=0)

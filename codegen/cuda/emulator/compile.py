@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
 @functools.lru_cache(maxsize=1)
 def emulator_header() -> str:
     """The emulation header and the launch runtime's source (both go into every cache key)."""
-    return "".join(_include_dir().joinpath(name).read_text(encoding="utf-8") for name in (EMU_HEADER, EMU_RUNTIME))
+    return "".join(_include_dir().joinpath(name).read_text(encoding="utf-8") for name
+                   in (EMU_HEADER, EMU_RUNTIME))
 
 
 def _include_dir() -> Path:
@@ -133,18 +134,21 @@ def compiler() -> str:
     """The C++ compiler (`$CXX`, else g++ on PATH)."""
     cxx = os.environ.get(CXX_ENV) or shutil.which("g++")
     if not cxx:
-        raise CompileError("CUDA emulator: no C++ compiler (g++ on PATH or $CXX) to build the kernel for the CPU")
+        raise CompileError("CUDA emulator: no C++ compiler (g++ on PATH or $CXX) to build the kernel for the "
+                           "CPU")
     return cxx
 
 
 @functools.lru_cache(maxsize=4)
 def compiler_version(cxx: str) -> str:
-    return subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
+    return (subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                           check=False).stdout.split("\n")[0])
 
 
 def _key(source: str, kernel_name: str, flavour: str, flags: tuple[str, ...]) -> str:
     cxx = compiler()
-    return fingerprint_key(source=source, kernel=kernel_name, flavour=flavour, flags=list(flags), driver=_DRIVER,
+    return fingerprint_key(source=source, kernel=kernel_name, flavour=flavour, flags=list(flags),
+                           driver=_DRIVER,
                            race_main=_RACE_MAIN, emu=emulator_header(), runtime=runtime_header(),
                            cxx=compiler_version(cxx), sources=project_digest())
 

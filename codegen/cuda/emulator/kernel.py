@@ -63,7 +63,8 @@ class EmulatedCudaKernel(KernelBase):
 
     def __call__(self, *args: Any, out: Any = None) -> Any:
         if any(hasattr(a, "__cuda_array_interface__") for a in args):
-            raise TypeError(f"kernel '{self.func.name}' runs in the CPU emulator: pass numpy arrays, not CUDA arrays")
+            raise TypeError(f"kernel '{self.func.name}' runs in the CPU emulator: pass numpy arrays, not "
+                            "CUDA arrays")
         bound = self.validator.validate(args, out)
         shapes = self.validator.output_shapes(bound.symbols)
         inputs = [device_copy(m.array) for m in bound.inputs]
@@ -81,9 +82,11 @@ class EmulatedCudaKernel(KernelBase):
         grid, block, shared = self.code.launch.launch_dims(symbols)
         if 0 in grid or 0 in block:
             return
-        temps = [_zeros(s.nbytes(symbols)) if s.zero_init else _poisoned((s.nbytes(symbols),), np.dtype(np.uint8))
+        temps = [_zeros(s.nbytes(symbols)) if s.zero_init
+                 else _poisoned((s.nbytes(symbols),), np.dtype(np.uint8))
                  for s in self.code.temp_spaces]
-        arguments = kernel_arguments(self.code, [a.ctypes.data for a in inputs], [a.ctypes.data for a in outputs],
+        arguments = kernel_arguments(self.code, [a.ctypes.data for a in inputs],
+                                     [a.ctypes.data for a in outputs],
                                      symbols)
         arguments.extend(("P", t.ctypes.data) for t in temps)
         if self.race_check:
@@ -96,7 +99,8 @@ class EmulatedCudaKernel(KernelBase):
                                                           for v in values])
         dims = (ctypes.c_uint * 6)(*grid, *block)
         with self._lock:
-            counters = (ctypes.c_ulonglong * 2).in_dll(self._lib, "cinn_traffic") if self.code.counts_traffic else None
+            counters = ((ctypes.c_ulonglong * 2).in_dll(self._lib, "cinn_traffic")
+                        if self.code.counts_traffic else None)
             if counters is not None:
                 counters[0] = counters[1] = 0
             failed = self._lib.cinn_emu_launch(params, dims, shared)

@@ -42,7 +42,8 @@ from codegen.cuda.generate import GeneratedCode
 TIMEOUT_S = 300
 _EXIT_RACE = 66
 _REPORT = "WARNING: ThreadSanitizer: data race"
-_ACCESS_RE = re.compile(r"^\s*(?:Previous )?(?P<kind>[Ww]rite|[Rr]ead|[Aa]tomic write|[Aa]tomic read) of size "
+_ACCESS_RE = re.compile(r"^\s*(?:Previous )?(?P<kind>[Ww]rite|[Rr]ead|[Aa]tomic write|[Aa]tomic read) of "
+                        r"size "
                         r"(?P<size>\d+) at (?P<addr>0x[0-9a-f]+)")
 _FRAME_RE = re.compile(r"^\s*#\d+ .*?(?P<file>kernel\.cu|cinn_cuda_runtime\.cuh):(?P<line>\d+)")
 _BUFFER_RE = re.compile(r"^CINN_EMU_BUFFER (?P<index>\d+) (?P<addr>0x[0-9a-f]+) (?P<size>\d+)$", re.M)
@@ -85,7 +86,8 @@ def check_races(code: GeneratedCode, func_name: str, arguments: Sequence[tuple[s
     tail = "\n".join(done.stderr.strip().splitlines()[-20:])
     message = next((line.split(":", 1)[1].strip() for line in done.stderr.splitlines()
                     if line.startswith("CINN_EMU_ERROR:")), tail)
-    raise EmulationError(f"kernel '{func_name}' (CUDA emulator, race check, exit {done.returncode}): {message}")
+    raise EmulationError(f"kernel '{func_name}' (CUDA emulator, race check, exit {done.returncode}): "
+                         f"{message}")
 
 
 def _is_error(code: GeneratedCode, accesses: list[Access], spans: list[tuple[int, int, str]]) -> bool:
@@ -141,7 +143,8 @@ def _buffer_names(code: GeneratedCode, log: str) -> list[tuple[int, int, str]]:
     for m in _BUFFER_RE.finditer(log):
         index = int(m.group("index"))
         start = int(m.group("addr"), 16)
-        spans.append((start, start + int(m.group("size")), names[index] if index < len(names) else f"#{index}"))
+        spans.append((start, start + int(m.group("size")),
+                      names[index] if index < len(names) else f"#{index}"))
     return spans
 
 
@@ -171,10 +174,12 @@ def parse_accesses(report: str) -> list[Access]:
     return accesses[:2]
 
 
-_SHARED_DECL_RE = re.compile(r"__shared__ [\w ]+?\b(\w+)\[|(\w+) = reinterpret_cast<[\w ]+\*>\(&cinn_dyn_shared\[")
+_SHARED_DECL_RE = re.compile(r"__shared__ [\w ]+?\b(\w+)\[|(\w+) = reinterpret_cast<[\w "
+                             r"]+\*>\(&cinn_dyn_shared\[")
 
 
-def _location(address: int, spans: list[tuple[int, int, str]], code: GeneratedCode, lines: Sequence[str]) -> str:
+def _location(address: int, spans: list[tuple[int, int, str]], code: GeneratedCode,
+              lines: Sequence[str]) -> str:
     for start, end, name in spans:
         if start <= address < end:
             return f"global buffer '{name}' at byte offset {address - start}"
@@ -199,7 +204,8 @@ def describe_race(code: GeneratedCode, func_name: str, report: str, spans: list[
         return f"kernel '{func_name}' (CUDA emulator, race check): data race\n{report[-3000:]}"
     first = accesses[0]
     lines = [_source_line(code, a.where) if a.where == a.caller or not a.caller
-             else f"{a.where} (in a runtime helper called at {_source_line(code, a.caller)})" for a in accesses]
+             else f"{a.where} (in a runtime helper called at {_source_line(code, a.caller)})" for a
+             in accesses]
     where = _location(first.address, spans, code, lines)
     text = [f"kernel '{func_name}' (CUDA emulator, race check): data race on {where}: two threads access it "
             "with no __syncthreads() (or warp collective) between them"]

@@ -78,7 +78,8 @@ def _from_bf16(x: np.ndarray) -> np.ndarray:
 def test_half_precision_softmax_over_symbolic_rows(dtype: str) -> None:
     """Auto-scheduled buckets (one row, several rows) in fp16/bf16: the block reduces accumulate
     in float, the stores round back."""
-    kernel = cp.build(_softmax(dtype, 300), "cuda", schedule="auto", **({"race_check": True} if _emulated() else {}))
+    kernel = cp.build(_softmax(dtype, 300), "cuda", schedule="auto",
+                      **({"race_check": True} if _emulated() else {}))
     for rows in (1, 5):
         x = np.random.default_rng(rows).standard_normal((rows, 300)).astype(np.float32)
         stored = x.astype(np.float16) if dtype == "float16" else _bf16(x)
@@ -100,11 +101,13 @@ def test_bench_cuda_hand_kernels_match_numpy() -> None:
     np.testing.assert_allclose(bench_cuda.bias_gelu(3, 100)(X, b), gelu, rtol=1e-5, atol=1e-5)
     for rows, cols, square in ((5, 2048, False), (4, 512, True)):
         X = rng.standard_normal((rows, cols)).astype(np.float32)
-        np.testing.assert_allclose(bench_cuda.row_reduce(rows, cols, square)(X), (X * X if square else X).sum(1),
+        np.testing.assert_allclose(bench_cuda.row_reduce(rows, cols, square)(X),
+                                   (X * X if square else X).sum(1),
                                    rtol=1e-4, atol=1e-4)
     X = rng.standard_normal((70, 300)).astype(np.float32)
     np.testing.assert_allclose(bench_cuda.col_reduce(70, 300)(X), X.sum(0), rtol=1e-4, atol=1e-4)
     X, W = rng.standard_normal((5, 100)).astype(np.float32), rng.standard_normal(100).astype(np.float32)
     S = (X * X).sum(1)
-    np.testing.assert_allclose(bench_cuda.rms_scale(5, 100)(X, S, W), X / np.sqrt(S[:, None] / 100 + 1e-6) * W,
+    np.testing.assert_allclose(bench_cuda.rms_scale(5, 100)(X, S, W),
+                               X / np.sqrt(S[:, None] / 100 + 1e-6) * W,
                                rtol=1e-4, atol=1e-5)

@@ -173,7 +173,8 @@ def test_shared_memory_golden(nvrtc_compile) -> None:
         "__global__ void __launch_bounds__(256) fn(const float* __restrict__ A, float* __restrict__ C)\n"
         "{\n"
         "  __shared__ float B_temp_buffer[256];\n"
-        "  B_temp_buffer[(int)threadIdx.x] = (A[(((int)blockIdx.x * 256) + (int)threadIdx.x)] * 2.00000000f);\n"
+        "  B_temp_buffer[(int)threadIdx.x] = (A[(((int)blockIdx.x * 256) + (int)threadIdx.x)] * "
+        "2.00000000f);\n"
         "  __syncthreads();\n"
         "  C[(((int)blockIdx.x * 256) + (int)threadIdx.x)] = (B_temp_buffer[(255 - (int)threadIdx.x)] + "
         "1.00000000f);\n"
@@ -293,7 +294,8 @@ def test_global_temporary_becomes_a_temp_space_argument(nvrtc_compile) -> None:
 
 def test_temp_space_read_before_written_is_zero_filled(nvrtc_compile) -> None:
     code = generate_cuda(drop_reduce_init(symbolic_with_temp()))
-    assert code.source.startswith(HEADER + "__global__ void __launch_bounds__(64) fn(const float* __restrict__ A, "
+    assert code.source.startswith(HEADER
+                                  + "__global__ void __launch_bounds__(64) fn(const float* __restrict__ A, "
                                   "float* __restrict__ C, int64_t S0, float* __restrict__ B)\n")
     (space,) = code.temp_spaces
     assert space.zero_init and space.nbytes({"S0": 10}) == 40 and space.nbytes({"S0": 0}) == 1

@@ -187,7 +187,8 @@ def test_removed_barrier_is_a_data_race() -> None:
     np.testing.assert_allclose(EmulatedCudaKernel(code, func, race_check=True)(a), (a * 2)[:, ::-1] + 1)
     broken = EmulatedCudaKernel(_broken(code, "__syncthreads();", ""), func, race_check=True)
     with pytest.raises(DataRaceError, match=r"(?s)data race on shared buffer 'B_temp_buffer'.*"
-                                            r"write of 4 bytes at line 8: B_temp_buffer\[.*read of 4 bytes at line 10"):
+                                            r"write of 4 bytes at line 8: B_temp_buffer\[.*read of 4 bytes "
+                                            r"at line 10"):
         broken(a)
 
 
@@ -214,8 +215,9 @@ def test_removed_barrier_on_global_memory_is_a_data_race() -> None:
     a = np.random.default_rng(3).standard_normal((3, 96)).astype(np.float32)
     np.testing.assert_allclose(EmulatedCudaKernel(code, func, race_check=True)(a), (a * 2)[:, ::-1] + 1)
     broken = EmulatedCudaKernel(_broken(code, "__syncthreads();", ""), func, race_check=True)
-    with pytest.raises(DataRaceError, match=r"(?s)data race on global buffer '\w+' at byte offset \d+.*"
-                                            r"write of 4 bytes at line \d+: \w+\[.*read of 4 bytes at line \d+"):
+    race = (r"(?s)data race on global buffer '\w+' at byte offset \d+.*"
+            r"write of 4 bytes at line \d+: \w+\[.*read of 4 bytes at line \d+")
+    with pytest.raises(DataRaceError, match=race):
         broken(a)
 
 
@@ -224,7 +226,8 @@ def test_block_uniform_global_stores_are_not_races() -> None:
     it back: the generated pattern (same value, the element each thread wrote) passes."""
     func = goldens.row_reduce(256).func
     a = np.random.default_rng(4).standard_normal((32, 256)).astype(np.float32)
-    np.testing.assert_allclose(EmulatedCudaKernel(generate_cuda(func), func, race_check=True)(a), a.sum(axis=1),
+    np.testing.assert_allclose(EmulatedCudaKernel(generate_cuda(func), func, race_check=True)(a),
+                               a.sum(axis=1),
                                rtol=1e-4, atol=1e-4)
 
 
@@ -239,21 +242,25 @@ def test_scratch_reused_while_others_read_the_block_reduce_result_is_a_data_race
     call = next(line for line in code.source.splitlines() if "cinn_block_reduce_sum_fp32(" in line)
     racy = _broken(code, call, call + "\n  if ((int)threadIdx.x == 0) { shm32__fp32_reduce[0] = 0.0f; }")
     with pytest.raises(DataRaceError, match=r"(?s)shared buffer 'shm32__fp32_reduce'.*"
-                                            r"cinn_cuda_runtime.cuh:\d+ \(in a runtime helper called at line 9: .*line 10: if \(\(int\)threadIdx"):
+                                            r"cinn_cuda_runtime.cuh:\d+ \(in a runtime helper called at line "
+                                            r"9: .*line 10: if \(\(int\)threadIdx"):
         EmulatedCudaKernel(racy, func, race_check=True)(a)
 
 
 def test_divergent_barrier_is_a_deadlock() -> None:
     func = goldens.shared_transpose().func
-    code = _broken(generate_cuda(func), "__syncthreads();", "if ((int)threadIdx.x < 100) { __syncthreads(); }")
-    with pytest.raises(EmulationError, match=r"deadlock in block \(0,0,0\).*100 threads wait at __syncthreads\(\)"
+    code = _broken(generate_cuda(func), "__syncthreads();",
+                   "if ((int)threadIdx.x < 100) { __syncthreads(); }")
+    with pytest.raises(EmulationError,
+                       match=r"deadlock in block \(0,0,0\).*100 threads wait at __syncthreads\(\)"
                                              r".*156 exited"):
         EmulatedCudaKernel(code, func)(np.zeros((4, 256), np.float32))
 
 
 def test_trap_fails_the_launch() -> None:
     func = goldens.elementwise().func
-    code = _broken(generate_cuda(func), ")\n{\n", ")\n{\n  if ((int)blockIdx.x == 2 && (int)threadIdx.x == 7) __trap();\n")
+    code = _broken(generate_cuda(func), ")\n{\n",
+                   ")\n{\n  if ((int)blockIdx.x == 2 && (int)threadIdx.x == 7) __trap();\n")
     with pytest.raises(EmulationError, match=r"__trap\(\) in thread \(7,0,0\) of block \(2,0,0\)"):
         EmulatedCudaKernel(code, func)(np.zeros(1000, np.float32))
 
@@ -287,7 +294,8 @@ def test_dynamic_shared_memory_with_symbolic_size() -> None:
     for n in (1, 64, 100):
         a = np.random.default_rng(n).standard_normal((4, n)).astype(np.float32)
         np.testing.assert_allclose(kernel(a), (a * 2)[:, ::-1] + 1)
-        assert kernel.code.launch.launch_dims({"S0": n})[2] >= n * 4  # one float per column of the block's row
+        # one float per column of the block's row
+        assert kernel.code.launch.launch_dims({"S0": n})[2] >= n * 4
     broken = EmulatedCudaKernel(_broken(kernel.code, "__syncthreads();", ""), func, race_check=True)
     with pytest.raises(DataRaceError, match="data race on shared buffer 'B_temp_buffer'"):
         broken(np.ones((4, 100), np.float32))

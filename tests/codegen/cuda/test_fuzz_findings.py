@@ -56,8 +56,10 @@ def test_most_negative_integers_keep_their_type() -> None:
     assert "(-9223372036854775807ll - 1ll))" in source
 
 
-@pytest.mark.parametrize(("dtype", "spelling"), [("float32", "fmodf(A[i], B[i])"), ("float64", "fmod(A[i], B[i])"),
-                                                 ("float16", "fmodf(__half2float(A[i]), __half2float(B[i]))")])
+@pytest.mark.parametrize(("dtype", "spelling"),
+                         [("float32", "fmodf(A[i], B[i])"), ("float64", "fmod(A[i], B[i])"),
+                                                 ("float16",
+                                                  "fmodf(__half2float(A[i]), __half2float(B[i]))")])
 def test_float_remainder_prints_fmod(dtype: str, spelling: str) -> None:
     """Found by an op x dtype sweep next to the fuzzer: a float `%` printed C's integer-only `%`
     ("expression must have integral or unscoped enum type"); the IR's float `%` is C's fmod."""

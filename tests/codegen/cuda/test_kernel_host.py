@@ -90,7 +90,8 @@ def fake_pycuda(log: list, fail_launch: bool = False, globals_: dict[int, np.nda
         memory[ptr][...] = src
 
     module = SimpleNamespace(get_function=lambda name: function,
-                             get_global=lambda name: (OOB_STATUS_PTR, 16) if name == "cinn_oob_status" else None)
+                             get_global=lambda name: (OOB_STATUS_PTR, 16) if name
+                             == "cinn_oob_status" else None)
     drv = SimpleNamespace(
         Error=FakeError,
         function_attribute=SimpleNamespace(**{name: name for name in (
@@ -197,7 +198,8 @@ class FakeTorchTensor:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None,
+                "version": 3}
 
 
 FakeTorchTensor.__name__ = "Tensor"
@@ -230,7 +232,8 @@ def test_torch_signature_needs_contiguous_cuda_tensors() -> None:
     torch = pytest.importorskip("torch")
     assert kernel_mod.torch_signature((torch.ones(3),)) is None  # a CPU tensor
     assert kernel_mod.torch_signature((FakeTorchTensor((3,), torch.float32), np.ones(3))) is None
-    assert kernel_mod.torch_signature((FakeTorchTensor((3,), torch.float32),)) == ((torch.float32, (3,), "cuda:0"),)
+    assert (kernel_mod.torch_signature((FakeTorchTensor((3,), torch.float32),))
+            == ((torch.float32, (3,), "cuda:0"),))
 
 
 def test_resource_usage_reads_the_driver_attributes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,7 +106,8 @@ def test_disk_cache_refuses_copied_and_planted_entries(cuda_cache: Path) -> None
         assert nvrtc.compile_cuda(GOOD).cubin == good.cubin
 
 
-def test_include_dir_prefers_the_wheel_matching_nvrtc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_include_dir_prefers_the_wheel_matching_nvrtc(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """CUDA 13 wheels install their headers under nvidia/cu13/include (no nvidia.cuda_runtime package):
     the folder of NVRTC's major version comes first, then the CUDA 12 runtime wheel, then a toolkit."""
     import nvidia  # pyright: ignore[reportMissingImports]
@@ -116,7 +117,8 @@ def test_include_dir_prefers_the_wheel_matching_nvrtc(tmp_path: Path, monkeypatc
     monkeypatch.setattr(nvidia, "__path__", [str(tmp_path)])
     monkeypatch.setenv("CUDA_HOME", "/opt/toolkit")
     found = nvrtc.include_dir_candidates(13)
-    assert found[:4] == [tmp_path / "cu13/include", tmp_path / "cuda_runtime/include", tmp_path / "cu12/include",
+    assert found[:4] == [tmp_path / "cu13/include", tmp_path / "cuda_runtime/include",
+                         tmp_path / "cu12/include",
                          Path("/opt/toolkit/include")]
     assert nvrtc.include_dir_candidates(None)[0] == tmp_path / "cuda_runtime/include"
 

@@ -28,7 +28,8 @@ from tests.codegen.cuda.test_cuda_codegen import kernel_text
 
 SHAPES = [(1, 1), (3, 5), (4, 7)]
 _SP = "((((sp_5 * 512ll) + ((int)blockIdx.x * 32ll)) + (int)threadIdx.y) < (S1 * S2))"
-_X = "((((sp_5 * 524288ll) + ((int)blockIdx.x * 32768ll)) + ((int)threadIdx.y * 1024ll)) + ((int)threadIdx.x * 32ll))"
+_X = ("((((sp_5 * 524288ll) + ((int)blockIdx.x * 32768ll)) + ((int)threadIdx.y * 1024ll)) + "
+      "((int)threadIdx.x * 32ll))")
 
 
 def _loops(f: LoweredFunc, name: str) -> list[For]:

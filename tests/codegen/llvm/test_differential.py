@@ -19,10 +19,12 @@ from tests.lower.test_seed_example import build_seed
 
 
 def _inputs(func: LoweredFunc, syms: dict[str, int]) -> dict[str, np.ndarray]:
-    return {t.name: random_array(tuple(eval_int_expr(d, syms) for d in t.shape), t.dtype) for t in func.inputs}
+    return ({t.name: random_array(tuple(eval_int_expr(d, syms) for d in t.shape), t.dtype) for t
+             in func.inputs})
 
 
-def _check(func: LoweredFunc, syms: dict[str, int] | None = None, rtol: float = 1e-5, **build: object) -> None:
+def _check(func: LoweredFunc, syms: dict[str, int] | None = None, rtol: float = 1e-5,
+           **build: object) -> None:
     ins = _inputs(func, syms or {})
     ref = run_ir(func, ins)
     got = build_x86(func, **build)(*[ins[t.name] for t in func.inputs])
@@ -33,13 +35,15 @@ def _check(func: LoweredFunc, syms: dict[str, int] | None = None, rtol: float = 
         if tensor.dtype.kind == "bfloat":
             expected = bf16_values(expected) if expected.dtype == np.uint16 else expected
         assert value.shape == expected.shape, tensor.name
-        np.testing.assert_allclose(value.astype(np.float64), np.asarray(expected, np.float64), rtol=rtol, atol=rtol,
+        np.testing.assert_allclose(value.astype(np.float64), np.asarray(expected, np.float64),
+                                   rtol=rtol, atol=rtol,
                                    err_msg=tensor.name)
 
 
 PROGRAMS: dict[str, Callable[[], LoweredFunc]] = {
     "elementwise": P.elementwise, "broadcast": P.broadcast, "keepdims": P.multi_axis_keepdims,
-    "full_reduction": P.full_reduction, "half": P.half, "ints_bool": P.ints_bool, "two_outputs": P.two_outputs,
+    "full_reduction": P.full_reduction, "half": P.half, "ints_bool": P.ints_bool,
+    "two_outputs": P.two_outputs,
 }
 
 
@@ -65,7 +69,8 @@ def test_seed_example_with_symbolic_s1_s2_against_numpy() -> None:
     for s1, s2 in [(1, 1), (3, 5), (4, 7)]:
         x = random_array((s1, s2, 1024), "float32")
         d = (x * 2 + 1).sum(axis=2, dtype=np.float64) * 2
-        np.testing.assert_allclose(kernel(x), np.broadcast_to(d[:, :, None] + 1, x.shape), rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(kernel(x), np.broadcast_to(d[:, :, None] + 1, x.shape),
+                                   rtol=1e-4, atol=1e-3)
 
 
 def test_scheduled_elementwise_split_fuse_vectorize_parallel() -> None:

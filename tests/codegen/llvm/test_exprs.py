@@ -32,7 +32,8 @@ def test_copy_and_add_one_every_dtype(dtype: str) -> None:
     elif d.kind == "bfloat":
         np.testing.assert_array_equal(y, bf16_bits(bf16_values(x) + 1))
     elif d.is_float:
-        np.testing.assert_array_equal(y, (x.astype(np.float32 if d.bits == 16 else x.dtype) + 1).astype(x.dtype))
+        np.testing.assert_array_equal(y,
+                                      (x.astype(np.float32 if d.bits == 16 else x.dtype) + 1).astype(x.dtype))
     else:
         np.testing.assert_array_equal(y, (x + np.array(1, x.dtype)).astype(x.dtype))
 
@@ -53,7 +54,8 @@ def _multi_output(in_dtypes: list[DType], outs: list[tuple[DType, Any]], n: int)
 def _cast_input(s: DType) -> np.ndarray:
     x = random_array((16,), s)
     if s.is_float:  # keep float -> int conversions in range (out of range is UB in C), positive for uint
-        return bf16_bits(np.abs(np.clip(bf16_values(x), -100, 100))) if s.kind == "bfloat" else np.abs(np.clip(x, -100, 100))
+        return (bf16_bits(np.abs(np.clip(bf16_values(x), -100, 100))) if s.kind == "bfloat"
+                else np.abs(np.clip(x, -100, 100)))
     return np.abs(x) if s.is_int else x
 
 
@@ -76,10 +78,12 @@ def test_casts_follow_c(src: str) -> None:
         np.testing.assert_array_equal(y, expected, err_msg=f"cast {s} -> {d}")
 
 
-BINARY = {"add": ir.Add, "sub": ir.Sub, "mul": ir.Mul, "div": ir.Div, "mod": ir.Mod, "min": ir.Min, "max": ir.Max}
+BINARY = {"add": ir.Add, "sub": ir.Sub, "mul": ir.Mul, "div": ir.Div, "mod": ir.Mod, "min": ir.Min,
+          "max": ir.Max}
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype",
+                         ["int8", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64"])
 def test_binary_ops(dtype: str) -> None:
     d = dt.dtype_of(dtype)
     f = _multi_output([d, d], [(d, node) for node in BINARY.values()], 64)
@@ -87,13 +91,16 @@ def test_binary_ops(dtype: str) -> None:
     if d.is_integral:
         c[c == 0] = 3
     x0, x1 = (v.astype(np.float64 if d.is_float else np.int64) for v in (a, c))
-    refs = {"add": x0 + x1, "sub": x0 - x1, "mul": x0 * x1, "div": x0 / x1 if d.is_float else np.trunc(x0 / x1),
+    refs = {"add": x0 + x1, "sub": x0 - x1, "mul": x0 * x1,
+            "div": x0 / x1 if d.is_float else np.trunc(x0 / x1),
             "mod": np.fmod(x0, x1), "min": np.minimum(x0, x1), "max": np.maximum(x0, x1)}
     for (op, ref), y in zip(refs.items(), build_x86(f, cache=False)(a, c)):
         if d.is_float:
-            np.testing.assert_allclose(y.astype(np.float64), ref, rtol=2e-3 if d.bits == 16 else 1e-6, err_msg=op)
+            np.testing.assert_allclose(y.astype(np.float64), ref,
+                                       rtol=2e-3 if d.bits == 16 else 1e-6, err_msg=op)
         else:
-            np.testing.assert_array_equal(y, ref.astype(np.int64).astype(d.to_numpy()), err_msg=op)  # wraps like C
+            # wraps like C
+            np.testing.assert_array_equal(y, ref.astype(np.int64).astype(d.to_numpy()), err_msg=op)
 
 
 def test_integer_division_by_zero_and_overflow_never_trap() -> None:
@@ -103,7 +110,8 @@ def test_integer_division_by_zero_and_overflow_never_trap() -> None:
     np.testing.assert_array_equal(build_x86(f, cache=False)(a, c), [0, -3 + -1, -2**31, 0])
 
 
-CMP = {"eq": (ir.EQ, np.equal), "ne": (ir.NE, np.not_equal), "lt": (ir.LT, np.less), "le": (ir.LE, np.less_equal),
+CMP = {"eq": (ir.EQ, np.equal), "ne": (ir.NE, np.not_equal), "lt": (ir.LT, np.less),
+       "le": (ir.LE, np.less_equal),
        "gt": (ir.GT, np.greater), "ge": (ir.GE, np.greater_equal)}
 
 
@@ -240,12 +248,14 @@ def test_every_math_intrinsic_matches_its_reference(dtype: str) -> None:
         if y.dtype == np.bool_:
             np.testing.assert_array_equal(y, ref, err_msg=name)
         else:
-            np.testing.assert_allclose(y, ref, rtol=2e-6 if dtype == "float32" else 1e-13, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(y, ref, rtol=2e-6 if dtype == "float32" else 1e-13, atol=1e-6,
+                                       err_msg=name)
 
 
 def test_integer_abs_and_int_argument_promotion() -> None:
     f = elementwise_1d(5, dt.int32, lambda a: ir.Call("abs", (a,), dt.int32))
-    np.testing.assert_array_equal(build_x86(f, cache=False)(np.array([-3, 0, 4, -1, 9], np.int32)), [3, 0, 4, 1, 9])
+    np.testing.assert_array_equal(build_x86(f, cache=False)(np.array([-3, 0, 4, -1, 9], np.int32)),
+                                  [3, 0, 4, 1, 9])
 
 
 def test_half_types_compute_in_float32_and_round_on_store() -> None:

@@ -49,7 +49,8 @@ def test_accuracy_over_wide_ranges(name: str, factor: int) -> None:
     y = _kernel(name, len(x), factor)(x).astype(np.float64)
     with np.errstate(all="ignore"):
         ref = ref_fn(x.astype(np.float64))
-    normal = np.isfinite(ref) & (np.abs(ref) >= np.finfo(np.float32).tiny) & (np.abs(ref) <= np.finfo(np.float32).max)
+    normal = (np.isfinite(ref) & (np.abs(ref) >= np.finfo(np.float32).tiny)
+              & (np.abs(ref) <= np.finfo(np.float32).max))
     ulp = np.spacing(np.abs(ref[normal]).astype(np.float32)).astype(np.float64)
     err = np.abs(y[normal] - ref[normal]) / ulp
     assert err.max() <= max_ulp, f"{name}: {err.max():.2f} ulp at x={x[normal][err.argmax()]}"
@@ -82,7 +83,8 @@ def test_float64_keeps_exact_libm() -> None:
 
 @pytest.mark.skipif(not fastmath._host_has("avx512f"), reason="vscalefps needs AVX-512")
 def test_vector_exp_scales_with_one_vscalef() -> None:
-    f = elementwise_1d(1024, dt.float32, lambda a: ir.Call("exp", (a,), dt.float32), kind=ir.ForType.VECTORIZED,
+    f = elementwise_1d(1024, dt.float32, lambda a: ir.Call("exp", (a,), dt.float32),
+                       kind=ir.ForType.VECTORIZED,
                        factor=16)
     asm = generate_x86(f, fast_math=True).asm
     assert "vscalefps" in asm

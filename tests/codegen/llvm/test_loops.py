@@ -110,7 +110,8 @@ def test_nested_parallel_loops_are_rejected() -> None:
     i, j = ir.Var("i"), ir.Var("j")
     A, B = tensor("A", (4, 4)), tensor("B", (4, 4))
     body = loop(i, 4, loop(j, 4, ir.Store(B, ir.Load(A, (i, j)), (i, j)), kind=P), kind=P)
-    with pytest.raises(CompileError, match="Nested parallel loop is not supported, try to fuse them instead") as err:
+    with pytest.raises(CompileError,
+                       match="Nested parallel loop is not supported, try to fuse them instead") as err:
         build_x86(func("nested", [A], [B], body), cache=False)
     assert "^^^" in str(err.value)  # IR excerpt with the inner loop marked
 
@@ -155,7 +156,8 @@ def test_symbolic_temp_buffer_and_infer_shape() -> None:
     T = tensor("T", (S,))
     body = ir.Block((
         loop(i, S, ir.Store(T, ir.Load(A, (i,)) * 10.0, (i,))),
-        loop(i, S * two, loop(j, S + one, ir.Store(B, ir.Load(T, (i / two,)) + ir.Cast(dt.float32, j), (i, j))))))
+        loop(i, S * two,
+             loop(j, S + one, ir.Store(B, ir.Load(T, (i / two,)) + ir.Cast(dt.float32, j), (i, j))))))
     f = func("shape_fn", [A], [B], body, syms=[S])
     kernel = build_x86(f)
     for n in (1, 4, 9):

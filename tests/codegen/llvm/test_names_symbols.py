@@ -45,7 +45,8 @@ def test_names_equal_in_their_first_1024_characters_stay_distinct(kind: ir.ForTy
     assert LONG not in kernel.llvm_ir and len(kernel.symbol) <= 96
 
 
-@pytest.mark.parametrize("name", ['a"b', "a\nb", "%x", "@g", "ünï", "x y", "a.b", "0abc", "\\", "int", "expf"])
+@pytest.mark.parametrize("name",
+                         ['a"b', "a\nb", "%x", "@g", "ünï", "x y", "a.b", "0abc", "\\", "int", "expf"])
 def test_hostile_value_and_function_names(name: str) -> None:
     f = _sub_func(name, name + "2", name + "3", fn_name=name, var=name + "v", kind=ir.ForType.PARALLEL)
     kernel = build_x86(f, cache=False)
@@ -101,7 +102,8 @@ LIBM_FIRST_BUILD = textwrap.dedent("""
 
 
 def test_first_build_of_a_process_calling_libm() -> None:
-    proc = subprocess.run([sys.executable, "-c", LIBM_FIRST_BUILD], capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([sys.executable, "-c", LIBM_FIRST_BUILD], capture_output=True, text=True,
+                          timeout=120,
                           cwd=str(__import__("pathlib").Path(__file__).parents[3]))
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 

@@ -55,7 +55,8 @@ def _launch(pool: NativePool, extent: int) -> list[tuple[int, int, int]]:
 
 @pytest.mark.parametrize(("threads", "extent", "tasks"), [(3, 100, 3), (8, 2, 2), (4, 1, 1), (1, 50, 1),
                                                            (3, 0, 0), (3, -5, 0)])
-def test_task_ids_cover_min_of_threads_and_extent(pool: NativePool, threads: int, extent: int, tasks: int) -> None:
+def test_task_ids_cover_min_of_threads_and_extent(pool: NativePool, threads: int, extent: int,
+                                                  tasks: int) -> None:
     pool.set_num_threads(threads)
     seen = _launch(pool, extent)
     assert sorted(t for t, _, _ in seen) == list(range(tasks))
@@ -142,10 +143,12 @@ def test_back_to_back_launches_of_different_task_counts_never_hang_or_rerun_a_ta
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     try:
-        proc = subprocess.run([sys.executable, "-c", _STRESS], capture_output=True, text=True, timeout=120, env=env,
+        proc = subprocess.run([sys.executable, "-c", _STRESS], capture_output=True, text=True,
+                              timeout=120, env=env,
                               cwd=root)
     except subprocess.TimeoutExpired:
-        pytest.fail("back-to-back parallel launches hung (a launcher waiting for a task count it never reaches)")
+        pytest.fail("back-to-back parallel launches hung (a launcher waiting for a task count it never "
+                    "reaches)")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "bad []" in proc.stdout, proc.stdout
 
@@ -197,7 +200,8 @@ def test_parallel_task_captures_symbols_used_only_in_strides() -> None:
     S = ir.Var("S", dt.int64, lower_bound=ir.const(1, dt.int64), is_symbolic_constant=True)
     A, B = tensor("A", (ir.const(3, dt.int64), S)), tensor("B", (S,))
     i = ir.Var("i", dt.int64)
-    body = loop(i, S, ir.Store(B, ir.Load(A, (ir.const(2, dt.int64), i)) - ir.Load(A, (ir.const(0, dt.int64), i)),
+    body = loop(i, S,
+                ir.Store(B, ir.Load(A, (ir.const(2, dt.int64), i)) - ir.Load(A, (ir.const(0, dt.int64), i)),
                               (i,)), kind=ir.ForType.PARALLEL)
     kernel = build_x86(func("strided", [A], [B], body, syms=[S]), num_threads=2)
     for n in (1, 5, 37):
@@ -220,7 +224,8 @@ def test_idle_workers_sleep_instead_of_spinning(pool: NativePool) -> None:
 
 
 @pytest.mark.parametrize(("share", "policy", "expected"), [
-    (None, None, False), (None, "PASSIVE", True), (None, "active", False), ("1", None, True), ("0", "passive", False)])
+    (None, None, False), (None, "PASSIVE", True), (None, "active", False), ("1", None, True),
+    ("0", "passive", False)])
 def test_openmp_sharing_follows_the_wait_policy(monkeypatch: pytest.MonkeyPatch, share: str | None,
                                                 policy: str | None, expected: bool) -> None:
     """Torch's OpenMP pool is shared only where its idle threads sleep (codegen/llvm/openmp.py),

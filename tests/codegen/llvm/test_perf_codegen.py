@@ -54,7 +54,8 @@ def test_strided_vector_load_is_a_gather() -> None:
     n = 16
     X, Y = tensor("X", (n, n)), tensor("Y", (n, n))
     i, j = ir.Var("i", dt.int32), ir.Var("j", dt.int32)
-    body = loop(i, n, loop(j, n, ir.Store(Y, ir.Load(X, (j, i)), (i, j)), kind=ir.ForType.VECTORIZED, factor=8))
+    body = loop(i, n,
+                loop(j, n, ir.Store(Y, ir.Load(X, (j, i)), (i, j)), kind=ir.ForType.VECTORIZED, factor=8))
     f = func("tr", [X], [Y], body)
     assert re.search(r"llvm\.masked\.gather\.v8f32", generate_x86(f).unoptimized_ir)
     x = np.arange(n * n, dtype=np.float32).reshape(n, n)

@@ -29,7 +29,8 @@ def _temp_of_rank(rank: int) -> ir.LoweredFunc:
 def test_temp_size_overflowing_int64_raises_before_use() -> None:
     kernel = build_x86(_temp_of_rank(4), cache=False)
     x = random_array((1 << 16,), dt.float32)  # 2**64 elements of 4 bytes: wraps to 0 bytes unchecked
-    with pytest.raises(OverflowError, match=r"temp_rank.*exceeds 2\*\*63.*'S': 65536.*T\[S, S, S, S\] float32"):
+    with pytest.raises(OverflowError,
+                       match=r"temp_rank.*exceeds 2\*\*63.*'S': 65536.*T\[S, S, S, S\] float32"):
         kernel(x)
     small = random_array((5,), dt.float32)  # the kernel still works for sizes that fit
     np.testing.assert_array_equal(kernel(small), small * 2)

@@ -86,7 +86,9 @@ def test_bfloat16_inputs_must_be_ml_dtypes_arrays() -> None:
     nb = NetBuilder("relu")
     x = nb.create_input("bfloat16", [4], "x")
     program = nb.build([nb.relu(x)])
-    with pytest.raises(TypeError, match=r"input 'x' must have dtype bfloat16 \(ml_dtypes.bfloat16, or uint16 bit patterns\), "
+    with pytest.raises(TypeError,
+                       match=r"input 'x' must have dtype bfloat16 \(ml_dtypes.bfloat16, or uint16 bit "
+                             r"patterns\), "
                                         r"got float32"):
         program.run_numpy(np.zeros(4, np.float32))
     assert nb.create_input(BF16, [2], "y").dtype.scalar_name() == "bfloat16"  # numpy dtype accepted
@@ -108,11 +110,14 @@ def test_bfloat16_bit_patterns_in_give_bit_patterns_out() -> None:
 
 @pytest.mark.parametrize(("build", "message"), [
     (lambda nb, x: nb.bitwise_and(x, x),
-     r"bitwise_and: needs an integer operand, got bfloat16 for argument 'x' \(expected one of int8, .*uint64\)"),
-    (lambda nb, x: nb.left_shift(x, x), r"left_shift: needs an integer operand, got bfloat16 for argument 'x'"),
+     r"bitwise_and: needs an integer operand, got bfloat16 for argument 'x' \(expected one of int8, "
+     r".*uint64\)"),
+    (lambda nb, x: nb.left_shift(x, x),
+     r"left_shift: needs an integer operand, got bfloat16 for argument 'x'"),
     (lambda nb, x: nb.popc(x), r"popc: needs an integer operand, got bfloat16 for argument 'x'"),
     (lambda nb, x: nb.reduce_any(x, [0]),
-     r"reduce_any: needs a bool operand, got bfloat16 for argument 'x' \(expected one of bool\); compare it first"),
+     r"reduce_any: needs a bool operand, got bfloat16 for argument 'x' \(expected one of bool\); compare it "
+     r"first"),
     (lambda nb, x: nb.one_hot(x, nb.fill_constant([1], 1.0, "on", "bfloat16"),
                               nb.fill_constant([1], 0.0, "off", "bfloat16"), 3),
      r"one_hot: argument 'indices' must be an integer tensor, got bfloat16"),

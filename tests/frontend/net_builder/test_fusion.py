@@ -73,7 +73,8 @@ def test_seed_example_is_one_group_and_one_function() -> None:
     assert [a.name for a in func.args] == ["_X", f"_{group.outputs[0].name}", "S0"]
     # intermediates are temp buffers; the folded constants are inlined, not materialised
     assert {b.name for b in func.temp_bufs} == {f"_{o.output.name}" for o in group.ops
-                                                if o.output is not group.outputs[0] and o.type != "fill_constant"}
+                                                if o.output is not group.outputs[0] and o.type
+                                                != "fill_constant"}
     assert "fill_constant" not in str(func)
 
 
@@ -153,7 +154,8 @@ def test_kind_table() -> None:
     assert not can_fuse_kinds(K.kInjective, K.kReduction)
     assert not can_fuse_kinds(K.kReduction, K.kInjective)
     assert can_fuse_kinds(K.kOutFusible, K.kElementWise) and not can_fuse_kinds(K.kOutFusible, K.kBroadcast)
-    assert not any(can_fuse_kinds(K.kNonFusible, k) for k in K) and not can_fuse_kinds(K.kElementWise, K.kNonFusible)
+    assert (not any(can_fuse_kinds(K.kNonFusible, k) for k in K)
+            and not can_fuse_kinds(K.kElementWise, K.kNonFusible))
 
 
 def test_fuse_rejects_composite_ops() -> None:
@@ -166,7 +168,8 @@ def _inputs(program, rows: int) -> list[np.ndarray]:  # type: ignore[no-untyped-
     return [_rand(*(rows if not isinstance(d, int) else d for d in v.shape)) for v in program.inputs]
 
 
-@pytest.mark.parametrize("make", [seed_program, softmax_program, rms_program, layer_norm_program, linear_program])
+@pytest.mark.parametrize("make",
+                         [seed_program, softmax_program, rms_program, layer_norm_program, linear_program])
 def test_compile_program_matches_numpy(make) -> None:  # type: ignore[no-untyped-def]
     program = make()
     compiled = compile_program(program, target="x86")

@@ -55,7 +55,8 @@ def test_argmax_over_symbolic_axis_and_int64() -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda nb, x, b: nb.argmax(x, axis=2), r"argmax: argument 'axis' 2 is out of range for a tensor of rank 2"),
+    (lambda nb, x, b: nb.argmax(x, axis=2),
+     r"argmax: argument 'axis' 2 is out of range for a tensor of rank 2"),
     (lambda nb, x, b: nb.argmin(x, axis=-3), r"argmin: argument 'axis' -3 is out of range"),
     (lambda nb, x, b: nb.argmax(x, axis=1.0), r"argmax: argument 'axis' must be an int, got 1.0 \(float\)"),
     (lambda nb, x, b: nb.argmax(x, keep_dim=1), r"argmax: argument 'keep_dim' must be a bool, got 1 \(int\)"),
@@ -80,7 +81,7 @@ def test_argmax_of_a_0d_tensor_is_refused() -> None:
         nb.argmax(s)
 
 
-# -- cumsum -------------------------------------------------------------------------------------------------------
+# -- cumsum --------------------------------------------------------------------------------------------------
 def test_cumsum_float16_accumulates_in_float32() -> None:
     nb = NetBuilder("cs16")
     x = nb.create_input("float16", [3000], "X")
@@ -101,10 +102,11 @@ def test_cumsum_exclusive_reverse_int32_wraps_like_numpy() -> None:
         np.testing.assert_array_equal(inc, np.cumsum(xs, axis=1, dtype=np.int32))
         np.testing.assert_array_equal(exc, np.cumsum(xs, axis=1, dtype=np.int32) - xs)
         np.testing.assert_array_equal(rev, np.flip(np.cumsum(np.flip(xs, 0), axis=0, dtype=np.int32), 0))
-        np.testing.assert_array_equal(both, np.flip(np.cumsum(np.flip(xs, 1), axis=1, dtype=np.int32), 1) - xs)
+        np.testing.assert_array_equal(both,
+                                      np.flip(np.cumsum(np.flip(xs, 1), axis=1, dtype=np.int32), 1) - xs)
 
 
-# -- gather family ----------------------------------------------------------------------------------------------
+# -- gather family -------------------------------------------------------------------------------------------
 @pytest.fixture
 def checked():
     from cinn_py.runtime.checked import set_default_checked
@@ -118,10 +120,12 @@ def test_index_op_signatures_are_cinns() -> None:
     nb = NetBuilder("sig")
     sigs = {m: str(inspect.signature(getattr(nb, m))) for m in (
         "gather", "index_select", "gather_nd", "lookup_table", "one_hot", "scatter_add", "scatter_assign")}
-    assert sigs == {"gather": "(x, index, axis=0)", "index_select": "(x, index, axis=0)", "gather_nd": "(x, index)",
+    assert sigs == {"gather": "(x, index, axis=0)", "index_select": "(x, index, axis=0)",
+                    "gather_nd": "(x, index)",
                     "lookup_table": "(table, ids, padding_idx)",
                     "one_hot": "(indices, on_value, off_value, depth, axis=-1, dtype='float32')",
-                    "scatter_add": "(x, updates, index, axis=0)", "scatter_assign": "(x, updates, index, axis=0)"}
+                    "scatter_add": "(x, updates, index, axis=0)",
+                    "scatter_assign": "(x, updates, index, axis=0)"}
 
 
 def test_gather_out_of_range_index_raises_in_a_checked_build_and_in_the_reference(checked) -> None:
@@ -159,11 +163,13 @@ def test_gather_forms_and_index_select() -> None:
     i1 = nb.create_input("int32", [5], "I1")
     i2 = nb.create_input("int64", [3, 2], "I2")
     i3 = nb.create_input("int8", [1, 4], "I3")
-    outs = [nb.gather(x, i1, axis=1), nb.index_select(x, i1, axis=-1), nb.gather(x, i2, axis=1), nb.gather(x, i3)]
+    outs = [nb.gather(x, i1, axis=1), nb.index_select(x, i1, axis=-1), nb.gather(x, i2, axis=1),
+            nb.gather(x, i3)]
     assert [o.shape for o in outs] == [(3, 5), (3, 5), (3, 2), (1, 4)]
     rng = np.random.default_rng(0)
     xs = rng.random((3, 4), np.float32)
-    a, b, c = rng.integers(0, 4, 5).astype(np.int32), rng.integers(0, 4, (3, 2)), rng.integers(0, 3, (1, 4)).astype(np.int8)
+    a, b = rng.integers(0, 4, 5).astype(np.int32), rng.integers(0, 4, (3, 2))
+    c = rng.integers(0, 3, (1, 4)).astype(np.int8)
     got = _run(nb, outs, xs, a, b, c)
     np.testing.assert_array_equal(got[0], xs[:, a])
     np.testing.assert_array_equal(got[1], xs[:, a])
@@ -178,10 +184,12 @@ def test_gather_fuses_with_its_producers_and_consumers() -> None:
     x = nb.create_input("float32", ["S0", 6], "X")
     i = nb.create_input("int64", [4], "I")
     g = nb.gather(nb.exp(x), nb.cast(i, "int32"), axis=1)
-    y = nb.add(g, nb.lookup_table(nb.create_input("float32", [5, 4], "T"), nb.create_input("int32", ["S0", 1], "J"), 0))
+    y = nb.add(g, nb.lookup_table(nb.create_input("float32", [5, 4], "T"),
+                                  nb.create_input("int32", ["S0", 1], "J"), 0))
     program = nb.build([y])
     groups = plan(program).groups
-    assert len(groups) == 1 and {op.type for op in groups[0].ops} >= {"exp", "cast", "gather", "lookup_table", "add"}
+    assert (len(groups) == 1 and {op.type for op in groups[0].ops}
+            >= {"exp", "cast", "gather", "lookup_table", "add"})
     rng = np.random.default_rng(1)
     compiled = compile_program(program, "x86")
     for rows in (1, 3):
@@ -245,17 +253,20 @@ def test_lookup_table_and_one_hot_as_cinns_op_tests_call_them() -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda nb, x, i, f: nb.gather(x, f), r"gather: argument 'index' must be an integer tensor, got float32\[2\]"),
+    (lambda nb, x, i, f: nb.gather(x, f),
+     r"gather: argument 'index' must be an integer tensor, got float32\[2\]"),
     (lambda nb, x, i, f: nb.gather(x, i, axis=2), r"gather: argument 'axis' 2 is out of range"),
     (lambda nb, x, i, f: nb.gather(x, nb.create_input("int32", [2, 2, 2], "I3")),
      r"gather: argument 'index' must have rank 1 or the rank of x \(2\), got \[2, 2, 2\]"),
     (lambda nb, x, i, f: nb.gather(x, nb.create_input("int32", [3, 2], "I2"), axis=0),
-     r"gather: index \[3, 2\] must match x \[3, 4\] \(or be 1\) in every dim but axis 0; dim 1 is 2, expected 4"),
+     r"gather: index \[3, 2\] must match x \[3, 4\] \(or be 1\) in every dim but axis 0; dim 1 is 2, "
+     r"expected 4"),
     (lambda nb, x, i, f: nb.index_select(x, nb.create_input("int32", [3, 4], "I2")),
      r"index_select: argument 'index' must have rank 1, got \[3, 4\]"),
     (lambda nb, x, i, f: nb.gather_nd(x, nb.create_input("int32", [2, 3], "I2")),
      r"gather_nd: the last dim of index \[2, 3\] .* expected a static 1..2, got 3"),
-    (lambda nb, x, i, f: nb.lookup_table(x, i, -1), r"lookup_table: argument 'ids' must have rank >= 2 with a last dim of 1"),
+    (lambda nb, x, i, f: nb.lookup_table(x, i, -1),
+     r"lookup_table: argument 'ids' must have rank >= 2 with a last dim of 1"),
     (lambda nb, x, i, f: nb.lookup_table(x, nb.create_input("int32", [2, 1], "J"), 3),
      r"lookup_table: argument 'padding_idx' must be -1 \(none\) or a row of the table \(0..3 - 1\), got 3"),
     (lambda nb, x, i, f: nb.lookup_table(x, nb.create_input("int32", [2, 1], "J"), padding_idx=None),
@@ -263,15 +274,19 @@ def test_lookup_table_and_one_hot_as_cinns_op_tests_call_them() -> None:
     (lambda nb, x, i, f: nb.one_hot(i, f, f, depth=0), r"one_hot: argument 'depth' must be >= 1, got 0"),
     (lambda nb, x, i, f: nb.one_hot(i, f, f, depth=3, axis=2),
      r"one_hot: argument 'axis' must be -1 \(last\) or in \[0, 1\] for indices of rank 1, got 2"),
-    (lambda nb, x, i, f: nb.one_hot(i, x, f, depth=3), r"one_hot: argument 'on_value' must hold one value \(shape \[1\]\), got \[3, 4\]"),
+    (lambda nb, x, i, f: nb.one_hot(i, x, f, depth=3),
+     r"one_hot: argument 'on_value' must hold one value \(shape \[1\]\), got \[3, 4\]"),
     (lambda nb, x, i, f: nb.one_hot(i, f, f, depth=3, dtype="complex"), r"one_hot: argument 'dtype'"),
-    (lambda nb, x, i, f: nb.scatter_add(x, x, i), r"scatter_add: updates must have x's shape with dim 0 the length of "
+    (lambda nb, x, i, f: nb.scatter_add(x, x, i),
+     r"scatter_add: updates must have x's shape with dim 0 the length of "
                                                   r"index: expected \[2, 4\], got \[3, 4\]"),
     (lambda nb, x, i, f: nb.scatter_assign(x, nb.create_input("int32", [2, 4], "U"), i),
      r"scatter_assign: updates must have the dtype of x \(float32\), got int32"),
-    (lambda nb, x, i, f: nb.scatter_add(nb.create_input("bool", [2], "B"), nb.create_input("bool", [2], "C"), i),
+    (lambda nb, x, i, f: nb.scatter_add(nb.create_input("bool", [2], "B"),
+                                        nb.create_input("bool", [2], "C"), i),
      r"scatter_add: needs numeric x and updates, got bool"),
-    (lambda nb, x, i, f: nb.scatter_add(x, x, i, axis=-3), r"scatter_add: argument 'axis' -3 is out of range"),
+    (lambda nb, x, i, f: nb.scatter_add(x, x, i, axis=-3),
+     r"scatter_add: argument 'axis' -3 is out of range"),
 ])
 def test_index_op_argument_errors(call, message) -> None:
     nb = NetBuilder("bad")
@@ -282,7 +297,7 @@ def test_index_op_argument_errors(call, message) -> None:
         call(nb, x, i, f)
 
 
-# -- sort / argsort / top_k ---------------------------------------------------------------------------------------
+# -- sort / argsort / top_k ----------------------------------------------------------------------------------
 def test_sort_op_signatures_are_cinns() -> None:
     nb = NetBuilder("sig")
     assert str(inspect.signature(nb.sort)) == "(operand, axis, is_ascend=True)"
@@ -297,7 +312,8 @@ def test_sorts_are_stable_with_nan_largest() -> None:
     values, top = nb.top_k(x, 3, 1, True)
     outs = [nb.sort(x, 1, True), nb.sort(x, -1, False), indices, positions, values, top,
             nb.argsort(x, axis=0)[0]]
-    assert [str(o.dtype) for o in outs] == ["float32", "float32", "int32", "int32", "float32", "int64", "int32"]
+    assert ([str(o.dtype) for o in outs]
+            == ["float32", "float32", "int32", "int32", "float32", "int64", "int32"])
     xs = np.array([[2, np.nan, 1, 2, -np.inf, np.nan], [0, -0.5, 0, 3, np.inf, 0]], np.float32)
     asc, desc, idx, pos, val, tk, col = _run(nb, outs, xs)
     np.testing.assert_array_equal(asc, np.sort(xs, axis=1))  # NaN last
@@ -324,10 +340,13 @@ def test_top_k_k_beyond_the_dim_takes_it_all_and_smallest() -> None:
 @pytest.mark.parametrize(("call", "message"), [
     (lambda nb, x, s: nb.sort(x, 2), r"sort: argument 'axis' 2 is out of range for a tensor of rank 2"),
     (lambda nb, x, s: nb.argsort(x, 0, is_ascend="yes"), r"argsort: argument 'is_ascend' must be a bool"),
-    (lambda nb, x, s: nb.sort(x), r"sort: missing a required argument: 'axis'; expected sort\(operand, axis, is_ascend=True\)"),
+    (lambda nb, x, s: nb.sort(x),
+     r"sort: missing a required argument: 'axis'; expected sort\(operand, axis, is_ascend=True\)"),
     (lambda nb, x, s: nb.top_k(x, 0), r"top_k: argument 'k' must be >= 1, got 0"),
-    (lambda nb, x, s: nb.top_k(s, 2, axis=0), r"top_k: the dim along argument 'axis' \(0\) must be static, got \[S0, 4\]"),
-    (lambda nb, x, s: nb.argsort(nb.create_input("bool", [3], "B"), 0), r"argsort: needs a numeric operand, got bool"),
+    (lambda nb, x, s: nb.top_k(s, 2, axis=0),
+     r"top_k: the dim along argument 'axis' \(0\) must be static, got \[S0, 4\]"),
+    (lambda nb, x, s: nb.argsort(nb.create_input("bool", [3], "B"), 0),
+     r"argsort: needs a numeric operand, got bool"),
 ])
 def test_sort_argument_errors(call, message) -> None:
     nb = NetBuilder("bad")
@@ -347,4 +366,5 @@ def test_sorts_decompose_into_rank_order_and_gather_kernels() -> None:
     kinds = [[op.type for op in g.ops] for g in groups]
     # the ranks read whole rows and the orders read all ranks of a row: each is a kernel of its
     # own; the ranks are computed once for the three results (CSE)
-    assert kinds.count(["sort_rank"]) == 1 and kinds.count(["rank_order"]) == 3 and kinds.count(["gather"]) == 2
+    assert (kinds.count(["sort_rank"]) == 1 and kinds.count(["rank_order"]) == 3
+            and kinds.count(["gather"]) == 2)

@@ -126,7 +126,9 @@ def test_cast_select_scale_fill(nb: NetBuilder) -> None:
     c = nb.greater_than(x, 0.0)
     s = nb.select(c, x, 0.0)
     assert shape_of(s) == "[S0, 4]" and str(s.dtype) == "float32"
-    with pytest.raises(FrontendError, match=r"select: needs a bool operand, got float32 for argument 'condition' \(expected one of bool\)"):
+    with pytest.raises(FrontendError,
+                       match=r"select: needs a bool operand, got float32 for argument 'condition' \(expected "
+                             r"one of bool\)"):
         nb.select(x, x, x)
     assert shape_of(nb.scale(x, 2.0, 1.0)) == "[S0, 4]"
     f = nb.fill_constant(["S0", 2], 1, dtype="int8")
@@ -188,7 +190,7 @@ def test_transpose_slice_concat(nb: NetBuilder) -> None:
         nb.concat([x, y], axis=2)
 
 
-# -- reductions and matmul ---------------------------------------------------------------------------------------
+# -- reductions and matmul -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"])
 def test_reductions(nb: NetBuilder, op: str) -> None:
     x = nb.create_input("float32", ["S0", 6, 4], "X")
@@ -268,5 +270,6 @@ def test_program_input_validation(nb: NetBuilder) -> None:
         p.run_numpy(np.zeros((2, 4)), np.zeros(2, np.float32))
     with pytest.raises(ValueError, match="input 'X' dim 1 must be 4, got 5"):
         p.run_numpy(np.zeros((2, 5), np.float32), np.zeros(2, np.float32))
-    with pytest.raises(ValueError, match="symbolic dim 'S0' is 3 in input 'Y' dim 0 but 2 in input 'X' dim 0"):
+    with pytest.raises(ValueError,
+                       match="symbolic dim 'S0' is 3 in input 'Y' dim 0 but 2 in input 'X' dim 0"):
         p.run_numpy(np.zeros((2, 4), np.float32), np.zeros(3, np.float32))

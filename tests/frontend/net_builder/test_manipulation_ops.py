@@ -19,8 +19,10 @@ from cinn_py.pipeline import compile_program, program_steps
 
 def test_signatures_follow_cinn() -> None:
     nb = NetBuilder("sig")
-    want = {"squeeze": "(a, axes=())", "expand_dims": "(x, axes)", "reverse": "(x, axis)", "flip": "(x, axis)",
-            "split": "(x, num_or_sections, axis=0)", "tile": "(x, repeat_times)", "repeat": "(x, repeats, axis)",
+    want = {"squeeze": "(a, axes=())", "expand_dims": "(x, axes)", "reverse": "(x, axis)",
+            "flip": "(x, axis)",
+            "split": "(x, num_or_sections, axis=0)", "tile": "(x, repeat_times)",
+            "repeat": "(x, repeats, axis)",
             "pad": "(x, paddings, pad_value=0.0)",
             "slice_assign": "(x, assign, axes, starts, ends, strides=())"}
     assert {m: str(inspect.signature(getattr(nb, m))) for m in want} == want
@@ -80,7 +82,8 @@ def test_constant_folding_only_folds_uniform_results() -> None:
             nb.slice_assign(ones, zeros, [1], [0], [1])]
     folded = fold_constants(nb.build(outs))
     kinds = {op.output.name: op.type for op in folded.ops}
-    assert [kinds[o.name] for o in outs] == ["fill_constant", "pad", "fill_constant", "fill_constant", "slice_assign"]
+    assert ([kinds[o.name] for o in outs]
+            == ["fill_constant", "pad", "fill_constant", "fill_constant", "slice_assign"])
 
 
 def test_squeeze_without_axes_keeps_symbolic_dims() -> None:
@@ -99,25 +102,35 @@ def test_tile_with_more_repeats_than_rank_adds_leading_axes() -> None:
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda nb, x: nb.squeeze(x, [1]), "squeeze: argument 'axes' names axis 1 of [S0, 6], whose extent is 6, expected 1"),
+    (lambda nb, x: nb.squeeze(x, [1]),
+     "squeeze: argument 'axes' names axis 1 of [S0, 6], whose extent is 6, expected 1"),
     (lambda nb, x: nb.expand_dims(x, []), "expand_dims: argument 'axes' must name at least one new axis"),
-    (lambda nb, x: nb.expand_dims(x, [3]), "expand_dims: argument 'axes' entry 3 is out of range for a tensor of rank 3"),
+    (lambda nb, x: nb.expand_dims(x, [3]),
+     "expand_dims: argument 'axes' entry 3 is out of range for a tensor of rank 3"),
     (lambda nb, x: nb.flip(x, [0, -2]), "reverse: argument 'axis' [0, -2] names the same axis twice"),
     (lambda nb, x: nb.tile(x, [0]), "tile: argument 'repeat_times'[0] must be >= 1, got 0"),
     (lambda nb, x: nb.repeat(x, 0, 1), "repeat: argument 'repeats' must be >= 1, got 0"),
     (lambda nb, x: nb.repeat(x, 2, 2), "repeat: argument 'axis' 2 is out of range for a tensor of rank 2"),
-    (lambda nb, x: nb.pad(x, [[1, 1]]), "pad: argument 'paddings' must have one [before, after] pair per axis"),
-    (lambda nb, x: nb.pad(x, [[1, -1], [0, 0]]), "pad: argument 'paddings'[0] must be non-negative, got [1, -1]"),
+    (lambda nb, x: nb.pad(x, [[1, 1]]),
+     "pad: argument 'paddings' must have one [before, after] pair per axis"),
+    (lambda nb, x: nb.pad(x, [[1, -1], [0, 0]]),
+     "pad: argument 'paddings'[0] must be non-negative, got [1, -1]"),
     (lambda nb, x: nb.pad(x, 3), "pad: argument 'paddings' must be a list of [before, after] pairs, got 3"),
     (lambda nb, x: nb.pad(nb.cast(x, "int32"), [[0, 0], [1, 1]], pad_value=0.5),
      "pad: argument 'pad_value': value 0.5 is not representable in int32"),
-    (lambda nb, x: nb.split(x, [4], axis=1), "split: axis 1 of [S0, 6] has extent 6, not divisible into 4 equal"),
-    (lambda nb, x: nb.split(x, [2], axis=0), "split: axis 0 of [S0, 6] has extent S0, not divisible into 2 equal sections; give the extents with one -1"),
-    (lambda nb, x: nb.split(x, [2, 2], axis=1), "split: sections [2, 2] sum to 4, but axis 1 of [S0, 6] has extent 6"),
+    (lambda nb, x: nb.split(x, [4], axis=1),
+     "split: axis 1 of [S0, 6] has extent 6, not divisible into 4 equal"),
+    (lambda nb, x: nb.split(x, [2], axis=0),
+     "split: axis 0 of [S0, 6] has extent S0, not divisible into 2 equal sections; give the extents with one "
+     "-1"),
+    (lambda nb, x: nb.split(x, [2, 2], axis=1),
+     "split: sections [2, 2] sum to 4, but axis 1 of [S0, 6] has extent 6"),
     (lambda nb, x: nb.split(x, [-1, -1], axis=1), "split: argument 'num_or_sections' [-1, -1] must hold"),
-    (lambda nb, x: nb.split(x, [4, 3, -1], axis=1), "split: sections [4, 3, -1] exceed the extent 6 of axis 1"),
+    (lambda nb, x: nb.split(x, [4, 3, -1], axis=1),
+     "split: sections [4, 3, -1] exceed the extent 6 of axis 1"),
     (lambda nb, x: nb.slice_assign(x, x, [1], [0], [3]),
-     "slice_assign: argument 'assign' has shape [S0, 6], but the slice of [S0, 6] it replaces has shape [S0, 3]"),
+     "slice_assign: argument 'assign' has shape [S0, 6], but the slice of [S0, 6] it replaces has shape [S0, "
+     "3]"),
     (lambda nb, x: nb.slice_assign(x, nb.cast(x, "int32"), [1], [0], [6]),
      "slice_assign: operands have different dtypes float32 and int32"),
     (lambda nb, x: nb.slice_assign(x, x, [0], [1], [3]), "slice_assign: axis 0 has the symbolic extent S0"),
@@ -131,7 +144,8 @@ def test_bad_arguments_raise_frontend_errors(call, message: str) -> None:  # typ
 
 
 @st.composite
-def _slice_assign_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], list[int], list[int], list[int], list[int]]:
+def _slice_assign_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], list[int], list[int],
+                                                  list[int], list[int]]:
     shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
     axes = draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True))
     starts = [draw(st.integers(-shape[a] - 1, shape[a] + 1)) for a in axes]
@@ -143,7 +157,8 @@ def _slice_assign_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], list[int], li
 @settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(_slice_assign_cases())
-def test_slice_assign_matches_numpy_slicing(case: tuple[tuple[int, ...], list[int], list[int], list[int], list[int]]
+def test_slice_assign_matches_numpy_slicing(case: tuple[tuple[int, ...], list[int], list[int],
+                                                        list[int], list[int]]
                                             ) -> None:
     """Python slicing rules (negative indices, clamping, negative strides, empty slices) against
     numpy's own assignment `x[slices] = assign`, through the compiled x86 kernel."""
@@ -166,7 +181,8 @@ def test_slice_assign_matches_numpy_slicing(case: tuple[tuple[int, ...], list[in
 
 @pytest.mark.parametrize("src, dst", [
     ((256, 8), (4, 64, 8)), ((4, 64, 8), (256, 8)), ((6, 1, 4), (6, 4)), ((6, 4), (1, 6, 4, 1)),
-    ((2, 3, 4), (3, 8)), ((2, 3, 4), (6, 2, 2)), ((12,), (3, 4)), ((1, 1, 5), (5,)), ((3, 1, 4, 1), (1, 3, 4)),
+    ((2, 3, 4), (3, 8)), ((2, 3, 4), (6, 2, 2)), ((12,), (3, 4)), ((1, 1, 5), (5,)),
+    ((3, 1, 4, 1), (1, 3, 4)),
 ])
 def test_reshape_regroups_dims_run_by_run(src: tuple[int, ...], dst: tuple[int, ...]) -> None:
     """A reshape splits and merges runs of dims of equal size; the values are numpy's for runs

@@ -40,7 +40,8 @@ def test_cuda_compiles(op: str, dtype: str) -> None:
 
 FULL = os.environ.get("CINN_OP_HARNESS_FULL") == "1"
 # bfloat16 (storage) ops whose kernels compute or accumulate in float32: emulated in CI too
-BF16_EMULATED = {"reduce_sum", "reduce_mean", "reduce_max", "matmul", "softmax", "layer_norm", "rms_norm", "cast",
+BF16_EMULATED = {"reduce_sum", "reduce_mean", "reduce_max", "matmul", "softmax", "layer_norm",
+                 "rms_norm", "cast",
                  "select", "greater_than", "cumsum", "exp"}
 EMULATED_ITEMS = [(o, d) for o, d in CUDA_ITEMS  # type: ignore[union-attr]
                   if FULL or d == REGISTRY[o].test.dtypes[0] or (d == "bfloat16" and o in BF16_EMULATED)]

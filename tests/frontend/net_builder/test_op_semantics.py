@@ -100,13 +100,16 @@ def test_argument_errors_name_method_argument_expected_and_actual() -> None:
     with pytest.raises(FrontendError, match=r"reduce_sum: argument 'keep_dim' must be a bool, got 1 \(int\)"):
         nb.reduce_sum(x, [0], 1)
     with pytest.raises(FrontendError, match=r"softmax: got an unexpected keyword argument 'axis'; expected "
-                                            r"softmax\(x, axes=\(-1,\), mode='fast', data_format='AnyLayout'\)"):
+                                            r"softmax\(x, axes=\(-1,\), mode='fast', "
+                                            r"data_format='AnyLayout'\)"):
         nb.softmax(x, axis=0)
     with pytest.raises(FrontendError, match="scale: missing a required argument: 'x'"):
         nb.scale()
-    with pytest.raises(FrontendError, match=r"relu: argument 'x' must be a Variable of this NetBuilder, got list"):
+    with pytest.raises(FrontendError,
+                       match=r"relu: argument 'x' must be a Variable of this NetBuilder, got list"):
         nb.relu([1, 2])
-    with pytest.raises(FrontendError, match=r"softmax: argument 'mode' must be one of 'fast', 'accurate', got 'slow'"):
+    with pytest.raises(FrontendError,
+                       match=r"softmax: argument 'mode' must be one of 'fast', 'accurate', got 'slow'"):
         nb.softmax(x, mode="slow")
     with pytest.raises(UnknownOpError, match="NetBuilder has no op 'reduce_summ'; did you mean 'reduce_sum'"):
         nb.reduce_summ(x)
@@ -118,7 +121,8 @@ def test_slice_decrease_axis_and_fill_constant_dtype_from_value() -> None:
     x = nb.create_input("float32", [3, 5], "X")
     assert nb.slice(x, [0], [1], [2], decrease_axis=[0]).shape == (5,)
     assert nb.slice(x, [0, 1], [1, 2], [2, 3], decrease_axis=[0, 1]).shape == (1,)
-    with pytest.raises(FrontendError, match="decrease_axis names axis 1, whose sliced extent is 5, expected 1"):
+    with pytest.raises(FrontendError,
+                       match="decrease_axis names axis 1, whose sliced extent is 5, expected 1"):
         nb.slice(x, [0], [1], [2], decrease_axis=[1])
     assert str(nb.fill_constant([2], 1).dtype) == "int32"
     assert str(nb.fill_constant([2], 1.5).dtype) == "float32"
@@ -142,7 +146,8 @@ def test_random_ops_are_seeded_and_have_the_right_distribution() -> None:
     g = nb.gaussian_random([100, 100], mean=1.0, std=2.0, seed=3)
     a, b, c, n = _run(nb, [u, u_again, u_other, g])
     assert np.array_equal(a, b) and not np.array_equal(a, c)
-    assert a.min() >= -2.0 and a.max() < 3.0 and abs(a.mean() - 0.5) < 0.05 and abs(a.std() - 5 / 12**0.5) < 0.05
+    assert (a.min() >= -2.0 and a.max() < 3.0 and abs(a.mean() - 0.5) < 0.05
+            and abs(a.std() - 5 / 12**0.5) < 0.05)
     assert abs(n.mean() - 1.0) < 0.06 and abs(n.std() - 2.0) < 0.06
     # neighbours are not correlated (a linear congruential counter would be)
     assert abs(np.corrcoef(a.reshape(-1)[:-1], a.reshape(-1)[1:])[0, 1]) < 0.03
@@ -160,5 +165,6 @@ def test_batchnorm_returns_a_list_and_nn_argument_errors() -> None:
         nb.pool2d(x, "avg", [2, 2], adaptive=True)
     with pytest.raises(FrontendError, match="conv2d: x .* has 3 channels; with groups=2"):
         nb.conv2d(x, nb.create_input("float32", [4, 3, 3, 3], "W"), groups=2)
-    with pytest.raises(FrontendError, match=r"pool2d: argument 'pooling_type' must be one of 'max', 'avg', got 'min'"):
+    with pytest.raises(FrontendError,
+                       match=r"pool2d: argument 'pooling_type' must be one of 'max', 'avg', got 'min'"):
         nb.pool2d(x, "min", [2, 2])

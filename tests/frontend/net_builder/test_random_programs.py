@@ -20,7 +20,8 @@ REDUCE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_mean"]
 step = st.one_of(
     st.tuples(st.just("unary"), st.sampled_from(UNARY), st.integers(0, 99)),
     st.tuples(st.just("binary"), st.sampled_from(BINARY), st.integers(0, 99), st.integers(0, 99)),
-    st.tuples(st.just("reduce"), st.sampled_from(REDUCE), st.integers(0, 99), st.integers(0, 1), st.booleans()),
+    st.tuples(st.just("reduce"), st.sampled_from(REDUCE), st.integers(0, 99), st.integers(0, 1),
+              st.booleans()),
     st.tuples(st.just("broadcast"), st.integers(0, 99)),
 )
 

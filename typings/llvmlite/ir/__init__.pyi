@@ -2,7 +2,7 @@
 # by decorators that hide their return types, so a checker infers `None` for every instruction).
 # Classes the code names are declared with the attributes it uses; everything else is `Any`
 # through `__getattr__`. Checked against llvmlite 0.50.
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 class Type:
