@@ -23,8 +23,12 @@ from cinn_py.lowering.attention.nest import PARALLEL, UNROLL, VECTOR, role_of
 from schedules.analysis.regions import const_value
 from schedules.errors import ScheduleError
 from schedules.schedule import IRSchedule
+from schedules.state import LoopRV
 
-__all__ = ["attention_x86_tactic", "is_attention_kernel"]
+__all__ = ["attention_cuda_tactic", "attention_x86_tactic", "is_attention_kernel"]
+
+CUDA_THREADS = 256
+"""Threads of the CUDA block: one per (batch, head) task, up to this many at a time."""
 
 
 def is_attention_kernel(func: LoweredFunc) -> bool:
@@ -67,3 +71,34 @@ def _apply(sch: IRSchedule, loop: object, role: str) -> None:
         extent = const_value(sch.get(loop).extent)  # type: ignore[arg-type]
         if extent is not None and extent > 1:
             sch.vectorize(loop, min(extent, 16))  # type: ignore[arg-type]
+
+
+def attention_cuda_tactic(sch: IRSchedule) -> list[str]:
+    """The CUDA schedule: one thread block; each nest's PARALLEL head loop is bound to threadIdx.x
+    (a thread runs one (batch, head) task with its tiles in its local memory, as an x86 task
+    does), `__syncthreads()` between the nests (the transposed copies and the row statistics
+    that later nests read). Correct, and parallel over heads only: the tiles are not yet split
+    across the threads of a block (no shared-memory tiling), so it is far from the GPU's peak."""
+    heads = _head_loops(sch)
+    for k, loop in enumerate(heads):
+        extent = const_value(sch.get(loop).extent)
+        if extent is None or extent > CUDA_THREADS:
+            loop = sch.split(loop, [-1, CUDA_THREADS])[1]
+        sch.bind(loop, "threadIdx.x")
+        if k:
+            sch.sync_threads(loop, after=False)
+    return [f"attention kernel on CUDA: one block, {len(heads)} nests with their head loop on threadIdx.x, "
+            "__syncthreads() between them (tiles per thread, not split across the block)"]
+
+
+def _head_loops(sch: IRSchedule) -> list[LoopRV]:
+    """The PARALLEL loop of every nest, in program order."""
+    found: list[LoopRV] = []
+    seen: set[int] = set()
+    for blk in sch.get_all_blocks():
+        for loop in sch.get_loops(blk):
+            node = sch.get(loop)
+            if role_of(node.loop_var.name) == PARALLEL and node.uid not in seen:
+                seen.add(node.uid)
+                found.append(loop)
+    return found

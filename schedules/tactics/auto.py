@@ -32,7 +32,7 @@ from cinn_py.target import KINDS, Target, TargetLike
 from schedules.errors import ScheduleError, schedule_error
 from schedules.schedule import IRSchedule
 from schedules.tactics.align import align_iter_space_tactic
-from schedules.tactics.attention import attention_x86_tactic, is_attention_kernel
+from schedules.tactics.attention import attention_cuda_tactic, attention_x86_tactic, is_attention_kernel
 from schedules.tactics.compute_at import compute_at_reduction_tactic
 from schedules.tactics.compute_inline import compute_inline_tactic
 from schedules.tactics.config import MAX_NUMEL, ScheduleConfig, bucket_configs, build_schedule_config
@@ -210,8 +210,8 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
     `cuda_fallback`; the x86 scheduler falls back plan by plan. `report.fallbacks` says why.
     """
     tgt = _check_args(func, target, config)
-    if not tgt.is_gpu and is_attention_kernel(func):
-        return _attention_x86(func, tgt, config)
+    if is_attention_kernel(func):
+        return _attention(func, tgt, config)
     cfg = config or _tuned_config(func, tgt, build_schedule_config(analyze_group(func)))
     report = AutoScheduleReport(tgt.name, cfg)
     if not tgt.is_gpu:
@@ -253,12 +253,15 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
     return sch
 
 
-def _attention_x86(func: LoweredFunc, target: Target, config: ScheduleConfig | None) -> IRSchedule:
-    """A fused attention kernel (already tiled by its template): its loop roles as x86 loop kinds."""
+def _attention(func: LoweredFunc, target: Target, config: ScheduleConfig | None) -> IRSchedule:
+    """A fused attention kernel (already tiled by its template): its loop roles as the target's
+    loop kinds (`schedules.tactics.attention`)."""
     sch = IRSchedule(func)
     report = AutoScheduleReport(target.name, config or build_schedule_config(analyze_group(func)))
-    report.notes = attention_x86_tactic(sch)
-    report.strategy = "x86-attention"
+    if target.is_gpu:
+        report.notes, report.strategy = attention_cuda_tactic(sch), "cuda-attention"
+    else:
+        report.notes, report.strategy = attention_x86_tactic(sch), "x86-attention"
     sch.report = report
     return sch
 

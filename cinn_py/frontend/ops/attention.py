@@ -259,11 +259,11 @@ register(OpDef("flash_attention", OpPatternKind.kNonFusible, _infer, _numpy, Non
                signature=Signature((tensor("q"), tensor("k"), tensor("v"), tensor("mask", optional=True),
                                     attr("scale", optional(floating), None), attr("causal", boolean, False)),
                                    attrs=_attrs, doc="softmax(q k^T * scale + mask) v, fused" + _DOC),
-               test=OpTest(("float32", "float64"), _cases(False), rtol=2e-4, atol=2e-5, cuda=False)))
+               test=OpTest(("float32", "float64"), _cases(False), rtol=2e-4, atol=2e-5)))
 register(OpDef("flash_attention_grad", OpPatternKind.kNonFusible, _infer_grad, _numpy_grad, None, arity=None,
                signature=Signature((tensor("q"), tensor("k"), tensor("v"), tensor("packed"),
                                     tensor("dpacked"),
                                     tensor("mask", optional=True), attr("scale", optional(floating), None),
                                     attr("causal", boolean, False)),
                                    attrs=_attrs, doc="gradients of flash_attention" + _DOC),
-               test=OpTest(("float32", "float64"), _cases(True), rtol=2e-4, atol=2e-5, cuda=False)))
+               test=OpTest(("float32", "float64"), _cases(True), rtol=2e-4, atol=2e-5)))

@@ -91,11 +91,10 @@ class _Forward:
         g = self.g
         bh = outer[0].var
         r = Loop.new("r", self.g.br)
-        state = nest([r], [block(f"{self.name}_max_init", [*outer, r], self.m, (bh, r.var), g.neg_inf),
-                           block(f"{self.name}_sum_init", [*outer, r], self.lsum, (bh, r.var), g.c(0.0))])
+        state = nest([r], [block(f"{self.name}_state_max", [*outer, r], self.m, (bh, r.var), g.neg_inf),
+                           block(f"{self.name}_state_sum", [*outer, r], self.lsum, (bh, r.var), g.c(0.0))])
         zero = fill(f"{self.name}_acc_init", outer, self.g.br, self.g.ev,
-                    lambda r_, c: (self.acc, (bh, r_, c)),
-                    lambda r_, c: g.c(0.0))
+                    lambda r_, c: (self.acc, (bh, r_, c)), lambda r_, c: g.c(0.0))
         return [state, zero]
 
     def _key_block(self, outer: list[Loop]) -> list[Stmt]:
