@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
         "maximum", "minimum", "select", "cast",
     )},
     "lower": "cinn_py.lowering.ast_gen",
-    "auto_schedule": "cinn_py.driver",
+    "auto_schedule": "cinn_py.pipeline",
     # NetBuilder frontend
     "NetBuilder": "cinn_py.frontend.net_builder",
     "compile_program": "cinn_py.pipeline",
@@ -39,11 +39,13 @@ _EXPORTS: dict[str, str] = {
     # schedules (lazy: importing cinn_py must not import schedules)
     "IRSchedule": "schedules",
     "ScheduleError": "cinn_py.diagnostics",
-    # driver: ties schedules and codegen together
-    "build": "cinn_py.driver",
-    "codegen": "cinn_py.driver",
-    "tune": "cinn_py.driver",
-    "compile": "cinn_py.driver",
+    # the front door: the pipeline ties schedules and codegen together (lazily)
+    "build": "cinn_py.pipeline",
+    "codegen": "cinn_py.pipeline",
+    "compile": "cinn_py.programs",
+    "build_and_get_output": "cinn_py.programs",
+    # the tuner is a tool over the pipeline (it times candidates); exported here, at the top
+    "tune": "cinn_py.tools.tune",
     "Executable": "cinn_py.runtime.executable",
     "DefaultHostTarget": "cinn_py.target",
     "DefaultNVGPUTarget": "cinn_py.target",

@@ -234,7 +234,7 @@ def _scheduled_program(ns: argparse.Namespace, target: Target) -> tuple[Any, str
 
 
 def cmd_codegen(ns: argparse.Namespace) -> int:
-    from cinn_py.driver import codegen
+    from cinn_py.pipeline import codegen
 
     target = Target.parse(ns.target)
     target = Target.cuda(ns.arch) if target.is_gpu else target
@@ -290,7 +290,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 
 def cmd_tune(ns: argparse.Namespace) -> int:
-    from cinn_py.driver import tune
+    from cinn_py.tools.tune import tune
 
     program = load_program(Path(ns.file))
     funcs = program.functions if isinstance(program, Module) else (program,)

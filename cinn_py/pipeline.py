@@ -42,7 +42,8 @@ from cinn_py.frontend.conv_gemm import conv_to_gemm
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
-from cinn_py.ir import LoweredFunc, deep_nesting, nesting_room, print_ir
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import LoweredFunc, Module, deep_nesting, nesting_room, print_ir
 from cinn_py.lowering.group import lower_group
 from cinn_py.passes import run_passes
 from cinn_py.runtime import compile_jobs, graph_cache
@@ -237,11 +238,27 @@ def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, fast_m
         yield StepOutput("load", func.name, kernel)
 
 
-def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = False,
-             schedule: str | None = None,
-             **options: Any) -> Any:
-    """`schedule` -> `target_passes` -> `codegen` for one function (one schedule, also for
-    symbolic GPU shapes); returns the backend's generated code."""
+def as_lowered_func(obj: Any) -> LoweredFunc:
+    """Accept a LoweredFunc, a one-function Module, or anything with a `.func` (IRSchedule)."""
+    if isinstance(obj, LoweredFunc):
+        return obj
+    if isinstance(obj, Module):
+        if len(obj.functions) != 1:
+            raise CompileError(f"build: expected a module with one function, got {len(obj.functions)}")
+        return obj.functions[0]
+    func = getattr(obj, "func", None)
+    if isinstance(func, LoweredFunc):
+        return func
+    raise TypeError(f"build: expected a LoweredFunc, Module or IRSchedule, got {type(obj).__name__}")
+
+
+def codegen(func_or_schedule: Any, target: TargetLike = "cuda", fast_math: bool = False,
+            schedule: str | None = None, **options: Any) -> Any:
+    """`cinn_py.codegen`: `schedule` -> `target_passes` -> `codegen` for one function (a LoweredFunc,
+    a one-function Module or an IRSchedule); returns the backend's generated code without loading
+    it: `.source/.ptx/.cubin/.launch` (cuda), `.llvm_ir/.asm` (x86). `schedule="auto"`
+    auto-schedules it for `target` first (one config, also for symbolic GPU shapes)."""
+    func = as_lowered_func(func_or_schedule)
     with nesting_room():
         check_schedule(schedule)
         outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen",
@@ -249,15 +266,29 @@ def generate(func: LoweredFunc, target: TargetLike = "cuda", fast_math: bool = F
         return outputs[-1].value
 
 
-def build(func: LoweredFunc, target: TargetLike = "x86", fast_math: bool = False, schedule: str | None = None,
-          **options: Any) -> Any:
-    """`schedule` -> `target_passes` -> `codegen` -> `load` for one function; returns the Kernel."""
+def build(func_or_schedule: Any, target: TargetLike = "x86", fast_math: bool = False,
+          schedule: str | None = None, **options: Any) -> Any:
+    """`cinn_py.build`: `schedule` -> `target_passes` -> `codegen` -> `load` for one function (a
+    LoweredFunc, a one-function Module or an IRSchedule); returns the Kernel: `kernel(*inputs)`
+    returns the outputs, `kernel(*inputs, out=[...])` writes them. `schedule=None` builds the
+    function as given; `schedule="auto"` auto-schedules it for `target` first (CUDA with symbolic
+    dims: one kernel per shape bucket, picked at call time)."""
+    func = as_lowered_func(func_or_schedule)
     with nesting_room():
         check_schedule(schedule)
         kernel: Any = None
         for output in dumped(trace_func(func, target, schedule, fast_math, "load", None, **options)):
             kernel = output.value
         return kernel
+
+
+def auto_schedule(func_or_schedule: Any, target: TargetLike = "cuda", config: Any = None) -> Any:
+    """`cinn_py.auto_schedule`: schedule a function automatically for `target`
+    (`schedules.tactics.auto_schedule`); returns the IRSchedule. A schedule passed in is
+    re-scheduled from its current function."""
+    tactics = importlib.import_module("schedules.tactics")
+    return tactics.auto_schedule(as_lowered_func(func_or_schedule), target=Target.parse(target),
+                                 config=config)
 
 
 # -- the program steps -------------------------------------------------------------------------------
@@ -342,6 +373,16 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
         return compiled
 
 
+def compile_group(func: LoweredFunc, target: str, schedule: str | None, fast_math: bool,
+                  checked: bool) -> LoweredFunc:
+    """A compile worker's job (`cinn_py.runtime.compile_jobs`): the function steps of one group up
+    to `target_passes`, and its kernel built into the disk cache; returns the final function."""
+    tgt = Target.parse(target)
+    final = target_passes(schedule_step(func, tgt, schedule), tgt)
+    get_backend(tgt).build(final, tgt, fast_math=fast_math, checked=checked)
+    return final
+
+
 def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
                          fast_math: bool) -> CompiledProgram:
     """`compile_program` on a CPU: the steps up to `target_passes` come from the compiled-graph
@@ -360,8 +401,8 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
         def here(func: LoweredFunc) -> LoweredFunc:
             return target_passes(schedule_step(func, target, schedule), target)
 
-        finals = compile_jobs.compile_groups(program.name, lowered, target.name, schedule, fast_math,
-                                             checked, here)
+        finals = compile_jobs.compile_groups(program.name, lowered, compile_group,
+                                             (target.name, schedule, fast_math, checked), here)
         graph_cache.store(key, fusion, lowered, finals)
         cached = graph_cache.CachedGraph(fusion, tuple(lowered), tuple(finals))
     backend = get_backend(target)
@@ -415,8 +456,7 @@ def run_interpreted(program: Program, inputs: Sequence[Any] | Mapping[str, Any])
 
 
 __all__ = ["DUMP_ENV", "FUNC_STEPS", "PIPELINE", "PROGRAM_STEPS", "STEPS", "ScheduleLike", "Step",
-           "StepOutput",
-           "build", "check_step", "codegen_step", "compile_program", "dump_dir", "dump_path", "dumped",
-           "generate", "link_native", "program_steps", "run_interpreted", "schedule_step", "step_text",
-           "target_passes", "trace",
+           "StepOutput", "as_lowered_func", "auto_schedule", "build", "check_step", "codegen", "codegen_step",
+           "compile_group", "compile_program", "dump_dir", "dump_path", "dumped", "link_native",
+           "program_steps", "run_interpreted", "schedule_step", "step_text", "target_passes", "trace",
            "trace_func", "trace_program"]

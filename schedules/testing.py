@@ -118,9 +118,14 @@ def _x86_kernel(func: LoweredFunc) -> Any:
     `__syncthreads`), which only the CUDA backend accepts."""
     if any(_gpu_only(n) for n in walk(func.body)):
         return None
-    from cinn_py.driver import build  # noqa: PLC0415 - the driver reaches codegen lazily
+    # The function steps as `cinn_py.build` runs them (schedules sit below the pipeline): the
+    # target's passes, then its backend, which the backend table loads lazily.
+    from cinn_py.backend import get_backend  # noqa: PLC0415
+    from cinn_py.passes import run_passes  # noqa: PLC0415
+    from cinn_py.target import Target  # noqa: PLC0415
 
-    return build(func, target="x86")
+    target = Target.parse("x86")
+    return get_backend(target).build(run_passes(func, target.passes), target)
 
 
 def _gpu_only(node: Any) -> bool:

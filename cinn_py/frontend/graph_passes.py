@@ -130,7 +130,7 @@ NAMED_PASSES: dict[str, Pass] = {
     # each rewrite of `simplify` on its own
     **{rule.name: _rule_pass(rule) for rule in RULES},
 }
-"""Passes a user may name (`Program.build_and_get_output(..., passes=[...])`, `named_passes`)."""
+"""Passes a user may name (`cinn_py.build_and_get_output(..., passes=[...])`, `named_passes`)."""
 
 
 def named_passes(names: Sequence[str], what: str) -> list[Pass]:

@@ -162,20 +162,19 @@ class Program:
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
 
-    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str],
-                             feed_datas: Sequence[Any],
-                             fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
-                             scope: Any = None) -> list[np.ndarray]:
-        """CINN's compile-and-run call: feed `feed_datas[i]` to input `feed_list[i]` (every input,
-        as Variables or names), compile for `target` (a `cinn_py.Target`, "x86"/"cuda" or
-        `cinn_py.DefaultHostTarget()`) with the automatic schedule, and return the arrays of
-        `fetch_list` (any variables of the program, intermediates included) in that order.
+    def fetch_program(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
+                      fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
+                      scope: Any = None) -> tuple[Program, dict[str, Any], list[Variable]]:
+        """The frontend half of CINN's `build_and_get_output` (`cinn_py.build_and_get_output`
+        compiles and runs what this returns; the frontend compiles nothing): checks the
+        arguments and returns (the program computing exactly the variables of `fetch_list`, dead
+        ops dropped, after the graph passes named in `passes`; the feeds by input name; the
+        fetched variables in order).
 
         `passes` names graph passes or single rewrites (`graph_passes.NAMED_PASSES`: ours, CINN's
         names of the same passes such as "ConstantFolding", and each rule of `simplify` such as
-        "silu"), run in order on the program before it is compiled; compiling then runs the
-        default graph passes as always (an unknown name is a FrontendError listing the
-        available ones). cinn-py owns its buffers, so a `scope` is refused, not ignored."""
+        "silu"), run in order (an unknown name is a FrontendError listing the available ones).
+        cinn-py owns its buffers, so a `scope` is refused, not ignored."""
         from cinn_py.frontend.graph_passes import named_passes  # noqa: PLC0415 - graph passes import Program
 
         chosen = named_passes(list(passes), "build_and_get_output")
@@ -187,15 +186,11 @@ class Program:
         if not fetch:
             raise FrontendError("build_and_get_output: argument 'fetch_list': expected at least one "
                                 "variable, got []")
-        # the program is compiled for exactly the fetched variables (dead ops are dropped)
-        from cinn_py.driver import compile as compile_program  # noqa: PLC0415 - the frontend is a leaf
-
         unique = list({id(v): v for v in fetch}.values())
         program = Program(self.name, self.inputs, self.ops, unique)
         for graph_pass in chosen:  # passes keep the names of the outputs
             program = graph_pass(program)
-        by_name = compile_program(program, target).run(feeds)
-        return [by_name[v.name] for v in fetch]
+        return program, feeds, fetch
 
     def _feeds(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any]) -> dict[str, Any]:
         names = [self._own_variable(v, "feed_list").name for v in feed_list]

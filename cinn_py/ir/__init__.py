@@ -21,6 +21,7 @@ from cinn_py.ir.expr import (
     is_const_int, ne,
 )
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc, Module
+from cinn_py.ir.intervals import IntInterval, int_interval
 from cinn_py.ir.intrinsics import INTRINSICS, ArgKind, Intrinsic
 from cinn_py.ir.intrinsics import lookup as lookup_intrinsic
 from cinn_py.ir.names import (
@@ -57,7 +58,8 @@ __all__ = [
     "Ramp", "Reduce", "ReduceMethod", "ReduceType", "ScheduleBlock", "ScheduleBlockRealize",
     "Select", "Stmt", "Store", "StringImm", "Sub", "Tensor", "UIntImm", "Var", "Visitor",
     "MAX_EXPR_DEPTH", "NEST_RECURSION_LIMIT", "deep_nesting", "nesting_room", "as_expr",
-    "assert_structural_equal", "expr_depth", "check_text", "int_range", "quote_string", "bfloat16", "bool_",
+    "assert_structural_equal", "expr_depth", "check_text", "IntInterval", "int_interval", "int_range",
+    "quote_string", "bfloat16", "bool_",
     "child_fields", "child_nodes", "compile_context",
     "const", "current_context", "default_axis_name", "dtype", "dtype_of", "eq", "float16",
     "float32", "float64", "for_header", "handle", "int16", "int32", "int64", "int8",

@@ -123,21 +123,21 @@ def _settings() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("CINN_PY_")}
 
 
-def _compile_request(func: LoweredFunc, target: str, schedule: str | None, fast_math: bool, checked: bool,
-                     cache_root: str, settings: dict[str, str]) -> LoweredFunc:
-    """In a worker: the function steps of one group; the kernel lands in the disk cache."""
-    from cinn_py.backend import get_backend  # noqa: PLC0415
-    from cinn_py.pipeline import schedule_step, target_passes  # noqa: PLC0415
-    from cinn_py.target import Target  # noqa: PLC0415
+GroupSteps = Callable[..., LoweredFunc]
+"""What a worker runs on one group: `steps(func, *args)` -> the final function. The pipeline passes
+its own (`cinn_py.pipeline.compile_group`); it travels pickled by reference, so this module never
+imports the pipeline (which is a layer above the runtime)."""
 
+
+def _compile_request(steps: GroupSteps, func: LoweredFunc, args: tuple[Any, ...], cache_root: str,
+                     settings: dict[str, str]) -> LoweredFunc:
+    """In a worker: `steps` on one group, under the parent's settings (the kernel lands in the disk
+    cache)."""
     for name in [k for k in os.environ if k.startswith("CINN_PY_") and k not in settings]:
         del os.environ[name]
     os.environ.update(settings)
     cache.set_cache_dir(cache_root)
-    tgt = Target.parse(target)
-    final = target_passes(schedule_step(func, tgt, schedule), tgt)
-    get_backend(tgt).build(final, tgt, fast_math=fast_math, checked=checked)
-    return final
+    return steps(func, *args)
 
 
 def serve() -> None:
@@ -205,13 +205,12 @@ class Progress:
               f"{' done' if final else ''}", file=sys.stderr, flush=True)
 
 
-def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedule: str | None,
-                   fast_math: bool,
-                   checked: bool, here: Callable[[LoweredFunc], LoweredFunc]) -> list[LoweredFunc]:
+def compile_groups(name: str, funcs: Sequence[LoweredFunc], steps: GroupSteps, args: tuple[Any, ...],
+                   here: Callable[[LoweredFunc], LoweredFunc]) -> list[LoweredFunc]:
     """Every group's final function (scheduled, target passes run), in order; identical groups
-    get the same object; in worker processes when there are several distinct groups, a disk cache and jobs >
-    1;
-    `here(func)` runs the steps in this process (for what the workers did not do)."""
+    get the same object. In worker processes (`steps(func, *args)`, a module-level function) when
+    there are several distinct groups, a disk cache and jobs > 1; `here(func)` runs the steps in
+    this process (for what the workers did not do)."""
     progress = Progress(name, len(funcs))
     first: dict[str, int] = {}
     owner = [first.setdefault(shape_key(f), k) for k, f in enumerate(funcs)]
@@ -220,9 +219,7 @@ def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedul
     root = cache.cache_dir()
     size = min(jobs(), len(distinct))
     if size > 1 and root is not None and len(distinct) >= MIN_PARALLEL_GROUPS:
-        finals.update(_in_workers(funcs, distinct, size,
-                                  (target, schedule, fast_math, checked, str(root), _settings()),
-                                  progress))
+        finals.update(_in_workers(funcs, distinct, size, (steps, args, str(root), _settings()), progress))
     for k in distinct:
         if k not in finals:
             finals[k] = here(funcs[k])
@@ -232,7 +229,8 @@ def compile_groups(name: str, funcs: Sequence[LoweredFunc], target: str, schedul
     return result
 
 
-def _in_workers(funcs: Sequence[LoweredFunc], distinct: Sequence[int], size: int, args: tuple[Any, ...],
+def _in_workers(funcs: Sequence[LoweredFunc], distinct: Sequence[int], size: int,
+                request: tuple[GroupSteps, tuple[Any, ...], str, dict[str, str]],
                 progress: Progress) -> dict[int, LoweredFunc]:
     """The distinct groups' final functions from `size` workers (those that failed are missing)."""
     finals: dict[int, LoweredFunc] = {}
@@ -248,7 +246,8 @@ def _in_workers(funcs: Sequence[LoweredFunc], distinct: Sequence[int], size: int
             except queue.Empty:
                 return
             try:
-                final = worker.compile((funcs[k], *args))
+                steps, args, root, settings = request
+                final = worker.compile((steps, funcs[k], args, root, settings))
             except (OSError, EOFError):  # the worker is gone: this thread stops, the parent compiles the rest
                 return
             except RuntimeError:

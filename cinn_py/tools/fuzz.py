@@ -54,7 +54,7 @@ Failing cases are shrunk (schedule steps, outputs, subexpressions) and printed a
 the DSL program, the IR (`print_ir(..., decls=True)`), the trace (`trace.as_python()`), the
 input seed and bindings, and what differed.
 
-This module is an entry point (like `cinn_py.driver`): it imports `schedules` lazily.
+This module is an entry point (like `cinn_py.pipeline`): it imports `schedules` lazily.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.driver import as_lowered_func, build
+from cinn_py.pipeline import as_lowered_func, build
 from cinn_py.interp import run_ir
 from cinn_py.ir import Expr, LoweredFunc, Tensor
 from cinn_py.symbolic import simplify

@@ -1,4 +1,4 @@
-"""`cinn_py.compile` -> Executable and CINN's `Program.build_and_get_output` (issue 10)."""
+"""`cinn_py.compile` -> Executable and CINN's `build_and_get_output` (issue 10)."""
 
 from __future__ import annotations
 
@@ -41,12 +41,12 @@ def test_executable_runs_named_feeds_with_symbolic_rows(rows: int) -> None:
 def test_build_and_get_output_fetches_intermediates_in_fetch_order() -> None:
     program, x, b, (biased, out) = _softmax_program()
     X, B = np.arange(21, dtype=np.float32).reshape(3, 7) / 10, np.ones(7, np.float32)
-    got = program.build_and_get_output(cp.DefaultHostTarget(), [b, x], [B, X], [out, biased, out])
+    got = cp.build_and_get_output(program, cp.DefaultHostTarget(), [b, x], [B, X], [out, biased, out])
     assert [g.shape for g in got] == [(3, 7), (3, 7), (3, 7)]
     np.testing.assert_allclose(got[0], _softmax(X + B), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[1], X + B)
     np.testing.assert_array_equal(got[0], got[2])
-    by_name = program.build_and_get_output("x86", ["x", "b"], [X, B], [biased.name])
+    by_name = cp.build_and_get_output(program, "x86", ["x", "b"], [X, B], [biased.name])
     np.testing.assert_allclose(by_name[0], X + B)
 
 
@@ -54,7 +54,7 @@ def test_build_and_get_output_on_cuda_runs_the_cuda_kernels_emulated() -> None:
     program, x, b, (_, out) = _softmax_program()
     X, B = np.random.default_rng(0).standard_normal((4, 7)).astype(np.float32), np.zeros(7, np.float32)
     with cuda_emulation():
-        got = program.build_and_get_output(cp.DefaultNVGPUTarget(), [x, b], [X, B], [out])
+        got = cp.build_and_get_output(program, cp.DefaultNVGPUTarget(), [x, b], [X, B], [out])
     np.testing.assert_allclose(got[0], _softmax(X), rtol=1e-5, atol=1e-6)
 
 
@@ -81,7 +81,7 @@ def test_build_and_get_output_rejects_bad_arguments(kwargs: dict[str, object], m
                                "fetch_list": [out]}
     args.update(kwargs)
     with pytest.raises(FrontendError, match=message):
-        program.build_and_get_output("x86", **args)  # type: ignore[arg-type]
+        cp.build_and_get_output(program, "x86", **args)  # type: ignore[arg-type]
 
 
 def test_build_and_get_output_runs_the_named_passes_first() -> None:
@@ -96,7 +96,7 @@ def test_build_and_get_output_runs_the_named_passes_first() -> None:
     want = X / (1 + np.exp(-X))
     for passes in (["silu"], ["Decomposer", "silu", "ConstantFolding", "CommonSubexpressionElimination",
                               "DeadCodeElimination"], ["simplify", "fold_transposes"]):
-        got, sig = program.build_and_get_output("x86", [x], [X], [y, s], passes=passes)
+        got, sig = cp.build_and_get_output(program, "x86", [x], [X], [y, s], passes=passes)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(sig, 1 / (1 + np.exp(-X)), rtol=1e-6)
 
@@ -105,7 +105,7 @@ def test_variables_of_another_program_are_rejected() -> None:
     program, _, _, _ = _softmax_program()
     _, other_x, other_b, _ = _softmax_program()  # same names, other objects
     with pytest.raises(FrontendError, match="expected variables of program 'api'"):
-        program.build_and_get_output("x86", [other_x, other_b], [0, 0], ["x"])
+        cp.build_and_get_output(program, "x86", [other_x, other_b], [0, 0], ["x"])
 
 
 def test_executable_feed_errors_are_clear() -> None:

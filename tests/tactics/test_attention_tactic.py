@@ -11,7 +11,7 @@ from cinn_py import compile_program
 from cinn_py.frontend import NetBuilder
 from cinn_py.interp import run_ir
 from cinn_py.ir import ScheduleBlockRealize, walk
-from cinn_py.pipeline import generate, program_steps
+from cinn_py.pipeline import codegen, program_steps
 from cinn_py.tools.testing.cuda import run_cuda_emulated
 from schedules.tactics import auto_schedule
 
@@ -45,7 +45,7 @@ def test_roles_become_loop_kinds_and_results_stay() -> None:
 
 def test_softmax_exp_is_vectorised_not_a_libm_call() -> None:
     _, func = _kernel(causal=False)
-    text = generate(func, "x86", schedule="auto").text
+    text = codegen(func, "x86", schedule="auto").text
     assert "@expf" not in text and "llvm.exp." not in text
     assert "<16 x float>" in text
 

@@ -16,6 +16,7 @@ from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
 from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, Tensor
+from cinn_py.ir.intervals import int_interval
 from cinn_py.ir.text.lexer import Token
 from cinn_py.ir.visitor import Mutator
 
@@ -139,9 +140,6 @@ class TensorInference:
 
     def interval(self, e: E.Expr, depth: int = 0) -> Interval | None:
         """Constant [lo, hi] of an integer index over the enclosing loops, if computable."""
-        # imported here: cinn_py.symbolic builds on the IR package this module is part of
-        from cinn_py.symbolic.integer import int_interval  # noqa: PLC0415
-
         if depth > 64:
             return None
         return int_interval(e, lambda var: self.var_interval(var, depth + 1))

@@ -53,7 +53,7 @@ def test_build_and_get_output_takes_and_returns_ml_dtypes_bfloat16() -> None:
     s = nb.reduce_sum(x, [1])
     program = nb.build([y, s])
     data = np.random.default_rng(0).uniform(-2, 2, (3, 40)).astype(BF16)
-    got_y, got_s = program.build_and_get_output("x86", [x], [data], [y, s])
+    got_y, got_s = cp.build_and_get_output(program, "x86", [x], [data], [y, s])
     assert got_y.dtype == BF16 and got_s.dtype == BF16
     want_y, want_s = program.run_numpy(data)
     assert want_y.dtype == BF16
