@@ -264,12 +264,12 @@ def _select(c: GradContext) -> list[Variable | None]:
     return [None, masked(nb, cond, c.dout), masked(nb, nb.logical_not(cond), c.dout)]
 
 
-@define_grad("mod", "remainder")
+@define_grad("mod", "remainder", "fmod")
 def _mod(c: GradContext) -> list[Variable | None]:
-    # x - y * q with q = floor(x / y) (mod) or trunc(x / y) (remainder), piecewise constant: as torch
+    # x - y * q with q = floor(x / y) (mod, remainder) or trunc(x / y) (fmod), piecewise constant: as torch
     nb, (x, y) = c.nb, c.inputs
     q = nb.divide(x, y)
-    q = nb.floor(q) if c.op.type == "mod" else nb.trunc(q)
+    q = nb.trunc(q) if c.op.type == "fmod" else nb.floor(q)
     return [c.dout, nb.negative(nb.multiply(c.dout, q))]
 
 

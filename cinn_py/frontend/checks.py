@@ -17,7 +17,6 @@ from cinn_py.ir import (
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 REDUCE_INIT_SUFFIX = "__reduce_init"
-_RESERVED_NAMES = frozenset({"root", "axis", "select", "function", "true", "false"})
 
 
 def is_identifier(name: object) -> bool:
@@ -26,16 +25,24 @@ def is_identifier(name: object) -> bool:
 
 
 def check_name(name: object, what: str) -> str:
-    """A tensor / dim / axis name: a C identifier, not reserved, not a reduce-init name."""
+    """A tensor / dim / axis name: a C identifier, not a reduce-init name. A name that is a word of
+    the IR text format (`select`, `true`, `axis`, ...) is fine: the format escapes it (ir/text/names.py)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} name must be a str, got {type(name).__name__}")
     if not _NAME_RE.match(name):
         raise ValueError(f"{what} name {name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
-    if name in _RESERVED_NAMES or name.startswith("cinn_"):
-        raise ValueError(f"{what} name {name!r} is reserved by the IR text format")
     if name.endswith(REDUCE_INIT_SUFFIX):
         raise ValueError(f"{what} name {name!r} ends with '{REDUCE_INIT_SUFFIX}', which lowering "
                          "reserves for reduction init tensors")
+    return name
+
+
+def check_program_name(name: object, what: str) -> str:
+    """A program's name: any non-empty str (CINN takes any; kernels get identifiers derived from it)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name must be a str, got {type(name).__name__}")
+    if not name or "\0" in name:
+        raise ValueError(f"{what} name must be a non-empty str without NUL characters, got {name!r}")
     return name
 
 

@@ -51,6 +51,8 @@ from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import Dim, FrontendError
 from cinn_py.frontend.ops.shapes import dims_equal, numel, shapes_equal, symbols_of
 from cinn_py.frontend.program import Operator, Program, Variable
+from cinn_py.frontend.checks import is_identifier
+from cinn_py.ir import sanitize_identifier
 
 _PRODUCER_TO_CONSUMER: dict[K, frozenset[K]] = {
     K.kElementWise: frozenset({K.kElementWise, K.kBroadcast, K.kInjective, K.kReduction, K.kOutFusible}),
@@ -263,6 +265,8 @@ def _groups(program: Program, part: _Partition) -> list[Group]:
     order = _topological_groups(part)
     outputs = {id(v) for v in program.outputs}
     groups = []
+    # A program's name is any string the user chose; its groups' kernels need an identifier.
+    prefix = program.name if is_identifier(program.name) else sanitize_identifier(program.name)
     for n, g in enumerate(order):
         ops = tuple(part.ops[k] for k in part.members[g])
         produced = {id(op.output) for op in ops}
@@ -274,7 +278,7 @@ def _groups(program: Program, part: _Partition) -> list[Group]:
         read_outside = {id(part.ops[m].output) for m in part.members[g]
                         if any(part.group_of[c] != g for c in part.consumers[m])}
         outs = tuple(op.output for op in ops if id(op.output) in outputs or id(op.output) in read_outside)
-        groups.append(Group(f"{program.name}_group_{n}", ops, tuple(inputs.values()), outs,
+        groups.append(Group(f"{prefix}_group_{n}", ops, tuple(inputs.values()), outs,
                             _shape_inputs(program, ops, tuple(inputs.values()))))
     return groups
 

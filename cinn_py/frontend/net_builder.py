@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from cinn_py.frontend import checks
+from cinn_py.frontend.grad_methods import GradMethods
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import METHODS, FrontendError, TensorType, UnknownOpError, check_dtype, suggest
 from cinn_py.frontend.ops.elementwise import fill_attrs, scalar_of
@@ -52,11 +53,11 @@ def _method(op: str, name: str) -> Callable[..., Variable]:
     return make_method(op, name, opdef.signature, build)
 
 
-class NetBuilder:
+class NetBuilder(GradMethods):
     """Builds a `Program` op by op; each method returns the output `Variable`."""
 
     def __init__(self, name: str) -> None:
-        checks.check_name(name, "NetBuilder")
+        checks.check_program_name(name, "NetBuilder")
         self.name = name
         self._inputs: list[Variable] = []
         self._ops: list[Operator] = []

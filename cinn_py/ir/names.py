@@ -53,6 +53,16 @@ class NameGenerator:
                 self._used.add(candidate)
                 return candidate
 
+    def new_loop(self, hint: str) -> str:
+        """A loop var name made as CINN's fuse makes one (outside the counters): `hint` itself when
+        free, recorded as a loop name, so a later `new(hint)` (split) returns it bare once more, then
+        `hint_0`, ... as for a lowered loop; a taken hint gets a `new` name."""
+        if hint in self._used or hint in self._loop_names:
+            self._used.add(hint)
+            return self.new(hint)
+        self._loop_names = self._loop_names | {hint}
+        return hint
+
     def reserve(self, name: str) -> None:
         """Mark `name` as taken (e.g. names read back by the parser)."""
         self._used.add(name)

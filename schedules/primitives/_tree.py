@@ -10,13 +10,20 @@ import dataclasses
 
 from typing import Any, TypeVar
 
-from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, Stmt, replace_stmt
+from collections.abc import Mapping
+
+from cinn_py.ir import (
+    Block, Expr, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, ScheduleBlockRealize, Stmt, Var, replace_stmt,
+    substitute,
+)
+from schedules.analysis.arith import simplify_index
 from schedules.analysis.loops import StmtIndex
 
 RootT = TypeVar("RootT", bound=LoweredFunc | Stmt)
 """What the path-copying helpers rewrite: a whole function or one statement subtree."""
 
-__all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order"]
+__all__ = ["replace_with_seq", "remove_stmt", "insert_in_loop", "replace", "replace_many", "program_order",
+           "substitute_loop_vars"]
 
 
 def replace(func: RootT, old: Stmt, new: Stmt) -> RootT:
@@ -84,3 +91,19 @@ def insert_in_loop(func: LoweredFunc, loop: For, stmt: Stmt, at_end: bool) -> Lo
 def program_order(func: LoweredFunc) -> dict[int, int]:
     """id(stmt) -> pre-order position, for 'is A before B' questions."""
     return {id(s): k for k, s in enumerate(StmtIndex(func).order)}
+
+
+class _BindingSimplifier(Mutator):
+    def visit_schedule_block_realize(self, node: ScheduleBlockRealize) -> ScheduleBlockRealize:
+        node = self.generic_visit(node)
+        values = tuple(simplify_index(v) for v in node.iter_values)
+        if all(a is b for a, b in zip(values, node.iter_values)):
+            return node
+        return dataclasses.replace(node, iter_values=values)
+
+
+def substitute_loop_vars(body: RootT, mapping: Mapping[Var, Expr]) -> RootT:
+    """`body` with loop vars replaced by expressions of new loops (split, fuse), its blocks'
+    bindings simplified: fusing the loops of a split gives `((x / 256) * 256) + (x % 256)`,
+    which binds as `x` (CINN simplifies bindings too)."""
+    return _BindingSimplifier().visit(substitute(body, mapping))

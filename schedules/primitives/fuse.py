@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cinn_py.ir import (
-    Expr, For, ForType, LoweredFunc, Var, const, is_const_int, replace_stmt, substitute, unique_name,
+    Expr, For, ForType, LoweredFunc, Var, const, is_const_int, current_context, replace_stmt,
 )
 from schedules.analysis.arith import product, simplify_index
 from schedules.analysis.loops import single_child
+from schedules.primitives._tree import substitute_loop_vars
 from schedules.errors import (
     InvalidArgumentError, LoopKindError, LoopStartError, NotPerfectlyNestedError, schedule_error,
 )
@@ -96,7 +97,9 @@ def fuse(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, For]:
     check_fusable(func, loops, "fuse")
     outer = loops[0]
     idt = outer.loop_var.dtype
-    fused = Var(unique_name("_".join(lp.loop_var.name for lp in loops) + "_fused"), idt)
-    body = substitute(loops[-1].body, fused_substitution(loops, fused))
+    # CINN names the fused loop without its UniqName counters, so a later split of it gives
+    # `i_j_fused`, `i_j_fused_0` as for a lowered loop (it gave `i_j_fused_0`, `i_j_fused_1`).
+    fused = Var(current_context().names.new_loop("_".join(lp.loop_var.name for lp in loops) + "_fused"), idt)
+    body = substitute_loop_vars(loops[-1].body, fused_substitution(loops, fused))
     new = For(fused, const(0, idt), product([lp.extent for lp in loops], idt), body, outer.for_type)
     return replace_stmt(func, outer, new), new

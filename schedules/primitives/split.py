@@ -23,10 +23,11 @@ from collections.abc import Sequence
 
 from cinn_py.ir import (
     MAX_EXPR_DEPTH, Block, DType, Expr, For, ForType, IfThenElse, LoweredFunc, Var, const, is_const_int,
-    replace_stmt, substitute, unique_name,
+    replace_stmt, unique_name,
 )
 from schedules.analysis.arith import as_int, product, prove_equal, simplify_index
 from schedules.analysis.loops import vars_in
+from schedules.primitives._tree import substitute_loop_vars
 from schedules.errors import (
     ExtentMismatchError, InvalidArgumentError, LoopKindError, LoopStartError, schedule_error,
 )
@@ -52,7 +53,7 @@ def split(func: LoweredFunc, loop: For, factors: Sequence[int | Expr]) -> tuple[
     extents, guarded = _resolve_factors(func, loop, factors)
     new_vars = [Var(unique_name(name), loop.loop_var.dtype) for _ in extents]
     index = _binding(new_vars, extents, loop.loop_var.dtype)
-    body = substitute(loop.body, {loop.loop_var: index})
+    body = substitute_loop_vars(loop.body, {loop.loop_var: index})
     if guarded:
         body = Block((IfThenElse(simplify_index(index < loop.extent), body),))
     loops: list[For] = []

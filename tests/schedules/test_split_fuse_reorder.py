@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+import cinn_py as cp
 from tests.schedules import sched_programs as P
 
 from cinn_py import ir
@@ -285,3 +287,18 @@ def test_reorder_rejects_dependence() -> None:
     i, j = sch.get_loops("A")
     with pytest.raises(IllegalDependenceError, match="loop 'i' carries a dependence"):
         sch.reorder([j, i])
+
+
+def test_split_of_a_fused_loop_names_loops_as_cinn_and_fusing_back_binds_the_plain_var() -> None:
+    """Issue 23 item 9: CINN names the loops of split(i_j_fused) `i_j_fused`, `i_j_fused_0` (the
+    split loop's name is free again), and fusing them back binds `x`, not `((x / 256) * 256) + (x % 256)`."""
+    a = cp.placeholder((32, 64), "float32", "A")
+    b = cp.compute((32, 64), lambda i, j: a[i, j] * 2.0, "B")
+    sch = IRSchedule(cp.lower("fn", [a, b]))
+    outer, inner = sch.split(sch.fuse(sch.get_loops("B")), [-1, 256])
+    assert str(outer).startswith("serial for (i_j_fused, 0, 8)") and "serial for (i_j_fused_0, 0, 256)" in str(inner)
+    fused = sch.fuse([outer, inner])
+    text = cp.print_ir(sch.func)
+    assert "serial for (i_j_fused_i_j_fused_0_fused, 0, 2048)" in str(fused)
+    assert "axis.bind((i_j_fused_i_j_fused_0_fused / 64), (i_j_fused_i_j_fused_0_fused % 64))" in text
+    assert "* 256)" not in text

@@ -223,15 +223,20 @@ def _floor_divide(a: Expr, b: Expr) -> Expr:
     return cdsl.select(inexact_negative, q - const(1, a.dtype), q)
 
 
-# CINN: `mod` is the floor modulo (Python's %, sign of the divisor), `remainder` the truncated
-# remainder (C's % / fmod, sign of the dividend); floor_divide rounds the quotient down.
+# CINN: `mod` and `remainder` are both the floor modulo (Python's %, sign of the divisor: CINN's
+# lang::Remainder and lang::Mod both call its `mod` extern, and Paddle's remainder is Python's);
+# `fmod` (cinn-py's, for torch.fmod) is the truncated remainder (C's % / fmod, sign of the
+# dividend); floor_divide rounds the quotient down.
 _elementwise("floor_divide", 2, NUMERIC, lambda at, a, b: _floor_divide(a, b),
              lambda at, a, b: int_division(np.floor_divide, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True, rtol=1e-3)
 _elementwise("mod", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b),
              lambda at, a, b: int_division(np.mod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
-_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _c_rem(a, b),
+_elementwise("remainder", 2, NUMERIC, lambda at, a, b: _floor_mod(a, b),
+             lambda at, a, b: int_division(np.mod, a, b),
+             low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
+_elementwise("fmod", 2, NUMERIC, lambda at, a, b: _c_rem(a, b),
              lambda at, a, b: int_division(np.fmod, a, b),
              low=-6.0, high=6.0, y_low=-3.0, y_high=3.0, y_avoid_zero=True)
 

@@ -31,7 +31,7 @@ class Cursor:
 
     def at(self, text: str, ahead: int = 0) -> bool:
         tok = self.peek(ahead)
-        return tok.text == text and tok.kind in ("PUNCT", "IDENT")
+        return tok.text == text and tok.kind in ("PUNCT", "IDENT") and not tok.escaped
 
     def accept(self, text: str) -> bool:
         if self.at(text):

@@ -35,6 +35,7 @@ from cinn_py.ir.buffer import Buffer, BufferRange, MemoryType, Tensor
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.func import ArgIO, LoweredFunc, Module
 from cinn_py.ir.intrinsics import lookup as lookup_intrinsic
+from cinn_py.ir.text.names import format_name as _n
 from cinn_py.ir.text.printer import IrPrinter, format_attr_value, print_ir
 
 LITERAL_PREFIXES: dict[str, DType] = {
@@ -254,17 +255,17 @@ class _Recorder(IrPrinter):
         index, block = self.n_blocks, node.schedule_block
         self.n_blocks += 1
         if block.reduce_method is not S.ReduceMethod.NONE:
-            self.block_lines.append(f"block #{index} {block.name} reduce_method={block.reduce_method.value}")
+            self.block_lines.append(f"block #{index} {_n(block.name)} reduce_method={block.reduce_method.value}")
         for key, value in block.attrs:
             if not attr_value_equal(decode_attr_value(format_attr_value(value)), value):
-                self.block_lines.append(f"attr #{index} {block.name} {key} = {format_decl_value(value)}")
+                self.block_lines.append(f"attr #{index} {_n(block.name)} {key} = {format_decl_value(value)}")
         super().print_ScheduleBlockRealize(node)
 
     def print_Reduce(self, node: E.Reduce) -> None:
         index = self.n_reduces
         self.n_reduces += 1
         if default_reduce_axes(node.body) != node.reduce_axis:
-            names = ", ".join(v.name for v in node.reduce_axis)
+            names = ", ".join(_n(v.name) for v in node.reduce_axis)
             self.reduce_lines.append(f"reduce #{index} axes({names})")
         super().print_Reduce(node)
 
@@ -364,7 +365,7 @@ def _var_line(var: E.Var) -> str | None:
         flags.append(f"upper={print_ir(var.upper_bound)}")
     if var.dtype == dt.int32 and not flags:
         return None
-    return f"var {var.name} : {var.dtype}" + "".join(" " + f for f in flags)
+    return f"var {_n(var.name)} : {var.dtype}" + "".join(" " + f for f in flags)
 
 
 def _section_lines(root: Any, func: LoweredFunc | None) -> list[str]:
@@ -397,10 +398,10 @@ def _func_line(func: LoweredFunc) -> str:
     args = []
     for arg in func.args:
         target = arg.tensor.name if arg.tensor is not None else arg.var.name  # type: ignore[union-attr]
-        args.append(f"{arg.io.value} {target}")
-    line = f"func {func.name}({', '.join(args)})"
+        args.append(f"{arg.io.value} {_n(target)}")
+    line = f"func {_n(func.name)}({', '.join(args)})"
     if func.temp_bufs:
-        line += f" temp({', '.join(b.name for b in func.temp_bufs)})"
+        line += f" temp({', '.join(_n(b.name) for b in func.temp_bufs)})"
     return line
 
 
@@ -415,15 +416,15 @@ def _buffer_and_tensor_lines(collector: _Collector) -> list[str]:
     lines = []
     for name, buf in collector.buffers.items():
         if implied.get(name) != buf:
-            lines.append(f"buffer {name} : {buf.dtype}[{_exprs(buf.shape)}] {buf.memory_type.value}")
+            lines.append(f"buffer {_n(name)} : {buf.dtype}[{_exprs(buf.shape)}] {buf.memory_type.value}")
     # Tensors that imply their buffer first: the parser creates a buffer at its first tensor line.
     ordered = sorted(collector.tensors.values(), key=lambda t: implied.get(t.buffer.name) is not t.buffer
                      or t.buffer.shape != t.shape or t.buffer.dtype != t.dtype)
     for tensor in ordered:
         buf = tensor.buffer
-        line = f"tensor {tensor.name} : {tensor.dtype}[{_exprs(tensor.shape)}]"
+        line = f"tensor {_n(tensor.name)} : {tensor.dtype}[{_exprs(tensor.shape)}]"
         if buf.name != f"_{tensor.name}":
-            line += f" buffer {buf.name}"
+            line += f" buffer {_n(buf.name)}"
         if implied.get(buf.name) == buf:
             line += f" {buf.memory_type.value}"
         lines.append(line)

@@ -5,7 +5,7 @@ Two kinds of comment exist: `// decl ...` lines, which carry the declarations of
 are tokenized (the lexer emits a `DECL` token at their start and an `EOL` token at their end), and
 every other `// ...` comment, which is skipped.
 
-Token kinds: IDENT (`[A-Za-z_][A-Za-z0-9_]*`, with `::` joins so that
+Token kinds: IDENT (`[A-Za-z_][A-Za-z0-9_]*`, or any name in backquotes (names.py), with `::` joins so that
 `cinn::common::raw_uint16_to_float16` is one name), INT (`7`, `7ll`, `7ull`, `0x7c00`), FLOAT
 (`2.00000000f`, `1.0000000000000000e+100`), STRING (`"text"` with `\\`, `\"`, `\n` escapes),
 punctuation (`( ) [ ] { } , : ; . # = ! < > + - * / %` and `== != <= >= && || ->`), DECL, EOL,
@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from cinn_py.diagnostics import ParseError
+from cinn_py.ir.text.names import ESCAPES
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+")
@@ -42,6 +43,8 @@ class Token:
     line: int
     col: int
     offset: int
+    escaped: bool = False
+    """An IDENT written in backquotes: a name, never a keyword of the format."""
 
     def describe(self) -> str:
         """How an error message names this token: `'('`, `identifier 'foo'`, `end of input`."""
@@ -100,6 +103,8 @@ class Lexer:
                 self.comment()
             elif ch.isalpha() or ch == "_":
                 self.lex_ident()
+            elif ch == "`":
+                self.lex_escaped_name()
             elif ch.isdigit() or (ch == "." and self.pos + 1 < n and text[self.pos + 1].isdigit()):
                 self.lex_number()
             elif ch == '"':
@@ -123,9 +128,40 @@ class Lexer:
 
     def lex_ident(self) -> None:
         match = _IDENT.match(self.text, self.pos)
-        assert match is not None  # guarded by the caller: the first character is a letter or _
+        if match is None:  # a letter outside ASCII: str.isalpha() accepts it, the format does not
+            ch = self.text[self.pos]
+            raise self.error(f"unexpected character {ch!r}: a name with characters outside [A-Za-z0-9_] "
+                             f"is written in backquotes (`{ch}...`)", self.pos)
         self.add("IDENT", match.group(), self.pos)
         self.pos = match.end()
+
+    def lex_escaped_name(self) -> None:
+        """`` `any name` ``: the printer's escape for names that are not plain identifiers or are
+        words of the format (names.py); backquote, backslash, newline and tab escaped."""
+        start, out = self.pos, []
+        pos = start + 1
+        while pos < len(self.text):
+            ch = self.text[pos]
+            if ch == "`":
+                if not out:
+                    raise self.error("empty name ``", start)
+                self.tokens.append(Token("IDENT", "".join(out), self.line, start - self.line_start + 1, start,
+                                         escaped=True))
+                self.pos = pos + 1
+                return
+            if ch == "\n":
+                break
+            if ch == "\\":
+                escape = ESCAPES.get(self.text[pos + 1:pos + 2])
+                if escape is None:
+                    raise self.error(f"invalid escape {self.text[pos:pos + 2]!r} in a backquoted name "
+                                     "(\\`, \\\\, \\n, \\t)", pos)
+                out.append(escape)
+                pos += 2
+                continue
+            out.append(ch)
+            pos += 1
+        raise self.error("unterminated backquoted name", start)
 
     def lex_number(self) -> None:
         start = self.pos

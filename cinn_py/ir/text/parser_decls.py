@@ -112,7 +112,7 @@ class DeclParser:
 
     def parse_memory(self) -> MemoryType | None:
         tok = self.cur.peek()
-        if tok.kind == "IDENT" and tok.text in MEMORY_TYPES:
+        if tok.kind == "IDENT" and not tok.escaped and tok.text in MEMORY_TYPES:
             self.cur.advance()
             return MEMORY_TYPES[tok.text]
         return None
@@ -172,9 +172,9 @@ class DeclParser:
                 else self.cur.fail("an integer", tok)
         if tok.kind == "FLOAT" and not tok.text.endswith("f"):
             return sign * float(tok.text)
-        if tok.kind == "IDENT" and tok.text in ("inf", "nan"):
+        if tok.kind == "IDENT" and not tok.escaped and tok.text in ("inf", "nan"):
             return sign * float(tok.text)
-        if tok.kind == "IDENT" and tok.text in ("true", "false") and not negative:
+        if tok.kind == "IDENT" and not tok.escaped and tok.text in ("true", "false") and not negative:
             return tok.text == "true"
         if tok.kind == "STRING" and not negative:
             return tok.text

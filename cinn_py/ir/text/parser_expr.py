@@ -62,7 +62,7 @@ class ExprParser:
             return self.parse_unary()
         ops = _BINARY_LEVELS[level]
         lhs = self.parse_binary(level + 1)
-        while self.cur.peek().kind in ("PUNCT", "IDENT") and self.cur.peek().text in ops:
+        while (tok := self.cur.peek()).kind in ("PUNCT", "IDENT") and not tok.escaped and tok.text in ops:
             tok = self.cur.advance()
             rhs = self.parse_binary(level + 1)
             lhs = self.build(tok, ops[tok.text], lhs, rhs)
@@ -80,7 +80,7 @@ class ExprParser:
         if self.cur.at("-"):
             self.cur.advance()
             nxt = self.cur.peek()
-            if nxt.kind in ("INT", "FLOAT") or nxt.kind == "IDENT" and nxt.text in ("inf", "nan"):
+            if nxt.kind in ("INT", "FLOAT") or nxt.kind == "IDENT" and not nxt.escaped and nxt.text in ("inf", "nan"):
                 self.cur.advance()
                 return self.literal(tok, "-" + nxt.text)
             return E.Minus(self.parse_unary())
@@ -135,7 +135,7 @@ class ExprParser:
     def parse_paren(self) -> E.Expr:
         open_tok = self.cur.advance()
         nxt = self.cur.peek()
-        if nxt.kind == "IDENT" and nxt.text in LITERAL_PREFIXES and self.cur.at(")", 1):
+        if nxt.kind == "IDENT" and not nxt.escaped and nxt.text in LITERAL_PREFIXES and self.cur.at(")", 1):
             self.cur.k += 2
             negative = self.cur.accept("-")
             lit = self.cur.peek()
@@ -150,14 +150,12 @@ class ExprParser:
     def parse_name(self) -> E.Expr:
         tok = self.cur.advance()
         name = tok.text
+        if tok.escaped:  # a backquoted name is a tensor or a var, never a literal, cast or call
+            return self.parse_load(tok) if self.cur.at("[") else self.scope.lookup_var(name, tok)
         if name in ("true", "false", "inf", "nan"):
             return self.literal(tok, name)
         if self.cur.at("["):
-            self.cur.advance()
-            tensor = self.scope.lookup_tensor(tok)
-            indices = tuple(self.parse_expr_list("]"))
-            self.scope.infer.note_access(tensor, indices, tok)
-            return E.Load(tensor, indices)
+            return self.parse_load(tok)
         if (name in DTYPE_NAMES and self.cur.at("<") and self.cur.peek(1).kind == "INT"
                 and self.cur.at(">", 2) and self.cur.at("(", 3)):
             self.cur.k -= 1
@@ -169,9 +167,16 @@ class ExprParser:
             return self.parse_call_like(tok)
         return self.scope.lookup_var(name, tok)
 
+    def parse_load(self, tok: Token) -> E.Load:
+        self.cur.expect("[")
+        tensor = self.scope.lookup_tensor(tok)
+        indices = tuple(self.parse_expr_list("]"))
+        self.scope.infer.note_access(tensor, indices, tok)
+        return E.Load(tensor, indices)
+
     def parse_dtype(self) -> DType:
         tok = self.cur.expect_ident("a dtype")
-        if tok.text not in DTYPE_NAMES:
+        if tok.text not in DTYPE_NAMES or tok.escaped:
             self.cur.fail("a dtype such as 'float32'", tok)
         dtype = dt.dtype_of(tok.text)
         if self.cur.at("<") and self.cur.peek(1).kind == "INT":

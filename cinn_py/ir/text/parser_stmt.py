@@ -33,7 +33,7 @@ class StmtParser:
         tok = self.cur.peek()
         if self.cur.at("{"):
             return self.parse_block()
-        if tok.kind == "IDENT":
+        if tok.kind == "IDENT" and not tok.escaped:
             special = self.parse_keyword_stmt(tok)
             if special is not None:
                 return special

@@ -19,6 +19,7 @@ from cinn_py.ir import stmt as S
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
 from cinn_py.ir.func import LoweredFunc, Module
 from cinn_py.ir.nesting import deep_nesting
+from cinn_py.ir.text.names import format_name as _n
 
 _INT_PREFIX = {8: "(int8_t)", 16: "(int16_t)"}
 _UINT_PREFIX = {8: "(uint8_t)", 16: "(uint16_t)"}
@@ -121,7 +122,7 @@ class IrPrinter:
         self.emit(quote_string(node.value))
 
     def print_Var(self, node: E.Var) -> None:
-        self.emit(node.name)
+        self.emit(_n(node.name))
 
     # -- operators -----------------------------------------------------------------------------
     def print_binary(self, node: E.BinaryOp) -> None:
@@ -158,7 +159,7 @@ class IrPrinter:
         self.emit(")")
 
     def print_Load(self, node: E.Load) -> None:
-        self.emit(f"{node.tensor.name}[")
+        self.emit(f"{_n(node.tensor.name)}[")
         self.print_list(node.indices)
         self.emit("]")
 
@@ -187,18 +188,18 @@ class IrPrinter:
         self.emit(f",{node.lanes})")
 
     def print_Tensor(self, node: Tensor) -> None:
-        self.emit(f"Tensor({node.name}, [")
+        self.emit(f"Tensor({_n(node.name)}, [")
         self.print_list(node.shape)
         self.emit("])")
 
     def print_Buffer(self, node: Buffer) -> None:
         self.emit(f"_Buffer_<{node.dtype}: ")
         self.print_list(node.shape)
-        self.emit(f">({node.name})")
+        self.emit(f">({_n(node.name)})")
 
     def print_BufferRange(self, node: BufferRange) -> None:
         # CINN prints each range as `var(lo:hi)`; we print the dimension's (min, extent) pair.
-        self.emit(f"{node.tensor.name}[")
+        self.emit(f"{_n(node.tensor.name)}[")
         for k, (lo, extent) in enumerate(node.ranges):
             if k:
                 self.emit(", ")
@@ -209,7 +210,7 @@ class IrPrinter:
 
     # -- statements ----------------------------------------------------------------------------
     def print_Store(self, node: S.Store) -> None:
-        self.emit(f"{node.tensor.name}[")
+        self.emit(f"{_n(node.tensor.name)}[")
         self.print_list(node.indices)
         self.emit("] = ")
         self.print(node.value)
@@ -249,13 +250,13 @@ class IrPrinter:
 
     def print_ScheduleBlockRealize(self, node: S.ScheduleBlockRealize) -> None:
         block = node.schedule_block
-        self.emit(f"ScheduleBlock({block.name})\n")
+        self.emit(f"ScheduleBlock({_n(block.name)})\n")
         self.do_indent()
         self.emit("{\n")
         self.indent += 1
         if block.iter_vars:
             self.do_indent()
-            self.emit(", ".join(v.name for v in block.iter_vars) + " = axis.bind(")
+            self.emit(", ".join(_n(v.name) for v in block.iter_vars) + " = axis.bind(")
             self.print_list(node.iter_values)
             self.emit(")\n")
         for label, regions in (("read_buffers", block.read_buffers), ("write_buffers", block.write_buffers)):
@@ -276,7 +277,7 @@ class IrPrinter:
         self.emit("}")
 
     def print_Let(self, node: S.Let) -> None:
-        self.emit(f"{node.symbol.dtype} {node.symbol.name}")
+        self.emit(f"{node.symbol.dtype} {_n(node.symbol.name)}")
         if node.body is not None:
             self.emit(" = ")
             self.print(node.body)
@@ -285,20 +286,20 @@ class IrPrinter:
         self.print(node.value)
 
     def print_Alloc(self, node: S.Alloc) -> None:
-        self.emit(f"alloc({node.buffer.name}, ")
+        self.emit(f"alloc({_n(node.buffer.name)}, ")
         self.print_list(node.extents)
         self.emit(")")
 
     def print_Free(self, node: S.Free) -> None:
-        self.emit(f"free({node.buffer.name})")
+        self.emit(f"free({_n(node.buffer.name)})")
 
     def print_LoweredFunc(self, node: LoweredFunc) -> None:
-        self.emit(f"function {node.name} (" + ", ".join(a.name for a in node.args) + ")\n")
+        self.emit(f"function {_n(node.name)} (" + ", ".join(_n(a.name) for a in node.args) + ")\n")
         self.do_indent()
         self.print(node.body)
 
     def print_Module(self, node: Module) -> None:
-        self.emit(f"Module {node.name} {{\n\n")
+        self.emit(f"Module {_n(node.name)} {{\n\n")
         for fn in node.functions:
             self.print(fn)
             self.emit("\n")

@@ -156,7 +156,7 @@ def _hypot(e: Emitter, a: Any, b: Any) -> Value:
 
 @converts("aten.fmod.Tensor", "aten.fmod.Scalar")
 def _fmod(e: Emitter, a: Any, b: Any) -> Value:
-    return e.nb.remainder(*_operands(e, a, b))  # C's fmod: the sign of the dividend
+    return e.nb.fmod(*_operands(e, a, b))  # C's fmod: the sign of the dividend
 
 
 @converts("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.remainder.Scalar_Tensor")

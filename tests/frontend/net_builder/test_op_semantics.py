@@ -77,9 +77,10 @@ def test_mod_remainder_floor_divide_signs() -> None:
     x = nb.create_input("int32", [4], "X")
     y = nb.create_input("int32", [4], "Y")
     xs, ys = np.array([7, -7, 7, -7], np.int32), np.array([3, 3, -3, -3], np.int32)
-    mod, rem, fdiv = _run(nb, [nb.mod(x, y), nb.remainder(x, y), nb.floor_divide(x, y)], xs, ys)
+    mod, rem, fm, fdiv = _run(nb, [nb.mod(x, y), nb.remainder(x, y), nb.fmod(x, y), nb.floor_divide(x, y)], xs, ys)
     assert mod.tolist() == [1, 2, -2, -1]          # sign of the divisor (Python %)
-    assert rem.tolist() == [1, -1, 1, -1]          # sign of the dividend (C %)
+    assert rem.tolist() == [1, 2, -2, -1]          # CINN's remainder is its mod (issue 23 item 9)
+    assert fm.tolist() == [1, -1, 1, -1]           # sign of the dividend (C %)
     assert fdiv.tolist() == [2, -3, -3, 2]
 
 
@@ -168,3 +169,13 @@ def test_batchnorm_returns_a_list_and_nn_argument_errors() -> None:
     with pytest.raises(FrontendError,
                        match=r"pool2d: argument 'pooling_type' must be one of 'max', 'avg', got 'min'"):
         nb.pool2d(x, "min", [2, 2])
+
+
+def test_remainder_follows_paddles_floor_rule_for_floats_too() -> None:
+    nb = NetBuilder("remainder")
+    x = nb.create_input("float32", [4], "x")
+    y = nb.create_input("float32", [4], "y")
+    xs, ys = np.array([7.5, -7.5, 7.5, -7.5], np.float32), np.array([2, 2, -2, -2], np.float32)
+    rem, fm = _run(nb, [nb.remainder(x, y), nb.fmod(x, y)], xs, ys)
+    assert rem.tolist() == [1.5, 0.5, -0.5, -1.5]   # np.mod / paddle.remainder
+    assert fm.tolist() == [1.5, -1.5, 1.5, -1.5]    # np.fmod / torch.fmod
