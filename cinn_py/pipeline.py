@@ -119,9 +119,20 @@ def step_text(output: StepOutput, decls: bool = False) -> str:
 
 
 def dump_dir() -> Path | None:
-    """`$CINN_PY_DUMP_IR` as a directory, or None when the variable is unset or empty."""
+    """`$CINN_PY_DUMP_IR` as a directory, or None when the variable is unset or empty.
+
+    Raises:
+        ValueError: the variable names something that exists and is not a directory (a file
+            would be overwritten by nothing useful; mkdir raised FileExistsError before).
+    """
     directory = os.environ.get(DUMP_ENV)
-    return Path(directory) if directory else None
+    if not directory:
+        return None
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{DUMP_ENV}={directory!r} names an existing file (or other non-directory); it must "
+                         "name a directory, which is created if missing and gets one file per pipeline step")
+    return path
 
 
 def dump_path(directory: Path, output: StepOutput) -> Path:
@@ -135,8 +146,11 @@ def dumped(outputs: Iterator[StepOutput]) -> Iterator[StepOutput]:
     directory = dump_dir()
     for output in outputs:
         if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-            dump_path(directory, output).write_text(step_text(output) + "\n")
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                dump_path(directory, output).write_text(step_text(output) + "\n")
+            except OSError as exc:  # a parent that is a file, no permission, disk full
+                raise ValueError(f"{DUMP_ENV}={str(directory)!r}: cannot write the step dump: {exc}") from exc
         yield output
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from cinn_py.frontend.host_arrays import host_array
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import FrontendError, OpPatternKind, TensorType, numpy_dtype, run_reference
 from cinn_py.frontend.ops.shapes import fmt_dim, fmt_shape, symbols_of
@@ -266,6 +267,7 @@ def bind_inputs(program: Program, inputs: Sequence[Any] | Mapping[str, Any]
 
 
 def _as_array(value: Any, var: Variable, what: str) -> np.ndarray:
+    value = host_array(value, f"{what}: input '{var.name}'")
     if not isinstance(value, np.ndarray) and not hasattr(value, "__array__"):
         raise TypeError(f"{what}: input '{var.name}' must be a numpy array, got {type(value).__name__}")
     arr = np.asarray(value)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from cinn_py.frontend.host_arrays import host_array
 from cinn_py.ir import DType, Expr, IntImm, LoweredFunc, Tensor, UIntImm, Var
 from cinn_py.symbolic.integer import eval_int
 
@@ -86,6 +87,8 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 def arg_meta(obj: Any, label: str, device: str = "cpu") -> ArgMeta:
     """Describe a tensor argument; raises TypeError for unsupported objects or devices."""
+    if device == "cpu":
+        obj = host_array(obj, label)
     if device == "cpu" and isinstance(obj, np.ndarray):
         return _numpy_meta(obj)
     if device == "cuda" and hasattr(obj, "__cuda_array_interface__"):

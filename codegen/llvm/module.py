@@ -31,6 +31,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from cinn_py.ir import Buffer, LoweredFunc, int64
+from codegen.llvm.loop_md import has_many_loops
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, check_loops, inline_blocks_x86, nontemporal_buffers
 from codegen.llvm.intrinsics import MathEmitter
@@ -62,6 +63,7 @@ class CodegenUnit:
         self.math = MathEmitter(self.module, fast_math)
         check_loops(func, func.body)
         self.nontemporal = nontemporal_buffers(func.body)
+        self.keep_loops = has_many_loops(func.body)
         self.body = inline_blocks_x86(func.body)
         self.arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
         self.temps = self._temp_buffers()

@@ -37,6 +37,7 @@ from cinn_py.ir import (
     print_ir, walk,
 )
 from cinn_py.symbolic import Analyzer
+from codegen.llvm.loop_md import no_unroll_loop_id
 from codegen.llvm import types as T
 from codegen.llvm.analysis import (
     LaneInfo, buffers_used, inline_blocks_x86, lane_stride, vars_used, varies, vectorizable,
@@ -287,7 +288,9 @@ class FunctionEmitter(ExprEmitter):
         body()
         if self.b.block.terminator is None:
             counter.add_incoming(self.b.add(counter, ir.Constant(lo.type, step), flags=["nsw"]), self.b.block)
-            self.b.branch(header)
+            latch = self.b.branch(header)
+            if self.unit.keep_loops:  # loop_md.py: a function of many loops is not fully unrolled
+                latch.set_metadata("llvm.loop", no_unroll_loop_id(self.module))
         self._restore(var, saved)
         self.b.position_at_end(done)
 

@@ -206,3 +206,20 @@ def test_help_lists_the_pipeline_steps(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     for step in PIPELINE:
         assert f"  {step.name:<14} {step.doc}" in out
+
+
+def test_dump_env_naming_a_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 10: it raised FileExistsError from mkdir."""
+    target = tmp_path / "dump.txt"
+    target.write_text("keep me")
+    monkeypatch.setenv(DUMP_ENV, str(target))
+    with pytest.raises(ValueError, match=r"CINN_PY_DUMP_IR='.*dump.txt' names an existing file.*must name a directory"):
+        cp.compile(_net_program(), "x86")
+    assert target.read_text() == "keep me"
+
+
+def test_dump_env_under_a_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv(DUMP_ENV, str(tmp_path / "f" / "sub"))
+    with pytest.raises(ValueError, match="cannot write the step dump"):
+        cp.compile(_net_program(), "x86")

@@ -10,6 +10,8 @@ How the compiler stays inside Python's recursion limit whatever the program's si
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,29 @@ def test_reduction_body_deeper_than_the_bound_is_a_clear_error() -> None:
     with pytest.raises(cp.LoweringError,
                        match="compute 'R': the reduction body is .* more than MAX_EXPR_DEPTH"):
         cp.compute((4,), deep, "R")
+
+
+def test_a_deep_body_keeps_one_loop_per_part_so_compile_time_stays_linear() -> None:
+    """Issue 23 item 10: a 2000-level body (one loop per part of it, ~100 loops of 64 elements)
+    was fully unrolled by LLVM into one straight-line block, and LLVM's passes are superlinear in a
+    block's size (500 levels: 7.9 s, 2000: 64.5 s). Its loops now keep `llvm.loop.unroll.disable`
+    (codegen/llvm/loop_md.py): the optimized function keeps a block per loop, values unchanged."""
+    from codegen.llvm import generate_x86
+
+    a = cp.placeholder((64,), "float32", "A")
+
+    def body(i: object) -> object:
+        x = a[i]
+        for k in range(2000):
+            x = x * 0.5 + 0.25 if k % 2 else x + a[i] * 0.125
+        return x
+
+    func = cp.lower("deep2000", [a, cp.compute((64,), body, "B")])
+    code = generate_x86(func)
+    blocks = re.findall(r"(?m)^[\w.\"$-]+:", code.llvm_ir)
+    assert len(blocks) > 50, f"the optimized kernel has {len(blocks)} blocks: its loops were fully unrolled"
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    want = x.copy()
+    for k in range(2000):
+        want = (want * np.float32(0.5) + np.float32(0.25)) if k % 2 else want + x * np.float32(0.125)
+    np.testing.assert_allclose(cp.build(func, "x86")(x), want, rtol=1e-5, atol=1e-6)
