@@ -37,7 +37,8 @@ class GradMethods:
         dout, x, y = (nb.variable(v, method, n) for v, n in ((dout, "dout"), (x, "x"), (y, "y")))
         out_shape, x_axes, y_axes = broadcast_pair(method, x.shape, y.shape, axis)
         if not dims_equal_shapes(dout.shape, out_shape):
-            raise FrontendError(f"{method}: argument 'dout' must have the shape of x + y {fmt_shape(out_shape)}, "
+            raise FrontendError(f"{method}: argument 'dout' must have the shape of x + y "
+                                f"{fmt_shape(out_shape)}, "
                                 f"got {fmt_shape(dout.shape)}")
         return [_sum_to(nb, dout, x, x_axes), _sum_to(nb, dout, y, y_axes)]
 
@@ -48,7 +49,8 @@ class GradMethods:
         nb: Any = self
         x, w = nb.variable(x, "conv2d_grad", "x"), nb.variable(w, "conv2d_grad", "w")
         if x.ndim != 4 or w.ndim != 4:
-            raise FrontendError(f"conv2d_grad: arguments 'x' and 'w' must be 4-d, got {fmt_shape(x.shape)} and "
+            raise FrontendError(f"conv2d_grad: arguments 'x' and 'w' must be 4-d, got {fmt_shape(x.shape)} "
+                                "and "
                                 f"{fmt_shape(w.shape)}")
         spatial = [x.shape[2], x.shape[3]] if data_format == "NCHW" else [x.shape[1], x.shape[2]]
         common = {"strides": list(strides), "paddings": list(paddings), "dilations": list(dilations),
@@ -71,7 +73,8 @@ class GradMethods:
         others = [a for a in range(x.ndim) if a != channel]
         count = numel([x.shape[a] for a in others])
         if not isinstance(count, int):
-            raise FrontendError(f"{method}: the element count per channel of x {fmt_shape(x.shape)} must be static")
+            raise FrontendError(f"{method}: the element count per channel of x {fmt_shape(x.shape)} "
+                                "must be static")
 
         def per_channel(v: Any) -> Any:
             return nb.broadcast_to(v, list(x.shape), [channel])
@@ -84,7 +87,8 @@ class GradMethods:
         # x_grad = scale * inv * (dy - bias_grad / n - centered * inv^2 * dot / n)
         mean_dy = nb.scale(bias_grad, 1.0 / count)
         mean_dot = nb.scale(nb.multiply(dot, nb.multiply(inv, inv)), 1.0 / count)
-        inner = nb.subtract(nb.subtract(dy, per_channel(mean_dy)), nb.multiply(centered, per_channel(mean_dot)))
+        inner = nb.subtract(nb.subtract(dy, per_channel(mean_dy)),
+                            nb.multiply(centered, per_channel(mean_dot)))
         x_grad = nb.multiply(inner, per_channel(nb.multiply(scale, inv)))
         return [x_grad, scale_grad, bias_grad]
 

@@ -29,7 +29,8 @@ def host_array(value: Any, label: str) -> Any:
     if not _is_torch_tensor(value):
         return value
     if value.requires_grad:
-        raise TypeError(f"{label}: the torch tensor requires grad, and a kernel call is invisible to autograd; "
+        raise TypeError(f"{label}: the torch tensor requires grad, and a kernel call is invisible to "
+                        "autograd; "
                         "pass x.detach() (or compile the model with torch.compile(backend='cinn_py'))")
     device = value.device.type
     if device == "meta":

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 from collections.abc import Mapping
 
 from cinn_py.ir import (
-    Block, Expr, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, ScheduleBlockRealize, Stmt, Var, replace_stmt,
-    substitute,
+    Block, Expr, For, IfThenElse, LoweredFunc, Mutator, ScheduleBlock, ScheduleBlockRealize, Stmt, Var,
+    replace_stmt, substitute,
 )
 from schedules.analysis.arith import simplify_index
 from schedules.analysis.loops import StmtIndex

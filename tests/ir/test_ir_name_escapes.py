@@ -30,7 +30,10 @@ def _program() -> cp.ir.LoweredFunc:
 @pytest.mark.parametrize("name", WORDS + HOSTILE)
 @pytest.mark.parametrize("position", ["A", "B", "C", "func"])
 def test_any_name_round_trips_through_the_text_format(name: str, position: str) -> None:
-    func = rename(_program(), {}, func_name=name) if position == "func" else rename(_program(), {position: name})
+    if position == "func":
+        func = rename(_program(), {}, func_name=name)
+    else:
+        func = rename(_program(), {position: name})
     assert_roundtrip(func, f"{position}={name!r}: ")
     assert format_name(name) in print_ir(func)
 
@@ -48,7 +51,7 @@ def test_net_builder_accepts_names_of_the_text_format(name: str) -> None:
     y = builder.create_input("float32", [4, 8], "y")
     out = builder.add(builder.relu(x), y)
     X, Y = np.random.default_rng(0).standard_normal((2, 4, 8)).astype("float32")
-    (got,) = builder.build().build_and_get_output(cp.DefaultHostTarget(), [x, y], [X, Y], [out])
+    (got,) = cp.build_and_get_output(builder.build(), cp.DefaultHostTarget(), [x, y], [X, Y], [out])
     np.testing.assert_allclose(got, np.maximum(X, 0) + Y, rtol=1e-6)
 
 
@@ -58,7 +61,7 @@ def test_net_builder_accepts_any_program_name(name: str) -> None:
     x = builder.create_input("float32", [3], "x")
     out = builder.exp(x)
     X = np.arange(3, dtype="float32")
-    (got,) = builder.build().build_and_get_output(cp.DefaultHostTarget(), [x], [X], [out])
+    (got,) = cp.build_and_get_output(builder.build(), cp.DefaultHostTarget(), [x], [X], [out])
     np.testing.assert_allclose(got, np.exp(X), rtol=1e-6)
 
 

@@ -213,7 +213,8 @@ def test_dump_env_naming_a_file_is_a_clear_error(tmp_path: Path, monkeypatch: py
     target = tmp_path / "dump.txt"
     target.write_text("keep me")
     monkeypatch.setenv(DUMP_ENV, str(target))
-    with pytest.raises(ValueError, match=r"CINN_PY_DUMP_IR='.*dump.txt' names an existing file.*must name a directory"):
+    message = r"CINN_PY_DUMP_IR='.*dump.txt' names an existing file.*must name a directory"
+    with pytest.raises(ValueError, match=message):
         cp.compile(_net_program(), "x86")
     assert target.read_text() == "keep me"
 

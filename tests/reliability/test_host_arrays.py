@@ -24,7 +24,8 @@ def kernel() -> object:
 
 
 @pytest.mark.parametrize(("make", "exc", "message"), BAD)
-def test_kernel_call_refuses_with_the_argument_named(kernel: object, make: object, exc: type, message: str) -> None:
+def test_kernel_call_refuses_with_the_argument_named(kernel: object, make: object, exc: type,
+                                                     message: str) -> None:
     with pytest.raises(exc, match=rf"kernel 'double': input 0 \('A'\): .*{message}"):
         kernel(make())  # type: ignore[operator]
 
@@ -35,7 +36,7 @@ def test_program_inputs_refuse_with_the_argument_named(make: object, exc: type, 
     x = builder.create_input("float32", [4], "x")
     out = builder.exp(x)
     with pytest.raises(exc, match=rf"program 'p': input 'x': .*{message}"):
-        builder.build().build_and_get_output(cp.DefaultHostTarget(), [x], [make()], [out])  # type: ignore[operator]
+        cp.build_and_get_output(builder.build(), cp.DefaultHostTarget(), [x], [make()], [out])  # type: ignore[operator]
 
 
 def test_torch_bfloat16_tensor_is_read_as_its_bits() -> None:

@@ -255,7 +255,8 @@ class _Recorder(IrPrinter):
         index, block = self.n_blocks, node.schedule_block
         self.n_blocks += 1
         if block.reduce_method is not S.ReduceMethod.NONE:
-            self.block_lines.append(f"block #{index} {_n(block.name)} reduce_method={block.reduce_method.value}")
+            self.block_lines.append(f"block #{index} {_n(block.name)} "
+                                    f"reduce_method={block.reduce_method.value}")
         for key, value in block.attrs:
             if not attr_value_equal(decode_attr_value(format_attr_value(value)), value):
                 self.block_lines.append(f"attr #{index} {_n(block.name)} {key} = {format_decl_value(value)}")

@@ -80,7 +80,8 @@ class ExprParser:
         if self.cur.at("-"):
             self.cur.advance()
             nxt = self.cur.peek()
-            if nxt.kind in ("INT", "FLOAT") or nxt.kind == "IDENT" and not nxt.escaped and nxt.text in ("inf", "nan"):
+            special = nxt.kind == "IDENT" and not nxt.escaped and nxt.text in ("inf", "nan")
+            if nxt.kind in ("INT", "FLOAT") or special:
                 self.cur.advance()
                 return self.literal(tok, "-" + nxt.text)
             return E.Minus(self.parse_unary())

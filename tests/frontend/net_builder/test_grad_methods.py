@@ -15,7 +15,7 @@ RNG = np.random.default_rng(7)
 
 
 def _run(builder: cp.NetBuilder, feeds: list, arrays: list, fetch: list) -> list[np.ndarray]:
-    return builder.build().build_and_get_output(cp.DefaultHostTarget(), feeds, arrays, fetch)
+    return cp.build_and_get_output(builder.build(), cp.DefaultHostTarget(), feeds, arrays, fetch)
 
 
 def test_relu_grad_is_dout_where_x_is_positive() -> None:
@@ -78,7 +78,8 @@ def test_batch_norm_grad_matches_torch_training_batch_norm(layout: str) -> None:
     got = _run(builder, [dy, x, scale, mean, var], [D, X, S, M, V], outs)
     tx, ts = torch.tensor(to_nchw(X), requires_grad=True), torch.tensor(S, requires_grad=True)
     tb = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-    torch.nn.functional.batch_norm(tx, None, None, ts, tb, training=True, eps=1e-3).backward(torch.tensor(to_nchw(D)))
+    out = torch.nn.functional.batch_norm(tx, None, None, ts, tb, training=True, eps=1e-3)
+    out.backward(torch.tensor(to_nchw(D)))
     want_dx = tx.grad.numpy() if layout == "NCHW" else np.moveaxis(tx.grad.numpy(), 1, -1)
     for g, w in zip(got, [want_dx, ts.grad.numpy(), tb.grad.numpy()]):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10)

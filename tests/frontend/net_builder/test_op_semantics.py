@@ -77,7 +77,8 @@ def test_mod_remainder_floor_divide_signs() -> None:
     x = nb.create_input("int32", [4], "X")
     y = nb.create_input("int32", [4], "Y")
     xs, ys = np.array([7, -7, 7, -7], np.int32), np.array([3, 3, -3, -3], np.int32)
-    mod, rem, fm, fdiv = _run(nb, [nb.mod(x, y), nb.remainder(x, y), nb.fmod(x, y), nb.floor_divide(x, y)], xs, ys)
+    outs = [nb.mod(x, y), nb.remainder(x, y), nb.fmod(x, y), nb.floor_divide(x, y)]
+    mod, rem, fm, fdiv = _run(nb, outs, xs, ys)
     assert mod.tolist() == [1, 2, -2, -1]          # sign of the divisor (Python %)
     assert rem.tolist() == [1, 2, -2, -1]          # CINN's remainder is its mod (issue 23 item 9)
     assert fm.tolist() == [1, -1, 1, -1]           # sign of the dividend (C %)
