@@ -7,6 +7,7 @@ out-of-bounds access in any test is an OutOfBoundsAccessError, not silent garbag
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,21 @@ def _cuda_emulation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 def has_gpu(config: pytest.Config) -> bool:
     """Whether this session launches `cuda` tests on a GPU (False: in the emulator)."""
     return config.stash.get(_GPU, False)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Workers for `-n auto` (in addopts): one per usable CPU (`sched_getaffinity`, not psutil's
+    physical cores: a 2-vCPU runner has 1) for the suite or a directory; none (the tests run in
+    this process) when only files or test ids are named, where two workers' start-up (each imports
+    torch and the compiler, ~5 s) costs more than parallelism saves. `-n N` or
+    PYTEST_XDIST_AUTO_NUM_WORKERS overrides it."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        paths = [Path(arg.split("::")[0]) for arg in config.args]
+        if paths and all(path.is_file() for path in paths):
+            return 0
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

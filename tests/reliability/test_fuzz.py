@@ -29,19 +29,22 @@ ROOT = Path(__file__).resolve().parents[2]
 CI_SEED = 20240601
 
 
-def test_fixed_seed_run_of_300_cases() -> None:
+# The fixed-seed campaign cut in two: the first 100 cases in the default run, the rest `slow`
+# (`.ci/run` runs both, so CI still checks all 300).
+@pytest.mark.parametrize("cases", [pytest.param(range(0, 100), id="first-100"),
+                                   pytest.param(range(100, 300), id="rest-of-300", marks=pytest.mark.slow)])
+def test_fixed_seed_run(cases: range) -> None:
     """300 cases: interpreter vs numpy, scheduled vs unscheduled for all, x86 for every 4th."""
     summary = Summary()
     start = time.monotonic()
-    run_in_process(CI_SEED, range(300), fuzz.Options(x86_every=4, steps=6), fuzz.check_case,
-                   summary, echo=False)
+    run_in_process(CI_SEED, cases, fuzz.Options(x86_every=4, steps=6), fuzz.check_case, summary, echo=False)
     elapsed = time.monotonic() - start
-    assert summary.total == 300
+    assert summary.total == len(cases)
     assert not summary.failures, summary.format(elapsed) + "\n\n" + "\n\n".join(
         f["reproducer"] for f in summary.failures)
-    assert summary.status["ok"] >= 240, summary.format(elapsed)   # most cases get all the way through
+    assert summary.status["ok"] >= 0.8 * len(cases), summary.format(elapsed)   # most get all the way through
     applied = sum(n for k, n in summary.steps.items() if k.endswith(": applied"))
-    assert applied >= 600, summary.format(elapsed)                # schedules really transform the IR
+    assert applied >= 2 * len(cases), summary.format(elapsed)                  # schedules transform the IR
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -29,12 +29,16 @@ def _run(indices: range, opts: fuzz.Options) -> tuple[Summary, str]:
     return summary, report
 
 
-def test_fixed_seed_auto_run_of_300_cases() -> None:
+# Each fixed-seed campaign is cut in two: a first slice in the default run and the rest in the
+# `slow` tier (`.ci/run` runs both, so CI still checks every case).
+@pytest.mark.parametrize("cases", [pytest.param(range(0, 60), id="first-60"),
+                                   pytest.param(range(60, 300), id="rest-of-300", marks=pytest.mark.slow)])
+def test_fixed_seed_auto_run(cases: range) -> None:
     """300 DSL programs with schedule="auto": x86 kernels vs numpy, the CUDA schedule in the
     interpreter (static shapes), NVRTC for every 10th."""
-    summary, report = _run(range(300), fuzz.Options(hand=False, auto=True, auto_cuda_every=10))
-    assert summary.total == 300 and not summary.failures, report
-    assert summary.status["ok"] >= 285, report          # valid programs all get through
+    summary, report = _run(cases, fuzz.Options(hand=False, auto=True, auto_cuda_every=10))
+    assert summary.total == len(cases) and not summary.failures, report
+    assert summary.status["ok"] >= 0.95 * len(cases), report          # valid programs all get through
 
 
 def test_fixed_seed_netbuilder_run() -> None:
@@ -44,12 +48,14 @@ def test_fixed_seed_netbuilder_run() -> None:
     assert summary.status["ok"] == 20, report
 
 
-def test_fixed_seed_netbuilder_gradient_run() -> None:
+@pytest.mark.parametrize("cases", [pytest.param(range(0, 8), id="first-8"),
+                                   pytest.param(range(8, 24), id="rest-of-24", marks=pytest.mark.slow)])
+def test_fixed_seed_netbuilder_gradient_run(cases: range) -> None:
     """The same op graphs differentiated (`cinn_py.autodiff.grad`): each backward program compiled
     with schedule="auto" vs its numpy reference, and the reference vs a float64 central difference."""
-    summary, report = _run(range(24), fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
-    assert summary.total == 24 and not summary.failures, report
-    assert summary.status["ok"] == 24, report
+    summary, report = _run(cases, fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
+    assert summary.total == len(cases) and not summary.failures, report
+    assert summary.status["ok"] == len(cases), report
 
 
 def test_grad_mode_catches_a_wrong_gradient_rule(monkeypatch: pytest.MonkeyPatch) -> None:

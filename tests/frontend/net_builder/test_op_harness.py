@@ -3,15 +3,26 @@ test cases (`OpDef.test`) runs compiled for x86 against its numpy reference for 
 dtype, and its CUDA kernels compile with NVRTC (one case per op and dtype). CI runs every case
 of an op's first dtype and a third of the others; CINN_OP_HARNESS_FULL=1 runs them all. The CUDA
 kernels of each op's first dtype (and bfloat16 for the float32-accumulating ops) also run in the
-CPU emulator against numpy (all dtypes with CINN_OP_HARNESS_FULL=1)."""
+CPU emulator against numpy (all dtypes with CINN_OP_HARNESS_FULL=1).
+
+Tiers (the default run has to fit its time budget; `.ci/run` adds the `slow` tier, so CI still runs
+every item above): the default run takes every case of an op's first dtype and the last case of
+each other dtype on x86; the NVRTC compile of each op's first dtype and of bfloat16 (the storage
+dtype whose kernels convert to float32 and back: the likeliest to break); in the emulator every op
+that is not elementwise, a few elementwise ops (one per kind of generated code: float math,
+integer and bit operations, comparisons, casts, random numbers) and the bfloat16 set. The rest is
+marked `slow`: more cases of the same code paths."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from cinn_py.frontend.ops import REGISTRY
+from cinn_py.frontend.ops.base import OpPatternKind
 from cinn_py.tools import op_harness
 from cinn_py.tools.fuzz import nvrtc_available
 
@@ -24,7 +35,26 @@ def test_every_op_with_a_method_declares_cases() -> None:
     assert UNTESTED == [], f"ops with a NetBuilder method but no harness cases: {UNTESTED}"
 
 
-@pytest.mark.parametrize(("op", "dtype", "index"), ITEMS, ids=[f"{o}-{d}-{k}" for o, d, k in ITEMS])
+def _last_case(op: str, dtype: str) -> int:
+    test = REGISTRY[op].test
+    assert test is not None
+    return len(test.cases(dtype)) - 1
+
+
+def _x86_in_default_tier(op: str, dtype: str, index: int) -> bool:
+    test = REGISTRY[op].test
+    assert test is not None
+    return dtype == test.dtypes[0] or index == _last_case(op, dtype)
+
+
+def _tiered(items: list[tuple[str, ...]], in_default_tier: Callable[..., bool]) -> list[Any]:
+    """`items` as pytest params, those outside the default tier marked `slow`."""
+    return [pytest.param(*item, id="-".join(map(str, item)),
+                         marks=() if in_default_tier(*item) else pytest.mark.slow)
+            for item in items]
+
+
+@pytest.mark.parametrize(("op", "dtype", "index"), _tiered(ITEMS, _x86_in_default_tier))
 def test_x86_matches_numpy(op: str, dtype: str, index: int) -> None:
     op_harness.run_x86(op, dtype, index)
 
@@ -33,7 +63,13 @@ CUDA_ITEMS = sorted({(o, d) for o, d, _ in ITEMS if REGISTRY[o].test.cuda})  # t
 
 
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
-@pytest.mark.parametrize(("op", "dtype"), CUDA_ITEMS, ids=[f"{o}-{d}" for o, d in CUDA_ITEMS])
+def _nvrtc_in_default_tier(op: str, dtype: str) -> bool:
+    test = REGISTRY[op].test
+    assert test is not None
+    return dtype in (test.dtypes[0], "bfloat16")
+
+
+@pytest.mark.parametrize(("op", "dtype"), _tiered(CUDA_ITEMS, _nvrtc_in_default_tier))
 def test_cuda_compiles(op: str, dtype: str) -> None:
     assert op_harness.compile_cuda(op, dtype, op_harness.cuda_case(op, dtype)) >= 1
 
@@ -47,7 +83,19 @@ EMULATED_ITEMS = [(o, d) for o, d in CUDA_ITEMS  # type: ignore[union-attr]
                   if FULL or d == REGISTRY[o].test.dtypes[0] or (d == "bfloat16" and o in BF16_EMULATED)]
 
 
+# elementwise ops emulated in the default tier: float math (libm-backed and fast intrinsics), integer,
+# bit and shift operations, comparisons and NaN tests, casts, selects and the random ops
+ELEMENTWISE_EMULATED = {"add", "divide", "exp", "erf", "pow", "atan2", "gelu", "rsqrt", "round", "mod",
+                        "floor_divide", "bitwise_xor", "left_shift", "popc", "less_than", "is_nan", "cast",
+                        "select", "uniform_random"}
+
+
+def _emulated_in_default_tier(op: str, dtype: str) -> bool:
+    return (REGISTRY[op].pattern != OpPatternKind.kElementWise or op in ELEMENTWISE_EMULATED
+            or (dtype == "bfloat16" and op in BF16_EMULATED))
+
+
 @pytest.mark.cuda_emulated
-@pytest.mark.parametrize(("op", "dtype"), EMULATED_ITEMS, ids=[f"{o}-{d}" for o, d in EMULATED_ITEMS])
+@pytest.mark.parametrize(("op", "dtype"), _tiered(EMULATED_ITEMS, _emulated_in_default_tier))
 def test_cuda_emulated_matches_numpy(op: str, dtype: str) -> None:
     op_harness.run_cuda_emulated(op, dtype, op_harness.cuda_case(op, dtype))
