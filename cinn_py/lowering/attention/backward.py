@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cinn_py.ir import Block, Call, Expr, Load, LoweredFunc, Select, Stmt, Tensor, make_tensor
-from cinn_py.lowering.attention.forward import kernel_func, local_tensor, transposed_keys
+from cinn_py.lowering.attention.forward import kernel_func, key_panel, local_tensor, transposed_keys
 from cinn_py.lowering.attention.nest import PARALLEL, Loop, block, nest
 from cinn_py.lowering.attention.tiles import Geometry, Index, fill, gemm, i32
 
@@ -127,11 +127,11 @@ class _Backward:
         return [
             fill(f"{name}_s_init", loops, g.br, g.bc, tile(self.p), lambda r, c: g.c(0.0)),
             gemm(f"{name}_qk", loops, g.br, g.bc, g.e, tile(self.p), q,
-                 lambda e, c: Load(self.kt, (bhk, e, key0 + c))),
+                 key_panel(self.kt, bhk, jo), panels=True),
             fill(f"{name}_p", loops, g.br, g.bc, tile(self.p), prob),
             fill(f"{name}_dp_init", loops, g.br, g.bc, tile(self.dp), lambda r, c: g.c(0.0)),
             gemm(f"{name}_dov", loops, g.br, g.bc, g.ev, tile(self.dp), lambda r, d: self.dout(bh, row(r), d),
-                 lambda d, c: Load(self.vt, (bhk, d, key0 + c))),
+                 key_panel(self.vt, bhk, jo), panels=True),
             fill(f"{name}_ds", loops, g.br, g.bc, tile(self.dp), ds),
             gemm(f"{name}_dv_acc", loops, g.bc, g.ev, g.br, tile(self.dv), lambda c, r: p_of(r, c),
                  lambda r, d: self.dout(bh, row(r), d)),

@@ -14,7 +14,7 @@
 Only tiles live in the nest's local buffers (br x bc scores, br x Ev accumulators): no L x S
 matrix is ever stored. Row maxima and sums go through `lanes`-wide partial vectors, so every
 pass over a tile is vectorised. Before the nest, a parallel nest copies K transposed and padded
-to whole key blocks (`kt`, [B * Hk, E, S'] with zeros past S), the contiguous B operand of the
+to whole key blocks and packed in panels (`kt`, zeros past S), the contiguous B operand of the
 score micro-kernel.
 
 The output is the packed buffer of `cinn_py.frontend.ops.attention`: out [B, Hq, L, Ev]
@@ -31,9 +31,9 @@ from cinn_py.ir import (
     Select, Stmt, Tensor, make_tensor,
 )
 from cinn_py.lowering.attention.nest import PARALLEL, VECTOR, Loop, block, nest
-from cinn_py.lowering.attention.tiles import LANES, Geometry, fill, gemm, i32
+from cinn_py.lowering.attention.tiles import LANES, NR, Geometry, Panel, fill, gemm, i32
 
-__all__ = ["forward_kernel", "kernel_func", "local_tensor", "transposed_keys"]
+__all__ = ["forward_kernel", "kernel_func", "key_panel", "local_tensor", "transposed_keys"]
 
 Lanes = Callable[[Expr, Expr], Expr]
 """(column, lane) -> the value a lanes pass stores."""
@@ -45,18 +45,31 @@ def local_tensor(g: Geometry, name: str, *shape: int) -> Tensor:
 
 
 def transposed_keys(g: Geometry, name: str, src: Tensor, width: int) -> tuple[Tensor, Stmt]:
-    """`name`[bhk, e, j] = src[b, hk, j, e] for j < S, 0 for j in [S, S'): the transposed, padded
-    copy of K (or V) and the parallel nest that makes it."""
+    """K (or V) transposed into the packed B operand of the score micro-kernel, and the parallel
+    nest that makes it: `name`[bhk, jo, p, e, w] = src[b, hk, j, e] for key j = jo * bc + p * NR + w
+    (0 past S). A key block's panel of NR keys is one contiguous E x NR slab: read in place from a
+    plain [E, S] transpose, the micro-kernel's rows would be S floats apart, which for S = 2048
+    puts every row of the panel in the same few L1 sets (a third slower)."""
     heads = g.b * g.hk
-    dst = make_tensor(name, (i32(heads), i32(width), i32(g.padded_keys)), g.dtype)
+    shape = (heads, g.key_blocks, g.bc // NR, width, NR)
+    dst = make_tensor(name, tuple(i32(d) for d in shape), g.dtype)
     bhk = Loop.new("bhk", heads, PARALLEL)
+    jo = Loop.new("jo", g.key_blocks)
+    pn = Loop.new("p", g.bc // NR)
     e = Loop.new("e", width)
-    j = Loop.new("j", g.padded_keys, VECTOR)
+    w = Loop.new("w", NR, VECTOR)
+    j = jo.var * i32(g.bc) + pn.var * i32(NR) + w.var
     hk = i32(g.hk)
-    value: Expr = Load(src, (bhk.var // hk, bhk.var % hk, g.key_row(j.var), e.var))
+    value: Expr = Load(src, (bhk.var // hk, bhk.var % hk, g.key_row(j), e.var))
     if g.s % g.bc:
-        value = Select(j.var < i32(g.s), value, g.c(0.0))
-    return dst, nest([bhk, e, j], [block(name, [bhk, e, j], dst, (bhk.var, e.var, j.var), value)])
+        value = Select(j < i32(g.s), value, g.c(0.0))
+    loops = [bhk, jo, pn, e, w]
+    return dst, nest(loops, [block(name, loops, dst, (bhk.var, jo.var, pn.var, e.var, w.var), value)])
+
+
+def key_panel(packed: Tensor, bhk: Expr, jo: Expr) -> Panel:
+    """The packed operand of `transposed_keys` for key block `jo`, as a micro-kernel's B panels."""
+    return lambda e, p, w: Load(packed, (bhk, jo, p, e, w))
 
 
 class _Forward:
@@ -106,7 +119,7 @@ class _Forward:
                     lambda r, c: g.c(0.0))
         qk = gemm(f"{name}_qk", outer, g.br, g.bc, g.e, lambda r, c: (self.st, (bh, r, c)),
                   lambda r, e: Load(self.q, (b, h, g.query_row(io, r), e)),
-                  lambda e, c: Load(self.kt, (kb, e, jo * i32(g.bc) + c)))
+                  key_panel(self.kt, kb, jo), panels=True)
         kh_b, kh_h = self.kv_head(bh)
         pv = gemm(f"{name}_pv", outer, g.br, g.ev, g.bc, lambda r, d: (self.acc, (bh, r, d)),
                   lambda r, c: Load(self.st, (bh, r, c)),

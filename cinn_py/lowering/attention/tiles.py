@@ -28,7 +28,7 @@ from cinn_py.ir import (
 )
 from cinn_py.lowering.attention.nest import UNROLL, VECTOR, Loop, block, nest
 
-__all__ = ["LANES", "MR", "NV", "Geometry", "Index", "fill", "gemm", "i32"]
+__all__ = ["LANES", "MR", "NR", "NV", "Geometry", "Index", "Panel", "fill", "gemm", "i32"]
 
 MR = 8
 """Rows of the register tile (the x86 matmul default with AVX-512: 8 x 2 vectors of 16)."""
@@ -175,10 +175,17 @@ def column_tile(cols: int) -> tuple[int, int]:
     return 1, cols
 
 
+Panel = Callable[[Expr, Expr, Expr], Expr]
+"""(k, column panel, column in the panel) -> an element of a packed B operand."""
+
+
 def gemm(name: str, outer: Sequence[Loop], rows: int, cols: int, depth: int,
-         acc: Index, a: Callable[[Expr, Expr], Expr], b: Callable[[Expr, Expr], Expr]) -> Stmt:
+         acc: Index, a: Callable[[Expr, Expr], Expr], b: Callable[[Expr, Expr], Expr] | Panel,
+         panels: bool = False) -> Stmt:
     """`acc(r, c) += a(r, k) * b(k, c)` for r < rows, c < cols, k < depth (module docstring);
-    `outer` are the enclosing loops the block depends on. rows must be a multiple of MR."""
+    `outer` are the enclosing loops the block depends on. rows must be a multiple of MR. With
+    `panels`, B is packed in column panels of the register tile's width (`b(k, panel, column)`:
+    a panel's depth x width elements contiguous, as the matmul tactic packs B)."""
     nv, lanes = column_tile(cols)
     rt = Loop.new("rt", rows // MR)
     ct = Loop.new("ct", cols // (nv * lanes))
@@ -189,8 +196,9 @@ def gemm(name: str, outer: Sequence[Loop], rows: int, cols: int, depth: int,
     r = rt.var * i32(MR) + ii.var
     c = ct.var * i32(nv * lanes) + cv.var * i32(lanes) + cl.var
     tensor, idx = acc(r, c)
+    b_kc = b(k.var, ct.var, cv.var * i32(lanes) + cl.var) if panels else b(k.var, c)  # type: ignore[call-arg]
     update = block(name, [*outer, rt, ct, k, ii, cv, cl], tensor, idx,
-                   Load(tensor, idx) + a(r, k.var) * b(k.var, c), attrs=((FP_CONTRACT_ATTR, True),))
+                   Load(tensor, idx) + a(r, k.var) * b_kc, attrs=((FP_CONTRACT_ATTR, True),))
     return nest([rt, ct, k, ii, cv, cl], [update])
 
 
