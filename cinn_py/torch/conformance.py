@@ -49,13 +49,16 @@ _LAPACK = ("_linalg_svd", "_linalg_eigh", "linalg_eig", "_linalg_det", "_linalg_
            "linalg_cholesky_ex", "linalg_qr", "geqrf", "ormqr", "linalg_householder_product",
            "linalg_ldl_factor_ex",
            "linalg_ldl_solve", "triangular_solve", "cholesky_solve", "cholesky_inverse", "linalg_lstsq",
-           "linalg_eigvals", "linalg_matrix_exp", "_linalg_eigvals")
+           "linalg_eigvals", "_linalg_eigvals", "cholesky")
 EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
     *((f"aten.{name}.", "a LAPACK factorisation or solver") for name in _LAPACK),
+    ("aten.linalg_pinv.", "a pseudo-inverse (an SVD or eigendecomposition)"),
+    ("aten.linalg_matrix_exp.", "a matrix exponential (its Pade degree and squarings picked from the data's norm)"),
     ("aten._fft_", "an FFT"),
+    ("no converter for the effectful call of aten._linalg_check_errors", "the error check of a LAPACK call's result"),
     ("dtype complex", "complex dtypes"),
     *((f"aten.{name}.", "complex dtypes") for name in ("view_as_real", "view_as_complex", "_conj", "polar",
-                                                        "complex", "conj_physical")),
+                                                        "complex", "conj_physical", "_conj_physical")),
 )
 """ATen ops (name prefixes, or a prefix of the fallback reason) with no sensible loop-nest kernel:
 an op whose eager ops are all of these counts as `by_design`, apart from the ops that could run

@@ -150,7 +150,7 @@ def unsupported_reason(node: Any) -> str | None:
         return unsupported_reason(node.args[0])
     rule = CONVERTERS.get(op_name(node))
     if rule is None:
-        return "no converter"
+        return _effectful_reason(node) or "no converter"
     for value in (node.meta.get("val"), *[a.meta.get("val") for a in node.all_input_nodes]):
         reason = _value_reason(value)
         if reason is not None:
@@ -162,6 +162,14 @@ def unsupported_reason(node: Any) -> str | None:
         return reason
     reason = rule.check(*node.args, **node.kwargs) if rule.check is not None else None
     return reason if reason is not None else unchecked_reason(node, op_name(node))
+
+
+def _effectful_reason(node: Any) -> str | None:
+    """A `with_effects` node (an op with side effects, ordered by a token: the error checks of
+    LAPACK results, `_print`) is named by the op it calls: reports say what stayed eager."""
+    if op_name(node) != "with_effects" or len(node.args) < 2:
+        return None
+    return f"no converter for the effectful call of {node.args[1]}"
 
 
 def _var_of(env: dict[Any, Any], arg: Any) -> Any:

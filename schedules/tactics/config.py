@@ -147,7 +147,8 @@ def _reduce_all_tile(r: int) -> TileConfig:
     if r <= 256:
         # CINN uses tree_reduce_num = R; rounded up to whole warps here because the block
         # reduce helper needs blockDim.x to be a multiple of 32 (extra threads add the identity).
-        warps = _ceil_div(r, 32)
+        # (at least one warp: a reduction over no elements, R = 0, yields its identity)
+        warps = max(1, _ceil_div(r, 32))
         return TileConfig(warps, warps * 32, 1, ReduceMethod.BLOCK)
     if r <= 2048:
         return TileConfig(8, 256, 1, ReduceMethod.BLOCK)

@@ -89,3 +89,20 @@ def test_zero_dim_group_schedules(target: str) -> None:
     if target == "x86":
         out = cp.compile(program, "x86").run({"X": x_np})
         np.testing.assert_allclose(out[y.name], np.exp(x_np[0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["x86", "cuda"])
+def test_reduction_over_no_elements_schedules(target: str) -> None:
+    """A sum over a zero-size axis (torch.linalg.vecdot of two [0] vectors) is its identity; the
+    reduce-all tile had ceil(0 / 32) = 0 warps and raised ValueError from TileConfig."""
+    nb = NetBuilder("empty_sum")
+    x = nb.create_input("float32", [0], "X")
+    program = nb.build([nb.reduce_sum(nb.multiply(x, x), [0])])
+    x_np = np.zeros((0,), np.float32)
+    [group] = plan(program).groups
+    sch = auto_schedule(lower_group(group), target=target)
+    got = cp.run_ir(sch.func, {"X": x_np})
+    np.testing.assert_array_equal(got[sch.func.outputs[0].name], np.float32(0.0))
+    if target == "x86":
+        out = cp.compile(program, "x86").run({"X": x_np})
+        np.testing.assert_array_equal(next(iter(out.values())), np.float32(0.0))

@@ -19,6 +19,7 @@ import cinn_py.torch as ct  # noqa: E402
 from cinn_py.frontend.ops.shapes import fmt_dim  # noqa: E402
 from cinn_py.torch import graph as graph_module  # noqa: E402
 from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
+from cinn_py.torch.converters import CONVERTERS  # noqa: E402
 from cinn_py.torch.graph import CompiledGraph, input_spec  # noqa: E402
 from cinn_py.torch.symbolic import SymbolicShapeError, SymIntInput, TensorInput  # noqa: E402
 
@@ -226,9 +227,12 @@ def test_a_size_only_a_symint_gives_enters_as_a_shape_carrier(builds: list[Compi
     assert len(carriers) == 1 and builds[0].plan.carriers[0].name in carriers[0]
 
 
-def test_a_product_no_input_gives_apart_enters_as_one_symbol(builds: list[CompiledGraph]) -> None:
+def test_a_product_no_input_gives_apart_enters_as_one_symbol(builds: list[CompiledGraph],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """After the eager erfinv, the partition `* 2` sees only `[s0*s1, 4]` tensors and no SymInt:
     `s0*s1` cannot be split into factors it could bind, so it is one symbol `s0_s1` there."""
+    monkeypatch.delitem(CONVERTERS, "aten.erfinv.default")  # an op without a converter
+    torch._dynamo.reset()
     def fn(x: Any) -> Any:
         return torch.erfinv(torch.tanh(x.view(-1, 4)) * 0.5) * 2
 

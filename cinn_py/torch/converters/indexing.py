@@ -249,6 +249,44 @@ def _index_put(e: Emitter, x: Variable, indices: Sequence[Variable | None], valu
     return out if perm == list(range(x.ndim)) else e.nb.transpose(out, [perm.index(d) for d in range(x.ndim)])
 
 
+def _clamped(e: Emitter, x: Variable, indices: Sequence[Variable | None], low_wraps: bool) -> list[Variable | None]:
+    """The index tensors clamped into x's dims: [0, size - 1], or [-size, size - 1] when negative
+    indices wrap (the masked index ops' lanes the mask drops may hold anything)."""
+    out: list[Variable | None] = []
+    for k, index in enumerate(indices):
+        if index is None:
+            out.append(None)
+            continue
+        size = static_dim(x.shape[k])
+        out.append(e.nb.clip(_int64(e, index), -size if low_wraps else 0, size - 1))
+    return out
+
+
+@converts("aten._unsafe_masked_index.default", check=lambda x, mask, indices, fill: _index_fits(x, indices))
+def _masked_index(e: Emitter, x: Variable, mask: Variable, indices: Sequence[Variable | None], fill: Any) -> Value:
+    """x[indices] where `mask`, else `fill` (the indices clamped first: a dropped lane may be out
+    of range); what the upsampling decompositions gather with at the borders."""
+    nb = e.nb
+    filler = nb.fill_constant(list(e.shape), fill, dtype=e.dtype)
+    if numel(x.shape) == 0:
+        return filler
+    picked = _index(e, x, _clamped(e, x, indices, low_wraps=False))
+    return nb.select(e.broadcast(mask), picked, filler)
+
+
+@converts("aten._unsafe_masked_index_put_accumulate.default",
+          check=lambda x, mask, indices, values: _index_fits(x, indices))
+def _masked_index_put_accumulate(e: Emitter, x: Variable, mask: Variable, indices: Sequence[Variable | None],
+                                 values: Variable) -> Value:
+    """x[indices] += values where `mask` (_unsafe_masked_index's backward)."""
+    nb = e.nb
+    if numel(x.shape) == 0:
+        return x
+    kept = nb.select(e.broadcast(mask, list(values.shape)), values,
+                     nb.fill_constant(list(values.shape), 0, dtype=str(values.dtype)))
+    return _index_put(e, x, _clamped(e, x, indices, low_wraps=True), kept, accumulate=True)
+
+
 def _cast(e: Emitter, v: Variable, like: Variable) -> Variable:
     return v if v.dtype == like.dtype else e.nb.cast(v, str(like.dtype))
 

@@ -244,6 +244,12 @@ def _div_mode(e: Emitter, a: Any, b: Any, rounding_mode: str | None = None) -> V
     return nb.divide(a, b)  # integers: C's division truncates
 
 
+@converts("aten.floor_divide.default", "aten.floor_divide.Scalar")
+def _floor_divide(e: Emitter, a: Any, b: Any) -> Value:
+    """torch.floor_divide rounds down (since torch 1.13), as div's 'floor' mode."""
+    return _div_mode(e, a, b, rounding_mode="floor")
+
+
 @converts("aten.pow.Scalar")
 def _pow_scalar_base(e: Emitter, base: Any, exponent: Variable) -> Value:
     return e.nb.pow(full(e, base), as_dtype(e, exponent))

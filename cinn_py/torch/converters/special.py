@@ -1,6 +1,8 @@
-"""Gamma-family special functions from elementwise ops, computed in float64 and cast to the node's
-dtype: lgamma (Lanczos, g = 7, reflected below 1/2), digamma (shifted up by six terms of the
-recurrence, then the asymptotic series; reflected below 0) and mvlgamma (a sum of lgammas)."""
+"""Special functions from elementwise ops, computed in float64 and cast to the node's dtype:
+lgamma (Lanczos, g = 7, reflected below 1/2), digamma (shifted up by six terms of the recurrence,
+then the asymptotic series; reflected below 0), trigamma (polygamma of order 1: the same shift
+and series, reflected below 1/2, as torch), mvlgamma (a sum of lgammas), erfinv (Giles'
+approximation refined by Newton steps on erf), frexp and the angle of real numbers."""
 
 from __future__ import annotations
 
@@ -86,9 +88,37 @@ def _digamma(e: Emitter, x: Variable) -> Value:
     return e.nb.cast(_digamma_wide(e, x), e.dtype)
 
 
-@converts("aten.polygamma.default", check=lambda n, x: None if n == 0 else f"polygamma of order {n}")
+def _trigamma_wide(e: Emitter, x: Variable) -> Variable:
+    """psi'(x) as torch's calc_trigamma: below 1/2 reflected (psi'(1 - x) + psi'(x) = pi^2 /
+    sin^2(pi x)), six terms of the recurrence, then the asymptotic series."""
+    nb = e.nb
+    z = x if str(x.dtype) == _WIDE else nb.cast(x, _WIDE)
+    o = _Ops(e, z)
+    low = nb.less_than(z, o.c(0.5))
+    sin_pi = nb.sin(nb.scale(z, math.pi))
+    reflection = nb.divide(o.c(math.pi * math.pi), nb.multiply(sin_pi, sin_pi))
+    y = nb.select(low, nb.subtract(o.c(1.0), z), z)
+    total = o.c(0.0)
+    for k in range(6):
+        w = nb.add(y, o.c(float(k)))
+        total = nb.add(total, nb.divide(o.c(1.0), nb.multiply(w, w)))
+    w = nb.add(y, o.c(6.0))
+    ixx = nb.divide(o.c(1.0), nb.multiply(w, w))
+    tail = nb.multiply(ixx, nb.subtract(o.c(1 / 6), nb.multiply(ixx, nb.subtract(o.c(1 / 30),
+                                                                              nb.scale(ixx, 1 / 42)))))
+    series = nb.divide(nb.add(nb.add(o.c(1.0), nb.divide(o.c(0.5), w)), tail), w)
+    value = nb.add(total, series)
+    return nb.select(low, nb.subtract(reflection, value), value)
+
+
+def _polygamma_order(n: int, x: object) -> str | None:
+    return None if n in (0, 1) else f"polygamma of order {n}"
+
+
+@converts("aten.polygamma.default", check=_polygamma_order)
 def _polygamma(e: Emitter, n: int, x: Variable) -> Value:
-    return _digamma(e, x)
+    """digamma (order 0) or trigamma (order 1: digamma's derivative)."""
+    return _digamma(e, x) if n == 0 else e.nb.cast(_trigamma_wide(e, x), e.dtype)
 
 
 @converts("aten.mvlgamma.default")
@@ -101,3 +131,69 @@ def _mvlgamma(e: Emitter, x: Variable, p: int) -> Value:
     for j in range(p):
         total = nb.add(total, lgamma_wide(e, nb.subtract(z, o.c(j / 2))))
     return nb.cast(total, e.dtype)
+
+
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+"""Giles' single-precision erfinv polynomials ("Approximating the erfinv function", 2010), in
+w = -log((1 - y)(1 + y)) - 2.5 (w < 5) and sqrt(w) - 3 (the tails)."""
+
+
+def _horner(o: _Ops, t: Variable, coefficients: tuple[float, ...]) -> Variable:
+    acc = o.c(coefficients[0])
+    for c in coefficients[1:]:
+        acc = o.nb.add(o.nb.multiply(acc, t), o.c(c))
+    return acc
+
+
+@converts("aten.erfinv.default")
+def _erfinv(e: Emitter, y: Variable) -> Value:
+    """Giles' approximation (~1e-7 relative) refined by two Newton steps on erf(x) = y in float64;
+    +-inf at +-1, NaN outside [-1, 1] (as torch)."""
+    nb = e.nb
+    y = nb.cast(y, _WIDE)
+    o = _Ops(e, y)
+    w = nb.negative(nb.log(nb.multiply(nb.subtract(o.c(1.0), y), nb.add(o.c(1.0), y))))
+    central = _horner(o, nb.subtract(w, o.c(2.5)), _ERFINV_CENTRAL)
+    tail = _horner(o, nb.subtract(nb.sqrt(nb.maximum(w, o.c(5.0))), o.c(3.0)), _ERFINV_TAIL)
+    x = nb.multiply(nb.select(nb.less_than(w, o.c(5.0)), central, tail), y)
+    for _ in range(2):  # x -= (erf(x) - y) / erf'(x), erf'(x) = 2 / sqrt(pi) exp(-x^2)
+        slope = nb.scale(nb.exp(nb.negative(nb.multiply(x, x))), 2 / math.sqrt(math.pi))
+        x = nb.subtract(x, nb.divide(nb.subtract(nb.erf(x), y), slope))
+    edge = nb.equal(nb.abs(y), o.c(1.0))
+    x = nb.select(edge, nb.scale(y, math.inf), x)
+    return nb.cast(nb.select(nb.greater_than(nb.abs(y), o.c(1.0)), o.c(math.nan), x), e.dtype)
+
+
+@converts("aten.frexp.Tensor")
+def _frexp(e: Emitter, x: Variable) -> Value:
+    """(mantissa, exponent): x = mantissa 2^exponent, 0.5 <= |mantissa| < 1 (int32 exponent); 0,
+    inf and NaN: (x, 0). Computed in float64, where 2^-exponent of a float32 subnormal is finite;
+    the exponent from log2, corrected by one where log2 rounded across a power of two."""
+    nb = e.nb
+    wide = nb.cast(x, _WIDE)
+    o = _Ops(e, wide)
+    magnitude = nb.abs(wide)
+    special = nb.logical_or(nb.equal(magnitude, o.c(0.0)), nb.logical_not(nb.is_finite(wide)))
+    safe = nb.select(special, o.c(1.0), magnitude)
+    exponent = nb.add(nb.floor(nb.log2(safe)), o.c(1.0))
+    mantissa = nb.divide(safe, nb.pow(o.c(2.0), exponent))
+    too_big, too_small = nb.greater_equal(mantissa, o.c(1.0)), nb.less_than(mantissa, o.c(0.5))
+    exponent = nb.add(exponent, nb.select(too_big, o.c(1.0), nb.select(too_small, o.c(-1.0), o.c(0.0))))
+    mantissa = nb.divide(safe, nb.pow(o.c(2.0), exponent))
+    signed = nb.select(nb.less_than(wide, o.c(0.0)), nb.negative(mantissa), mantissa)
+    mantissa_out = nb.cast(nb.select(special, wide, signed), str(x.dtype))
+    return mantissa_out, nb.cast(nb.select(special, o.c(0.0), exponent), "int32")
+
+
+@converts("aten.angle.default")
+def _angle(e: Emitter, x: Variable) -> Value:
+    """The angle of a real number: pi below 0, else 0; NaN stays NaN (complex inputs are eager by
+    design)."""
+    nb = e.nb
+    x = x if str(x.dtype) == e.dtype else nb.cast(x, e.dtype)
+    zero = nb.fill_constant(list(x.shape), 0.0, dtype=e.dtype)
+    angle = nb.select(nb.less_than(x, zero), nb.fill_constant(list(x.shape), math.pi, dtype=e.dtype), zero)
+    return nb.select(nb.is_nan(x), x, angle)
