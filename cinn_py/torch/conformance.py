@@ -53,9 +53,11 @@ _LAPACK = ("_linalg_svd", "_linalg_eigh", "linalg_eig", "_linalg_det", "_linalg_
 EAGER_BY_DESIGN: tuple[tuple[str, str], ...] = (
     *((f"aten.{name}.", "a LAPACK factorisation or solver") for name in _LAPACK),
     ("aten.linalg_pinv.", "a pseudo-inverse (an SVD or eigendecomposition)"),
-    ("aten.linalg_matrix_exp.", "a matrix exponential (its Pade degree and squarings picked from the data's norm)"),
+    ("aten.linalg_matrix_exp.",
+     "a matrix exponential (its Pade degree and squarings picked from the data's norm)"),
     ("aten._fft_", "an FFT"),
-    ("no converter for the effectful call of aten._linalg_check_errors", "the error check of a LAPACK call's result"),
+    ("no converter for the effectful call of aten._linalg_check_errors",
+     "the error check of a LAPACK call's result"),
     ("dtype complex", "complex dtypes"),
     *((f"aten.{name}.", "complex dtypes") for name in ("view_as_real", "view_as_complex", "_conj", "polar",
                                                         "complex", "conj_physical", "_conj_physical")),

@@ -32,8 +32,9 @@ def _bn_train(x: Any, w: Any, b: Any) -> Any:
 def _special(x: Any) -> Any:
     y = torch.tanh(x) * 0.999
     mantissa, exponent = torch.frexp(x * 100.0)
-    return (torch.erfinv(y), torch.erfinv(torch.tensor([1.0, -1.0, 1.5, 0.0]) + x[0, :4].detach() * 0), mantissa,
-            exponent.float(), torch.angle(x), torch.floor_divide(x.detach() * 7.0, 2.0),
+    edges = torch.tensor([1.0, -1.0, 1.5, 0.0]) + x[0, :4].detach() * 0
+    return (torch.erfinv(y), torch.erfinv(edges), mantissa, exponent.float(), torch.angle(x),
+            torch.floor_divide(x.detach() * 7.0, 2.0),
             torch.polygamma(1, torch.sigmoid(x.detach()) * 0.8 - 1.9),  # reflected
             torch.polygamma(1, x.detach().abs() * 3.0 + 0.6), torch.digamma(x.abs() + 0.5))
 
@@ -63,7 +64,8 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...], str | tuple[str, ...
     "cdist": (_cdist, (_gen(2, 3, 4), _gen(2, 5, 4, seed=1)),
               ("aten._cdist_forward.default", "aten._cdist_backward.default")),
     "masked_index": (_masked_index, (_gen(3, 4),),
-                     ("aten._unsafe_masked_index.default", "aten._unsafe_masked_index_put_accumulate.default")),
+                     ("aten._unsafe_masked_index.default",
+                      "aten._unsafe_masked_index_put_accumulate.default")),
     "batch_norm_with_update": (_bn_train, (_gen(4, 3, 5), _gen(3, seed=1), _gen(3, seed=2)),
                                "aten._batch_norm_with_update_functional.default"),
     # a None bias would fail: torch's fake impl of _batch_norm_no_update raises on it

@@ -21,8 +21,8 @@ arg/max/min, norms, sort/topk), `linalg` (dot, mv, addr, diagonal), `regression`
 smooth_l1, soft_margin), `scatters` (scatter_reduce, index_reduce, index_copy), `scans` (cumprod,
 logcumsumexp, cummax), `ordering` (median, kthvalue, aminmax, bucketize, searchsorted),
 `special` (lgamma, digamma, trigamma, erfinv, frexp), `assembly` (block_diag, _chunk_cat,
-as_strided and its scatter), `distances` (cdist). `shaping` comes after `views`: it aliases the views' converters. A
-new family is a new module imported below.
+as_strided and its scatter), `distances` (cdist). `shaping` comes after `views`: it aliases the
+views' converters. A new family is a new module imported below.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from cinn_py.torch.converters import (
 from cinn_py.torch.converters import assembly, distances
 from cinn_py.torch.converters.base import CONVERTERS, Emitter, Rule, converts
 
-__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "assembly", "attention", "conv", "creation",
-           "distances", "elementwise", "encoder", "indexing", "linalg", "logical", "losses", "math", "matmul",
-           "nonlinear", "norms", "ordering", "padding", "random", "reductions", "regression", "resize", "scans",
-           "scatters", "shaping", "special", "statistics", "stats", "views"]
+__all__ = ["CONVERTERS", "Emitter", "Rule", "converts", "activations", "assembly", "attention", "conv",
+           "creation", "distances", "elementwise", "encoder", "indexing", "linalg", "logical", "losses",
+           "math", "matmul", "nonlinear", "norms", "ordering", "padding", "random", "reductions",
+           "regression", "resize", "scans", "scatters", "shaping", "special", "statistics", "stats", "views"]

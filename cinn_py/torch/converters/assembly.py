@@ -108,7 +108,8 @@ def _as_strided(e: Emitter, x: Variable, size: Sequence[int], stride: Sequence[i
     return e.to_shape(e.nb.gather(flat, e.to_shape(positions, [numel(size)]), axis=0), list(size))
 
 
-def _scatter_fits(x: Any, src: Any, size: Sequence[Any], stride: Sequence[Any], offset: Any = None) -> str | None:
+def _scatter_fits(x: Any, src: Any, size: Sequence[Any], stride: Sequence[Any], offset: Any = None
+                  ) -> str | None:
     reason = _strided_fits(x, size, stride, offset)
     if reason is not None:
         return reason
@@ -116,7 +117,8 @@ def _scatter_fits(x: Any, src: Any, size: Sequence[Any], stride: Sequence[Any], 
         return "as_strided_scatter to overlapping positions (a zero stride)"
     if _prod(size) > _ENUMERATED:
         return f"as_strided_scatter of more than {_ENUMERATED} elements (overlap not checked)"
-    places = [sum(i * s for i, s in zip(index, stride)) for index in itertools.product(*(range(n) for n in size))]
+    places = [sum(i * s for i, s in zip(index, stride))
+              for index in itertools.product(*(range(n) for n in size))]
     return "as_strided_scatter to overlapping positions" if len(set(places)) != len(places) else None
 
 

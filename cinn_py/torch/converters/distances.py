@@ -28,7 +28,8 @@ def _differences(e: Emitter, x1: Variable, x2: Variable, batch: list[Any]) -> Va
     full = [*batch, p, r, m]
     lead1, lead2 = len(batch) - (x1.ndim - 2), len(batch) - (x2.ndim - 2)
     left = nb.broadcast_to(as_dtype(e, x1), full, [*range(lead1, len(batch)), len(batch), len(batch) + 2])
-    right = nb.broadcast_to(as_dtype(e, x2), full, [*range(lead2, len(batch)), len(batch) + 1, len(batch) + 2])
+    right = nb.broadcast_to(as_dtype(e, x2), full,
+                            [*range(lead2, len(batch)), len(batch) + 1, len(batch) + 2])
     return nb.subtract(left, right)
 
 

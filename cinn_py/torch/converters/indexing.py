@@ -249,7 +249,8 @@ def _index_put(e: Emitter, x: Variable, indices: Sequence[Variable | None], valu
     return out if perm == list(range(x.ndim)) else e.nb.transpose(out, [perm.index(d) for d in range(x.ndim)])
 
 
-def _clamped(e: Emitter, x: Variable, indices: Sequence[Variable | None], low_wraps: bool) -> list[Variable | None]:
+def _clamped(e: Emitter, x: Variable, indices: Sequence[Variable | None], low_wraps: bool
+             ) -> list[Variable | None]:
     """The index tensors clamped into x's dims: [0, size - 1], or [-size, size - 1] when negative
     indices wrap (the masked index ops' lanes the mask drops may hold anything)."""
     out: list[Variable | None] = []
@@ -263,7 +264,8 @@ def _clamped(e: Emitter, x: Variable, indices: Sequence[Variable | None], low_wr
 
 
 @converts("aten._unsafe_masked_index.default", check=lambda x, mask, indices, fill: _index_fits(x, indices))
-def _masked_index(e: Emitter, x: Variable, mask: Variable, indices: Sequence[Variable | None], fill: Any) -> Value:
+def _masked_index(e: Emitter, x: Variable, mask: Variable, indices: Sequence[Variable | None], fill: Any
+                  ) -> Value:
     """x[indices] where `mask`, else `fill` (the indices clamped first: a dropped lane may be out
     of range); what the upsampling decompositions gather with at the borders."""
     nb = e.nb
