@@ -9,7 +9,7 @@
 - `schedule`: none (serial loop nests as lowered), the automatic group scheduler, or (for the
   command line) a schedule script.
 - `target_passes`: the target's post-lowering passes (`Target.passes`; CUDA: cross-thread
-  reduction, bind lowering, index simplification; x86: none).
+  reduction, bind lowering, index simplification; x86: loop checks, block inlining).
 - `codegen`: the backend generates code (`Backend.generate`).
 - `load`: the backend loads it as a callable kernel (`Backend.build`: codegen and load in one
   call through the backend's compile cache).

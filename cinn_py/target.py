@@ -22,6 +22,8 @@ Every public API keeps accepting the strings: `Target.parse("x86")` is the host 
     >>> cpu = Target.x86(cpu="skylake-avx512", features=("avx2", "avx512f"))
     >>> cpu.limits.vector_bits, cpu.limits.lanes_for("float32"), cpu.limits.lanes_for("float64")
     (512, 16, 8)
+    >>> cpu.passes
+    ('check_x86_loops', 'inline_blocks_x86')
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from pathlib import Path
 from typing import Union
 
 KINDS = ("x86", "cuda")
+# What the LLVM printer needs done first (`cinn_py.passes.x86_lowering`): loop kinds checked, schedule
+# blocks inlined (blocks carrying x86 attributes kept as attribute scopes).
+X86_PASSES = ("check_x86_loops", "inline_blocks_x86")
 DEFAULT_CUDA_ARCH = "sm_90"
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d+)[a-z]?$")
 
@@ -151,7 +156,7 @@ class Target:
         feats = frozenset(features) if features is not None else _host_cpu()[1]
         bits = next((b for f, b in _VECTOR_FEATURES if f in feats), 128)
         limits = CpuLimits(bits, _cores(), _caches())
-        return Target("x86", name, feats, limits, ())
+        return Target("x86", name, feats, limits, X86_PASSES)
 
     @staticmethod
     def cuda(arch: str | None = None) -> Target:

@@ -21,6 +21,8 @@ _BUILTIN: dict[str, str] = {
     "simplify_indices": "cinn_py.passes.index_simplify:simplify_indices",
     "cross_thread_reduce": "cinn_py.passes.cross_thread_reduce:cross_thread_reduce",
     "gpu_bind": "cinn_py.passes.gpu_bind:gpu_bind",
+    "check_x86_loops": "cinn_py.passes.x86_lowering:check_x86_loops",
+    "inline_blocks_x86": "cinn_py.passes.x86_lowering:inline_blocks_x86",
 }
 _REGISTERED: dict[str, Pass] = {}
 

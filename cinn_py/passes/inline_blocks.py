@@ -1,8 +1,8 @@
 """`inline_schedule_blocks`: every `ScheduleBlockRealize` replaced by its body, the block's iter
 vars substituted by their bound values. Both backends need it before emitting code (C and LLVM IR
 have no notion of a schedule block; CINN replaces the blocks before codegen as well): the GPU
-`gpu_bind` pass runs it, and the x86 emitter runs it with a per-block rewrite (the `fp_contract`
-attribute turns `a * b + c` into an FMA).
+`gpu_bind` pass runs it, and the x86 target pass `inline_blocks_x86` with a per-block rewrite
+(blocks carrying x86 attributes stay as attribute scopes).
 """
 
 from __future__ import annotations

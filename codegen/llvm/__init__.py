@@ -23,7 +23,9 @@ from typing import Any
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
 from cinn_py.runtime.cache import CompileCache, make_key, project_digest
+from cinn_py.passes import run_passes
 from cinn_py.runtime.checked import resolve_checked
+from cinn_py.target import X86_PASSES
 from codegen.llvm.jit import LoadedObject, optimize_and_compile, target_facts, triple_and_layout
 from codegen.llvm.kernel import Kernel
 from codegen.llvm.module import build_module
@@ -66,8 +68,21 @@ def _check_options(options: dict[str, Any]) -> None:
         raise TypeError(f"build_x86: unknown option(s) {unknown}; accepted: {list(_OPTIONS)}")
 
 
+def lower_x86(func: LoweredFunc) -> LoweredFunc:
+    """`func` after the x86 target passes (`Target.x86().passes`: loop checks, block inlining),
+    what the printer takes; the pipeline runs them as its `target_passes` step."""
+    return run_passes(func, X86_PASSES)
+
+
 def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> GeneratedCode:
-    """LLVM IR (before and after O3) and assembly of `func`, without loading it."""
+    """LLVM IR (before and after O3) and assembly of `func` (as scheduled: the x86 target passes
+    run first), without loading it."""
+    return generate_lowered(lower_x86(_check_func(func)), fast_math, **options)
+
+
+def generate_lowered(func: LoweredFunc, fast_math: bool = False, **options: Any) -> GeneratedCode:
+    """`generate_x86` of a function the x86 target passes already lowered (the backend's
+    `generate`: it only prints)."""
     func = _check_func(func)
     _check_options(options)
     triple, layout = triple_and_layout()
@@ -82,7 +97,14 @@ def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> 
 
 
 def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:
-    """Compile `func` for the host CPU into a callable `Kernel`.
+    """Compile `func` (as scheduled: the x86 target passes run first) for the host CPU into a
+    callable `Kernel`; options as `build_lowered`'s."""
+    return build_lowered(lower_x86(_check_func(func)), fast_math, **options)
+
+
+def build_lowered(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:
+    """`build_x86` of a function the x86 target passes already lowered (the backend's `build`: it
+    prints and loads).
 
     Options: `num_threads` (threads of parallel loops for this kernel; default: the runtime
     thread pool's setting, i.e. all available cores), `cache` (default True: use the memory
@@ -143,4 +165,6 @@ def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool,
     return kernel
 
 
-__all__ = ["CACHE", "GeneratedCode", "Kernel", "build_x86", "generate_x86"]
+__all__ = ["CACHE", "GeneratedCode", "Kernel", "build_lowered", "build_x86", "generate_lowered",
+           "generate_x86",
+           "lower_x86"]

@@ -1,15 +1,14 @@
 """IR analyses the LLVM backend needs before emitting code.
 
 - `nontemporal_buffers`: buffers whose blocks ask for streaming stores.
-- `inline_blocks_x86`: `cinn_py.passes.inline_blocks.inline_schedule_blocks` (ScheduleBlockRealize
-  -> its body with iter vars replaced by their iter values) where, in blocks with the
-  `fp_contract` attribute, float `a * b + c` becomes `fmuladd(a, b, c)`.
+- `contract_block`: the body of an attribute scope (a block the x86 target passes kept, without
+  iter vars) as the printer emits it: float `a * b + c` becomes `fmuladd(a, b, c)` under
+  `fp_contract`, exp/log/... their polynomial versions under `fast_math`.
 - `lane_stride`: how an index moves from one lane to the next in a `vectorize[F]` loop (0:
   invariant, 1: contiguous, k: strided, None: not affine), which picks vector load/store vs
   broadcast vs gather/scatter.
 - `vectorizable`: whether a loop body can be emitted with vector instructions at all (otherwise
   the backend emits a scalar loop and leaves it to LLVM's loop vectoriser).
-- `check_loops`: the loop kinds the x86 backend rejects (nested parallel, GPU-bound loops).
 - `buffers_used`, `vars_used`: what a parallel body captures.
 """
 
@@ -21,12 +20,11 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     FAST_MATH_ATTR, FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, Add, Alloc, And, Block, Broadcast, Buffer, Call, Cast,
     Expr, FloatImm,
-    For, ForType, Free, IfThenElse, IntImm, Let, Load, LoweredFunc, Minus, Mul, Mutator, Or, Ramp, Reduce,
+    For, ForType, Free, IfThenElse, IntImm, Let, Load, Minus, Mul, Mutator, Or, Ramp, Reduce,
     ScheduleBlock, ScheduleBlockRealize, Select, Stmt, Store,
-    StringImm, Sub, Tensor, UIntImm, Var, int64, print_ir, print_ir_marked, walk,
+    StringImm, Sub, Tensor, UIntImm, Var, int64, print_ir, walk,
 )
 from cinn_py.passes.flatten import flatten_index
-from cinn_py.passes.inline_blocks import inline_schedule_blocks
 from codegen.llvm.window_load import unclamped_window_load
 
 
@@ -56,9 +54,9 @@ FAST_MATH_NAMES = frozenset({"exp", "log", "tanh", "erf", "sigmoid", "rsqrt"})
 """What a `fast_math` block computes with `codegen.llvm.fastmath` (float32; float64 keeps libm)."""
 
 
-def _contract_block(block: ScheduleBlock, body: Stmt) -> Stmt:
-    """The x86 rewrite of an inlined block's body: FMA contraction and fast math where the block
-    asks for them."""
+def contract_block(block: ScheduleBlock, body: Stmt) -> Stmt:
+    """How the printer emits an attribute scope's body (`cinn_py.passes.x86_lowering`): FMA
+    contraction and fast math where the block asks for them (instruction selection)."""
     if block.attr(FP_CONTRACT_ATTR):
         body = _Contract().visit(body)
     if block.attr(FAST_MATH_ATTR):
@@ -71,46 +69,6 @@ def nontemporal_buffers(stmt: Stmt) -> frozenset[str]:
     return frozenset(st.tensor.buffer.name for n in walk(stmt)
                      if isinstance(n, ScheduleBlockRealize) and bool(n.schedule_block.attr(NONTEMPORAL_ATTR))
                      for st in walk(n.schedule_block.body) if isinstance(st, Store))
-
-
-def inline_blocks_x86(stmt: Stmt) -> Stmt:
-    """`stmt` with every schedule block replaced by its (iter-value substituted) body, float
-    `a * b + c` contracted in `fp_contract` blocks (the shared pass `inline_schedule_blocks`)."""
-    return inline_schedule_blocks(stmt, _contract_block)
-
-
-def check_loops(func: LoweredFunc, body: Stmt) -> None:
-    """Reject what x86 cannot run: nested parallel loops (as CINN does) and GPU-bound loops."""
-    _check(func, body, inside_parallel=None)
-
-
-def _check(func: LoweredFunc, node: Any, inside_parallel: For | None) -> None:
-    if isinstance(node, For):
-        if node.for_type in (ForType.GPU_BLOCK, ForType.GPU_THREAD):
-            raise CompileError(
-                f"x86 codegen: loop '{node.loop_var.name}' is bound to {node.bind_axis}; GPU-bound loops "
-                "cannot "
-                f"be compiled for x86 (use parallel/vectorize, or target='cuda')",
-                print_ir_marked(func, node))
-        if node.for_type is ForType.PARALLEL:
-            if inside_parallel is not None:
-                raise CompileError(
-                    f"x86 codegen: Nested parallel loop is not supported, try to fuse them instead "
-                    f"(loop '{node.loop_var.name}' is inside parallel loop "
-                    f"'{inside_parallel.loop_var.name}')",
-                    print_ir_marked(func, node))
-            inside_parallel = node
-        _check(func, node.body, inside_parallel)
-        return
-    if isinstance(node, Block):
-        for child in node.stmts:
-            _check(func, child, inside_parallel)
-    elif isinstance(node, IfThenElse):
-        _check(func, node.true_case, inside_parallel)
-        if node.false_case is not None:
-            _check(func, node.false_case, inside_parallel)
-    elif isinstance(node, ScheduleBlockRealize):
-        _check(func, node.schedule_block.body, inside_parallel)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,6 +164,8 @@ def vectorizable(body: Stmt, info: LaneInfo) -> bool:
         if body.for_type is ForType.PARALLEL or varies(body.min, info) or varies(body.extent, info):
             return False
         return vectorizable(body.body, info)
+    if isinstance(body, ScheduleBlockRealize) and not body.iter_values:  # an attribute scope
+        return vectorizable(contract_block(body.schedule_block, body.schedule_block.body), info)
     return False
 
 

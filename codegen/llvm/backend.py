@@ -7,7 +7,7 @@ from typing import Any
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
-from codegen.llvm import GeneratedCode, build_x86, generate_x86
+from codegen.llvm import GeneratedCode, build_lowered, generate_lowered, lower_x86
 from cinn_py.runtime.graph_plan import GraphPlan
 from codegen.llvm.graph import GraphEntry, link_program
 from codegen.llvm.jit import LoadedObject
@@ -27,14 +27,17 @@ def _check_target(target: Target) -> None:
 
 
 class X86Backend:
-    """LLVM IR through llvmlite, O3 for the host CPU, MCJIT (see `codegen.llvm`)."""
+    """LLVM IR through llvmlite, O3 for the host CPU, MCJIT (see `codegen.llvm`). It prints and
+    loads what the x86 target passes produced (the pipeline's `target_passes` step)."""
 
     name = "x86"
 
-    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False,
+    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, lowered: bool = False,
                  **options: Any) -> GeneratedCode:
+        """`lowered`: the target passes already ran (the pipeline says so); else they run here first,
+        as the `Backend` protocol asks of a caller that has not run them."""
         _check_target(target)
-        return generate_x86(func, fast_math=fast_math, **options)
+        return generate_lowered(func if lowered else lower_x86(func), fast_math=fast_math, **options)
 
     def load(self, code: GeneratedCode, num_threads: int | None = None) -> Kernel:
         if not code.object_code:
@@ -43,9 +46,10 @@ class X86Backend:
         return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,
                       num_threads, checks=code.checks)
 
-    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Kernel:
+    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, lowered: bool = False,
+              **options: Any) -> Kernel:
         _check_target(target)
-        return build_x86(func, fast_math=fast_math, **options)
+        return build_lowered(func if lowered else lower_x86(func), fast_math=fast_math, **options)
 
     def link_program(self, plan: GraphPlan, kernels: Any) -> GraphEntry | None:
         """The native entry function running a program's kernels in one call (`codegen.llvm.graph`)."""

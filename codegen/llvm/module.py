@@ -30,14 +30,26 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from cinn_py.ir import Buffer, LoweredFunc, int64
-from codegen.llvm.loop_md import has_many_loops
+from cinn_py.diagnostics import CompileError
+from cinn_py.ir import Buffer, LoweredFunc, ScheduleBlockRealize, int64, print_ir_marked, walk
+from cinn_py.target import X86_PASSES
 from codegen.llvm import types as T
-from codegen.llvm.analysis import buffers_used, check_loops, inline_blocks_x86, nontemporal_buffers
+from codegen.llvm.analysis import buffers_used, nontemporal_buffers
 from codegen.llvm.intrinsics import MathEmitter
+from codegen.llvm.loop_md import has_many_loops
 from codegen.llvm.names import symbol_name, value_name
 from codegen.llvm.privatize import task_only_buffers
 from codegen.llvm.stmts import FunctionEmitter, private_buffers
+
+
+def _check_lowered(func: LoweredFunc) -> None:
+    """The printer takes the x86 target passes' output: a schedule block that still binds iter vars
+    means they did not run (`cinn_py.build` runs them; `codegen.llvm.build_x86` too)."""
+    for node in walk(func.body):
+        if isinstance(node, ScheduleBlockRealize) and node.iter_values:
+            raise CompileError(f"x86 codegen: schedule block '{node.name}' still binds iter vars; run the "
+                               f"x86 target passes first ({', '.join(X86_PASSES)}: "
+                               f"cinn_py.pipeline.target_passes(func, 'x86'))", print_ir_marked(func, node))
 
 
 def oob_index_symbol(symbol: str) -> str:
@@ -61,10 +73,10 @@ class CodegenUnit:
         if data_layout:
             self.module.data_layout = data_layout
         self.math = MathEmitter(self.module, fast_math)
-        check_loops(func, func.body)
+        _check_lowered(func)
         self.nontemporal = nontemporal_buffers(func.body)
         self.keep_loops = has_many_loops(func.body)
-        self.body = inline_blocks_x86(func.body)
+        self.body = func.body
         self.arg_buffers = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
         self.temps = self._temp_buffers()
         self._counter = 0

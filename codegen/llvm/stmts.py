@@ -40,7 +40,7 @@ from cinn_py.symbolic import Analyzer
 from codegen.llvm.loop_md import no_unroll_loop_id
 from codegen.llvm import types as T
 from codegen.llvm.analysis import (
-    LaneInfo, buffers_used, inline_blocks_x86, lane_stride, vars_used, varies, vectorizable,
+    LaneInfo, buffers_used, contract_block, lane_stride, vars_used, varies, vectorizable,
 )
 from codegen.llvm.analysis import flat_index
 from codegen.llvm.emitter import ExprEmitter
@@ -222,7 +222,9 @@ class FunctionEmitter(ExprEmitter):
                 self.stmt(s.false_case)
 
     def s_ScheduleBlockRealize(self, s: ScheduleBlockRealize) -> None:
-        self.stmt(inline_blocks_x86(s))
+        """An attribute scope the x86 target passes kept (no iter vars): its body, printed with the
+        instructions its attributes select (`module._check_lowered` refused any other block)."""
+        self.stmt(contract_block(s.schedule_block, s.schedule_block.body))
 
     def s_Evaluate(self, s: Evaluate) -> None:
         if isinstance(s.value, Call) and s.value.name == "__syncthreads":
