@@ -77,5 +77,8 @@ def test_argument_errors() -> None:
     with pytest.raises(FrontendError,
                        match=r"mask \[4, 4\] must broadcast to \[B, Hq, L, S\] = \[1, 3, 4, 5\]"):
         nb.flash_attention(q, k1, v1, nb.create_input("bool", [4, 4], "M"))
+    big = [nb.create_input("float32", [64, 32, 8192, 64], n) for n in ("BQ", "BK", "BV")]
+    with pytest.raises(FrontendError, match="exceed the kernels' 32-bit indexing"):
+        nb.flash_attention(*big)
     with pytest.raises(FrontendError, match="must all be float32 or all float64"):
         nb.flash_attention(nb.create_input("float16", [1, 1, 4, 8], "H"), k1, v1)

@@ -60,7 +60,17 @@ def _dims(q: TensorType, k: TensorType, v: TensorType, op: str) -> tuple[int, ..
                             "a multiple of k's")
     if min(l, s, e, ev) < 1:
         raise FrontendError(f"{op}: empty attention (L={l}, S={s}, E={e}, Ev={ev})")
+    # a bound on every buffer the kernels index: the packed outputs, the padded copies of K and V
+    largest = b * hq * l * (e + ev + 1) + b * hk * (s + MAX_KEY_PADDING) * (e + ev)
+    if largest >= INDEX_LIMIT:
+        raise FrontendError(f"{op}: {largest} elements in one buffer exceed the kernels' 32-bit indexing "
+                            f"(limit {INDEX_LIMIT}); split the batch")
     return b, hq, hk, l, s, e, ev
+
+
+INDEX_LIMIT = 2**31
+MAX_KEY_PADDING = 128
+"""Keys the templates may add to S (a partial last key block, `lowering.attention.tiles`)."""
 
 
 def _ints(shape: Sequence[Any]) -> list[int]:
