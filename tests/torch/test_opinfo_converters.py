@@ -35,8 +35,9 @@ def _special(x: Any) -> Any:
     edges = torch.tensor([1.0, -1.0, 1.5, 0.0]) + x[0, :4].detach() * 0
     return (torch.erfinv(y), torch.erfinv(edges), mantissa, exponent.float(), torch.angle(x),
             torch.floor_divide(x.detach() * 7.0, 2.0),
-            torch.polygamma(1, torch.sigmoid(x.detach()) * 0.8 - 1.9),  # reflected
-            torch.polygamma(1, x.detach().abs() * 3.0 + 0.6), torch.digamma(x.abs() + 0.5))
+            torch.polygamma(1, torch.sigmoid(x) * 0.8 - 1.9),  # reflected (gradient: order 2)
+            torch.polygamma(1, x.abs() * 3.0 + 0.6), torch.digamma(x.abs() + 0.5),
+            torch.polygamma(3, torch.sigmoid(x) * 0.8 - 5.9), torch.polygamma(4, x.abs() * 3.0 + 0.6))
 
 
 def _assembly(a: Any, b: Any) -> Any:

@@ -1,7 +1,8 @@
 """Special functions from elementwise ops, computed in float64 and cast to the node's dtype:
 lgamma (Lanczos, g = 7, reflected below 1/2), digamma (shifted up by six terms of the recurrence,
 then the asymptotic series; reflected below 0), trigamma (polygamma of order 1: the same shift
-and series, reflected below 1/2, as torch), mvlgamma (a sum of lgammas), erfinv (Giles'
+and series, reflected below 1/2, as torch), polygamma of higher orders (the Hurwitz zeta function,
+cephes' Euler-Maclaurin sum, reflected below 0), mvlgamma (a sum of lgammas), erfinv (Giles'
 approximation refined by Newton steps on erf), frexp and the angle of real numbers."""
 
 from __future__ import annotations
@@ -111,14 +112,67 @@ def _trigamma_wide(e: Emitter, x: Variable) -> Variable:
     return nb.select(low, nb.subtract(reflection, value), value)
 
 
+_ZETA_BERNOULLI = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+                   -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+                   1.8152105401943546773e17, -7.1661652561756670113e18)
+"""(2j)! / B_2j of the Euler-Maclaurin tail of the Hurwitz zeta function (cephes' `zeta`)."""
+
+
+def _zeta_positive(o: _Ops, s: int, q: Variable) -> Variable:
+    """Hurwitz zeta(s, q) = sum over k >= 0 of (q + k)^-s for q > 0 and an integer s >= 2, as
+    cephes: nine terms of the sum, then the Euler-Maclaurin tail at w = q + 9 (>= 9)."""
+    nb = o.nb
+    total = o.c(0.0)
+    for k in range(10):
+        total = nb.add(total, nb.pow(nb.add(q, o.c(float(k))), o.c(float(-s))))
+    w = nb.add(q, o.c(9.0))
+    b = nb.pow(w, o.c(float(-s)))
+    total = nb.add(total, nb.subtract(nb.divide(nb.multiply(b, w), o.c(s - 1.0)), nb.scale(b, 0.5)))
+    rising, k = 1.0, 0.0
+    for coefficient in _ZETA_BERNOULLI:
+        rising *= s + k  # s (s + 1) ... (s + 2j - 2)
+        b = nb.divide(b, w)
+        total = nb.add(total, nb.scale(b, rising / coefficient))
+        rising *= s + k + 1.0
+        b = nb.divide(b, w)
+        k += 2.0
+    return total
+
+
+def _zeta(e: Emitter, s: int, q: Variable) -> Variable:
+    """zeta(s, q) for any real q: below 0, with f = q - floor(q) and K = -floor(q), the K terms
+    (q + k)^-s = (f - j)^-s, j = 1..K, sum to (-1)^s (zeta(s, 1 - f) - zeta(s, K + 1 - f)), so
+    zeta(s, q) = zeta(s, f) + (-1)^s (zeta(s, 1 - f) - zeta(s, K + 1 - f)): three evaluations at
+    positive arguments (cephes sums the K terms one by one). +inf at 0 and the negative integers."""
+    nb = e.nb
+    o = _Ops(e, q)
+    negative = nb.less_than(q, o.c(0.0))
+    pole = nb.logical_and(nb.equal(q, nb.floor(q)), nb.less_equal(q, o.c(0.0)))
+    frac = nb.subtract(q, nb.floor(q))
+    safe_frac = nb.select(pole, o.c(0.5), frac)
+    count = nb.negative(nb.floor(q))
+    reflected = nb.subtract(_zeta_positive(o, s, nb.subtract(o.c(1.0), safe_frac)),
+                            _zeta_positive(o, s, nb.subtract(nb.add(count, o.c(1.0)), safe_frac)))
+    below = nb.add(_zeta_positive(o, s, safe_frac), reflected if s % 2 == 0 else nb.negative(reflected))
+    above = _zeta_positive(o, s, nb.select(negative, o.c(1.0), nb.select(pole, o.c(1.0), q)))
+    return nb.select(pole, o.c(math.inf), nb.select(negative, below, above))
+
+
 def _polygamma_order(n: int, x: object) -> str | None:
-    return None if n in (0, 1) else f"polygamma of order {n}"
+    return None if isinstance(n, int) and n >= 0 else f"polygamma of order {n}"
 
 
 @converts("aten.polygamma.default", check=_polygamma_order)
 def _polygamma(e: Emitter, n: int, x: Variable) -> Value:
-    """digamma (order 0) or trigamma (order 1: digamma's derivative)."""
-    return _digamma(e, x) if n == 0 else e.nb.cast(_trigamma_wide(e, x), e.dtype)
+    """digamma (order 0), trigamma (order 1: torch's calc_trigamma), else as torch:
+    (-1)^(n + 1) n! zeta(n + 1, x)."""
+    if n == 0:
+        return _digamma(e, x)
+    if n == 1:
+        return e.nb.cast(_trigamma_wide(e, x), e.dtype)
+    z = x if str(x.dtype) == _WIDE else e.nb.cast(x, _WIDE)
+    factor = (1.0 if n % 2 else -1.0) * math.factorial(n)
+    return e.nb.cast(e.nb.scale(_zeta(e, n + 1, z), factor), e.dtype)
 
 
 @converts("aten.mvlgamma.default")
