@@ -18,7 +18,11 @@ import importlib
 from typing import Any, Protocol, runtime_checkable
 
 from cinn_py.ir import LoweredFunc
+from cinn_py.options import BuildOptions
 from cinn_py.target import KINDS, Target, TargetLike
+
+DEFAULT_OPTIONS = BuildOptions()
+"""No option given: each backend's defaults."""
 
 # Target kind -> "module:attribute" of its Backend instance. Add a line here for a new backend.
 BACKENDS: dict[str, str] = {
@@ -57,20 +61,23 @@ class Kernel(Protocol):
 
 
 class Backend(Protocol):
-    """A code generator for one target kind (see docs/architecture.md, "add a backend")."""
+    """A code generator for one target kind (see docs/architecture.md, "add a backend"). The
+    options come checked (`BuildOptions.parse` at the pipeline's door); each backend reads its own."""
 
     name: str
 
-    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False,
-                 **options: Any) -> Any:
-        """Code for `func` after `target.passes` (the backend runs them if `func` still needs them)."""
+    def generate(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
+                 lowered: bool = False) -> GeneratedCode:
+        """Code for `func` after `target.passes` (`lowered`: they ran, as in the pipeline; else the
+        backend runs them first)."""
         ...
 
-    def load(self, code: Any, **options: Any) -> Any:
-        """A callable Kernel from code `generate` returned."""
+    def load(self, code: Any, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
+        """A callable Kernel from code this backend's `generate` returned."""
         ...
 
-    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Any:
+    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
+              lowered: bool = False) -> Kernel:
         """`load(generate(func, target))`, through the backend's compile cache where it has one."""
         ...
 
@@ -86,4 +93,4 @@ def get_backend(target: TargetLike) -> Backend:
     return backend
 
 
-__all__ = ["BACKENDS", "Backend", "GeneratedCode", "Kernel", "get_backend"]
+__all__ = ["BACKENDS", "DEFAULT_OPTIONS", "Backend", "GeneratedCode", "Kernel", "get_backend"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from cinn_py.backend import GeneratedCode, get_backend
+from cinn_py.backend import DEFAULT_OPTIONS, GeneratedCode, get_backend
 from cinn_py.frontend.conv_gemm import conv_to_gemm
 from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
@@ -45,6 +45,7 @@ from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc, Module, deep_nesting, nesting_room, print_ir
 from cinn_py.lowering.group import lower_group
+from cinn_py.options import BuildOptions
 from cinn_py.passes import run_passes
 from cinn_py.runtime import compile_jobs, graph_cache
 from cinn_py.runtime.checked import resolve_checked
@@ -178,24 +179,33 @@ def target_passes(func: LoweredFunc, target: TargetLike) -> LoweredFunc:
     return run_passes(func, Target.parse(target).passes)
 
 
-def codegen_step(func: LoweredFunc, target: Target, fast_math: bool = False, **options: Any) -> Any:
+def codegen_step(func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
     """`codegen`: the backend's code for a function that went through `target_passes`."""
-    return get_backend(target).generate(func, target, fast_math=fast_math, **_lowered(target, options))
+    return get_backend(target).generate(func, target, options, lowered=True)
 
 
-def _lowered(target: Target, options: dict[str, Any]) -> dict[str, Any]:
-    """Tell a backend whose target has passes that they already ran (the pipeline ran them)."""
-    return {**options, "lowered": True} if target.passes else options
+def parse_options(target: TargetLike, fast_math: bool, options: Mapping[str, Any]) -> tuple[Target,
+                                                                                            BuildOptions]:
+    """The door: the target and the keyword options of a public call, checked once. `arch=` (a CUDA
+    arch) is the spelling of `Target.cuda(arch)`."""
+    keywords = dict(options)
+    tgt = Target.parse(target)
+    arch = keywords.pop("arch", None)
+    if arch is not None:
+        if not tgt.is_gpu:
+            raise TypeError(f"build option 'arch': a GPU architecture, but the target is {tgt}")
+        tgt = Target.cuda(arch)
+    return tgt, BuildOptions.parse(fast_math, **keywords)
 
 
-def _generate_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The build options that shape the code (the bounds checks, resolved as the build resolves
-    them), so the `codegen` step shows what `load` builds."""
-    return {**options, "checked": resolve_checked(options.get("checked"))}
+def _codegen_options(options: BuildOptions) -> BuildOptions:
+    """The options shaping the `codegen` step's code as `load` builds it (the bounds checks
+    resolved as the build resolves them)."""
+    return options.with_checked(resolve_checked(options.checked))
 
 
-def _trace_buckets(func: LoweredFunc, target: Target, fast_math: bool, until: str,
-                   **options: Any) -> Iterator[StepOutput]:
+def _trace_buckets(func: LoweredFunc, target: Target, options: BuildOptions,
+                   until: str) -> Iterator[StepOutput]:
     """The function steps for a GPU function with symbolic dims under `schedule="auto"`: one
     auto-scheduled kernel per shape bucket behind a host dispatch (built now, so a broken bucket
     fails the build rather than its first call)."""
@@ -206,7 +216,11 @@ def _trace_buckets(func: LoweredFunc, target: Target, fast_math: bool, until: st
         yield StepOutput("schedule", name, bucket)
     if not _through(until, "target_passes"):
         return
-    dispatch = get_backend(target).build(func, target, fast_math=fast_math, buckets=buckets, **options)
+    build_buckets = getattr(get_backend(target), "build_buckets", None)
+    if build_buckets is None:
+        raise CompileError(f"schedule='auto' with symbolic dims: the {target} backend builds no shape "
+                           "buckets")
+    dispatch = build_buckets(func, target, buckets, options)
     codes = getattr(dispatch, "codes", ())
     for name, code in zip(names, codes):
         yield StepOutput("target_passes", name, code.func)
@@ -225,19 +239,23 @@ def trace_func(func: LoweredFunc, target: TargetLike = "x86", schedule: Schedule
     cache, so the `codegen` step generates code separately: when `show_codegen` is true, or when
     it is None and `codegen` is the last step or `$CINN_PY_DUMP_IR` is set."""
     check_step(until)
+    tgt, checked_options = parse_options(target, fast_math, options)
+    yield from _trace_func(func, tgt, schedule, checked_options, until, show_codegen)
+
+
+def _trace_func(func: LoweredFunc, target: Target, schedule: ScheduleLike, options: BuildOptions, until: str,
+                show_codegen: bool | None) -> Iterator[StepOutput]:
     if show_codegen is None:
         show_codegen = until == "codegen" or dump_dir() is not None
-    tgt = Target.parse(target)
-    if schedule == "auto" and tgt.is_gpu and func.scalar_args:
-        yield from _trace_buckets(func, tgt, fast_math, until, **options)
+    if schedule == "auto" and target.is_gpu and func.scalar_args:
+        yield from _trace_buckets(func, target, options, until)
         return
-    yield from _trace_one(func, tgt, schedule, fast_math, until,
-                          _generate_options(options) if show_codegen else None,
+    yield from _trace_one(func, target, schedule, until, _codegen_options(options) if show_codegen else None,
                           options)
 
 
-def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, fast_math: bool, until: str,
-               codegen_options: dict[str, Any] | None, options: dict[str, Any]) -> Iterator[StepOutput]:
+def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, until: str,
+               codegen_options: BuildOptions | None, options: BuildOptions) -> Iterator[StepOutput]:
     """The function steps for one kernel; `codegen` runs when `codegen_options` is given."""
     scheduled = schedule_step(func, target, schedule)
     yield StepOutput("schedule", func.name, scheduled)
@@ -246,9 +264,9 @@ def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, fast_m
     lowered = target_passes(scheduled, target)
     yield StepOutput("target_passes", func.name, lowered)
     if codegen_options is not None and _through(until, "codegen"):
-        yield StepOutput("codegen", func.name, codegen_step(lowered, target, fast_math, **codegen_options))
+        yield StepOutput("codegen", func.name, codegen_step(lowered, target, codegen_options))
     if _through(until, "load"):
-        kernel = get_backend(target).build(lowered, target, fast_math=fast_math, **_lowered(target, options))
+        kernel = get_backend(target).build(lowered, target, options, lowered=True)
         yield StepOutput("load", func.name, kernel)
 
 
@@ -275,8 +293,8 @@ def codegen(func_or_schedule: Any, target: TargetLike = "cuda", fast_math: bool 
     func = as_lowered_func(func_or_schedule)
     with nesting_room():
         check_schedule(schedule)
-        outputs = list(dumped(_trace_one(func, Target.parse(target), schedule, fast_math, "codegen",
-                                         options, {})))
+        tgt, checked_options = parse_options(target, fast_math, options)
+        outputs = list(dumped(_trace_one(func, tgt, schedule, "codegen", checked_options, checked_options)))
         return outputs[-1].value
 
 
@@ -393,7 +411,7 @@ def compile_group(func: LoweredFunc, target: str, schedule: str | None, fast_mat
     to `target_passes`, and its kernel built into the disk cache; returns the final function."""
     tgt = Target.parse(target)
     final = target_passes(schedule_step(func, tgt, schedule), tgt)
-    get_backend(tgt).build(final, tgt, fast_math=fast_math, checked=checked)
+    get_backend(tgt).build(final, tgt, BuildOptions(fast_math=fast_math, checked=checked), lowered=True)
     return final
 
 
@@ -423,7 +441,7 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
     kernels: dict[int, Any] = {}
     for func in cached.final:  # identical groups share one function object, hence one kernel
         if id(func) not in kernels:
-            kernels[id(func)] = backend.build(func, target, fast_math=fast_math, **_lowered(target, {}))
+            kernels[id(func)] = backend.build(func, target, BuildOptions(fast_math=fast_math), lowered=True)
     return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final],
                            target.name)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cinn_py.backend import DEFAULT_OPTIONS
 from cinn_py.diagnostics import CompileError
+from cinn_py.options import BuildOptions
 from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
 from codegen.llvm import GeneratedCode, build_lowered, generate_lowered, lower_x86
@@ -32,24 +34,27 @@ class X86Backend:
 
     name = "x86"
 
-    def generate(self, func: LoweredFunc, target: Target, fast_math: bool = False, lowered: bool = False,
-                 **options: Any) -> GeneratedCode:
+    def generate(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
+                 lowered: bool = False) -> GeneratedCode:
         """`lowered`: the target passes already ran (the pipeline says so); else they run here first,
-        as the `Backend` protocol asks of a caller that has not run them."""
+        as the `Backend` protocol asks of a caller that has not run them. Generated text is unchecked
+        unless `options.checked` asks (the pipeline resolves the process default for it)."""
         _check_target(target)
-        return generate_lowered(func if lowered else lower_x86(func), fast_math=fast_math, **options)
+        return generate_lowered(func if lowered else lower_x86(func), fast_math=options.fast_math,
+                                checked=bool(options.checked))
 
-    def load(self, code: GeneratedCode, num_threads: int | None = None) -> Kernel:
+    def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
         if not code.object_code:
             raise CompileError("x86 backend: load needs code from X86Backend.generate (with its object code)")
         loaded = LoadedObject(code.object_code)
         return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,
-                      num_threads, checks=code.checks)
+                      options.num_threads, checks=code.checks)
 
-    def build(self, func: LoweredFunc, target: Target, fast_math: bool = False, lowered: bool = False,
-              **options: Any) -> Kernel:
+    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
+              lowered: bool = False) -> Kernel:
         _check_target(target)
-        return build_lowered(func if lowered else lower_x86(func), fast_math=fast_math, **options)
+        return build_lowered(func if lowered else lower_x86(func), fast_math=options.fast_math,
+                             checked=options.checked, num_threads=options.num_threads, cache=options.cache)
 
     def link_program(self, plan: GraphPlan, kernels: Any) -> GraphEntry | None:
         """The native entry function running a program's kernels in one call (`codegen.llvm.graph`)."""

@@ -7,6 +7,7 @@ import pytest
 import cinn_py as cp
 from cinn_py.backend import BACKENDS, get_backend
 from cinn_py.ir import structural_equal
+from cinn_py.options import BuildOptions
 from cinn_py.pipeline import target_passes
 from cinn_py.target import CpuLimits, GpuLimits, Target
 
@@ -125,7 +126,7 @@ def test_x86_backend_load_keeps_the_bounds_checks_of_a_checked_build() -> None:
     index = cp.placeholder((4,), "int32", "I")
     func = cp.lower("gather", [X, index, cp.compute((4,), lambda i: X[index[i]], "Y")])
     backend = get_backend("x86")
-    code = backend.generate(func, Target.parse("x86"), checked=True)
+    code = backend.generate(func, Target.parse("x86"), BuildOptions(checked=True))
     assert code.checks
     kernel = backend.load(code)
     x = np.arange(4, dtype=np.float32)
