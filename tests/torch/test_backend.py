@@ -317,16 +317,16 @@ def test_unsupported_op_runs_eagerly_and_is_reported(monkeypatch: pytest.MonkeyP
 
 def test_call_a_converter_does_not_handle_runs_eagerly_with_its_reason() -> None:
     def fn(x: Any) -> Any:
-        return torch.tanh(torch.nn.functional.avg_pool2d(x, 2, divisor_override=3)[:, 1::2] * 2)
+        return torch.tanh(torch.nn.functional.max_pool2d(x, 2, dilation=2)[:, 1::2] * 2)
 
     ct.reset_reports()
     _compare(fn, [torch.randn(2, 4, 6, 6)])
     forward, backward = ct.reports()
     assert forward.compiled["aten.slice.Tensor"] == 1  # strided slices convert
     assert backward.compiled["aten.slice_backward.default"] == 1  # ... and their backward
-    assert forward.fallback == {"aten.avg_pool2d.default": 1}
-    assert backward.fallback == {"aten.avg_pool2d_backward.default": 1}
-    assert backward.reasons == {"aten.avg_pool2d_backward.default": "avg_pool2d with divisor_override"}
+    assert forward.fallback == {"aten.max_pool2d_with_indices.default": 1}
+    assert backward.fallback == {"aten.max_pool2d_with_indices_backward.default": 1}
+    assert backward.reasons == {"aten.max_pool2d_with_indices_backward.default": "max_pool2d with dilation"}
 
 
 def test_unknown_option_is_an_error() -> None:

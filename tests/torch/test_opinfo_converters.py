@@ -79,6 +79,32 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...], str | tuple[str, ...
 }
 
 
+def _shaping(x: Any, w: Any) -> Any:
+    start, end = x[0, 0].detach(), x[1, 1].detach() + 3.0
+    target, weight = torch.sigmoid(w), w.detach().abs()
+    return (torch.linspace(start, end, 7), torch.logspace(start, end, 5, base=2.0),
+            torch.narrow_copy(x, 1, -3, 2), torch.renorm(x, 2.0, 0, 1.5),
+            torch.renorm(x, float("inf"), 1, 0.5),
+            torch.sgn(x), F.binary_cross_entropy_with_logits(x, target, pos_weight=weight[0]),
+            F.binary_cross_entropy_with_logits(x, target, weight=weight, reduction="sum"))
+
+
+def _pooling(x: Any, w: Any) -> Any:
+    return (F.conv1d(x, w, stride=2, padding=1, dilation=2), F.conv1d(x, w[:2, :2], groups=2),
+            F.avg_pool2d(x.unsqueeze(0), 2, stride=1, padding=1, divisor_override=3))
+
+
+OTHER_CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...], tuple[str, ...]]] = {
+    "shaping": (_shaping, (_gen(3, 5), _gen(3, 5, seed=1)),
+                ("aten.linspace.Tensor_Tensor", "aten.logspace.Tensor_Tensor", "aten.narrow_copy.default",
+                 "aten.renorm.default", "aten.binary_cross_entropy_with_logits.default")),
+    "conv1d_and_pool_divisor": (_pooling, (_gen(2, 4, 9), _gen(3, 4, 3, seed=1)),
+                                ("aten.convolution.default", "aten.convolution_backward.default",
+                                 "aten.avg_pool2d.default", "aten.avg_pool2d_backward.default")),
+}
+CASES.update(OTHER_CASES)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_converter_matches_eager(name: str) -> None:
     fn, inputs, aten_ops = CASES[name]

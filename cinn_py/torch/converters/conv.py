@@ -1,4 +1,7 @@
-"""Convolution and pooling, forward and backward (NetBuilder conv2d, conv2d_grad_*, pool2d, pool2d_grad)."""
+"""Convolution and pooling, forward and backward (NetBuilder conv2d, conv2d_grad_*, pool2d, pool2d_grad).
+
+A 1-d convolution is the 2-d one over a plane of height 1 (the input [N, C, L] as [N, C, 1, L],
+the weight [O, I, K] as [O, I, 1, K], unit stride/padding/dilation along the new axis)."""
 
 from __future__ import annotations
 
@@ -30,24 +33,48 @@ def _static_plane(node: Any) -> tuple[int, int] | None:
     return shape[2], shape[3]
 
 
+def _static_line(node: Any) -> bool:
+    """A 3-d NCL FX node with a static length (a 1-d convolution's input)."""
+    shape = getattr(node, "meta", {}).get("val", None)
+    return shape is not None and shape.dim() == 3 and isinstance(shape.shape[2], int)
+
+
 def _conv_reason(x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any, transposed: bool,
                  output_padding: Any, groups: int) -> str | None:
     if transposed or any(output_padding):
         return "transposed convolution"
-    if _static_plane(x) is None or len(w.meta["val"].shape) != 4:
-        return "convolution other than 2-d with static spatial dims"
+    rank = len(w.meta["val"].shape)
+    if not ((rank == 4 and _static_plane(x) is not None) or (rank == 3 and _static_line(x))):
+        return "convolution other than 1-d or 2-d with static spatial dims"
     return None
 
 
-def _conv_args(stride: Any, padding: Any, dilation: Any, groups: int) -> dict[str, Any]:
+def _conv_args(stride: Any, padding: Any, dilation: Any, groups: int, line: bool = False) -> dict[str, Any]:
+    """conv2d's attributes; `line`: a 1-d convolution's, as a plane of height 1."""
+    if line:
+        return {"strides": [1, *_one(stride)], "paddings": [0, *_one(padding)],
+                "dilations": [1, *_one(dilation)], "groups": groups}
     return {"strides": _two(stride), "paddings": _two(padding), "dilations": _two(dilation), "groups": groups}
+
+
+def _one(values: Any) -> list[int]:
+    return [values] if isinstance(values, int) else list(values)[:1]
+
+
+def _as_plane(e: Emitter, v: Variable) -> Variable:
+    """[A, B, L] as [A, B, 1, L]."""
+    return e.to_shape(v, [v.shape[0], v.shape[1], 1, v.shape[2]])
 
 
 @converts("aten.convolution.default", check=_conv_reason)
 def _convolution(e: Emitter, x: Variable, w: Variable, bias: Variable | None, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Value:
-    y = e.nb.conv2d(x, w, **_conv_args(stride, padding, dilation, groups))
-    return y if bias is None else e.nb.add(y, e.nb.broadcast_to(bias, list(y.shape), [1]))
+    line = x.ndim == 3
+    if line:
+        x, w = _as_plane(e, x), _as_plane(e, w)
+    y = e.nb.conv2d(x, w, **_conv_args(stride, padding, dilation, groups, line))
+    y = y if bias is None else e.nb.add(y, e.nb.broadcast_to(bias, list(y.shape), [1]))
+    return e.to_shape(y) if line else y
 
 
 def _conv_backward_reason(g: Any, x: Any, w: Any, bias_sizes: Any, stride: Any, padding: Any, dilation: Any,
@@ -61,10 +88,17 @@ def _convolution_backward(e: Emitter, g: Variable, x: Variable, w: Variable, bia
                           mask: Sequence[bool]) -> Value:
     """(dx, dw, dbias) as the conv2d rule computes them (conv2d_grad_data / _filter), the bias's
     the cotangent summed over batch and plane; None where `mask` asks for none."""
-    nb, args = e.nb, _conv_args(stride, padding, dilation, groups)
+    line = x.ndim == 3
+    nb, args = e.nb, _conv_args(stride, padding, dilation, groups, line)
+    x_shape, w_shape = list(x.shape), list(w.shape)
+    if line:
+        g, x, w = _as_plane(e, g), _as_plane(e, x), _as_plane(e, w)
     dx = nb.conv2d_grad_data(g, w, [int(x.shape[2]), int(x.shape[3])], **args) if mask[0] else None
     dw = nb.conv2d_grad_filter(x, g, [int(w.shape[2]), int(w.shape[3])], **args) if mask[1] else None
     db = nb.reduce_sum(g, [0, 2, 3]) if mask[2] and bias_sizes else None
+    if line:
+        dx = None if dx is None else e.to_shape(dx, x_shape)
+        dw = None if dw is None else e.to_shape(dw, w_shape)
     return dx, dw, db
 
 
@@ -76,8 +110,7 @@ def _pool_reason(x: Any, kernel: Any, stride: Any, padding: Any, ceil_mode: bool
     plane = _static_plane(x)
     if plane is None:
         return "pooling other than 2-d with static spatial dims"
-    if divisor is not None:
-        return "avg_pool2d with divisor_override"
+    inclusive = inclusive or divisor is not None  # the window sum, divided by the override
     for size, k, s, p in zip(plane, _two(kernel), _two(stride, kernel), _two(padding)):
         out = -(-(size + 2 * p - k) // s) + 1 if ceil_mode else (size + 2 * p - k) // s + 1
         if ceil_mode and (out - 1) * s >= size + p:
@@ -127,11 +160,22 @@ def _avg_pool_reason(x: Any, kernel: Any, stride: Any = (), padding: Any = 0, ce
     return _pool_reason(x, kernel, stride, padding, ceil_mode, divisor_override, count_include_pad)
 
 
+def _override(e: Emitter, v: Variable, kernel: Any, divisor: Any) -> Variable:
+    """An inclusive average (window sum / KH KW) as the window sum / `divisor` (divisor_override)."""
+    if divisor is None:
+        return v
+    kh, kw = _two(kernel)
+    return e.nb.scale(v, kh * kw / float(divisor))
+
+
 @converts("aten.avg_pool2d.default", check=_avg_pool_reason)
 def _avg_pool(e: Emitter, x: Variable, kernel: Any, stride: Any = (), padding: Any = 0,
               ceil_mode: bool = False,
               count_include_pad: bool = True, divisor_override: Any = None) -> Value:
-    return e.nb.pool2d(x, **_pool_args("avg", kernel, stride, padding, ceil_mode, not count_include_pad))
+    """divisor_override: the inclusive average rescaled (the window sum over the override)."""
+    exclusive = not count_include_pad and divisor_override is None
+    y = e.nb.pool2d(x, **_pool_args("avg", kernel, stride, padding, ceil_mode, exclusive))
+    return _override(e, y, kernel, divisor_override)
 
 
 def _avg_pool_backward_reason(g: Any, x: Any, kernel: Any, stride: Any, padding: Any, ceil_mode: bool,
@@ -142,7 +186,8 @@ def _avg_pool_backward_reason(g: Any, x: Any, kernel: Any, stride: Any, padding:
 @converts("aten.avg_pool2d_backward.default", check=_avg_pool_backward_reason)
 def _avg_pool_backward(e: Emitter, g: Variable, x: Variable, kernel: Any, stride: Any, padding: Any,
                        ceil_mode: bool, count_include_pad: bool, divisor_override: Any) -> Value:
-    return e.nb.pool2d_grad(x, g,
-                            **_pool_args("avg", kernel, stride, padding, ceil_mode, not count_include_pad))
+    exclusive = not count_include_pad and divisor_override is None
+    dx = e.nb.pool2d_grad(x, g, **_pool_args("avg", kernel, stride, padding, ceil_mode, exclusive))
+    return _override(e, dx, kernel, divisor_override)
 
 

@@ -1,4 +1,5 @@
-"""Regression losses (nll_loss: `losses`) and their backward ops: mse, huber, smooth_l1, soft_margin (torch's
+"""Regression losses (nll_loss: `losses`) and their backward ops: mse, huber, smooth_l1, soft_margin,
+binary cross entropy (on probabilities, and on logits: its backward is traced to ATen ops) (torch's
 `reduction`: 0 none, 1 mean, 2 sum)."""
 
 from __future__ import annotations
@@ -153,3 +154,21 @@ def _binary_cross_entropy_backward(e: Emitter, g: Variable, x: Variable, y: Vari
     denom = nb.maximum(nb.multiply(x, nb.subtract(full(e, 1.0), x)), full(e, 1e-12))
     slope = _bce_weight(e, nb.divide(nb.subtract(x, y), denom), weight)
     return nb.multiply(_grad_scale(e, g, x, reduction), slope)
+
+
+@converts("aten.binary_cross_entropy_with_logits.default", check=_static_mean)
+def _bce_with_logits(e: Emitter, x: Variable, y: Variable, weight: Variable | None = None,
+                     pos_weight: Variable | None = None, reduction: int = MEAN) -> Value:
+    """(1 - y) x + lw log(1 + exp(-x)), lw = 1 + (pos_weight - 1) y, the log-sum-exp taken stably
+    as torch: m + log(exp(-m) + exp(-x - m)), m = max(-x, 0); times `weight`."""
+    nb = e.nb
+    inner = Emitter(nb, tuple(x.shape), e.dtype)  # (torch requires the target's size to be the input's)
+    x, y = full(inner, x), full(inner, y)
+    m = nb.maximum(nb.negative(x), full(inner, 0.0))
+    softplus = nb.add(m, nb.log(nb.add(nb.exp(nb.negative(m)), nb.exp(nb.subtract(nb.negative(x), m)))))
+    if pos_weight is not None:
+        scaled_y = nb.multiply(nb.subtract(full(inner, pos_weight), full(inner, 1.0)), y)
+        log_weight = nb.add(scaled_y, full(inner, 1.0))
+        softplus = nb.multiply(log_weight, softplus)
+    loss = nb.add(nb.multiply(nb.subtract(full(inner, 1.0), y), x), softplus)
+    return _reduced(e, _bce_weight(inner, loss, weight), reduction)

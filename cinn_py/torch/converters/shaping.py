@@ -1,5 +1,6 @@
 """Tensor shaping beyond views: the `*_copy` variants of the views (functionalised graphs call
-them), stack, unbind, roll, repeat, tril/triu and arange."""
+them), narrow_copy, stack, unbind, roll, repeat, tril/triu, arange, linspace/logspace (with number
+or 0-d tensor ends) and autograd's zero tensors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from cinn_py.frontend.ops.shapes import numel
 from cinn_py.frontend.program import Variable
 from cinn_py.torch.converters.base import (CONVERTERS, Emitter, Value, axis_of, converts, is_strided_layout,
-                                           static_dim)
+                                           static_axis, static_dim)
 
 # A `*_copy` op computes what its view computes, as a new tensor: the same converter and check.
 for _copy, _view in (("transpose_copy.int", "transpose.int"), ("permute_copy.default", "permute.default"),
@@ -226,6 +227,72 @@ def _linspace(e: Emitter, start: float, end: float, steps: int, **_: Any) -> Val
     if e.dtype.startswith(("int", "uint")):
         values = nb.trunc(values)
     return nb.cast(values, e.dtype)
+
+
+def _tensor_ends(start: Any, end: Any, steps: int, *rest: Any, **kwargs: Any) -> str | None:
+    """linspace/logspace with 0-d tensor ends (torch reads their values): the steps and options
+    must be constants."""
+    return _plain_factory(steps, *[r for r in rest if not hasattr(r, "meta")], **kwargs)
+
+
+def _as_wide(e: Emitter, v: Any) -> Variable:
+    """A 0-d tensor end (or a number) as a float64 [1]."""
+    if not isinstance(v, Variable):
+        return e.nb.fill_constant([1], float(v), dtype="float64")
+    v = v if str(v.dtype) == "float64" else e.nb.cast(v, "float64")
+    return e.to_shape(v, [1])
+
+
+@converts("aten.linspace.Tensor_Tensor", "aten.linspace.Tensor_Scalar", "aten.linspace.Scalar_Tensor",
+          check=_tensor_ends)
+def _linspace_tensors(e: Emitter, start: Any, end: Any, steps: int, **_: Any) -> Value:
+    """linspace with tensor ends: `_linspace`'s two halves with the step computed in the graph."""
+    nb = e.nb
+    lo, hi = _as_wide(e, start), _as_wide(e, end)
+    if steps <= 1:
+        return nb.cast(e.to_shape(lo, list(e.shape)), e.dtype) if steps == 1 else \
+            nb.fill_constant(list(e.shape), 0, dtype=e.dtype)
+    wide = [steps]
+    step = nb.scale(nb.subtract(hi, lo), 1.0 / (steps - 1))
+    k = nb.cast(nb.arange(0, steps, 1, "int64"), "float64")
+    spread = [nb.broadcast_to(v, wide, [0]) for v in (lo, hi, step)]
+    low = nb.add(spread[0], nb.multiply(k, spread[2]))
+    high = nb.subtract(spread[1], nb.multiply(nb.scale(k, -1.0, float(steps - 1)), spread[2]))
+    half = nb.less_than(k, nb.fill_constant(wide, float(steps // 2), dtype="float64"))
+    values = nb.select(half, low, high)
+    if e.dtype.startswith(("int", "uint")):
+        values = nb.trunc(values)
+    return nb.cast(values, e.dtype)
+
+
+@converts("aten.logspace.Tensor_Tensor", "aten.logspace.Tensor_Scalar", "aten.logspace.Scalar_Tensor",
+          check=_tensor_ends)
+def _logspace_tensors(e: Emitter, start: Any, end: Any, steps: int, base: float = 10.0, **_: Any) -> Value:
+    nb = e.nb
+    exponents = _linspace_tensors(Emitter(nb, e.shape, "float64"), start, end, steps)
+    values = nb.pow(nb.fill_constant([steps], float(base), dtype="float64"), exponents)
+    if e.dtype.startswith(("int", "uint")):
+        values = nb.trunc(values)
+    return nb.cast(values, e.dtype)
+
+
+@converts("aten.narrow_copy.default", check=lambda x, dim, start, length: static_axis(x, dim, "narrow_copy"))
+def _narrow_copy(e: Emitter, x: Variable, dim: int, start: int, length: int) -> Value:
+    axis = axis_of(dim, x.ndim)
+    begin = start % static_dim(x.shape[axis]) if start < 0 else start
+    if length == 0:
+        return nb_empty(e)
+    return e.nb.slice(x, [axis], [begin], [begin + length])
+
+
+def nb_empty(e: Emitter) -> Variable:
+    return e.nb.fill_constant(list(e.shape), 0, dtype=e.dtype)
+
+
+@converts("aten._efficientzerotensor.default", check=lambda size, **kw: _plain_factory(**kw))
+def _zero_tensor(e: Emitter, size: Any, **_: Any) -> Value:
+    """The zeros autograd passes for a gradient it knows is zero (`sgn`'s)."""
+    return nb_empty(e)
 
 
 @converts("aten.logspace.default", check=_plain_factory)
