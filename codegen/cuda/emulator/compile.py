@@ -48,6 +48,7 @@ RACE_FLAGS = ("-O1", "-g", "-fsanitize=thread")
 DISK_CACHE = CompileCache("cuda_emu")
 _MEMORY: dict[str, object] = {}
 _LOCK = threading.Lock()
+_PCH_LOCK = threading.Lock()
 
 # NVRTC's int64_t/uint64_t (typedefs in cinn_cuda_runtime.cuh) are `long long`; the host's are
 # `long` on LP64. The kernel and the runtime header see NVRTC's types, so a `long long*` helper
@@ -163,14 +164,41 @@ def _build(source: str, kernel_name: str, flags: tuple[str, ...], race_main: boo
         else:
             driver = source
         (folder / "driver.cpp").write_text(driver, encoding="utf-8")
+        header = _precompiled_header() if flags == LIBRARY_FLAGS else None
         cmd = [compiler(), *BASE_FLAGS, *flags, f"-I{_include_dir()}", f"-I{_runtime_dir()}",
-               "-include", EMU_HEADER, "driver.cpp", "-o", out_name]
+               "-include", str(header) if header else EMU_HEADER, "driver.cpp", "-o", out_name]
         done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise CompileError(f"CUDA emulator: g++ rejected kernel '{kernel_name}' (the generated CUDA C, "
                                f"unchanged, against {EMU_HEADER} and {RUNTIME_HEADER_NAME})",
                                _excerpt(done.stderr))
         return (folder / out_name).read_bytes()
+
+
+def _precompiled_header() -> Path | None:
+    with _PCH_LOCK:  # one build per process, finished before any kernel build reads it
+        return _build_precompiled_header()
+
+
+@functools.lru_cache(maxsize=1)
+def _build_precompiled_header() -> Path | None:
+    """A copy of the emulation header next to its GCC precompiled form (`cuda_emu.h.gch`, built
+    once per process with the kernel library flags): parsing the header and the C++ headers it
+    includes was two thirds of a kernel build (0.42 -> 0.14 s of CPU per kernel). GCC uses the
+    `.gch` beside an `-include`d header when it was built with the same options, else reads the
+    header. None (include the header itself) for a compiler that is not GCC or a failed build."""
+    cxx = compiler()
+    if "clang" in compiler_version(cxx).lower():
+        return None
+    folder = _process_folder() / "pch"
+    folder.mkdir(exist_ok=True)
+    header = folder / EMU_HEADER
+    shutil.copyfile(_include_dir() / EMU_HEADER, header)
+    flags = [flag for flag in LIBRARY_FLAGS if flag != "-shared"]
+    cmd = [cxx, *BASE_FLAGS, *flags, f"-I{_include_dir()}", f"-I{_runtime_dir()}", "-x", "c++-header",
+           str(header), "-o", f"{header}.gch"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return header if done.returncode == 0 else None
 
 
 def _excerpt(log: str, limit: int = 40) -> str:
