@@ -31,7 +31,7 @@ the CUDA codegen + NVRTC compile of every group.
 
 `--torch-strides` fuzzes the torch backend instead (`cinn_py.tools.fuzzing.torchgen`): random
 functions of strided tensors chaining views (permute, transpose, expand, slices, select, unsqueeze,
-reshape, view) with converted ops and eager ones (`erfinv`, graph breaks), compiled with
+reshape, view) with converted ops and eager ones (`special.erfcx`, graph breaks), compiled with
 `torch.compile(backend="cinn_py", options={"strict": True})` and compared with eager: values,
 `.stride()` of every output (its dims longer than 1), and a `view` of each output attempted exactly
 where eager's works.

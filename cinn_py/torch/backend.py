@@ -61,8 +61,10 @@ import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.converters.random import SEED_MARK, seed_dropout
-from cinn_py.torch.graph import (VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda,
-                                 unsupported_reason)
+from cinn_py.torch.graph import (
+    REPLAYED_VIEWS, VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda,
+    unsupported_reason,
+)
 from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 
 log = logging.getLogger("cinn_py.torch")
@@ -207,6 +209,13 @@ def _is_compute(node: Any) -> bool:
     return not is_size_value(node.meta.get("val"))
 
 
+def _needs_kernel(node: Any) -> bool:
+    """A node that makes a partition worth compiling: a computation other than a slice or select,
+    which eager returns as views. A partition of views alone stays eager: with symbolic strides
+    (`[s0, 1, 1]` of stride `(s1, 1, 1)`) its kernels would return row-major copies."""
+    return _is_compute(node) and op_name(node) not in REPLAYED_VIEWS
+
+
 def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Options) -> Any:
     """One AOT graph: supported partitions compiled by cinn-py, the rest left to eager PyTorch."""
     from functorch.compile import make_boxed_func  # noqa: PLC0415
@@ -224,7 +233,7 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
             fallback[op_name(node)] += 1
             reasons.setdefault(op_name(node), reason)
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
-    partitions = [p for p in partitioner.propose_partitions() if any(_is_compute(n) for n in p.nodes)]
+    partitions = [p for p in partitioner.propose_partitions() if any(_needs_kernel(n) for n in p.nodes)]
     fused = partitioner.fuse_partitions(partitions, prefix="cinn_")
     compiled: Counter[str] = Counter()
     kernels, errors = 0, []

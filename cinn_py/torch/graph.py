@@ -25,7 +25,7 @@ import torch  # pyright: ignore[reportMissingImports]
 from cinn_py.diagnostics import CinnError
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
-from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
+from cinn_py.frontend.ops.shapes import assumed_dims, fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable, bind_inputs
 from cinn_py.pipeline import compile_program
 from cinn_py.runtime.threadpool import num_threads_override
@@ -293,13 +293,21 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
     each Program output (`OutputLayout`: the Program computes it in eager's memory order)."""
     nb = NetBuilder(name)
     table = SymbolTable()
-    env: dict[Any, Any] = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs):
         raise ConversionError(f"{name}: {len(placeholders)} placeholders, {len(inputs)} input types")
     table.plan_divisions(_sizes_of(inputs, gm))
     table.plan_atoms([d for spec in inputs if isinstance(spec, TensorSpec) for d in spec.shape],
                      [spec.value for spec in inputs if isinstance(spec, SymIntSpec)])
+    facts = table.facts()
+    with assumed_dims(facts):  # torch's guards pin products of symbols (`s0*s1 == 20`)
+        return _convert(gm, nb, table, placeholders, inputs, name, facts)
+
+
+def _convert(gm: Any, nb: NetBuilder, table: SymbolTable, placeholders: list[Any],
+             inputs: Sequence[InputSpec], name: str, facts: Sequence[tuple[Any, int]]
+             ) -> tuple[Program, InputPlan, tuple[OutputView, ...], tuple[OutputLayout | None, ...]]:
+    env: dict[Any, Any] = {}
     entries: list[TensorInput | SymIntInput] = []
     for node, spec in zip(placeholders, inputs):
         env[node], entry = _placeholder(nb, table, node, spec, name)
@@ -314,7 +322,7 @@ def to_program(gm: Any, inputs: Sequence[InputSpec], name: str
             env[node] = _converted(nb, table, env, node, name)
         elif node.op != "placeholder":
             raise ConversionError(f"{name}: {node.op} node {node.format_node()} cannot be converted")
-    plan = InputPlan.make(name, entries, list(table.symbols.values()), table.definitions())
+    plan = InputPlan.make(name, entries, list(table.symbols.values()), table.definitions(), facts)
     for s in plan.carriers:  # after the tensors, as InputPlan.bind passes them
         nb.create_input(CARRIER_DTYPE, [s], f"carrier_{s.name}")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
@@ -398,8 +406,9 @@ class CompiledGraph:
         if device == "cuda":
             require_cuda(name)
         program, plan, views, layouts = to_program(gm, inputs, name)
-        compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
-                                   fast_math=fast_math)
+        with assumed_dims(plan.facts):
+            compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
+                                       fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
         return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)),
                              plan, views,

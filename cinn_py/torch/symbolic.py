@@ -37,6 +37,7 @@ from typing import Any
 
 import sympy
 import torch  # pyright: ignore[reportMissingImports]
+from torch.fx.experimental.symbolic_shapes import statically_known_true  # pyright: ignore[reportMissingImports]
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.frontend.compute import sym
@@ -65,10 +66,31 @@ def _is_number(expr: Any) -> bool:
 
 
 def _expr_of(value: Any) -> Any:
-    """The simplified sympy expression of a SymInt (the ShapeEnv's replacements applied)."""
+    """The simplified sympy expression of a SymInt (the ShapeEnv's replacements applied), or the
+    integer torch's guards pin it to (`_pinned_value`)."""
     node = value.node
     env = getattr(node, "shape_env", None)
-    return env.simplify(node.expr) if env is not None else node.expr
+    if env is None:
+        return node.expr
+    expr = env.simplify(node.expr)
+    if _is_number(expr) or isinstance(expr, sympy.Symbol):
+        return expr
+    pinned = _pinned_value(value)
+    return expr if pinned is None else sympy.Integer(pinned)
+
+
+def _pinned_value(value: Any) -> int | None:
+    """The value of a compound size (`s0*s1`, `s0**2`) that torch's guards fix, or None.
+
+    A traced op can pin a product without pinning its factors: `flat.expand(20)` of a `[s0*s1]`
+    tensor guards `Eq(s0*s1, 20)`, `view(16, 3)` of `[s0, s0, 3]` guards `Eq(s0**2, 16)`. Torch
+    cannot express that as a replacement of one symbol, so the graph keeps `[s0*s1]` next to `[20]`
+    and cinn-py could not prove the two equal. The guards hold on every call torch lets reach the
+    graph, so where they imply the expression equals its traced value, the value is the dim."""
+    hint = getattr(value.node, "hint", None)
+    if hint is None:  # an unbacked size (data-dependent): no traced value to compare with
+        return None
+    return int(hint) if statically_known_true(value == int(hint)) else None
 
 
 _DIVISIONS = frozenset({"FloorDiv", "CleanDiv", "Mod", "PythonMod"})
@@ -201,6 +223,21 @@ class SymbolTable:
                     out.append((self.symbols[str(atom)], definition))
         return out
 
+    def facts(self) -> list[tuple[Expr, int]]:
+        """The equalities torch's guards hold between a product (or power) of symbols and an int
+        (`Eq(s0*s1, 20)`: `flat.expand(20)` of a `[s0*s1]` tensor), in cinn-py's form. Torch
+        checks them before every call but cannot replace one symbol by them, so the graph keeps
+        `[s0, s1]` inputs next to `[20]` sizes; the frontend needs them to see the two agree."""
+        found = []
+        for guard in getattr(self._shape_env, "guards", ()):
+            pinned = _pinned_fact(self._shape_env, getattr(guard, "expr", guard))
+            if pinned is None:
+                continue
+            expr = self.substituted(pinned[0])
+            if not _is_number(expr) and _unsupported(expr) is None:
+                found.append((self._translate(expr, lambda v: sym(str(v))), pinned[1]))
+        return found
+
     def substituted(self, expr: Any) -> Any:
         exact = expr.xreplace(self.substitutions) if self.substitutions else expr
         return exact.subs(self.atoms) if self.atoms else exact
@@ -243,6 +280,18 @@ class SymbolTable:
                             else _torch_range(symbol, self._shape_env))
             self.symbols[name] = sym(name, lower=lower, upper=upper)
         return self.symbols[name]
+
+
+def _pinned_fact(shape_env: Any, guard: Any) -> tuple[Any, int] | None:
+    """(expression, int) of a guard `Eq(expression, int)` whose expression is not one symbol
+    (torch turns those into replacements), else None."""
+    if not isinstance(guard, sympy.Eq):
+        return None
+    a, b = (shape_env.simplify(x) for x in guard.args)
+    expr, value = (a, b) if isinstance(b, sympy.Integer) else (b, a)
+    if not isinstance(value, sympy.Integer) or _is_number(expr) or isinstance(expr, sympy.Symbol):
+        return None
+    return expr, int(value)
 
 
 def _atom_name(expr: Any) -> str:
@@ -311,7 +360,8 @@ def read_sizes_from_inputs(graph: Any) -> int:
     """Rewrite `sym_size(t, d)` of a tensor the graph computes into Python arithmetic on the
     graph's input sizes (SymInt placeholders, dims of input tensors), where those give its
     symbols: a compiled partition computing `t` would otherwise output it only for its size
-    (`view(b, -1, 2)`'s `s1//2`). Returns the number of rewritten reads."""
+    (`view(b, -1, 2)`'s `s1//2`); a size torch's guards pin (`_pinned_value`) becomes its
+    constant. Returns the number of rewritten reads."""
     symbols: dict[Any, tuple[Any, int | None]] = {}
     for p in (n for n in graph.nodes if n.op == "placeholder"):
         value = p.meta.get("val")
@@ -327,14 +377,14 @@ def read_sizes_from_inputs(graph: Any) -> int:
             or first is None):
             continue
         value = node.meta.get("val")
-        expr = _expr_of(value) if is_symbolic(value) else None
+        expr = _expr_of(value) if isinstance(value, torch.SymInt) else None  # (a pinned size: an Integer)
         names = sorted(expr.free_symbols, key=str) if expr is not None else []
         if expr is None or not all(s in symbols for s in names) or _size_evaluator(expr, names) is None:
             continue
         with graph.inserting_before(first):
             reads = [_read(graph, *symbols[s]) for s in names]
-            size = (reads[0] if expr == names[0]
-                    else graph.call_function(_size_function(expr, names), tuple(reads)))
+            bare = bool(names) and expr == names[0]
+            size = reads[0] if bare else graph.call_function(_size_function(expr, names), tuple(reads))
         size.meta["val"] = value
         node.replace_all_uses_with(size)
         graph.erase_node(node)
@@ -448,12 +498,15 @@ class InputPlan:
     symbols: tuple[Var, ...]
     definitions: tuple[tuple[Var, Expr], ...] = ()
     """(atom, the expression of other symbols it stands for), checked where those are bound."""
+    facts: tuple[tuple[Expr, int], ...] = ()
+    """(product of symbols, the int torch's guards pin it to): the Program relies on them."""
     _passed: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict, compare=False, repr=False)
     """Size signature of a call that passed the checks -> its symbol values."""
 
     @staticmethod
     def make(graph: str, inputs: Sequence[TensorInput | SymIntInput], needed: Sequence[Var],
-             definitions: Sequence[tuple[Var, Expr]] = ()) -> InputPlan:
+             definitions: Sequence[tuple[Var, Expr]] = (),
+             facts: Sequence[tuple[Expr, int]] = ()) -> InputPlan:
         """The plan for `inputs` (checked with `check_bindable`) and the symbols the Program uses."""
         tensors = [i for i in inputs if isinstance(i, TensorInput)]
         bound = {d.name for t in tensors for d in t.entered if isinstance(d, Var)}
@@ -463,7 +516,9 @@ class InputPlan:
         if unbound:
             raise SymbolicShapeError(f"{graph}: symbolic dim(s) {unbound} occur only inside larger dim "
                                      "expressions: no input tensor dim or SymInt argument gives their value")
-        return InputPlan(graph, tuple(inputs), carriers, tuple(needed), tuple(definitions))
+        names = {s.name for s in needed}
+        used = tuple(f for f in facts if all(v.name in names for v in walk(f[0]) if isinstance(v, Var)))
+        return InputPlan(graph, tuple(inputs), carriers, tuple(needed), tuple(definitions), used)
 
     @property
     def is_static(self) -> bool:
@@ -504,7 +559,18 @@ class InputPlan:
             if atom.name in env and all(v.name in env for v in walk(definition) if isinstance(v, Var)):
                 self._check(env, where, definition, env[atom.name],
                             f"symbolic dim '{atom.name}' (from {where[atom.name]})")
+        for expr, value in self.facts:  # torch's guards check them too; a direct call has none
+            self._check_fact(env, where, expr, value)
         return env
+
+    def _check_fact(self, env: dict[str, int], where: dict[str, str], expr: Expr, value: int) -> None:
+        actual = eval_int(expr, env)
+        if actual == value:
+            return
+        names = sorted({n.name for n in walk(expr) if isinstance(n, Var)})
+        detail = ", ".join(f"{n}={env[n]} (from {where[n]})" for n in names)
+        raise SymbolicShapeError(f"{self.graph}: {fmt_dim(expr)} is {actual} with {detail}, but the graph "
+                                 f"was traced with it equal to {value} (torch's guards pinned it)")
 
     def _bind(self, env: dict[str, int], where: dict[str, str], s: Var, actual: int, label: str) -> None:
         if s.name in env and env[s.name] != actual:

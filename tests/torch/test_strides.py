@@ -21,8 +21,16 @@ A = torch.ops.aten
 
 def _issue_repro(x: Any) -> Any:
     y = x.transpose(1, 2) * 2              # eager keeps x's memory order: y.transpose(1, 2) is contiguous
-    z = torch.erfinv(torch.tanh(y) * 0.5)  # no converter: runs eagerly and keeps its input's strides
+    z = torch.erfinv(torch.tanh(y) * 0.5)  # the issue's op (converted since 17d5df2)
     return z.transpose(1, 2).view(2, -1)   # valid only with eager's strides
+
+
+def _issue_repro_eager_op(x: Any) -> Any:
+    """The issue's repro with an op that has no converter: it runs eagerly between two partitions
+    and keeps its input's strides, as erfinv did when the issue was filed."""
+    y = x.transpose(1, 2) * 2
+    z = torch.special.erfcx(torch.tanh(y) * 0.5)
+    return z.transpose(1, 2).view(2, -1)
 
 
 def _same(got: Any, want: Any) -> None:
@@ -30,13 +38,14 @@ def _same(got: Any, want: Any) -> None:
     assert got.stride() == want.stride(), f"strides {got.stride()}, eager {want.stride()}"
 
 
+@pytest.mark.parametrize("repro", [_issue_repro, _issue_repro_eager_op])
 @pytest.mark.parametrize("dynamic", [False, True])
-def test_issue_repro_gets_eager_strides(dynamic: bool) -> None:
+def test_issue_repro_gets_eager_strides(dynamic: bool, repro: Any) -> None:
     torch._dynamo.reset()
-    fn = torch.compile(_issue_repro, backend="cinn_py", dynamic=dynamic, options=STRICT)
+    fn = torch.compile(repro, backend="cinn_py", dynamic=dynamic, options=STRICT)
     for shape in ((2, 8, 4), (2, 6, 5)) if dynamic else ((2, 8, 4),):
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
-        _same(fn(x), _issue_repro(x))
+        _same(fn(x), repro(x))
 
 
 def _graph(fn: Any, args: list[Any]) -> CompiledGraph:
@@ -156,3 +165,36 @@ def test_stride_fuzz_catches_row_major_outputs(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(graph, "output_layout", lambda fake: None)
     detail = torchgen.check(torchgen.generate(1, 6))
     assert detail is not None and "strides (5, 1), eager (1, 5)" in detail
+
+
+def test_stride_fuzz_allows_eagers_own_rounding_not_more() -> None:
+    """`exp` near 27 turns a 1-ulp difference of its input (another valid summation order of the
+    matmul before it) into a 2e-6 relative difference, over `assert_close`'s float32 rtol: the
+    fuzzer then compares both with a float64 reference and allows twice eager's own error. A
+    wrong element, or a finite value where eager overflowed, still fails."""
+    from cinn_py.tools.fuzzing.torchgen import as_accurate_as_eager  # noqa: PLC0415
+
+    exact = torch.linspace(20.0, 27.0, 45, dtype=torch.float64)
+    rounded = exact.float()
+    other_order = torch.nextafter(rounded, torch.full_like(rounded, float("inf")))
+    eager, got, reference = torch.exp(rounded), torch.exp(other_order), torch.exp(exact)
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(got, eager)
+    assert as_accurate_as_eager(got, eager, reference) is None
+    wrong = got.clone()
+    wrong[3] *= 1 + 1e-4
+    assert "1 element(s) beyond" in str(as_accurate_as_eager(wrong, eager, reference))
+    huge = torch.tensor([100.0], dtype=torch.float64)
+    assert as_accurate_as_eager(torch.tensor([3e38]), torch.exp(huge.float()), torch.exp(huge)) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", [178, 635, 686, 773, 826])
+def test_stride_fuzz_seed_2026_failures(index: int) -> None:
+    """The cases of the first 1,000-case campaign (seed 2026) that failed: products of symbols
+    torch's guards pinned (178, 635, 686), views of a symbolically strided input (773), eager's
+    own rounding amplified by exp (826)."""
+    from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
+
+    case = torchgen.generate(2026, index)
+    assert torchgen.check(case) is None, case.script()

@@ -5,11 +5,15 @@ kept simplified by `cinn_py.symbolic.simplify`. Equality of symbolic dims is dec
 `cinn_py.symbolic.prove_eq` (rule based, sympy as the fallback), so `S0 * 768` and
 `(S0 * 12) * 64` are the same dim. "Not proven equal" is treated as different: shape inference
 never guesses (CINN's `DimExpr` inference adds a constraint instead; we ask the user to be exact).
+The one exception is a fact the caller vouches for with `assumed_dims` (the torch backend passes
+the equalities torch's guards check before every call, `s0*s1 == 20`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from cinn_py.frontend.ops.base import Dim, FrontendError, Shape, SymbolEnv
@@ -80,12 +84,51 @@ def fmt_shape(shape: Sequence[Dim]) -> str:
     return "[" + ", ".join(fmt_dim(d) for d in shape) + "]"
 
 
+DimFact = tuple[Expr, int]
+"""An expression of symbolic dims and the int it equals on every run (`s0*s1`, 20)."""
+
+_ASSUMED: ContextVar[tuple[DimFact, ...]] = ContextVar("cinn_py_assumed_dims", default=())
+
+
+@contextmanager
+def assumed_dims(facts: Sequence[DimFact]) -> Iterator[None]:
+    """Within the block, `dims_equal` also uses `facts`: equalities that no range of the symbols
+    implies but that the caller guarantees for every run of the Program being built. Torch pins a
+    product without pinning its factors (`flat.expand(20)` of a `[s0*s1]` tensor guards
+    `s0*s1 == 20`); a reshape of `[s0, s1]` to `[20]` is then valid, and provable only so."""
+    token = _ASSUMED.set(tuple(facts))
+    try:
+        yield
+    finally:
+        _ASSUMED.reset(token)
+
+
 def dims_equal(a: Dim, b: Dim) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
     from cinn_py.symbolic import prove_eq  # noqa: PLC0415
 
-    return prove_eq(as_expr(a), as_expr(b))
+    if prove_eq(as_expr(a), as_expr(b)):
+        return True
+    facts = _ASSUMED.get()
+    return bool(facts) and _equal_given(a, b, facts)
+
+
+def _equal_given(a: Dim, b: Dim, facts: Sequence[DimFact]) -> bool:
+    """Whether `a - b` becomes 0 once each fact's expression is replaced by its value (sympy
+    replaces products inside products: `3*s0*s1` -> 60 given `s0*s1 == 20`)."""
+    import sympy  # noqa: PLC0415 - slow to import, needed only with facts
+
+    from cinn_py.symbolic import to_sympy  # noqa: PLC0415
+
+    diff = sympy.expand(to_sympy(as_expr(a)) - to_sympy(as_expr(b)))
+    for _ in range(len(facts)):  # a fact may apply only after another one did
+        before = diff
+        for expr, value in facts:
+            diff = sympy.expand(diff.subs(to_sympy(expr), value))
+        if diff == 0 or diff == before:
+            break
+    return diff == 0
 
 
 def shapes_equal(a: Sequence[Dim], b: Sequence[Dim]) -> bool:
