@@ -112,3 +112,18 @@ def test_converter_matches_eager(name: str) -> None:
     compiled = sum((r.compiled for r in ct.reports()), Counter())
     missing = {aten_ops} if isinstance(aten_ops, str) else set(aten_ops)
     assert not missing - set(compiled), compiled
+
+
+def test_nanmedian_skips_nans_and_keeps_torch_indices() -> None:
+    """The lower median of the non-NaN values, its index the first among ties; an all-NaN row
+    gives NaN (its index is any NaN's: torch's is an artifact of its selection algorithm)."""
+    nan = float("nan")
+    x = torch.tensor([[nan, nan, nan, nan], [1.0, nan, 0.0, 3.0], [2.0, 2.0, 1.0, 5.0]])
+
+    def fn(v: Any) -> Any:
+        values, indices = torch.nanmedian(v * 1.0, dim=1)
+        return values, indices[1:], torch.nanmedian(v[1:] * 2.0)
+
+    check_converts(fn, x, grad=False)
+    compiled = sum((r.compiled for r in ct.reports()), Counter())
+    assert {"aten.nanmedian.dim", "aten.nanmedian.default"} <= set(compiled), compiled

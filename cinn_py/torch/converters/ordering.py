@@ -1,5 +1,5 @@
-"""Order statistics: median (lower median; NaN propagates), kthvalue, aminmax, and bucketize /
-searchsorted as counts of comparisons."""
+"""Order statistics: median (lower median; NaN propagates), nanmedian (the lower median of the
+non-NaN values), kthvalue, aminmax, and bucketize / searchsorted as counts of comparisons."""
 
 from __future__ import annotations
 
@@ -34,6 +34,41 @@ def _median(e: Emitter, x: Variable) -> Value:
     n = static_dim(flat.shape[0])
     value, _ = _sorted_pick(e, flat, 0, (n - 1) // 2, nan_wins=True)
     return e.to_shape(value)
+
+
+def _nan_skipping_pick(e: Emitter, x: Variable, axis: int) -> tuple[Variable, Variable]:
+    """The lower median of the non-NaN values along `axis` and its index (kept as a size-1 dim):
+    NaN sorts last, so it is the sorted position (count - 1) // 2 of the count of non-NaN values
+    (an all-NaN row: NaN at the index of some NaN; torch's index there is an artifact of its
+    selection algorithm, 2 of 4 NaNs, 5 of 7)."""
+    nb = e.nb
+    order: Any = nb.argsort(x, axis=axis, is_ascend=True)
+    count = nb.reduce_sum(nb.cast(nb.logical_not(nb.is_nan(x)), "int64"), [axis], keep_dim=True)
+    shape = list(count.shape)
+    below = nb.maximum(nb.subtract(count, nb.fill_constant(shape, 1, dtype="int64")),
+                       nb.fill_constant(shape, 0, dtype="int64"))
+    position = nb.floor_divide(below, nb.fill_constant(shape, 2, dtype="int64"))
+    index = nb.gather(nb.cast(order[0], "int64"), position, axis=axis)
+    return nb.gather(x, index, axis=axis), index
+
+
+@converts("aten.nanmedian.default")
+def _nanmedian(e: Emitter, x: Variable) -> Value:
+    if not str(x.dtype).startswith(("float", "bfloat")):
+        return _median(e, x)
+    flat = e.to_shape(x, [numel(x.shape)]) if x.ndim != 1 else x
+    value, _ = _nan_skipping_pick(e, flat, 0)
+    return e.to_shape(value)
+
+
+@converts("aten.nanmedian.dim", check=lambda x, dim=0, keepdim=False: static_axis(x, dim, "nanmedian"))
+def _nanmedian_dim(e: Emitter, x: Variable, dim: int = 0, keepdim: bool = False) -> Value:
+    if not str(x.dtype).startswith(("float", "bfloat")):
+        return _median_dim(e, x, dim, keepdim)
+    lifted = x if x.ndim else e.to_shape(x, [1])
+    axis = axis_of(dim, lifted.ndim)
+    value, index = _nan_skipping_pick(e, lifted, axis)
+    return _drop(e, value, axis, keepdim, x.ndim), _drop(e, index, axis, keepdim, x.ndim)
 
 
 def _drop(e: Emitter, v: Variable, axis: int, keepdim: bool, ndim: int) -> Variable:
