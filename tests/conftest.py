@@ -69,8 +69,20 @@ def _has_gpu() -> bool:
 _GPU = pytest.StashKey[bool]()
 
 
+LONG_FIRST = ("tests/torch/", "tests/test_pyright.py", "tests/autodiff/test_train_example.py",
+              "tests/reliability/test_fuzz", "tests/tactics/test_tune.py",
+              "tests/autodiff/test_grad_compiled.py", "tests/reliability/test_deep_", "docs/")
+"""Where the long tests (5-60 s each) live: on xdist workers they are handed out first, so that the
+run does not end on one worker finishing a long test while the other waits (collection order put
+tests/torch/ and the docs last)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a GPU, every `cuda` test runs its kernels in the CPU emulator (`cuda_emulated`)."""
+    """Without a GPU, every `cuda` test runs its kernels in the CPU emulator (`cuda_emulated`);
+    on xdist workers the long tests come first (LONG_FIRST; a stable sort, so each file keeps
+    its order)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))
     # get_closest_marker, not `"cuda" in item.keywords`: keywords also hold path segments, so
     # every test under tests/codegen/cuda/ would count as marked.
     cuda_items = [item for item in items if item.get_closest_marker("cuda") is not None]
