@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Union
 
 from cinn_py.backend import DEFAULT_OPTIONS, GeneratedCode, get_backend
@@ -43,7 +40,7 @@ from cinn_py.frontend.fusion import FusionPlan, fuse
 from cinn_py.frontend.graph_passes import DEFAULT_PASSES
 from cinn_py.frontend.program import Program, bind_inputs, frontend_array, pack
 from cinn_py.diagnostics import CompileError
-from cinn_py.ir import LoweredFunc, Module, deep_nesting, nesting_room, print_ir
+from cinn_py.ir import LoweredFunc, Module, deep_nesting, nesting_room
 from cinn_py.lowering.group import lower_group
 from cinn_py.options import BuildOptions
 from cinn_py.passes import run_passes
@@ -52,107 +49,16 @@ from cinn_py.runtime.checked import resolve_checked
 from cinn_py.runtime.graph_plan import plan_graph
 from cinn_py.runtime.native import NativeGraph
 from cinn_py.runtime.program import CompiledProgram
+from cinn_py.steps import (
+    DUMP_ENV, FUNC_STEPS, PIPELINE, PROGRAM_STEPS, STEPS, Step, StepOutput, check_step, dump_dir, dump_path,
+    dumped, step_text, through,
+)
 from cinn_py.target import Target, TargetLike
 
-DUMP_ENV = "CINN_PY_DUMP_IR"
 SCHEDULES = (None, "auto")
 # What the `schedule` step takes: None (as lowered), "auto", or a function that schedules (the CLI's
 # schedule scripts); the public build entry points accept the first two.
 ScheduleLike = Union[str, None, Callable[[LoweredFunc], LoweredFunc]]
-
-
-@dataclass(frozen=True)
-class Step:
-    """One named pipeline step: what it does, for `--help` texts and docs."""
-
-    name: str
-    doc: str
-
-
-PIPELINE: tuple[Step, ...] = (
-    Step("decompose", "composite ops become primitive ops"),
-    Step("optimize", "graph passes: pattern rewrites, constant folding, CSE, DCE"),
-    Step("fuse", "partition the op graph into fused groups"),
-    Step("lower", "each group becomes one ScheduleBlock LoweredFunc"),
-    Step("schedule", "no schedule (as lowered), the automatic group scheduler, or a schedule script"),
-    Step("target_passes", "the target's post-lowering passes (Target.passes)"),
-    Step("codegen", "the backend generates code (Backend.generate)"),
-    Step("load", "the backend loads the code as a callable kernel (Backend.build)"),
-)
-STEPS: tuple[str, ...] = tuple(s.name for s in PIPELINE)
-PROGRAM_STEPS = STEPS[:4]
-FUNC_STEPS = STEPS[4:]
-
-
-@dataclass(frozen=True)
-class StepOutput:
-    """What one step produced for one unit: the program (program steps) or one function."""
-
-    step: str
-    unit: str
-    value: Any
-
-
-def check_step(name: str) -> str:
-    """`name` if it is a step; a ValueError listing the steps otherwise."""
-    if name not in STEPS:
-        raise ValueError(f"unknown pipeline step '{name}'; the steps are: {', '.join(STEPS)}")
-    return name
-
-
-def _through(until: str, step: str) -> bool:
-    """Whether a trace that stops after `until` still runs `step`."""
-    return STEPS.index(step) <= STEPS.index(until)
-
-
-# -- text and dumping ----------------------------------------------------------------------------------
-def step_text(output: StepOutput, decls: bool = False) -> str:
-    """What a step produced, as text: IR through the printer, a program/plan as its listing,
-    generated code as its source (CUDA C) or LLVM IR, a loaded kernel as its repr."""
-    value = output.value
-    if output.step == "load":
-        return repr(value)
-    if isinstance(value, LoweredFunc):
-        return print_ir(value, decls=decls)
-    if isinstance(value, GeneratedCode):
-        return value.text
-    return str(value) if isinstance(value, (Program, FusionPlan)) else repr(value)
-
-
-def dump_dir() -> Path | None:
-    """`$CINN_PY_DUMP_IR` as a directory, or None when the variable is unset or empty.
-
-    Raises:
-        ValueError: the variable names something that exists and is not a directory (a file
-            would be overwritten by nothing useful; mkdir raised FileExistsError before).
-    """
-    directory = os.environ.get(DUMP_ENV)
-    if not directory:
-        return None
-    path = Path(directory)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{DUMP_ENV}={directory!r} names an existing file (or other non-directory); it must "
-                         "name a directory, which is created if missing and gets one file per pipeline step")
-    return path
-
-
-def dump_path(directory: Path, output: StepOutput) -> Path:
-    """`DIR/NN_<step>_<unit>.txt`: numbered in pipeline order, so `ls` lists the steps in order."""
-    unit = re.sub(r"[^A-Za-z0-9_.-]", "_", output.unit)
-    return directory / f"{STEPS.index(output.step):02d}_{output.step}_{unit}.txt"
-
-
-def dumped(outputs: Iterator[StepOutput]) -> Iterator[StepOutput]:
-    """Pass `outputs` through, writing each to `$CINN_PY_DUMP_IR` when the variable is set."""
-    directory = dump_dir()
-    for output in outputs:
-        if directory is not None:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                dump_path(directory, output).write_text(step_text(output) + "\n")
-            except OSError as exc:  # a parent that is a file, no permission, disk full
-                raise ValueError(f"{DUMP_ENV}={str(directory)!r}: cannot write the step dump: {exc}") from exc
-        yield output
 
 
 # -- the function steps ----------------------------------------------------------------------------------
@@ -214,7 +120,7 @@ def _trace_buckets(func: LoweredFunc, target: Target, options: BuildOptions,
     names = [f"{func.name}_bucket{index}" for index in range(len(buckets))]
     for name, (_, bucket) in zip(names, buckets):
         yield StepOutput("schedule", name, bucket)
-    if not _through(until, "target_passes"):
+    if not through(until, "target_passes"):
         return
     build_buckets = getattr(get_backend(target), "build_buckets", None)
     if build_buckets is None:
@@ -224,10 +130,10 @@ def _trace_buckets(func: LoweredFunc, target: Target, options: BuildOptions,
     codes = getattr(dispatch, "codes", ())
     for name, code in zip(names, codes):
         yield StepOutput("target_passes", name, code.func)
-    if _through(until, "codegen"):
+    if through(until, "codegen"):
         for name, code in zip(names, codes):
             yield StepOutput("codegen", name, code)
-    if _through(until, "load"):
+    if through(until, "load"):
         yield StepOutput("load", func.name, dispatch)
 
 
@@ -259,13 +165,13 @@ def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, until:
     """The function steps for one kernel; `codegen` runs when `codegen_options` is given."""
     scheduled = schedule_step(func, target, schedule)
     yield StepOutput("schedule", func.name, scheduled)
-    if not _through(until, "target_passes"):
+    if not through(until, "target_passes"):
         return
     lowered = target_passes(scheduled, target)
     yield StepOutput("target_passes", func.name, lowered)
-    if codegen_options is not None and _through(until, "codegen"):
+    if codegen_options is not None and through(until, "codegen"):
         yield StepOutput("codegen", func.name, codegen_step(lowered, target, codegen_options))
-    if _through(until, "load"):
+    if through(until, "load"):
         kernel = get_backend(target).build(lowered, target, options, lowered=True)
         yield StepOutput("load", func.name, kernel)
 
@@ -334,18 +240,18 @@ def trace_program(program: Program, until: str = "lower",
     decompose, *graph_passes = DEFAULT_PASSES
     current = decompose(program)
     yield StepOutput("decompose", program.name, current)
-    if not _through(until, "optimize"):
+    if not through(until, "optimize"):
         return
     for graph_pass in graph_passes:
         current = graph_pass(current)
     if target is not None and not target.is_gpu:
         current = conv_to_gemm(current)
     yield StepOutput("optimize", program.name, current)
-    if not _through(until, "fuse"):
+    if not through(until, "fuse"):
         return
     fusion = fuse(current)
     yield StepOutput("fuse", program.name, fusion)
-    if _through(until, "lower"):
+    if through(until, "lower"):
         for group in fusion.groups:
             func = lower_group(group)
             yield StepOutput("lower", func.name, func)
