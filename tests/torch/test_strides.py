@@ -198,3 +198,20 @@ def test_stride_fuzz_seed_2026_failures(index: int) -> None:
 
     case = torchgen.generate(2026, index)
     assert torchgen.check(case) is None, case.script()
+
+
+def _flatten_expanded(a: Any) -> Any:
+    v = a.flatten(2)  # a view of the expanded input: under dynamic shapes its sizes are SymInt nodes
+    return torch.tanh(v), v[:, 1::2], v
+
+
+def test_dynamic_view_of_an_input_is_taken_of_the_input() -> None:
+    """An output that aliases an input gets its real strides (here 0: an expanded input) though its
+    view's sizes are nodes: AOT autograd rebuilds it with `as_strided` of the input from them, and
+    a row-major copy's strides made it read past the input's storage (stride campaign seed 2027
+    case 421: `setStorage ... out of bounds`)."""
+    torch._dynamo.reset()
+    a = torch.randn(1, 1, 1, 1, generator=torch.Generator().manual_seed(4)).expand(2, 2, 2, 4)
+    got = torch.compile(_flatten_expanded, backend="cinn_py", dynamic=True, options=STRICT)(a)
+    for g, w in zip(got, _flatten_expanded(a)):
+        _same(g, w)
