@@ -75,6 +75,7 @@ from cinn_py.tools.fuzzing import programs as P
 from cinn_py.tools.fuzzing.netgen import NetSpec, generate_net
 from cinn_py.tools.fuzzing.netgen import build_program as build_net
 from cinn_py.tools.fuzzing.netgen import random_inputs as net_inputs
+from cinn_py.tools.fuzzing.netgen import SIGNED_ZEROS, SPECIAL_VALUES, with_specials
 from cinn_py.tools.fuzzing.netgen import to_python as net_to_python
 from cinn_py.tools.fuzzing.netgen import tolerance as net_tolerance
 from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
@@ -119,6 +120,12 @@ class Options:
     against a central difference of the forward in float64 along a random direction."""
     torch_strides: bool = False
     """Random strided torch functions through the `cinn_py` torch.compile backend vs eager (`torchgen`)."""
+    torch_values: bool = False
+    """Random torch functions on NaN/inf/-0.0 inputs with value-sensitive ops, zero divisors and
+    out-of-range indices vs eager: values, NaN positions, errors (`torchgen`, values=True)."""
+    specials: bool = False
+    """DSL and NetBuilder cases: NaN, +-inf, -0.0 and 0.0 in the float inputs (NaN positions must
+    match the reference); NetBuilder cases also divide by values that may be zero."""
 
 
 @dataclass
@@ -176,9 +183,10 @@ def compare(spec: P.ProgramSpec, got: dict[str, np.ndarray], want: dict[str, np.
         a, b = np.asarray(got[t.name]), np.asarray(want[t.name])
         if a.shape != b.shape or a.dtype != b.dtype:
             raise _Failure(what, f"output '{t.name}': got {a.dtype}{a.shape}, expected {b.dtype}{b.shape}")
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         tol = P.tolerance(t.dtype, t.mag, t.err)
-        bad = ~(diff <= tol)
+        bad = ~((diff <= tol) | (a == b) | (np.isnan(a) & np.isnan(b)))  # NaN positions and infinities
         if bad.any():
             where = tuple(int(x) for x in np.argwhere(bad)[0])
             raise _Failure(what,
@@ -188,9 +196,27 @@ def compare(spec: P.ProgramSpec, got: dict[str, np.ndarray], want: dict[str, np.
                                  f"first at {where}: got {a[where]!r}, expected {b[where]!r}")
 
 
-def _inputs(case: Case, spec: P.ProgramSpec) -> list[dict[str, np.ndarray]]:
+def _inputs(case: Case, spec: P.ProgramSpec, specials: bool = False) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(case.input_seed)
-    return [P.random_inputs(spec, b, rng) for b in case.bindings]
+    inputs = [P.random_inputs(spec, b, rng) for b in case.bindings]
+    # NaN/inf/-0.0/0.0 in float inputs: every stage must agree on them too, except where C leaves
+    # the result undefined (a non-finite value cast to an integer: finite inputs only) or the
+    # schedule decides it (a max/min reduction of a row holding NaN: signed zeros only)
+    if specials and not _casts_to_int(spec):
+        values = SIGNED_ZEROS if any(t.reduce and t.reduce[0] in ("max", "min") for t in spec.tensors) \
+            else SPECIAL_VALUES
+        inputs = [{k: with_specials(a, rng, values) for k, a in inp.items()} for inp in inputs]
+    return inputs
+
+
+def _casts_to_int(spec: P.ProgramSpec) -> bool:
+    def walk(node: Any) -> bool:
+        if not isinstance(node, (list, tuple)) or not node:
+            return False
+        if node[0] == "cast" and node[1] in P.INT_DTYPES:
+            return True
+        return any(walk(child) for child in node[1:])
+    return any(walk(t.body) for t in spec.tensors)
 
 
 def _lower(spec: P.ProgramSpec) -> Any:
@@ -237,7 +263,7 @@ def run_case(case: Case, opts: Options, spec: P.ProgramSpec | None = None,
     refs: list[Any] = []
     try:
         func = _lower(spec)
-        all_inputs = _inputs(case, spec)
+        all_inputs = _inputs(case, spec, opts.specials)
         refs = [evaluate(spec, inp, b) for inp, b in zip(all_inputs, case.bindings)]
         stage = "interp"
         befores = [run_ir(func, inp) for inp in all_inputs]
@@ -425,8 +451,8 @@ def reproducer(case: Case, opts: Options, spec: P.ProgramSpec, steps: list[Any],
 
 def check_case(seed: int, index: int, opts: Options) -> Result:
     """Run one case; on failure, shrink it and attach the reproducer."""
-    if opts.torch_strides:
-        return check_torch_strides_case(seed, index)
+    if opts.torch_strides or opts.torch_values:
+        return check_torch_strides_case(seed, index, opts.torch_values)
     if opts.net:
         return check_net_case(seed, index, opts)
     case = make_case(seed, index)
@@ -441,15 +467,16 @@ def check_case(seed: int, index: int, opts: Options) -> Result:
 # ---------------------------------------------------------------------------------------------
 # Torch backend: strides
 # ---------------------------------------------------------------------------------------------
-def check_torch_strides_case(seed: int, index: int) -> Result:
+def check_torch_strides_case(seed: int, index: int, values: bool = False) -> Result:
     """A random strided torch function compiled by the `cinn_py` backend vs eager (`torchgen.check`):
     a wrong value, stride or view, and any exception of the compiled function, is a failure."""
     from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
 
     result = Result(index, "ok")
     stage = "generate"
+    mode = "values" if values else "strides"
     try:
-        case = torchgen.generate(seed, index)
+        case = torchgen.generate(seed, index, values)
         stage = "compare"
         detail = torchgen.check(case)
     except Exception as exc:  # noqa: BLE001 - eager ran every line: any exception is the backend's
@@ -459,10 +486,11 @@ def check_torch_strides_case(seed: int, index: int) -> Result:
             result.status, result.stage, result.detail = "fail", stage, detail
     if result.status == "fail":
         result.reproducer = "\n".join([
-            f"=== FAIL torch-strides case {index} (seed {seed}) at {result.stage}",
+            f"=== FAIL torch-{mode} case {index} (seed {seed}) at {result.stage}",
             f"what differed: {result.error} {result.detail}".strip(),
-            f"--- reproduce: python -m cinn_py.tools.fuzz --torch-strides --seed {seed} --case {index}",
-            "--- script:", torchgen.generate(seed, index).script() if stage != "generate" else "",
+            f"--- reproduce: python -m cinn_py.tools.fuzz --torch-{mode} --seed {seed} "
+            f"--case {index}",
+            "--- script:", torchgen.generate(seed, index, values).script() if stage != "generate" else "",
         ])
     return result
 
@@ -470,10 +498,10 @@ def check_torch_strides_case(seed: int, index: int) -> Result:
 # ---------------------------------------------------------------------------------------------
 # NetBuilder programs
 # ---------------------------------------------------------------------------------------------
-def make_net_case(seed: int, index: int) -> tuple[NetSpec, random.Random]:
+def make_net_case(seed: int, index: int, specials: bool = False) -> tuple[NetSpec, random.Random]:
     """The NetBuilder case `index` of a run with `seed` and the generator for its inputs."""
-    rng = random.Random(f"cinn-py-fuzz-net:{seed}:{index}")
-    return generate_net(rng), rng
+    rng = random.Random(f"cinn-py-fuzz-net{'-specials' if specials else ''}:{seed}:{index}")
+    return generate_net(rng, specials), rng
 
 
 def check_net_case(seed: int, index: int, opts: Options) -> Result:
@@ -483,13 +511,13 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
     from cinn_py.frontend.fusion import plan  # noqa: PLC0415
     from cinn_py.lowering.group import lower_group  # noqa: PLC0415
 
-    spec, rng = make_net_case(seed, index)
+    spec, rng = make_net_case(seed, index, opts.specials)
     result = Result(index, "ok")
     stage = "build"
     inputs: list[Any] = []  # reported with a failure past "build", where it is set
     try:
         program = build_net(spec)
-        inputs = net_inputs(spec, rng, np.random.default_rng(rng.randrange(2 ** 31)))
+        inputs = net_inputs(spec, rng, np.random.default_rng(rng.randrange(2 ** 31)), opts.specials)
         stage = "reference"
         wants = _as_tuple(program.run_numpy(*inputs))
         if opts.x86:
@@ -517,12 +545,12 @@ def check_net_case(seed: int, index: int, opts: Options) -> Result:
         result.reproducer = "\n".join([
             f"=== FAIL net case {index} (seed {seed}) at {result.stage}",
             f"what differed: {result.error or ''} {result.detail}".rstrip(),
-            f"--- reproduce: python -m cinn_py.tools.fuzz --net{' --grad' if opts.grad else ''} --seed "
-            f"{seed} "
-            f"--case {index}",
+            f"--- reproduce: python -m cinn_py.tools.fuzz --net{' --grad' if opts.grad else ''}"
+            f"{' --specials' if opts.specials else ''} --seed {seed} --case {index}",
             "--- program (NetBuilder):", net_to_python(spec),
-            f"--- inputs: U[-2, 2] float32, shapes {[tuple(a.shape) for a in inputs]}" if stage
-            != "build" else "",
+            f"--- inputs: U[-2, 2] float32{' with NaN/inf/-0.0/0.0 at a fifth' if opts.specials else ''}, "
+            f"shapes {[tuple(a.shape) for a in inputs]}" if stage != "build" else "",
+            "--- input values:\n" + "\n".join(repr(a) for a in inputs) if opts.specials and inputs else "",
             f"--- spec JSON: {json.dumps(spec.to_json())}",
         ])
     return result
@@ -601,10 +629,10 @@ def _compare_net(program: Any, gots: tuple[Any, ...], wants: tuple[Any, ...], wh
 
 def describe_case(seed: int, index: int, opts: Options) -> str:
     """The reproducer text of a case without running it (for crashes and hangs)."""
-    if opts.torch_strides:
+    if opts.torch_strides or opts.torch_values:
         from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
 
-        return torchgen.generate(seed, index).script()
+        return torchgen.generate(seed, index, opts.torch_values).script()
     if opts.net:
         return describe_net_case(seed, index)
     case = make_case(seed, index)
@@ -673,6 +701,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help='random strided torch functions through torch.compile(backend="cinn_py") vs eager: '
                         'values, '
                         "strides and views of every output")
+    p.add_argument("--torch-values", action="store_true",
+                   help='random torch functions on NaN/inf/-0.0 inputs (value-sensitive ops, zero divisors, '
+                        'out-of-range indices) through torch.compile(backend="cinn_py") vs eager: '
+                        "values, NaN positions and errors")
+    p.add_argument("--specials", action="store_true",
+                   help="DSL and --net cases: NaN, +-inf, -0.0 and 0.0 in the float inputs (and, with --net, "
+                        "divisors that may be zero); NaN positions must match the reference")
     p.add_argument("--auto-cuda-every", type=int, default=1,
                    help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
     p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
@@ -689,8 +724,8 @@ def _options(ns: argparse.Namespace) -> Options:
     return Options(x86=not ns.no_x86, cuda=ns.cuda, steps=ns.steps, shrink=not ns.no_shrink, auto=ns.auto,
                    hand=not ns.auto_only,
                    auto_cuda_every=ns.auto_cuda_every, net=ns.net or ns.grad, emulate=ns.emulate,
-                   grad=ns.grad,
-                   torch_strides=ns.torch_strides)
+                   grad=ns.grad, torch_strides=ns.torch_strides, torch_values=ns.torch_values,
+                   specials=ns.specials)
 
 
 def main(argv: list[str] | None = None) -> int:

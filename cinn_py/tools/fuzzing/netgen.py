@@ -74,8 +74,10 @@ def _tuple(x: Any) -> Any:
 class _Gen:
     """Builds a spec value by value, tracking each value's shape and magnitude bound."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, specials: bool = False) -> None:
         self.rng = rng
+        self.specials = specials
+        """Inputs hold NaN/inf/-0.0/0.0 (`random_inputs`); some divisions divide by an input as is."""
         self.inputs: list[tuple[str, str, Shape]] = []
         self.ops: list[Op] = []
         self.shapes: list[Shape] = []
@@ -161,6 +163,9 @@ class _Gen:
         shape = self.shapes[v]
         kw = {} if axis is None else {"axis": axis}
         if op == "divide":
+            if isinstance(w, int) and self.specials and self.exact[w] and self.rng.random() < 0.5:
+                # a zero divisor: +-inf or NaN, as IEEE and numpy give it (squashed by tanh if reused)
+                return self.emit("divide", (v, w), shape, math.inf, **kw)
             if isinstance(w, int):
                 a = self.emit("abs", (w,), self.shapes[w], wmag)
                 w = self.emit("add", (a, 1.0), self.shapes[w], wmag + 1.0)
@@ -293,10 +298,10 @@ def _broadcasts(small: Shape, big: Shape) -> bool:
     return len(small) <= len(big) and tuple(big[len(big) - len(small):]) == tuple(small)
 
 
-def generate_net(rng: random.Random) -> NetSpec:
+def generate_net(rng: random.Random, specials: bool = False) -> NetSpec:
     """A random program of 1-8 steps over 1-2 inputs (more inputs appear as second operands);
-    its outputs are the op results nothing else reads."""
-    g = _Gen(rng)
+    its outputs are the op results nothing else reads. `specials`: see `_Gen.specials`."""
+    g = _Gen(rng, specials)
     frontier = [g.new_input(g.random_shape()) for _ in range(rng.randint(1, 2))]
     for _ in range(rng.randint(1, 8)):
         frontier.append(g.step(rng.choice(frontier)))
@@ -333,10 +338,32 @@ def build_program(spec: NetSpec, name: str = "fuzz_net") -> Any:
     return nb.build([values[v] for v in spec.outputs])
 
 
-def random_inputs(spec: NetSpec, rng: random.Random, np_rng: np.random.Generator) -> list[np.ndarray]:
+SPECIAL_VALUES = (math.nan, math.inf, -math.inf, -0.0, 0.0)
+SIGNED_ZEROS = (-0.0, 0.0)
+ORDER_DEPENDENT = ("reduce_max", "reduce_min", "argmax", "argmin")
+"""Ops whose result on a row holding NaN depends on the schedule's reduction order (CINN's
+`a > b ? a : b` fold, docs/semantics.md): programs with one get signed zeros only (an infinity
+can become NaN on the way: inf - inf)."""
+
+
+def random_inputs(spec: NetSpec, rng: random.Random, np_rng: np.random.Generator,
+                  specials: bool = False) -> list[np.ndarray]:
+    """U[-2, 2] inputs; with `specials`, a fifth of each float input's elements NaN, +-inf, -0.0
+    or 0.0 (signed zeros only with an ORDER_DEPENDENT op)."""
     binding = {s: rng.randint(1, SYM_UPPER) for s in spec.symbols}
-    return [np_rng.uniform(-2.0, 2.0, tuple(binding[d] if isinstance(d, str) else d for d in s)).astype(dt)
-            for _, dt, s in spec.inputs]
+    arrays = [np_rng.uniform(-2.0, 2.0, tuple(binding[d] if isinstance(d, str) else d for d in s)).astype(dt)
+              for _, dt, s in spec.inputs]
+    values = SIGNED_ZEROS if any(op[0] in ORDER_DEPENDENT for op in spec.ops) else SPECIAL_VALUES
+    return [with_specials(a, np_rng, values) if specials else a for a in arrays]
+
+
+def with_specials(a: np.ndarray, np_rng: np.random.Generator,
+                  values: tuple[float, ...] = SPECIAL_VALUES) -> np.ndarray:
+    """`a` with about a fifth of its elements drawn from `values` (floats only)."""
+    if a.dtype.kind != "f" or not a.size:
+        return a
+    picks = np.asarray(values, a.dtype)[np_rng.integers(0, len(values), a.shape)]
+    return np.where(np_rng.random(a.shape) < 0.2, picks, a).astype(a.dtype)
 
 
 def tolerance(reference: np.ndarray) -> float:

@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from cinn_py.frontend.ops.reference import cinn_maximum, cinn_minimum, fold_extreme
 from cinn_py.tools.fuzzing.programs import FLOAT_DTYPES, INT_DTYPES, Node, ProgramSpec, TensorSpec, shape_of
 from cinn_py.ir import Expr, Var
 
 # Safe-domain wrappers (see programs.UNARY): name -> (numpy function, DSL source template)
 _NP_UNARY = {
-    "exp": lambda x: np.exp(np.minimum(x, 3.0)), "log": lambda x: np.log(np.abs(x) + 1.0),
+    "exp": lambda x: np.exp(cinn_minimum(x, np.asarray(3.0, x.dtype))),
+    "log": lambda x: np.log(np.abs(x) + 1.0),
     "sqrt": lambda x: np.sqrt(np.abs(x)), "rsqrt": lambda x: 1.0 / np.sqrt(np.abs(x) + 1.0),
     "tanh": np.tanh, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": None,
     "sin": np.sin, "cos": np.cos, "abs": np.abs, "neg": np.negative, "floor": np.floor, "ceil": np.ceil,
@@ -76,8 +78,10 @@ def _store(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _reduce(kind: str, x: np.ndarray, dtype: str) -> np.ndarray:
-    fn = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[kind]
-    return fn(x.astype(_compute_dtype(dtype)), axis=-1)
+    x = x.astype(_compute_dtype(dtype))
+    if kind in ("max", "min"):  # the kernels' NaN rule: a serial fold of cinn_max/cinn_min
+        return fold_extreme(x, [-1], False, kind == "max")
+    return {"sum": np.sum, "prod": np.prod}[kind](x, axis=-1)
 
 
 def _eval(spec: ProgramSpec, node: Node, dtype: str, it_axes: tuple[int, ...], extents: dict[int, int],
@@ -112,8 +116,9 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
     if op in ("div", "mod"):   # C truncation, divisor a positive constant
         q = np.sign(a) * (np.abs(a) // b)
         return q if op == "div" else a - q * b
-    return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
-            "min": np.minimum}[op](a, b)
+    # max/min: cinn_max(a, b) = a > b ? a : b (a NaN operand gives b), as the kernels compute
+    return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": cinn_maximum,
+            "min": cinn_minimum}[op](a, b)
 
 
 def _load(t: TensorSpec, arr: np.ndarray, it_axes: tuple[int, ...]) -> np.ndarray:

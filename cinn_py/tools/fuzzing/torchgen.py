@@ -1,5 +1,5 @@
-"""Random stride-sensitive torch functions for the torch backend (`python -m cinn_py.tools.fuzz
---torch-strides`).
+"""Random torch functions for the torch backend: stride-sensitive ones (`python -m cinn_py.tools.fuzz
+--torch-strides`) and, with `values=True` (`--torch-values`), value-sensitive ones.
 
 A case is a Python function of one to three strided tensors (contiguous, permuted, expanded,
 narrowed or stepped views: `make_inputs`) that chains views (permute, transpose, t, expand,
@@ -17,10 +17,19 @@ the backend may be off by twice eager's own error, `as_accurate_as_eager`), stri
 every dim longer than 1, where the output has elements: torch's fake tensors may stride size-1 dims
 otherwise than eager), and `view(-1)` and a view merging the last two dims, attempted exactly when
 eager's succeeds (a view that depends on eager's layout must work, and give the same elements).
+
+`values=True` cases build their inputs with NaN, +-inf, -0.0 and 0.0 at random places (`sp`), and
+add ops whose result depends on them as torch defines it: relu/clamp/hardtanh/maximum/minimum/amax/
+amin/where (NaN propagates), division by tensors holding zeros, sqrt/log of negatives, and
+data-dependent indexing (index_select, gather, x[idx], embedding) whose index may be out of range:
+where eager raises, the case ends with that line and the compiled function must raise too (an
+IndexError or RuntimeError, as eager); elsewhere outputs are compared with NaN positions
+(`assert_close(..., equal_nan=True)`).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -38,12 +47,17 @@ class TorchCase:
     body: tuple[str, ...]
     outputs: tuple[str, ...]
     dynamic: bool
+    values: bool = False
+    """Special input values and value-sensitive ops (see the module doc)."""
+    expects_error: bool = False
+    """Eager raises at the last line (an out-of-range index): the compiled function must raise too."""
 
     def source(self) -> str:
         """A runnable definition of `make_inputs()` and `f(...)`."""
         args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
-        lines = ["import torch", "", "", "def make_inputs():",
-                 f"    g = torch.Generator().manual_seed({self.seed})"]
+        lines = ["import torch", "", ""]
+        lines += _SPECIALS_SOURCE.splitlines() + ["", ""] if self.values else []
+        lines += ["def make_inputs():", f"    g = torch.Generator().manual_seed({self.seed})"]
         lines += [f"    a{k} = {expr}" for k, expr in enumerate(self.inputs)]
         lines += [f"    return [{args}]", "", "", f"def f({args}):"]
         lines += [f"    {line}" for line in self.body]
@@ -52,6 +66,18 @@ class TorchCase:
 
     def script(self) -> str:
         """The reproducer: the function, then eager vs the backend."""
+        if self.values:
+            flag = "--torch-values"
+            return self.source() + (
+                f"\n\n# reproduce: python -m cinn_py.tools.fuzz {flag} --seed <seed> --case {self.index}\n"
+                "x = make_inputs()\n"
+                "compiled = torch.compile(f, backend='cinn_py', "
+                f"dynamic={self.dynamic}, options={{'strict': True}})\n"
+                + ("try:\n    f(*x)\nexcept (IndexError, RuntimeError) as exc:\n"
+                   "    print('eager raises', exc)\n"
+                   "compiled(*x)  # must raise as well\n" if self.expects_error else
+                   "for g, w in zip(compiled(*x), f(*x)):\n"
+                   "    torch.testing.assert_close(g, w, equal_nan=True)\n"))
         return self.source() + (
             f"\n\nx = make_inputs()\nwant = f(*x)  # (not clones: a clone of an expanded input is dense)\n"
             f"got = torch.compile(f, backend='cinn_py', dynamic={self.dynamic}, "
@@ -62,6 +88,13 @@ class TorchCase:
             "[s for n, s in zip(w.shape, w.stride()) if n != 1]\n")
 
 
+_SPECIALS_SOURCE = '''def sp(t, g):
+    """t with NaN, +-inf, -0.0 or 0.0 at about a fifth of its elements (drawn from g)."""
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
+    which = torch.randint(0, 5, t.shape, generator=g)
+    return torch.where(torch.rand(t.shape, generator=g) < 0.2, specials[which], t)'''
+
+
 class _Writer:
     """Writes lines of a function while running them eagerly (their values give the shapes)."""
 
@@ -70,6 +103,20 @@ class _Writer:
         self.env = env
         self.lines: list[str] = []
         self.values: list[str] = list(k for k in env if k.startswith("a"))
+
+    def emit_raising(self, expr: str) -> bool:
+        """Keep `name = expr` as the case's last line when eager raises on it (an out-of-range
+        index); True when it did."""
+        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+        try:
+            eval(expr, {"torch": torch}, self.env)  # noqa: S307 - our own generated expression
+        except (IndexError, RuntimeError):
+            self.lines.append(f"v{len(self.lines)} = {expr}")
+            return True
+        except (ValueError, TypeError):
+            return False
+        return False
 
     def emit(self, expr: str) -> str | None:
         """Run `name = expr`; keep the line when eager accepts it."""
@@ -92,8 +139,17 @@ def _shape(rng: random.Random, rank: int) -> list[int]:
     return [rng.choice((1, 2, 3, 4, 5)) for _ in range(rank)]
 
 
-def _input(rng: random.Random) -> str:
-    """An expression building a strided input tensor (`g` is the case's generator)."""
+def _input(rng: random.Random, values: bool = False) -> str:
+    """An expression building a strided input tensor (`g` is the case's generator; with `values`,
+    its base tensor holds special values, `sp`)."""
+    expr = _strided_input(rng)
+    if not values:
+        return expr
+    end = expr.index("generator=g)") + len("generator=g)")
+    return f"sp({expr[:end]}, g){expr[end:]}"
+
+
+def _strided_input(rng: random.Random) -> str:
     shape = _shape(rng, rng.randint(1, _MAX_DIM))
     kind = rng.choice(("contiguous", "permuted", "expanded", "narrowed", "stepped"))
     if kind == "permuted" and len(shape) > 1:
@@ -195,18 +251,22 @@ def _compute(rng: random.Random, w: _Writer, v: str, shape: list[int]) -> str:
     return f"torch.special.erfcx(torch.tanh({v}))"  # no converter (erfinv has one since 17d5df2)
 
 
-def generate(seed: int, index: int) -> TorchCase:
-    """The case `index` of a run with `seed` (deterministic)."""
+def generate(seed: int, index: int, values: bool = False) -> TorchCase:
+    """The case `index` of a run with `seed` (deterministic); `values`: see the module doc."""
     import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
 
-    rng = random.Random(f"cinn-py-fuzz-torch-strides:{seed}:{index}")
-    inputs = tuple(_input(rng) for _ in range(rng.randint(1, 3)))
+    rng = random.Random(f"cinn-py-fuzz-torch-{'values' if values else 'strides'}:{seed}:{index}")
+    inputs = tuple(_input(rng, values) for _ in range(rng.randint(1, 3)))
     input_seed = rng.randrange(2 ** 31)
     g = torch.Generator().manual_seed(input_seed)
     env: dict[str, Any] = {}
+    if values:
+        exec(compile(_SPECIALS_SOURCE, "<sp>", "exec"), {"torch": torch}, env)  # noqa: S102 - our own helper
     for k, expr in enumerate(inputs):
-        env[f"a{k}"] = eval(expr, {"torch": torch, "g": g})  # noqa: S307 - our own generated expression
+        env[f"a{k}"] = eval(expr, {"torch": torch, "g": g, "sp": env.get("sp")})  # noqa: S307 - ours
+    env.pop("sp", None)
     w = _Writer(rng, env)
+    expects_error = False
     steps = rng.randint(3, 9)
     while len(w.lines) < steps:
         if rng.random() < 0.08 and w.lines and not w.lines[-1].startswith("torch._dynamo"):
@@ -214,11 +274,80 @@ def generate(seed: int, index: int) -> TorchCase:
             continue
         v = rng.choice(w.values[-3:])
         shape = list(w.env[v].shape)
-        expr = _view(rng, v, shape) if rng.random() < 0.5 else _compute(rng, w, v, shape)
+        if values and rng.random() < 0.12 and shape:
+            expr = _indexing(rng, v, shape)
+            if w.emit_raising(expr):  # returned below: a dead read would be dropped by any compiler
+                expects_error = True
+                break
+            w.emit(expr)
+            continue
+        roll = rng.random()
+        expr = _view(rng, v, shape) if roll < (0.3 if values else 0.5) else \
+            _value_op(rng, w, v, shape) if values and roll < 0.7 else _compute(rng, w, v, shape)
         w.emit(expr)
-    made = [v for v in w.values if v.startswith("v")] or w.values
+    made = [v for v in w.values if v.startswith("v") and v in w.env] or w.values
     outputs = [made[-1]] + rng.sample(made[:-1], min(len(made) - 1, rng.randint(0, 2)))
-    return TorchCase(index, input_seed, inputs, tuple(w.lines), tuple(outputs), rng.random() < 0.25)
+    if expects_error:
+        outputs = [w.lines[-1].split(" = ")[0]] + outputs[:2]
+    return TorchCase(index, input_seed, inputs, tuple(w.lines), tuple(outputs), rng.random() < 0.25, values,
+                     expects_error)
+
+
+def _value_op(rng: random.Random, w: _Writer, v: str, shape: list[int]) -> str:
+    """An op whose result depends on NaN, infinities, signed zeros or zero divisors (torch's rules)."""
+    rank = len(shape)
+    d = rng.randrange(rank) if rank else 0
+    same = [p for p in w.values if tuple(w.env[p].shape) == tuple(shape)]
+    partner = rng.choice(same) if same else v
+    kind = rng.choice(("relu", "clamp", "hardtanh", "maximum", "minimum", "amax", "amin", "where", "div",
+                       "div_zero", "sqrt", "log", "abs"))
+    if kind == "relu":
+        return f"torch.relu({v})"
+    if kind == "clamp":
+        return f"torch.clamp({v}, {rng.choice((-1.0, -0.5))}, {rng.choice((0.5, 1.0))})"
+    if kind == "hardtanh":
+        return f"torch.nn.functional.hardtanh({v})"
+    if kind in ("maximum", "minimum"):
+        return f"torch.{kind}({v}, {partner})"
+    if kind in ("amax", "amin") and rank:
+        return f"{v}.{kind}({d}, keepdim={rng.random() < 0.5})"
+    if kind == "where":
+        return f"torch.where({v} > 0, {v}, {partner} * 2.0)"
+    if kind == "div":
+        return f"{v} / {partner}"
+    if kind == "div_zero":
+        return f"{v} / ({partner} * 0.0)"
+    if kind in ("sqrt", "log", "abs"):
+        return f"torch.{kind}({v})"
+    return f"torch.relu({v})"
+
+
+def _indexing(rng: random.Random, v: str, shape: list[int]) -> str:
+    """A data-dependent read whose index may be out of range (about one case in three)."""
+    rank = len(shape)
+    d = rng.randrange(rank)
+    n = shape[d]
+    count = rng.randint(1, 4)
+    bad = rng.random() < 0.35
+    index = [rng.randrange(n) for _ in range(count)]
+    if bad:
+        index[rng.randrange(count)] = rng.choice((n, n + 3, -n - 1, 2 ** 31 + 5))
+    kind = rng.choice(("index_select", "subscript", "gather", "embedding"))
+    if kind == "index_select":
+        return f"torch.index_select({v}, {d}, torch.tensor({index}))"
+    if kind == "subscript":
+        return f"{v}[{':, ' * d}torch.tensor({index})]"
+    if kind == "gather":
+        shape_i = [1 if k == d else rng.randint(1, shape[k]) for k in range(rank)]
+        flat = [index[k % count] for k in range(math.prod(shape_i))]
+        return f"torch.gather({v}, {d}, torch.tensor({flat}).reshape({shape_i}))"
+    table = f"{v}.reshape({v}.shape[0], -1)" if rank > 1 else f"{v}.reshape(-1, 1)"
+    rows = shape[0]
+    if bad:
+        index = [i if 0 <= i < n else rows + 2 for i in index]
+    else:
+        index = [rng.randrange(rows) for _ in range(count)]
+    return f"torch.nn.functional.embedding(torch.tensor({index}), {table})"
 
 
 def _views_of(t: Any) -> list[tuple[str, Any]]:
@@ -243,17 +372,19 @@ def check(case: TorchCase) -> str | None:
     namespace: dict[str, Any] = {}
     exec(compile(case.source(), f"<torch strides case {case.index}>", "exec"), namespace)  # noqa: S102
     args = namespace["make_inputs"]()
-    want = namespace["f"](*args)
     torch._dynamo.reset()
     compiled = torch.compile(namespace["f"], backend="cinn_py", dynamic=case.dynamic,
                              options={"strict": True})
+    if case.expects_error:
+        return _check_raises(namespace["f"], compiled, args)
+    want = namespace["f"](*args)
     got = compiled(*args)
     for k, (g, e) in enumerate(zip(got, want, strict=True)):
         what = f"output {k} ({case.outputs[k]})"
         if g.shape != e.shape or g.dtype != e.dtype:
             return f"{what}: {g.dtype}{list(g.shape)}, eager {e.dtype}{list(e.shape)}"
         try:
-            torch.testing.assert_close(g, e)
+            torch.testing.assert_close(g, e, equal_nan=case.values)
         except AssertionError as exc:
             reference = _float64_reference(namespace, args)[k]
             accuracy = as_accurate_as_eager(g, e, reference)
@@ -267,7 +398,7 @@ def check(case: TorchCase) -> str | None:
             except RuntimeError:
                 continue
             try:
-                torch.testing.assert_close(view(g), expected)
+                torch.testing.assert_close(view(g), expected, equal_nan=case.values)
             except RuntimeError as exc:
                 return f"{what}: {label} fails ({exc}) where eager's works"
     return None
@@ -310,3 +441,23 @@ def as_accurate_as_eager(got: Any, eager: Any, reference: Any) -> str | None:
             f"tolerance + 2 x eager's own worst relative error {eager_worst:.2e}); at flat index {k}: "
             f"got {float(got.flatten()[k])!r}, eager {float(eager.flatten()[k])!r}, "
             f"float64 {float(r.flatten()[k])!r}")
+
+
+def _check_raises(f: Any, compiled: Any, args: list[Any]) -> str | None:
+    """Eager raises on an out-of-range index: the compiled function must raise IndexError or
+    RuntimeError too (not return values, not fail inside the backend)."""
+    from torch._dynamo.exc import BackendCompilerFailed  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    try:
+        f(*args)
+    except (IndexError, RuntimeError) as exc:
+        eager = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    else:
+        return "the case expects eager to raise, but it returned (generator bug)"
+    try:
+        compiled(*args)
+    except BackendCompilerFailed as exc:
+        return f"eager raises {eager}; the backend failed to compile: {str(exc).splitlines()[0]}"
+    except (IndexError, RuntimeError):
+        return None
+    return f"eager raises {eager}; the compiled function returned values"
