@@ -215,3 +215,20 @@ def test_dynamic_view_of_an_input_is_taken_of_the_input() -> None:
     got = torch.compile(_flatten_expanded, backend="cinn_py", dynamic=True, options=STRICT)(a)
     for g, w in zip(got, _flatten_expanded(a)):
         _same(g, w)
+
+
+def test_dynamic_view_of_an_offset_input_keeps_its_offset() -> None:
+    """Found by `fuzz --torch-values` (seed 2311, case 23): with dynamic=True a flatten of a
+    narrowed input (storage offset 48) had SymInt sizes, so the Program copied it and AOT autograd,
+    which rebuilds an output aliasing an input from its size, strides and offset, read the input's
+    storage from its start. Views with graph-argument sizes are now replayed on the input."""
+    x = torch.randn([5, 4, 2, 2], generator=torch.Generator().manual_seed(1)).narrow(0, 3, 2)
+
+    def f(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return a.flatten(1).unsqueeze(-1), torch.relu(a)
+
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="cinn_py", dynamic=True, options={"strict": True})(x)
+    for g, w in zip(got, f(x)):
+        torch.testing.assert_close(g, w)
+        assert g.stride() == w.stride() and g.storage_offset() == w.storage_offset()
