@@ -41,11 +41,24 @@ def snake_name(cls: type) -> str:
     return name
 
 
+_child_names_cache: dict[type, tuple[str, ...]] = {}
+
+
+def child_field_names(cls: type) -> tuple[str, ...]:
+    """The child-bearing field names of a node class, in declaration order (a class's fields
+    never change, so they are computed once per class: `dataclasses.fields` per node visited
+    was a tenth of a group's compile time)."""
+    if (cached := _child_names_cache.get(cls)) is not None:
+        return cached
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _SKIP_FIELDS)
+    _child_names_cache[cls] = names
+    return names
+
+
 def child_fields(node: object) -> Iterator[tuple[str, Any]]:
     """(field name, value) of every child-bearing field of a node, in declaration order."""
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if f.name not in _SKIP_FIELDS:
-            yield f.name, getattr(node, f.name)
+    for name in child_field_names(type(node)):
+        yield name, getattr(node, name)
 
 
 def child_nodes(node: object) -> list[Expr | Stmt]:
@@ -121,6 +134,9 @@ class Mutator:
         return value
 
 
+_WALKED = (tuple, Expr, Stmt, LoweredFunc, Module, BufferRange, Argument)
+
+
 def walk(node: Any) -> Iterator[Any]:
     """Every Expr and Stmt under `node` (inclusive), pre-order, binder fields excluded."""
     stack = [node]
@@ -133,9 +149,9 @@ def walk(node: Any) -> Iterator[Any]:
             yield current
         if isinstance(current, (Var, Tensor, Buffer)) or not dataclasses.is_dataclass(current):
             continue
-        children = [v for _, v in child_fields(current)
-                    if isinstance(v, (tuple, Expr, Stmt, LoweredFunc, Module, BufferRange, Argument))]
-        stack.extend(reversed(children))
+        children = [v for v in (getattr(current, name) for name in reversed(child_field_names(type(current))))
+                    if isinstance(v, _WALKED)]
+        stack.extend(children)
 
 
 def names_in(*nodes: Any, loop_vars: bool = True) -> set[str]:
@@ -198,10 +214,15 @@ def substitute(node: Any, mapping: Mapping[Var, Expr]) -> Any:
 class _Replacer(Mutator):
     def __init__(self, old: Stmt, new: Stmt) -> None:
         self.old, self.new = old, new
+        self.in_exprs = isinstance(old, Expr)
 
     def visit(self, node: Any) -> Any:
         if node is self.old:
             return self.new
+        if isinstance(node, Expr) and not self.in_exprs:
+            # no expression holds a statement: nothing to replace below one (descending into
+            # every index expression was most of a replacement's cost)
+            return node
         return super().visit(node)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from cinn_py.ir import Expr, dtype_of, int64
 from cinn_py.symbolic.analyzer import Analyzer, VarRanges
+from cinn_py.symbolic.memo import memoised
 from cinn_py.symbolic.poly import Poly, is_index_dtype, to_poly
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
 
 def simplify(expr: Expr, var_ranges: VarRanges | None = None) -> Expr:
     """Simplify an expression (index arithmetic, comparisons, logic, select) given var ranges."""
+    if not var_ranges and isinstance(expr, Expr):
+        return memoised(expr, lambda e: Analyzer(None).simplify(e))
     return Analyzer(var_ranges).simplify(expr)
 
 

@@ -97,7 +97,9 @@ def constant(dtype: DType, value: float | int, lanes: int = 1) -> ir.Constant:
         scalar = ir.Constant(t, round_half_value(float(value), dtype))
     if lanes == 1:
         return scalar
-    return ir.Constant(ir.VectorType(t, lanes), [scalar] * lanes)
+    # one element Constant shared by every lane (llvmlite's splat form): the same IR as a list
+    # of `lanes` copies, without building and checking `lanes` Constant objects per splat
+    return ir.Constant(ir.VectorType(t, lanes), scalar)
 
 
 def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
@@ -107,11 +109,10 @@ def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
     if lanes_of(value) != 1:
         raise CompileError(f"x86 codegen: cannot combine vectors of {lanes_of(value)} and {lanes} lanes")
     if isinstance(value, ir.Constant):
-        return ir.Constant(ir.VectorType(value.type, lanes), [value] * lanes)
+        return ir.Constant(ir.VectorType(value.type, lanes), value)
     vt = ir.VectorType(value.type, lanes)
     one = b.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), 0))
 
 
 def match_lanes(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -20,7 +20,7 @@ from cinn_py.ir import (
 )
 
 __all__ = [
-    "StmtIndex", "root_block", "root_body", "all_blocks", "find_block", "find_block_or_none",
+    "StmtIndex", "index_of", "root_block", "root_body", "all_blocks", "find_block", "find_block_or_none",
     "block_names", "enclosing_loops", "child_blocks", "is_root_block", "block_stores", "first_store",
     "loop_chain_below", "is_ancestor", "loops_between", "const_extent", "vars_in", "loads_of",
     "stores_to", "blocks_writing", "blocks_reading", "tensors_written", "tensors_read",
@@ -101,6 +101,28 @@ class StmtIndex:
         return None
 
 
+_RECENT_INDICES: dict[int, StmtIndex] = {}
+RECENT_INDICES = 16
+"""Roots whose index is kept (a primitive indexes the same function several times, and the
+next primitive the function the previous one returned)."""
+
+
+def index_of(root: Any) -> StmtIndex:
+    """`StmtIndex(root)`, shared with the last callers that indexed this very object.
+
+    Sound because the IR is immutable (frozen dataclasses): an index describes its root for as
+    long as the root lives, and the cache holds the root (through the index), so its id cannot
+    be reused while the entry exists. Callers must not mutate the index."""
+    hit = _RECENT_INDICES.get(id(root))
+    if hit is not None and hit.root is root:
+        return hit
+    index = StmtIndex(root)
+    if len(_RECENT_INDICES) >= RECENT_INDICES:
+        del _RECENT_INDICES[next(iter(_RECENT_INDICES))]
+    _RECENT_INDICES[id(root)] = index
+    return index
+
+
 # --------------------------------------------------------------------------------------------
 # Root block and block lookup
 # --------------------------------------------------------------------------------------------
@@ -179,7 +201,7 @@ def find_block(node: Any, name: str) -> ScheduleBlockRealize:
 
 def enclosing_loops(root: Any, node: Stmt) -> list[For]:
     """Loops enclosing `node` in `root`, outer -> inner."""
-    return StmtIndex(root).enclosing_loops(node)
+    return index_of(root).enclosing_loops(node)
 
 
 def is_ancestor(ancestor: Stmt, node: Stmt) -> bool:

@@ -13,7 +13,7 @@ import dataclasses
 from cinn_py.ir import Expr, For, LoweredFunc, Max, Min, ScheduleBlockRealize, Var, unique_name
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import buffer_conflicts, same_iteration
-from schedules.analysis.loops import StmtIndex, all_blocks, is_ancestor
+from schedules.analysis.loops import StmtIndex, all_blocks, index_of, is_ancestor
 from schedules.analysis.regions import simplify_index
 from schedules.errors import (
     IllegalDependenceError, LoopNotFoundError, ScheduleError, StaleHandleError, schedule_error,
@@ -34,7 +34,7 @@ class RegionError(ScheduleError):
 def resolve_handles(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, loop: For) -> StmtIndex:
     """The index of `func` once `block` and `loop` are checked to be current handles of it, with
     `loop` not enclosing `block`."""
-    index = StmtIndex(func)
+    index = index_of(func)
     if not isinstance(block, ScheduleBlockRealize) or not index.contains(block) or not block.iter_values:
         raise schedule_error(StaleHandleError, prim,
                              f"block '{getattr(block, 'name', block)}' is not a block of "
@@ -54,7 +54,7 @@ def check_order(prim: str, old: LoweredFunc, new: LoweredFunc, moved_old: Schedu
     `covered` (the producer's output under compute_at, whose per-iteration region is built to
     cover the reads) only the statement order is checked."""
     pos_old, pos_new = program_order(old), program_order(new)
-    index_new = StmtIndex(new)
+    index_new = index_of(new)
     b_loops = index_new.enclosing_loops(moved_new)
     for other in all_blocks(new):
         if other is moved_new:
@@ -105,8 +105,8 @@ def isl_ordered(old: LoweredFunc, new: LoweredFunc, moved_old: ScheduleBlockReal
     from cinn_py.analysis import AnalysisError, dependences  # noqa: PLC0415 (islpy is heavy)
 
     pos = program_order(old)
-    old_loops = set(map(id, StmtIndex(old).enclosing_loops(moved_old)))
-    index_old = StmtIndex(old)
+    old_loops = set(map(id, index_of(old).enclosing_loops(moved_old)))
+    index_old = index_of(old)
     proven: set[str] = set()
     refuted: set[str] = set()
     for other in all_blocks(new):
@@ -132,7 +132,7 @@ def isl_ordered(old: LoweredFunc, new: LoweredFunc, moved_old: ScheduleBlockReal
 
 def current_loop(func: LoweredFunc, loop: For) -> For:
     """`loop` as rebuilt in `func` (same uid)."""
-    found = StmtIndex(func).by_uid.get(loop.uid)
+    found = index_of(func).by_uid.get(loop.uid)
     assert isinstance(found, For)  # the removal never drops the target loop (it is not an ancestor)
     return found
 

@@ -17,7 +17,7 @@ from cinn_py.ir import (
     replace_stmt, substitute,
 )
 from schedules.analysis.arith import simplify_index
-from schedules.analysis.loops import StmtIndex
+from schedules.analysis.loops import index_of
 
 RootT = TypeVar("RootT", bound=LoweredFunc | Stmt)
 """What the path-copying helpers rewrite: a whole function or one statement subtree."""
@@ -50,7 +50,7 @@ def replace_many(func: RootT, mapping: dict[int, Stmt]) -> RootT:
 
 def replace_with_seq(func: LoweredFunc, old: Stmt, new: tuple[Stmt, ...]) -> LoweredFunc:
     """Replace `old` by the statements `new`, spliced into the enclosing Block when there is one."""
-    parent = StmtIndex(func).parent_of(old)
+    parent = index_of(func).parent_of(old)
     if isinstance(parent, Block):
         stmts: list[Stmt] = []
         for s in parent.stmts:
@@ -62,7 +62,7 @@ def replace_with_seq(func: LoweredFunc, old: Stmt, new: tuple[Stmt, ...]) -> Low
 def remove_stmt(func: LoweredFunc, stmt: Stmt) -> LoweredFunc:
     """`func` without `stmt`; loops and guards left with an empty body are removed too
     (CINN `LeafBlockRemovalPlan`)."""
-    index = StmtIndex(func)
+    index = index_of(func)
     target: Stmt = stmt
     while True:
         parent = index.parent_of(target)
@@ -90,7 +90,7 @@ def insert_in_loop(func: LoweredFunc, loop: For, stmt: Stmt, at_end: bool) -> Lo
 
 def program_order(func: LoweredFunc) -> dict[int, int]:
     """id(stmt) -> pre-order position, for 'is A before B' questions."""
-    return {id(s): k for k, s in enumerate(StmtIndex(func).order)}
+    return {id(s): k for k, s in enumerate(index_of(func).order)}
 
 
 class _BindingSimplifier(Mutator):

@@ -34,7 +34,7 @@ from cinn_py.ir import (
     substitute, walk,
 )
 from schedules.analysis.arith import prove_equal
-from schedules.analysis.loops import StmtIndex, all_blocks, root_block
+from schedules.analysis.loops import all_blocks, index_of, root_block
 from schedules.analysis.regions import const_value, int_like, simplify_index
 from schedules.errors import LoopKindError, ScheduleError, schedule_error
 from schedules.registry import primitive
@@ -53,7 +53,7 @@ def group_space(func: LoweredFunc) -> tuple[list[Expr], list[Expr]]:
     if not blocks:
         raise schedule_error(AlignError, "align_iter_space",
                              "the function must contain a block, but has none", func)
-    index = StmtIndex(func)
+    index = index_of(func)
     masters = [b for b in blocks if any(v.is_reduce_axis for v in b.schedule_block.iter_vars)]
     master = masters[0] if masters else blocks[-1]
     loops = index.enclosing_loops(master)

@@ -36,7 +36,7 @@ from cinn_py.ir import (
     walk,
 )
 from schedules.analysis.arith import prove_equal
-from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, root_block
+from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, index_of, root_block
 from schedules.analysis.regions import (
     Access, accesses, block_buffers_read, block_buffers_written, index_bounds, int_like, loop_ranges,
     simplify_index,
@@ -72,7 +72,7 @@ def _check_args(prim: str, func: LoweredFunc, block: ScheduleBlockRealize, idx: 
         raise TypeError(f"{prim}: the access index must be an int, got {idx!r}")
     if not isinstance(memory_type, str):
         raise TypeError(f"{prim}: memory_type must be 'global', 'shared' or 'local', got {memory_type!r}")
-    index = StmtIndex(func)
+    index = index_of(func)
     if not isinstance(block, ScheduleBlockRealize) or not index.contains(block):
         raise schedule_error(StaleHandleError, prim, f"block '{getattr(block, 'name', block)}' is not a "
                              "block of the current function (stale handle)", func)

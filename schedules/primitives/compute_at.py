@@ -46,7 +46,7 @@ from cinn_py.ir import (
 )
 from schedules.analysis.arith import prove_equal
 from schedules.analysis.dependence import argument_buffers, readers_of
-from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, is_ancestor
+from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, index_of, is_ancestor
 from schedules.analysis.regions import (
     block_buffers_read, block_buffers_written, const_value, index_bounds, int_like, loop_ranges,
     simplify_index,
@@ -135,7 +135,7 @@ def simple_compute_at(func: LoweredFunc, block: ScheduleBlockRealize, loop: For)
 
 
 def _stmts(stmt: Stmt) -> list[Stmt]:
-    return StmtIndex(stmt).order
+    return index_of(stmt).order
 
 
 # ----------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from cinn_py.ir import (
 from schedules.analysis.dependence import (
     argument_buffers, blocks_between, consumers, producers, readers_of, writers_of,
 )
-from schedules.analysis.loops import StmtIndex, block_stores
+from schedules.analysis.loops import StmtIndex, block_stores, index_of
 from schedules.analysis.regions import (
     block_buffers_read, block_buffers_written, index_bounds, loop_ranges, reduce_iter_vars,
     simplify_index,
@@ -71,7 +71,7 @@ class InlineConsumerError(ScheduleError):
 
 
 def _check_in_func(prim: str, func: LoweredFunc, block: ScheduleBlockRealize) -> StmtIndex:
-    index = StmtIndex(func)
+    index = index_of(func)
     if not isinstance(block, ScheduleBlockRealize) or not index.contains(block) or not block.iter_values:
         name = getattr(block, "name", type(block).__name__)
         raise schedule_error(StaleHandleError, prim, f"block '{name}' is not a schedule block of the current "

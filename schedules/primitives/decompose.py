@@ -27,7 +27,7 @@ from cinn_py.ir import (
     new_uid, substitute,
     walk,
 )
-from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, vars_in
+from schedules.analysis.loops import StmtIndex, all_blocks, block_stores, index_of, vars_in
 from schedules.errors import InvalidArgumentError, ScheduleError, schedule_error
 from schedules.primitives._move import fresh_loop_var
 from schedules.primitives._tree import remove_stmt, replace_with_seq
@@ -122,7 +122,7 @@ def decompose_reduction(func: LoweredFunc, block: ScheduleBlockRealize, loop: Fo
                                                                                               ScheduleBlockRealize]:
     """Move `block`'s init out of its nest to just before `loop`; returns the new function and
     the moved init block."""
-    index = StmtIndex(func)
+    index = index_of(func)
     init = _init_of(func, index, block)
     path = _path(func, index, loop, init, block)
     _check_no_other_access(func, index, loop, init, block)

@@ -39,7 +39,7 @@ from cinn_py.ir import For, ForType, LoweredFunc, is_const_int, replace_stmt
 from cinn_py.target import GpuLimits  # the Target's limits (bind checks the thread/block ones)
 from schedules.analysis.arith import as_int
 from schedules.analysis.dependence import is_reduce_loop, loop_carries_dependence
-from schedules.analysis.loops import StmtIndex, collect_stmts
+from schedules.analysis.loops import collect_stmts, index_of
 from schedules.errors import (
     BindLimitError, IllegalDependenceError, InvalidArgumentError, LoopKindError,
     LoopStartError, NonConstantExtentError, schedule_error,
@@ -94,7 +94,7 @@ def parallel(func: LoweredFunc, loop: For) -> LoweredFunc:
 
 
 def _require_not_nested_parallel(func: LoweredFunc, loop: For) -> None:
-    outer = [lp for lp in StmtIndex(func).enclosing_loops(loop) if lp.for_type is ForType.PARALLEL]
+    outer = [lp for lp in index_of(func).enclosing_loops(loop) if lp.for_type is ForType.PARALLEL]
     inner = [n for n in collect_stmts(loop.body, For) if n.for_type is ForType.PARALLEL]
     if outer or inner:
         other = (outer or inner)[0]
@@ -149,7 +149,7 @@ def bind(func: LoweredFunc, loop: For, thread_axis: str, limits: GpuLimits | Non
     is_thread = thread_axis.startswith("threadIdx")
     offset = "xyz".index(thread_axis[-1])
     _check_extent(func, loop, thread_axis, is_thread, offset, limits)
-    nest = StmtIndex(func).enclosing_loops(loop) + collect_stmts(loop.body, For)
+    nest = index_of(func).enclosing_loops(loop) + collect_stmts(loop.body, For)
     _check_axis_free(func, loop, thread_axis, nest)
     if is_thread:
         _check_thread_total(func, loop, nest, limits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cinn_py.ir import For, LoweredFunc, ScheduleBlockRealize, Stmt
 from schedules.analysis.loops import (
-    StmtIndex, all_blocks, block_names, child_blocks, find_block_or_none, root_block,
+    all_blocks, block_names, child_blocks, find_block_or_none, index_of, root_block,
 )
 from schedules.errors import BlockNotFoundError, schedule_error
 
@@ -27,7 +27,7 @@ def get_block(func: LoweredFunc, name: str) -> ScheduleBlockRealize:
 
 def get_loops(func: LoweredFunc, block: ScheduleBlockRealize) -> list[For]:
     """Loops enclosing `block`, outer -> inner (empty when it has none)."""
-    return StmtIndex(func).enclosing_loops(block)
+    return index_of(func).enclosing_loops(block)
 
 
 def get_all_blocks(func: LoweredFunc) -> list[ScheduleBlockRealize]:

@@ -46,7 +46,7 @@ from cinn_py.ir import (
     ScheduleBlockRealize, Stmt, Store, Tensor, Var, const, default_axis_name, int32, make_tensor, print_ir,
     substitute, unique_name, walk,
 )
-from schedules.analysis.loops import StmtIndex, block_stores, child_blocks
+from schedules.analysis.loops import block_stores, child_blocks, index_of
 from schedules.analysis.regions import const_value, int_like
 from schedules.errors import ScheduleError, StaleHandleError, schedule_error
 from schedules.primitives._tree import replace, replace_many, replace_with_seq
@@ -103,7 +103,7 @@ class _Reduction:
 
 
 def _analyse(prim: str, func: LoweredFunc, loop: For, rf_axis: int) -> _Reduction:
-    index = StmtIndex(func)
+    index = index_of(func)
     if not isinstance(loop, For) or not index.contains(loop):
         raise schedule_error(StaleHandleError, prim, "the rf loop is not a loop of the current function "
                              "(stale handle)", func)
@@ -312,7 +312,7 @@ def _hoist_rf_loop(prim: str, func: LoweredFunc, loop: For, drivers: list[For]) 
                              f"{', '.join(d.loop_var.name for d in drivers)} that also drive the reduction, "
                              "and "
                              f"it cannot be moved above them: {exc.message}", func, loop) from exc
-    return moved, StmtIndex(moved).by_uid[loop.uid]  # type: ignore[return-value]
+    return moved, index_of(moved).by_uid[loop.uid]  # type: ignore[return-value]
 
 
 @primitive

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from cinn_py.ir import Block, For, IfThenElse, LoweredFunc, Stmt, new_uid, replace_stmt
 from schedules.analysis.dependence import check_permutation_legal, loop_carries_dependence
-from schedules.analysis.loops import StmtIndex, vars_in
+from schedules.analysis.loops import StmtIndex, index_of, vars_in
 from schedules.errors import InvalidArgumentError, NotAChainError, schedule_error
 from schedules.primitives._tree import replace_with_seq
 from schedules.registry import primitive
@@ -48,7 +48,7 @@ def reorder(func: LoweredFunc, loops: Sequence[For]) -> LoweredFunc:
     if len(loops) <= 1:
         return func
     func, loops = _distribute(func, loops)
-    chain = _chain(func, StmtIndex(func), loops)
+    chain = _chain(func, index_of(func), loops)
     old_loops = [node for node in chain if isinstance(node, For)]
     listed = {id(lp) for lp in loops}
     order = iter(loops)
@@ -84,7 +84,7 @@ def _distribute(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, l
     """Distribute the loops above every level of the path that holds other statements too
     (see the module docstring); returns the new function and the listed loops in it."""
     while True:
-        path, top, bottom = _path(func, StmtIndex(func), loops)
+        path, top, bottom = _path(func, index_of(func), loops)
         level = next((k for k, node in enumerate(path) if isinstance(node, Block) and len(node.stmts) > 1),
                      None)
         if level is None:
@@ -105,7 +105,7 @@ def _distribute(func: LoweredFunc, loops: Sequence[For]) -> tuple[LoweredFunc, l
         nests = tuple(_copy_path(above, block, group, fresh=group[0] is not keep) for group
                       in groups if group)
         func = replace_with_seq(func, top, nests)
-        by_uid = StmtIndex(func).by_uid
+        by_uid = index_of(func).by_uid
         loops = [by_uid[lp.uid] for lp in loops]  # type: ignore[misc]
 
 

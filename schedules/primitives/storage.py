@@ -18,7 +18,7 @@ from cinn_py.ir import (
     Block, Buffer, Call, CallType, Evaluate, LoweredFunc, MemoryType, Mutator, ScheduleBlock,
     ScheduleBlockRealize, Stmt, Tensor, int32, replace_stmt,
 )
-from schedules.analysis.loops import StmtIndex, first_store
+from schedules.analysis.loops import first_store, index_of
 from schedules.errors import BufferError, InvalidArgumentError, schedule_error
 from schedules.registry import primitive
 
@@ -71,7 +71,7 @@ def sync_threads(func: LoweredFunc, node: Stmt, after: bool = True) -> LoweredFu
         raise schedule_error(InvalidArgumentError, "sync_threads", "cannot synchronise around the root block",
                              func, node)
     sync = Evaluate(Call(SYNC_THREADS, (), int32, CallType.INTRINSIC))
-    parent = StmtIndex(func).parent_of(node)
+    parent = index_of(func).parent_of(node)
     if isinstance(parent, Block):
         stmts = list(parent.stmts)
         pos = next(k for k, s in enumerate(stmts) if s is node)

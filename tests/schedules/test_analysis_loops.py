@@ -53,3 +53,13 @@ def test_loop_chain_and_store() -> None:
     assert store is not None and store.tensor.name == "B"
     assert isinstance(stmt_children(outer)[0].stmts[0], For)
     assert all(isinstance(b, ScheduleBlockRealize) for b in all_blocks(outer))
+
+
+def test_index_of_is_shared_per_root_object() -> None:
+    from schedules.analysis.loops import index_of
+
+    func = P.elementwise()
+    index = index_of(func)
+    assert index_of(func) is index and index.root is func
+    other = P.elementwise()
+    assert index_of(other) is not index and index_of(other).root is other
