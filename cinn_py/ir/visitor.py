@@ -14,7 +14,9 @@ loop variable into an expression. Tensors and buffers are leaves unless a subcla
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
+import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -72,11 +74,35 @@ def child_nodes(node: object) -> list[Expr | Stmt]:
     return out
 
 
+_NO_METHOD = object()
+_LOOK_UP = object()
+_dispatch_cache: dict[tuple[type, type], Any] = {}
+
+
+def _visit_method(visitor: object, node: Any) -> Callable[[Any], Any] | None:
+    """`visitor.visit_<node>` bound, or None. The lookup in the visitor's class is cached per
+    (visitor class, node class): a `getattr` with a default that misses raises and catches an
+    AttributeError inside, once per node visited, which was a large part of every traversal.
+    Anything but a plain function in the class (a static or class method) is looked up on the
+    instance each time; visitors do not get `visit_` methods per instance."""
+    key = (type(visitor), type(node))
+    fn = _dispatch_cache.get(key, _NO_METHOD)
+    if fn is _NO_METHOD:
+        attr = inspect.getattr_static(type(visitor), "visit_" + snake_name(type(node)), None)
+        fn = attr if attr is None or isinstance(attr, types.FunctionType) else _LOOK_UP
+        _dispatch_cache[key] = fn
+    if fn is None:
+        return None
+    if fn is _LOOK_UP:
+        return getattr(visitor, "visit_" + snake_name(type(node)), None)  # type: ignore[no-any-return]
+    return fn.__get__(visitor)  # type: ignore[no-any-return]
+
+
 class Visitor:
     """Read-only traversal; override `visit_<node>` methods, call `generic_visit` to recurse."""
 
     def visit(self, node: Any) -> Any:
-        method: Callable[[Any], Any] | None = getattr(self, "visit_" + snake_name(type(node)), None)
+        method = _visit_method(self, node)
         if method is not None:
             return method(node)
         return self.generic_visit(node)
@@ -105,7 +131,7 @@ class Mutator:
     """Copy-on-write rewriting; override `visit_<node>` and return a replacement node."""
 
     def visit(self, node: Any) -> Any:
-        method: Callable[[Any], Any] | None = getattr(self, "visit_" + snake_name(type(node)), None)
+        method = _visit_method(self, node)
         if method is not None:
             return method(node)
         return self.generic_visit(node)
