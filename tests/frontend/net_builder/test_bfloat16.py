@@ -63,6 +63,9 @@ def test_build_and_get_output_takes_and_returns_ml_dtypes_bfloat16() -> None:
     np.testing.assert_allclose(got_s.astype(np.float64), exact, rtol=2**-8)  # float32 accumulation
     exe = cp.compile(program, "x86")
     np.testing.assert_array_equal(exe.run({"x": data})[s.name].view(np.uint16), got_s.view(np.uint16))
+    # CINN's own op tests call the method form on the program: the same call
+    (method_s,) = program.build_and_get_output(cp.DefaultHostTarget(), [x], [data], [s])
+    np.testing.assert_array_equal(method_s.view(np.uint16), got_s.view(np.uint16))
 
 
 @pytest.mark.parametrize("target", ["x86", pytest.param("cuda", marks=pytest.mark.cuda_emulated)])
