@@ -164,8 +164,9 @@ class Program:
             values[id(op.output)] = result[0]
         return pack([values[id(v)] for v in self.outputs])
 
-    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str], feed_datas: Sequence[Any],
-                             fetch_list: Sequence[Variable | str], passes: Sequence[str] = (),
+    def build_and_get_output(self, target: Any, feed_list: Sequence[Variable | str],
+                             feed_datas: Sequence[Any], fetch_list: Sequence[Variable | str],
+                             passes: Sequence[str] = (),
                              scope: Any = None) -> list[np.ndarray]:
         """CINN's method form, `program.build_and_get_output(target, feed_list, feed_datas,
         fetch_list)`, as CINN's own op tests call it: `cinn_py.build_and_get_output(self, ...)`.
