@@ -232,3 +232,15 @@ def test_dynamic_view_of_an_offset_input_keeps_its_offset() -> None:
     for g, w in zip(got, f(x)):
         torch.testing.assert_close(g, w)
         assert g.stride() == w.stride() and g.storage_offset() == w.storage_offset()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", [718, 832])
+def test_stride_fuzz_seed_2029_views_are_not_compared_twice(index: int) -> None:
+    """exp of exp / of a matmul: the values pass against the float64 reference (eager's own error
+    is larger than assert_close's rtol); the `view` check then compared the viewed values again
+    with default tolerances and failed. It now checks that the view gives the output's elements."""
+    from cinn_py.tools.fuzzing import torchgen  # noqa: PLC0415
+
+    case = torchgen.generate(2029, index)
+    assert torchgen.check(case) is None, case.script()
