@@ -62,8 +62,10 @@ class BuildOptions:
                            race_check=_optional_bool("race_check", options.get("race_check")),
                            count_traffic=_bool("count_traffic", options.get("count_traffic", False)))
         threads = options.get("num_threads")
-        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)):
             raise TypeError(f"build option num_threads: expected a positive int or None, got {threads!r}")
+        if threads is not None and threads < 1:  # the right type, a wrong value: ValueError, as Python's own
+            raise ValueError(f"build option num_threads: expected a positive int or None, got {threads!r}")
         return BuildOptions(_bool("fast_math", fast_math), _optional_bool("checked", options.get("checked")),
                             threads, _bool("cache", options.get("cache", True)), cuda)
 

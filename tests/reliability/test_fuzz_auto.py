@@ -73,7 +73,8 @@ def test_grad_mode_catches_a_wrong_gradient_rule(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(REGISTRY, "tanh", dataclasses.replace(REGISTRY["tanh"], grad=doubled))
     spec = netgen.NetSpec((("x0", "float32", (4, "S0")),),
                           (("tanh", (0,), ()), ("multiply", (1, 0), ())), (2,))
-    monkeypatch.setattr(fuzz, "make_net_case", lambda seed, index: (spec, random.Random(index)))
+    monkeypatch.setattr(fuzz, "make_net_case",
+                        lambda seed, index, specials=False: (spec, random.Random(index)))
     result = fuzz.check_case(CI_SEED, 3, fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
     assert (result.status, result.stage) == ("fail", "grad-vs-finite-difference"), result
     assert f"--net --grad --seed {CI_SEED} --case 3" in result.reproducer
