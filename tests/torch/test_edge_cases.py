@@ -39,12 +39,33 @@ def check_converts(fn: Callable[..., Any], *inputs: Any, grad: bool = True,
         cots = [torch.randn(o.shape, generator=gen) for o in outs]
         sum((o * c).sum() for o, c in zip(mine_outs, cots)).backward()
         sum((o * c).sum() for o, c in zip(outs, cots)).backward()
+        exact: list[Any] | None = None
         for k, (a, b) in enumerate(zip(mine, ref)):
-            if isinstance(b, torch.Tensor) and b.grad is not None:
+            if not isinstance(b, torch.Tensor) or b.grad is None:
+                continue
+            try:
                 torch.testing.assert_close(a.grad, b.grad, msg=lambda m, k=k: f"input {k}: {m}")
+            except AssertionError:
+                # eager's own fp32 gradient may be the inaccurate one (trigamma near a pole: 7e-6 off
+                # float64): then ours must be at most twice as far from float64 as eager's, at every element
+                exact = exact if exact is not None else _float64_grads(fn, inputs, cots)
+                ours, eagers = (a.grad.double() - exact[k]).abs(), (b.grad.double() - exact[k]).abs()
+                assert bool((ours <= 2 * eagers + 1e-5).all()), (
+                    f"input {k}: gradient off float64 by {ours.max().item():.3g}, "
+                    f"eager's by {eagers.max().item():.3g}")
     for report in ct.reports():
         assert not report.errors and set(report.fallback) <= eager_ops, str(report)
     assert any(report.compiled for report in ct.reports()), "\n".join(map(str, ct.reports()))
+
+
+def _float64_grads(fn: Callable[..., Any], inputs: tuple[Any, ...], cots: list[Any]) -> list[Any]:
+    """The gradients of `fn` at `inputs` in float64, eagerly (None for inputs without one)."""
+    leaves = [t.detach().double().requires_grad_(True)
+              if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+    result = fn(*leaves)
+    result_outs = [o for o in (result if isinstance(result, tuple) else (result,)) if o.requires_grad]
+    sum((o * c.double()).sum() for o, c in zip(result_outs, cots)).backward()
+    return [t.grad if isinstance(t, torch.Tensor) else None for t in leaves]
 
 
 SCALAR = torch.tensor(1.25)
