@@ -32,7 +32,7 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import (Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType,
                                        register)
-from cinn_py.frontend.ops.nn import _read_padded, _window_numpy
+from cinn_py.frontend.ops.nn_window import _read_padded, _window_numpy
 from cinn_py.frontend.ops.shapes import fmt_shape
 from cinn_py.ir import LT, Expr, const
 

@@ -31,9 +31,9 @@ from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, check_operand_dtype, register,
 )
-from cinn_py.frontend.ops.nn import (
-    _LAYOUTS, _layout_shape, _like, _pool_attrs, _read_padded, _spatial, _split, _to_layout, _window_attrs,
-    _window_numpy, accumulator_np,
+from cinn_py.frontend.ops.nn import _pool_attrs, accumulator_np
+from cinn_py.frontend.ops.nn_window import (
+    _LAYOUTS, _layout_shape, _like, _read_padded, _spatial, _split, _to_layout, _window_attrs, _window_numpy,
 )
 from cinn_py.frontend.ops.reduce import accumulator
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_shape
