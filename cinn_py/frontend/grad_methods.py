@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cinn_py.frontend.ops.base import FrontendError
-from cinn_py.frontend.ops.elementwise import broadcast_pair
+from cinn_py.frontend.ops.elementwise_base import broadcast_pair
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_shape, numel
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from cinn_py.frontend.decompose import decompose
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import FrontendError, suggest
-from cinn_py.frontend.ops.elementwise import scalar_of
+from cinn_py.frontend.ops.elementwise_base import scalar_of
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.frontend.rewrite import Rewrite, apply_rewrites
 from cinn_py.frontend.simplify import RULES, simplify

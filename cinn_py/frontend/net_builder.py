@@ -33,7 +33,7 @@ from cinn_py.frontend import checks
 from cinn_py.frontend.grad_methods import GradMethods
 from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.ops.base import METHODS, FrontendError, TensorType, UnknownOpError, check_dtype, suggest
-from cinn_py.frontend.ops.elementwise import fill_attrs, scalar_of
+from cinn_py.frontend.ops.elementwise_base import fill_attrs, scalar_of
 from cinn_py.frontend.ops.shapes import broadcast_shapes, fmt_shape, shapes_equal, symbols_of, to_dim
 from cinn_py.frontend.ops.signature import Kind, OpCall, make_method
 from cinn_py.frontend.program import Operator, Program, Variable

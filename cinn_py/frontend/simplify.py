@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.elementwise import scalar_of
+from cinn_py.frontend.ops.elementwise_base import scalar_of
 from cinn_py.frontend.ops.shapes import shapes_equal
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.frontend.rewrite import Match, Rewrite, apply_rewrites, op, var

@@ -22,7 +22,7 @@ from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, numpy_dtype, register,
 )
-from cinn_py.frontend.ops.elementwise import scalar_of
+from cinn_py.frontend.ops.elementwise_base import scalar_of
 from cinn_py.frontend.ops.reduce import accumulator
 from cinn_py.frontend.ops.shapes import eval_shape, to_dim
 from cinn_py.frontend.ops.signature import Signature, any_value, attr, dtype_arg, floating, integer, number

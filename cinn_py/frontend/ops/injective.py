@@ -19,7 +19,7 @@ from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import (
     Attrs, Dim, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, register,
 )
-from cinn_py.frontend.ops.elementwise import check_same_dtypes
+from cinn_py.frontend.ops.elementwise_base import check_same_dtypes
 from cinn_py.frontend.ops.signature import (OpCall, Signature, any_value, attr, int_list, integer, tensor,
                                             tensors)
 from cinn_py.frontend.ops.testing import Case, Input, OpTest

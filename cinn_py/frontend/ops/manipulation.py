@@ -22,7 +22,7 @@ from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import (
     Attrs, Dim, FrontendError, OpDef, OpPatternKind, Shape, SymbolEnv, TensorType, register,
 )
-from cinn_py.frontend.ops.elementwise import check_same_dtypes, scalar_of
+from cinn_py.frontend.ops.elementwise_base import check_same_dtypes, scalar_of
 from cinn_py.frontend.ops.injective import INT_MAX, MOVE_DTYPES, slice_attrs
 from cinn_py.frontend.ops.reduce import frontend_dims
 from cinn_py.frontend.ops.shapes import (

@@ -14,7 +14,7 @@ from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import (
     Attrs, FrontendError, OpDef, OpPatternKind, SymbolEnv, TensorType, register,
 )
-from cinn_py.frontend.ops.elementwise import binary_operands
+from cinn_py.frontend.ops.elementwise_base import binary_operands
 from cinn_py.frontend.ops.shapes import fmt_shape, shapes_equal
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, one_of, tensor
 from cinn_py.frontend.ops.testing import Case, Input, OpTest
