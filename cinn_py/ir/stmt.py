@@ -12,17 +12,37 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from cinn_py.ir.buffer import Buffer, BufferRange, Tensor
 from cinn_py.ir.expr import Expr, Var
 
-_uids = itertools.count(1)
+_PID_SHIFT = 40
+"""uids of a process start at pid << 40: statements travel between processes (the parallel compile
+workers unpickle a parent's function, schedule it and send it back), and a worker counting from 1
+made fresh loops whose uids were those of the parent's loops: schedule handles then named the wrong
+node (a matmul's tactic failed with StaleHandleError and fell back to a naive nest, 50x slower)."""
+
+
+def _process_uids() -> itertools.count[int]:
+    return itertools.count((os.getpid() << _PID_SHIFT) + 1)
+
+
+_uids = _process_uids()
+
+
+def _reseed_after_fork() -> None:
+    global _uids
+    _uids = _process_uids()
+
+
+os.register_at_fork(after_in_child=_reseed_after_fork)
 
 
 def new_uid() -> int:
-    """A process-unique statement id (never reused)."""
+    """A statement id unique across this process and the processes it exchanges IR with."""
     return next(_uids)
 
 
