@@ -11,7 +11,7 @@ from cinn_py.autodiff.core import GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import zeros_like
 from cinn_py.autodiff.rules_structural import pad_axis, split
 from cinn_py.frontend.ops.base import Dim
-from cinn_py.frontend.ops.manipulation import split_sections
+from cinn_py.frontend.ops.manipulation_region import split_sections
 from cinn_py.frontend.ops.shapes import add_dims
 from cinn_py.frontend.program import Variable
 
