@@ -494,6 +494,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--models", nargs="?", const="all", metavar="LIST",
                         help="the model zoo instead of the kernels: real models through eager, Inductor and "
                              "cinn_py (comma-separated, default all; see cinn_py/tools/zoo.py)")
+    parser.add_argument("--compile", action="store_true",
+                        help="compile time instead of run time: cold cinn_py and Inductor compiles of the "
+                             "--models cases (default bert), each in a fresh process, and a warm cinn_py "
+                             "start (see cinn_py/tools/bench_compile.py; the issue's case: --models bert "
+                             "--size base "
+                             "--modes train --dtypes fp32)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --compile: measurements of each kind (median; default 1)")
     from cinn_py.tools.zoo_options import add_zoo_arguments  # noqa: PLC0415 (no torch import)
 
     add_zoo_arguments(parser.add_argument_group("model zoo (with --models)"))
@@ -509,6 +517,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def run_from_args(ns: argparse.Namespace) -> int:
+    if ns.compile:
+        return _run_compile(ns)
     if ns.models is not None:
         return _run_zoo(ns)
     from cinn_py.target import Target  # noqa: PLC0415
@@ -549,6 +559,21 @@ def _split_names(names: Sequence[str] | None) -> tuple[list[str] | None, list[st
     if not names:
         return None, list(ATTENTION) if torch_available() else []
     return [n for n in names if n not in ATTENTION], [n for n in names if n in ATTENTION]
+
+
+def _run_compile(ns: argparse.Namespace) -> int:
+    """`--compile`: cold and warm compile times of model zoo cases (cinn_py.tools.bench_compile)."""
+    if ns.names or ns.tiny or ns.peers or ns.no_auto or ns.plot:
+        raise BenchmarkError("bench --compile times model zoo compiles: workload names, --tiny, --peers, "
+                             "--no-auto and --plot apply to the kernel benchmarks (use --models and --size)")
+    from cinn_py.tools import bench_compile  # noqa: PLC0415
+
+    variants = ",".join(v for v in ns.variants.split(",") if v.strip() and v.strip() != "eager")
+    args = argparse.Namespace(models=(ns.models or "bert").replace("all", "bert").split(","), size=ns.size,
+                              modes=ns.modes, dtypes=ns.dtypes, variants=variants, rounds=ns.rounds,
+                              threads=2 if ns.threads is None else ns.threads,
+                              json=None if ns.json in (None, "-") else ns.json, child=None)
+    return bench_compile.run(args)
 
 
 def _run_zoo(ns: argparse.Namespace) -> int:
