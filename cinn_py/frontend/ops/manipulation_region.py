@@ -16,7 +16,8 @@ import numpy as np
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.ops.base import Attrs, Dim, FrontendError, OpDef, Shape, SymbolEnv, TensorType, register
 from cinn_py.frontend.ops.elementwise_base import check_same_dtypes, scalar_of
-from cinn_py.frontend.ops.injective import INT_MAX, MOVE_DTYPES, slice_attrs
+from cinn_py.frontend.ops.injective import INT_MAX, MOVE_DTYPES
+from cinn_py.frontend.ops.slice_concat import slice_attrs
 from cinn_py.frontend.ops.manipulation import (
     _INJECTIVE, _first, _fold_uniform, _idx_const, _idx_dim, _pad_fold,
 )
