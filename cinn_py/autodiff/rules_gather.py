@@ -1,5 +1,5 @@
-"""Gradient rules of the data-indexed ops (`ops/indexing.py`): a gather's gradient is a scatter of
-the cotangent and a scatter's a gather of it.
+"""Gradient rules of the data-indexed ops (`ops/indexing.py`, `ops/scatter.py`): a gather's
+gradient is a scatter of the cotangent and a scatter's a gather of it.
 
 - `gather` with a 1-d index (index_select): scatter_add of the cotangent slices into zeros
   (a repeated index accumulates). With an index of x's rank (take_along_axis) the scatter is
