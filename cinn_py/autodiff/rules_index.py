@@ -1,5 +1,5 @@
-"""Gradient rules of the shape-manipulation and index ops (`ops/manipulation.py`,
-`ops/indexing.py`, `ops/sorting.py`): each moves the cotangent back to where the input's
+"""Gradient rules of the shape-manipulation and index ops (`ops/manipulation*.py`,
+`ops/indexing.py`, `ops/axis_scan.py`, `ops/sorting.py`): each moves the cotangent back to where the input's
 elements went (reshape for expand_dims/squeeze, reverse, the middle split section for pad,
 sums over the copies for tile/repeat, reverse cumsum for cumsum, zero padding for a split
 section, the slice for slice_assign); index results (argmax, one_hot, sort ranks) carry no

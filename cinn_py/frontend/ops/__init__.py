@@ -2,8 +2,9 @@
 and compute-DSL definition (see `base.OpDef`). Importing this package registers all ops."""
 
 from cinn_py.frontend.ops import (  # noqa: F401 - registration
-    attention, composite, elementwise, elementwise_attr, generators, indexing, injective, manipulation,
-    manipulation_region, nn, nn_gemm, nn_grad, nn_norm, nn_pool_grad, reduce, scatter, slice_concat, sorting,
+    attention, axis_scan, composite, elementwise, elementwise_attr, generators, indexing, injective,
+    manipulation, manipulation_region, nn, nn_gemm, nn_grad, nn_norm, nn_pool_grad, reduce, scatter,
+    slice_concat, sorting,
 )
 from cinn_py.frontend.ops.base import (
     REGISTRY, Dim, FrontendError, OpDef, OpPatternKind, Shape, TensorType, get_op,
