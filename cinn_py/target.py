@@ -23,7 +23,7 @@ Every public API keeps accepting the strings: `Target.parse("x86")` is the host 
     >>> cpu.limits.vector_bits, cpu.limits.lanes_for("float32"), cpu.limits.lanes_for("float64")
     (512, 16, 8)
     >>> cpu.passes
-    ('check_x86_loops', 'inline_blocks_x86')
+    ('check_x86_loops', 'inline_blocks_x86', 'privatize_x86_buffers')
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from typing import Union
 
 KINDS = ("x86", "cuda")
 # What the LLVM printer needs done first (`cinn_py.passes.x86_lowering`): loop kinds checked, schedule
-# blocks inlined (blocks carrying x86 attributes kept as attribute scopes).
-X86_PASSES = ("check_x86_loops", "inline_blocks_x86")
+# blocks inlined (blocks carrying x86 attributes kept as attribute scopes), the task-private buffers of
+# parallel loops shrunk to what one task reaches (`cinn_py.passes.x86_privatize`).
+X86_PASSES = ("check_x86_loops", "inline_blocks_x86", "privatize_x86_buffers")
 DEFAULT_CUDA_ARCH = "sm_90"
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d+)[a-z]?$")
 

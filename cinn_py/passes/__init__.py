@@ -23,6 +23,7 @@ _BUILTIN: dict[str, str] = {
     "gpu_bind": "cinn_py.passes.gpu_bind:gpu_bind",
     "check_x86_loops": "cinn_py.passes.x86_lowering:check_x86_loops",
     "inline_blocks_x86": "cinn_py.passes.x86_lowering:inline_blocks_x86",
+    "privatize_x86_buffers": "cinn_py.passes.x86_privatize:privatize_x86_buffers",
 }
 _REGISTERED: dict[str, Pass] = {}
 

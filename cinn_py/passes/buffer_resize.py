@@ -2,7 +2,7 @@
 resized buffer: what both backends do to task/thread-private storage (CINN's
 `ResizeBufferToMaxVarRange`). The GPU target's `gpu_bind` sizes shared/local buffers by the
 ranges of their indices over one block (`gpu_buffers.scope_buffers`); the x86 backend sizes the
-private buffers of a parallel loop by the ranges one task reaches (`codegen.llvm.privatize`).
+private buffers of a parallel loop by the ranges one task reaches (`cinn_py.passes.x86_privatize`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ row-sum), CINN's x86 recipe of "compute_at the reductions into the row loop":
 2. every stage is `simple_compute_at`ed into the row loop of the final consumer, so one row is
    read from memory once and stays in L1 while all stages use it;
 3. the intermediates become `local` buffers (`set_buffer`): the x86 backend gives each task a
-   private copy shrunk to one row (`codegen.llvm.privatize`), and the `[1, lanes]` partial-sum
+   private copy shrunk to one row (`cinn_py.passes.x86_privatize`), and the `[1, lanes]` partial-sum
    arrays end up in vector registers;
 4. the row loop is `parallel`, the inner loops `vectorize[16]` (one AVX-512 register of float32).
 """

@@ -38,8 +38,8 @@ from codegen.llvm.analysis import buffers_used, nontemporal_buffers
 from codegen.llvm.intrinsics import MathEmitter
 from codegen.llvm.loop_md import has_many_loops
 from codegen.llvm.names import symbol_name, value_name
-from codegen.llvm.privatize import task_only_buffers
-from codegen.llvm.stmts import FunctionEmitter, private_buffers
+from cinn_py.passes.x86_privatize import task_only_buffers, task_private_buffers
+from codegen.llvm.stmts import FunctionEmitter
 
 
 def _check_lowered(func: LoweredFunc) -> None:
@@ -129,7 +129,7 @@ class CodegenUnit:
             else:
                 em.env[arg.var] = param  # type: ignore[index]
         # task-private buffers used only in parallel loops are allocated by each task instead
-        task_only = task_only_buffers(self.body, private_buffers(self.body, self.temps))
+        task_only = task_only_buffers(self.body, task_private_buffers(self.body, self.arg_buffers))
         em.allocate_temps([b for b in self.temps if b.name not in task_only])
         em.stmt(self.body)
         em.finish(returns_status=True)

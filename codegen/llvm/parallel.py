@@ -25,9 +25,9 @@ from llvmlite import ir
 from cinn_py.ir import Expr, For, Load, Stmt, Store, Var, int64, walk
 from codegen.llvm import types as T
 from codegen.llvm.analysis import buffers_used, vars_used
-from codegen.llvm.privatize import privatize_local_buffers
+from cinn_py.passes.x86_privatize import task_private_buffers
 from codegen.llvm.names import LAUNCH_SYMBOL
-from codegen.llvm.stmts import STATUS_OK, FunctionEmitter, private_buffers
+from codegen.llvm.stmts import STATUS_OK, FunctionEmitter
 
 if TYPE_CHECKING:
     from codegen.llvm.module import CodegenUnit
@@ -121,8 +121,9 @@ def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: For, captured_vars: lis
         em.env[var] = param
     for name, param in zip(captured_bufs, fn.args[5 + len(captured_vars):]):
         em.buffers[name] = param
-    body, private = privatize_local_buffers(loop, private_buffers(loop.body, unit.temps))
-    em.allocate_temps(private)
+    # each task owns its copies, shaped as the body's accesses spell them (the x86 target pass
+    # `privatize_x86_buffers` shrank them to what one task reaches)
+    em.allocate_temps(task_private_buffers(loop.body, unit.arg_buffers))
 
     one = ir.Constant(T.I64, 1)
     chunk = b.sdiv(b.sub(b.add(extent, num_tasks), one), num_tasks)
@@ -134,5 +135,5 @@ def _emit_task(unit: CodegenUnit, fn: ir.Function, loop: For, captured_vars: lis
     def bind(counter: ir.Value) -> ir.Value:
         return T.cast(b, b.add(lo, counter), int64, var.dtype)
 
-    em.counted_loop(var, begin, end, 1, lambda: em.stmt(body), bind=bind)
+    em.counted_loop(var, begin, end, 1, lambda: em.stmt(loop.body), bind=bind)
     em.finish(returns_status=False)

@@ -33,14 +33,14 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     LE, LT, Alloc, And, Block, Buffer, Call, Cast, DType, Evaluate, Expr, For, ForType, Free, IfThenElse,
     IntImm, Let, Load,
-    MemoryType, ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, is_const_int,
+    ScheduleBlockRealize, Stmt, Store, Tensor, UIntImm, Var, bool_, int64, is_const_int,
     print_ir, walk,
 )
 from cinn_py.symbolic import Analyzer
 from codegen.llvm.loop_md import no_unroll_loop_id
 from codegen.llvm import types as T
 from codegen.llvm.analysis import (
-    LaneInfo, buffers_used, contract_block, lane_stride, vars_used, varies, vectorizable,
+    LaneInfo, contract_block, lane_stride, vars_used, varies, vectorizable,
 )
 from codegen.llvm.analysis import flat_index
 from codegen.llvm.emitter import ExprEmitter
@@ -456,13 +456,6 @@ def _const_product(shape: tuple[Expr, ...]) -> int | None:
 def _small_const(s: For) -> bool:
     return (isinstance(s.min, (IntImm, UIntImm)) and isinstance(s.extent, (IntImm, UIntImm))
             and 0 <= int(s.extent.value) <= UNROLL_LIMIT)
-
-
-def private_buffers(body: Stmt, temps: list[Buffer]) -> list[Buffer]:
-    """Temp buffers of local/shared memory type used in `body` (private per parallel task)."""
-    used = buffers_used(body)
-    return ([b for b in temps if b.name in used and b.memory_type
-             in (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)])
 
 
 def _retyped(e: Expr, dtype: DType) -> Expr:

@@ -13,14 +13,16 @@ from cinn_py.cli import main
 from cinn_py.diagnostics import CompileError
 from cinn_py.interp import run_ir
 from cinn_py.ir import (
-    FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, ForType, LoweredFunc, ScheduleBlockRealize, parse_ir, print_ir,
-    structural_equal, walk,
+    FP_CONTRACT_ATTR, NONTEMPORAL_ATTR, ForType, Load, LoweredFunc, MemoryType, ScheduleBlockRealize, Store,
+    Var, int32, parse_ir, print_ir, structural_equal, walk,
 )
 from cinn_py.passes import run_passes
 from cinn_py.pipeline import DUMP_ENV, target_passes
+from cinn_py.passes.x86_privatize import privatize_x86_buffers
 from cinn_py.target import Target
 from codegen.llvm import build_lowered, generate_x86
 from schedules import IRSchedule
+from tests.codegen.llvm.llvm_helpers import func, loop, tensor
 
 
 def _fma_func() -> LoweredFunc:
@@ -43,7 +45,7 @@ def _inputs(func: LoweredFunc) -> list[np.ndarray]:
 
 
 def test_the_x86_target_lists_its_passes() -> None:
-    assert Target.x86().passes == ("check_x86_loops", "inline_blocks_x86")
+    assert Target.x86().passes == ("check_x86_loops", "inline_blocks_x86", "privatize_x86_buffers")
 
 
 def test_inlining_keeps_the_x86_attributes_as_scopes_without_iter_vars() -> None:
@@ -116,3 +118,57 @@ def test_dump_ir_diff_shows_the_x86_target_passes(tmp_path: Path, capsys: pytest
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "-          i0, i1 = axis.bind(i, j)" in out and "+      Y[i, j] = (X[i, j] * 2.00000000f)" in out
+
+
+def _row_stage() -> LoweredFunc:
+    """`E = X * 2` computed at the parallel row loop of `Y = E + 1`, `E` in task-local memory."""
+    x = cp.placeholder((8, 32), "float32", "X")
+    e = cp.compute((8, 32), lambda i, j: x[i, j] * 2.0, "E")
+    y = cp.compute((8, 32), lambda i, j: e[i, j] + 1.0, "Y")
+    sch = IRSchedule(cp.lower("rowstage", [x, y]))
+    sch.parallel(sch.get_loops("Y")[0])
+    sch.compute_at(sch.get_block("E"), sch.get_loops("Y")[0])
+    sch.set_buffer(sch.get_block("E"), "local")
+    return sch.func
+
+
+def test_privatisation_is_a_target_pass_the_dump_shows(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    row_stage = _row_stage()
+    monkeypatch.setenv(DUMP_ENV, str(tmp_path))
+    kernel = cp.build(row_stage, "x86")
+    scheduled = (tmp_path / "04_schedule_rowstage.txt").read_text()
+    lowered = (tmp_path / "05_target_passes_rowstage.txt").read_text()
+    assert "E[i0, i1] = (X[i0, i1] * 2.00000000f)" in scheduled
+    # one row per task: the parallel loop var collapsed to 0, the buffer declared [1, 32]
+    assert "E[0, ax0] = (X[i, ax0] * 2.00000000f)" in lowered
+    assert "Y[i, j] = (E[0, j] + 1.00000000f)" in lowered
+    final = kernel.func
+    assert "decl buffer _E_temp_buffer : float32[1, 32] local" in print_ir(final, decls=True)
+    unoptimized = cp.codegen(row_stage, "x86").unoptimized_ir  # each task's alloca, before mem2reg
+    assert "alloca [32 x float]" in unoptimized and "[256 x float]" not in unoptimized
+    assert structural_equal(parse_ir(print_ir(final, decls=True)), final)
+    assert structural_equal(privatize_x86_buffers(final), final)  # idempotent
+    x = np.random.default_rng(2).standard_normal((8, 32)).astype(np.float32)
+    np.testing.assert_allclose(kernel(x), x * 2 + 1, rtol=1e-6)
+
+
+def test_a_buffer_two_parallel_loops_shrink_differently_keeps_its_declaration() -> None:
+    """Each task allocates the shape its loop's accesses spell ([1, 32], then [1, 16]); the
+    function's declaration, which cannot be both, stays as it was."""
+    x, y, z = tensor("X", (8, 32)), tensor("Y", (8, 32)), tensor("Z", (8, 16))
+    e = tensor("E", (8, 32), scope=MemoryType.GPU_LOCAL)
+    i, j, i2, j2 = (Var(n, int32) for n in ("i", "j", "i2", "j2"))
+    first = loop(i, 8, loop(j, 32, Store(e, Load(x, (i, j)) * 2.0, (i, j))),
+                 loop(j, 32, Store(y, Load(e, (i, j)) + 1.0, (i, j))), kind=ForType.PARALLEL)
+    second = loop(i2, 8, loop(j2, 16, Store(e, Load(x, (i2, j2)) - 1.0, (i2, j2))),
+                  loop(j2, 16, Store(z, Load(e, (i2, j2)) * 3.0, (i2, j2))), kind=ForType.PARALLEL)
+    lowered = target_passes(func("two", [x], [y, z], first, second, temps=[e.buffer]), "x86")
+    shapes = {tuple(int(d.value) for d in n.tensor.buffer.shape) for n in walk(lowered.body)
+              if isinstance(n, Store) and n.tensor.buffer.name == e.buffer.name}
+    assert shapes == {(1, 32), (1, 16)}
+    assert lowered.temp_bufs == (e.buffer,)
+    values = np.random.default_rng(3).standard_normal((8, 32)).astype(np.float32)
+    got_y, got_z = cp.build(lowered, "x86")(values)
+    np.testing.assert_allclose(got_y, values * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(got_z, (values[:, :16] - 1) * 3, rtol=1e-6)

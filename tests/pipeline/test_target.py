@@ -45,7 +45,7 @@ def test_x86_vector_width_follows_features() -> None:
 def test_host_limits_are_read() -> None:
     host = Target.parse("x86")
     assert isinstance(host.limits, CpuLimits) and host.cpu.cores >= 1
-    assert host.passes == ("check_x86_loops", "inline_blocks_x86")
+    assert host.passes == ("check_x86_loops", "inline_blocks_x86", "privatize_x86_buffers")
     with pytest.raises(TypeError, match="CPU limits"):
         _ = host.gpu
 

@@ -11,7 +11,7 @@ import numpy as np
 from cinn_py import ir
 from cinn_py.ir import dtype as dt
 from codegen.llvm import build_x86, generate_x86
-from codegen.llvm.privatize import privatize_local_buffers
+from cinn_py.passes.x86_privatize import privatize_local_buffers
 from tests.codegen.llvm.llvm_helpers import func, loop, tensor
 
 R, C = 8, 32

@@ -1,16 +1,20 @@
-"""Per-task storage of `local`/`shared` buffers inside a `parallel` loop.
+"""`privatize_x86_buffers`: the x86 target pass giving each task of a `parallel` loop small
+private copies of its `local`/`shared` buffers.
 
-A buffer that `set_buffer(block, "local")` (or `"shared"`) moved to task-private memory keeps its
-full shape in the IR: after `compute_at` of a row stage into a parallel row loop, the stage
-`E[i, j]` still indexes a `[rows, cols]` buffer with the parallel loop var `i`. Each task of the
-outlined loop owns a private copy (see `stmts.private_buffers`), so at full size every task would
-allocate (and touch) the whole tensor.
+On x86 a buffer of `local` or `shared` memory type that a parallel loop's body uses is private to
+each task of the outlined loop: the LLVM printer allocates one copy per task
+(`codegen.llvm.parallel`) and, where the function uses it only inside parallel loops, none in the
+function itself. Such a buffer keeps its full shape in the IR: after `compute_at` of a row stage
+into a parallel row loop, the stage `E[i, j]` still indexes a `[rows, cols]` buffer with the
+parallel loop var `i`, so at full size every task would allocate (and touch) the whole tensor.
 
-`privatize_local_buffers` is the x86 analogue of what `cinn_py.passes.gpu_bind` does for
+`privatize_local_buffers` (one loop) is the x86 analogue of what `cinn_py.passes.gpu_bind` does for
 per-thread buffers (CINN: `ResizeBufferToMaxVarRange`): inside the parallel body the parallel
 loop var is replaced by 0 in every index of such a buffer, and each dim shrinks to the constant
 range the body's loops actually reach. A row stage `E[i, j]` thus becomes a `[1, cols]` buffer
 that stays in L1 (and small rfactor buffers become stack arrays that LLVM promotes to registers).
+`privatize_x86_buffers` runs it on every parallel loop of a function, as the last of
+`Target.x86().passes`, so the `target_passes` dump (`CINN_PY_DUMP_IR`, `cinn-py dump-ir`) shows it.
 
 Why this is sound: a private buffer is only accessed inside the parallel body (its values never
 flow between iterations, or the parallel loop would carry a dependence, which `parallel` rejects),
@@ -26,12 +30,60 @@ import dataclasses
 from typing import Any
 
 from cinn_py.ir import (
-    Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, Mutator, Stmt, Store, Var,
-    child_nodes, substitute, walk,
+    Alloc, Buffer, Expr, For, ForType, Free, IntImm, Load, LoweredFunc, MemoryType, Mutator, Stmt, Store,
+    Var, child_nodes, substitute, walk,
 )
 from cinn_py.passes.buffer_resize import BufferRebinder, resized_to_ranges
 from cinn_py.symbolic import Analyzer, to_poly
 from cinn_py.symbolic.integer import IntInterval
+
+
+TASK_PRIVATE = (MemoryType.GPU_LOCAL, MemoryType.GPU_SHARED)
+"""Memory types whose buffers each task of an x86 parallel loop allocates for itself."""
+
+
+def privatize_x86_buffers(func: LoweredFunc) -> LoweredFunc:
+    """`func` with the task-private buffers of every parallel loop collapsed over the loop var and
+    shrunk (`privatize_local_buffers`); unchanged where nothing shrinks. Nested parallel loops are
+    rejected before (`check_x86_loops`), so the top-most parallel loops are all there are."""
+    args = {a.tensor.buffer.name for a in func.args if a.tensor is not None}
+    body = _PrivatizeParallel(args).visit(func.body)
+    if body is func.body:
+        return func
+    # a temp the body now uses in one (shrunk) shape only is declared in it, so the IR text (the
+    # dumps, `parse_ir`) shows the size each task allocates
+    used = _buffers_by_name(body)
+    temps = tuple(used[b.name][0] if len(used.get(b.name, ())) == 1 else b for b in func.temp_bufs)
+    return dataclasses.replace(func, body=body, temp_bufs=temps)
+
+
+def _buffers_by_name(body: Stmt) -> dict[str, list[Buffer]]:
+    """The distinct buffers each name stands for under `body`."""
+    found: dict[str, list[Buffer]] = {}
+    for node in walk(body):
+        buffer = node.tensor.buffer if isinstance(node, (Load, Store)) else (
+            node.buffer if isinstance(node, (Alloc, Free)) else None)
+        if buffer is not None and buffer not in found.setdefault(buffer.name, []):
+            found[buffer.name].append(buffer)
+    return found
+
+
+def task_private_buffers(body: Stmt, arg_buffers: set[str]) -> list[Buffer]:
+    """The buffers of `body` (as its accesses spell them) that each parallel task owns a copy of:
+    the non-argument ones of `local`/`shared` memory type, in first-use order."""
+    return [buffers[0] for name, buffers in _buffers_by_name(body).items()
+            if name not in arg_buffers and buffers[0].memory_type in TASK_PRIVATE]
+
+
+class _PrivatizeParallel(Mutator):
+    def __init__(self, arg_buffers: set[str]) -> None:
+        self.arg_buffers = arg_buffers
+
+    def visit_for(self, node: For) -> Any:
+        if node.for_type is not ForType.PARALLEL:
+            return self.generic_visit(node)
+        body, _ = privatize_local_buffers(node, task_private_buffers(node.body, self.arg_buffers))
+        return node if body is node.body else dataclasses.replace(node, body=body)
 
 
 def privatize_local_buffers(loop: For, private: list[Buffer]) -> tuple[Stmt, list[Buffer]]:
