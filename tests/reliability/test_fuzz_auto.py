@@ -14,7 +14,7 @@ import pytest
 import cinn_py as cp
 from cinn_py.diagnostics import ScheduleError
 from cinn_py.tools import fuzz
-from cinn_py.tools.fuzzing import netgen
+from cinn_py.tools.fuzzing import dsl_case, net_case, netgen
 from cinn_py.tools.fuzzing.worker import Summary, run_in_process
 
 CI_SEED = 20240601
@@ -73,7 +73,7 @@ def test_grad_mode_catches_a_wrong_gradient_rule(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(REGISTRY, "tanh", dataclasses.replace(REGISTRY["tanh"], grad=doubled))
     spec = netgen.NetSpec((("x0", "float32", (4, "S0")),),
                           (("tanh", (0,), ()), ("multiply", (1, 0), ())), (2,))
-    monkeypatch.setattr(fuzz, "make_net_case",
+    monkeypatch.setattr(net_case, "make_net_case",
                         lambda seed, index, specials=False: (spec, random.Random(index)))
     result = fuzz.check_case(CI_SEED, 3, fuzz.Options(net=True, grad=True, auto_cuda_every=1000))
     assert (result.status, result.stage) == ("fail", "grad-vs-finite-difference"), result
@@ -99,7 +99,7 @@ def test_recursion_error_in_a_hand_schedule_is_a_failure(monkeypatch: pytest.Mon
     def deep(*args: object, **kwargs: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(fuzz, "_schedule", deep)
+    monkeypatch.setattr(dsl_case, "_schedule", deep)
     result, _ = fuzz.run_case(case, fuzz.Options(x86=False))
     assert (result.status, result.stage) == ("fail", "schedule")
 
@@ -152,6 +152,6 @@ def test_type_error_is_a_failure_past_the_schedule_arguments(monkeypatch: pytest
     def typed(*args: object, **kwargs: object) -> None:
         raise TypeError("select: true and false values have different dtypes int32 and int64")
 
-    monkeypatch.setattr(fuzz, target, typed)
+    monkeypatch.setattr(dsl_case, target, typed)
     result, _ = fuzz.run_case(case, fuzz.Options())
     assert (result.status, result.stage) == (status, stage), result
