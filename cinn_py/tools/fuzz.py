@@ -41,15 +41,17 @@ reference in the interpreter): in the auto stages every exception is a failure, 
 type, and so is a `RecursionError` or an internal `TypeError` anywhere.
 
 Outcomes: `ok`; `rejected` with a documented error type (`ScheduleError`, `CompileError`,
-`LoweringError`, `ValueError`, `TypeError`: a component refused the input cleanly); or `fail`
-(a wrong result, any other exception, a crash of the process, or a case exceeding the
-timeout; also a `CompileError` from NVRTC or the LLVM verifier: generated code that its own
-compiler rejects). Comparisons use `programs.tolerance(dtype, mag, err)`: integer and boolean
-results must match exactly; float results within 8x the propagated rounding-error bound of the
-program plus 4 ulps of the output's magnitude bound.
+`LoweringError`, `ValueError`, `TypeError`: a component refused the input cleanly); `fail`
+(a wrong result, any other exception, a crash of the process; also a `CompileError` from NVRTC
+or the LLVM verifier: generated code that its own compiler rejects); or `timeout` (no result
+within the load-scaled limit, twice: the second time re-run alone; reported apart from the
+failures, exit status 3 when there is no failure). Comparisons use `programs.tolerance(dtype,
+mag, err)`: integer and boolean results must match exactly; float results within 8x the
+propagated rounding-error bound of the program plus 4 ulps of the output's magnitude bound.
 
 The CLI runs cases in a worker subprocess (`faulthandler` on), so a segfault in generated code
-or a hang is reported as a failure of that case and the run goes on with a fresh worker.
+is reported as a failure of that case (a case past its time limit is re-run alone first) and the
+run goes on with a fresh worker.
 Failing cases are shrunk (schedule steps, outputs, subexpressions) and printed as a reproducer:
 the DSL program, the IR (`print_ir(..., decls=True)`), the trace (`trace.as_python()`), the
 input seed and bindings, and what differed.
@@ -137,7 +139,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--auto-cuda-every", type=int, default=1,
                    help="compile the auto-scheduled CUDA kernels every n-th case only (default 1)")
     p.add_argument("--steps", type=int, default=6, help="schedule steps per case (default 6)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds per case on an idle machine (default 60; scaled by the load per CPU, at "
+                        "most 8x); a case past it is re-run alone with 4x the limit and is a 'timeout' "
+                        "(exit status 3 when there is no failure) only if it times out again")
     p.add_argument("--no-shrink", action="store_true", help="print failures without shrinking them")
     p.add_argument("--in-process", action="store_true", help="no worker subprocess (no crash isolation)")
     p.add_argument("--describe", action="store_true",
@@ -181,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         worker_args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--in-process"]
         run_with_workers(ns.seed, indices, opts, ns.timeout, worker_args, summary)
     print(summary.format(time.monotonic() - start))
-    return 1 if summary.failures else 0
+    return 1 if summary.failures else 3 if summary.timeouts else 0
 
 
 if __name__ == "__main__":

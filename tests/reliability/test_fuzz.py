@@ -20,6 +20,7 @@ from cinn_py.tools.fuzzing import programs as P
 from cinn_py.tools.fuzzing.reference import build_tensors, evaluate, to_python
 from cinn_py.tools.fuzzing.shrink import shrink
 from cinn_py.tools.fuzzing.strategies import fuzz_cases, program_specs
+from cinn_py.tools.fuzzing import worker
 from cinn_py.tools.fuzzing.worker import Summary, mode_args, run_in_process, run_with_workers
 from cinn_py.interp import run_ir
 from cinn_py.ir import reset_name_ids, structural_equal
@@ -172,21 +173,42 @@ def test_wrong_schedule_primitive_is_caught_shrunk_and_reported(monkeypatch: pyt
     assert shrunk_script.count("sch.") <= len(original.trace.steps)
 
 
-def test_worker_isolates_crashes_and_hangs() -> None:
-    os.environ["CINN_PY_FUZZ_INJECT"] = "crash:1,hang:2"
-    try:
-        summary = Summary()
-        args = ["--seed", "4", "--no-x86", "--steps", "2"]
-        run_with_workers(4, range(4), fuzz.Options(x86=False, steps=2), 8.0, args, summary)
-    finally:
-        del os.environ["CINN_PY_FUZZ_INJECT"]
-    assert summary.total == 4
-    stages = {f["index"]: f["stage"] for f in summary.failures}
-    assert stages == {1: "crash", 2: "hang"}
-    crash = next(f for f in summary.failures if f["index"] == 1)
+def test_worker_isolates_crashes_and_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # case 2 hangs every time: re-run alone it hangs again and ends as a timeout, reported apart
+    # from the crash (a failure); case 3 hangs only under "load" (not when re-run alone) and passes
+    monkeypatch.setenv("CINN_PY_FUZZ_INJECT", "crash:1,hang:2,hang-first:3")
+    monkeypatch.setattr(worker, "RERUN_FACTOR", 1.5)
+    monkeypatch.setattr(worker, "scaled_timeout", lambda timeout: timeout)   # the test's own limits
+    summary = Summary()
+    args = ["--seed", "4", "--no-x86", "--steps", "2"]
+    run_with_workers(4, range(5), fuzz.Options(x86=False, steps=2), 8.0, args, summary)
+    assert summary.total == 5
+    assert {f["index"]: f["stage"] for f in summary.failures} == {1: "crash"}
+    assert [(t["index"], t["status"], t["stage"]) for t in summary.timeouts] == [(2, "timeout", "timeout")]
+    assert "nor within 12s when re-run alone" in summary.timeouts[0]["detail"]
+    assert [index for index, _ in summary.slow] == [3]
+    crash = summary.failures[0]
     assert "Segmentation fault" in crash["detail"] or "Fatal Python error" in crash["detail"]
     assert "--- program (compute DSL):" in crash["reproducer"]   # described without running it
-    assert summary.status["fail"] == 2 and summary.status["ok"] + summary.status["rejected"] == 2
+    assert summary.status["fail"] == 1 and summary.status["timeout"] == 1
+    assert summary.status["ok"] + summary.status["rejected"] == 3
+    text = summary.format(1.0)
+    assert "TIMEOUTS (1;" in text and "FAILURES (1):" in text and "passed re-run alone: 3 (" in text
+
+
+def test_time_limit_scales_with_the_load_per_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for load, want in ((0.5, 60.0), (2.0, 60.0), (6.0, 180.0), (40.0, 480.0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert worker.scaled_timeout(60.0) == want, load
+
+
+def test_exit_status_tells_timeouts_from_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_run(seed, indices, opts, timeout, worker_args, summary):  # type: ignore[no-untyped-def]
+        summary.add({"index": 0, "status": "timeout", "stage": "timeout", "detail": "no result", "steps": []},
+                    echo=False)
+    monkeypatch.setattr(worker, "run_with_workers", fake_run)
+    assert fuzz.main(["--examples", "1", "--seed", "1"]) == 3
 
 
 def test_net_crash_is_described_as_its_netbuilder_program() -> None:
