@@ -1,4 +1,7 @@
-"""Expression nodes of the CINN AST IR (`paddle/cinn/ir/ir.h`).
+"""Expression nodes of the CINN AST IR (`paddle/cinn/ir/ir.h`): the `Expr` base, immediates,
+`Var`, the arithmetic / comparison / logical operators, `Cast`, `Select` and the constructors
+(`const`, `as_expr`, `eq`, ...). Loads, calls, reductions and vector nodes are `expr_access`
+(re-exported here).
 
 Expressions are frozen dataclasses compared **by value** (two `Add(i, 1)` are equal and hash
 equal), so they can key dicts and the simplifier can match them. Statements (`stmt.py`) compare by
@@ -11,7 +14,6 @@ for comparison nodes.
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, Union
@@ -20,9 +22,6 @@ from cinn_py.diagnostics import ConstantRangeError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir.dtype import DType
 from cinn_py.ir.structural import install_depth_guards
-
-if TYPE_CHECKING:
-    from cinn_py.ir.buffer import Tensor
 
 ExprLike = Union["Expr", int, float, bool]
 
@@ -372,93 +371,6 @@ class Select(Expr):
 
 
 # --------------------------------------------------------------------------------------------
-# Memory and calls
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Load(Expr):
-    """`T[i0, i1]`: read one element (or a vector when an index is a Ramp)."""
-
-    tensor: Tensor
-    indices: tuple[Expr, ...]
-    dtype: DType = _derived_dtype()
-
-    def __post_init__(self) -> None:
-        lanes = max((i.dtype.lanes for i in self.indices), default=1)
-        _set_dtype(self, self.tensor.dtype.with_lanes(lanes))
-
-
-class CallType(enum.Enum):
-    """CINN `CallType`: who implements the callee."""
-
-    EXTERN = "extern"  # math functions (exp, tanh, ...) and runtime helpers
-    INTRINSIC = "intrinsic"  # __syncthreads and friends
-    CINN = "cinn"  # another lowered function
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Expr):
-    """`name(args...)`: a math intrinsic (`exp`), runtime helper, or `__syncthreads()`."""
-
-    name: str
-    args: tuple[Expr, ...]
-    dtype: DType
-    call_type: CallType = CallType.EXTERN
-
-
-class ReduceType(enum.Enum):
-    """CINN `Reduce::ReduceType`, with the printed tag as value."""
-
-    SUM = "sum"
-    SUB = "sub"
-    DIV = "Div"
-    MUL = "Mul"
-    MAX = "Max"
-    MIN = "Min"
-    ALL = "&&"
-    ANY = "||"
-
-
-@dataclass(frozen=True, slots=True)
-class Reduce(Expr):
-    """`Reduce(sum, body,init)`: a reduction over `reduce_axis` (compute-DSL level only; lowering
-    turns it into an init block and an update block)."""
-
-    reduce_type: ReduceType
-    body: Expr
-    init: Expr
-    reduce_axis: tuple[Var, ...]
-    dtype: DType = _derived_dtype()
-
-    def __post_init__(self) -> None:
-        _set_dtype(self, self.body.dtype)
-
-
-@dataclass(frozen=True, slots=True)
-class Ramp(Expr):
-    """`Ramp(base,stride,lanes)`: the vector `base + k*stride` for k < lanes (vectorization)."""
-
-    base: Expr
-    stride: Expr
-    lanes: int
-    dtype: DType = _derived_dtype()
-
-    def __post_init__(self) -> None:
-        _set_dtype(self, self.base.dtype.with_lanes(self.lanes))
-
-
-@dataclass(frozen=True, slots=True)
-class Broadcast(Expr):
-    """`Broadcast(v,lanes)`: a scalar repeated in every lane."""
-
-    value: Expr
-    lanes: int
-    dtype: DType = _derived_dtype()
-
-    def __post_init__(self) -> None:
-        _set_dtype(self, self.value.dtype.with_lanes(self.lanes))
-
-
-# --------------------------------------------------------------------------------------------
 # Constructors
 # --------------------------------------------------------------------------------------------
 def const(value: int | float | bool, dtype: DType | str | None = None) -> Expr:
@@ -551,6 +463,13 @@ def is_const_int(e: Expr, value: int | None = None) -> TypeGuard[IntImm | UIntIm
 
 # Equality and hashing of any depth (deep inlined chains): see `structural`. Leaves (immediates,
 # Var) compare their own fields only and keep the generated methods.
-install_depth_guards([BinaryOp, Minus, Not, Cast, Select, Load, Call, Reduce, Ramp, Broadcast])
+install_depth_guards([BinaryOp, Minus, Not, Cast, Select])  # expr_access guards its own nodes
 
 BINARY_OPS: tuple[type[BinaryOp], ...] = (Add, Sub, Mul, Div, Mod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or)
+
+# The memory, call, reduction and vector nodes are `expr_access` (it subclasses `Expr` from here, so
+# it is imported last, once every name it needs exists); re-exported so that `expr.Load` and the
+# `E.Call` of the text layer keep their path.
+from cinn_py.ir.expr_access import (  # noqa: E402, F401
+    Broadcast, Call, CallType, Load, Ramp, Reduce, ReduceType,
+)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cinn_py.ir.expr import (Add, BinaryOp, Cast, Div, Expr, IntImm, Max, Min, Minus, Mod, Mul, Ramp, Select,
-                             Sub, UIntImm, Var)
+from cinn_py.ir.expr import (Add, BinaryOp, Cast, Div, Expr, IntImm, Max, Min, Minus, Mod, Mul, Select, Sub,
+                             UIntImm, Var)
+from cinn_py.ir.expr_access import Ramp
 
 IntInterval = tuple[int, int]
 """Inclusive [lo, hi]."""
