@@ -16,9 +16,9 @@ from cinn_py.ir.nesting import NEST_RECURSION_LIMIT, deep_nesting, nesting_room
 from cinn_py.ir.structural import MAX_EXPR_DEPTH, expr_depth
 from cinn_py.ir.expr import (
     BINARY_OPS, EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Cast, CmpOp, Div, Expr, ExprLike, FloatImm,
-    IntImm, LogicalOp, Max, Min, Minus, Mod, Mul, Not, Or, Select, StringImm, Sub, UIntImm, Var, as_expr,
-    check_text, const, eq, int_range, is_const_int, ne,
+    IntImm, LogicalOp, Max, Min, Minus, Mod, Mul, Not, Or, Select, StringImm, Sub, UIntImm, Var,
 )
+from cinn_py.ir.expr_build import as_expr, check_text, const, eq, int_range, is_const_int, ne
 from cinn_py.ir.expr_access import Broadcast, Call, CallType, Load, Ramp, Reduce, ReduceType
 from cinn_py.ir.func import ArgIO, Argument, CudaAxisInfo, LoweredFunc, Module
 from cinn_py.ir.intervals import IntInterval, int_interval

@@ -1,7 +1,7 @@
 """The parser's half that reads `// decl` lines and assembles `LoweredFunc` signatures.
 
 It shares the `Cursor` and `Scope` with the expression parser it delegates values to; the line
-grammar is in `docs/ir.md` and the printing side in `decls.py`.
+grammar is in `docs/ir.md` and the printing side in `decl_printer.py`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 from cinn_py.ir import dtype as dt
 from cinn_py.ir import expr as E
-from cinn_py.ir.text.decls import (
+from cinn_py.ir.text.defaults import (
     LITERAL_PREFIXES, RAW_HALF_FUNCS, decode_literal, default_call_signature, default_reduce_axes,
     half_from_bits,
 )

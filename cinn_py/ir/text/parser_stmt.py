@@ -263,7 +263,7 @@ class StmtParser:
         return tuple(regions)
 
     def parse_attrs(self, block: int) -> tuple[tuple[str, Any], ...]:
-        from cinn_py.ir.text.decls import decode_attr_value
+        from cinn_py.ir.text.defaults import decode_attr_value
 
         self.cur.k += 2
         items: dict[str, Any] = {}

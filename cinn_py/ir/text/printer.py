@@ -323,7 +323,7 @@ def print_ir(node: Any, decls: bool = False) -> str:
     printer.print(node)
     text = "".join(printer.out)
     if decls:
-        from cinn_py.ir.text.decls import print_decls
+        from cinn_py.ir.text.decl_printer import print_decls
 
         header = print_decls(node)
         return header + text if header else text
