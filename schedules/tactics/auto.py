@@ -165,9 +165,11 @@ def tuned_matmul_params(info: object, target: Target) -> tuple[MatmulParams, str
     return default_matmul_params(info, target.cpu.vector_bits), "defaults"  # type: ignore[arg-type]
 
 
-def _tuned_config(func: LoweredFunc, target: Target, cfg: ScheduleConfig) -> ScheduleConfig:
-    """`cfg` for a CPU target: its native vector width (16 float32 lanes with AVX-512), then the
-    tuning database's parameters for this group, when it has a record."""
+def target_config(func: LoweredFunc, target: Target, cfg: ScheduleConfig,
+                  use_db: bool = True) -> ScheduleConfig:
+    """`cfg` for a CPU target: its native vector width (16 float32 lanes with AVX-512), then
+    (with `use_db`) the tuning database's parameters for this group, when it has a record. The
+    tuner's default candidate is this config without the database."""
     if target.is_gpu:
         return cfg
     from schedules.tactics.tuning_db import lookup_group
@@ -176,7 +178,7 @@ def _tuned_config(func: LoweredFunc, target: Target, cfg: ScheduleConfig) -> Sch
     llc = _last_level_cache(target)
     if llc is not None:  # outputs of half the last-level cache or more would evict it: stream them
         cfg = dataclasses.replace(cfg, streaming_store_bytes=llc // 2)
-    params = lookup_group(func, target.name) or {}
+    params = (lookup_group(func, target.name) if use_db else None) or {}
     known = {k: v for k, v in params.items() if k in {f.name for f in dataclasses.fields(cfg)}}
     return dataclasses.replace(cfg, **known) if known else cfg
 
@@ -212,7 +214,7 @@ def auto_schedule(func: LoweredFunc, target: TargetLike = "cuda", config: Schedu
     tgt = _check_args(func, target, config)
     if is_attention_kernel(func):
         return _attention(func, tgt, config)
-    cfg = config or _tuned_config(func, tgt, build_schedule_config(analyze_group(func)))
+    cfg = config or target_config(func, tgt, build_schedule_config(analyze_group(func)))
     report = AutoScheduleReport(tgt.name, cfg)
     if not tgt.is_gpu:
         mm = _try_matmul_x86(func, tgt, matmul, report)

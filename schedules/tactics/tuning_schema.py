@@ -54,12 +54,18 @@ PARAMS: dict[str, Rule] = {
     "streaming_store_bytes": _int_in(0, 1 << 62),
     "reduce_vectors": _int_in(0, 64),
     "fuse_reduce_producers": BOOL,
+    "chunk_vectors": _int_in(1, 1 << 20),
+    "transpose_block": _pow2_in(1, 1 << 16),
+    "unroll_tiles": BOOL,
+    "column_tasks": _int_in(1, 1024),
+    "rows_per_pass": _int_in(1, 64),
 }
 """Every parameter a tactic reads from a record. A record may carry names not listed here (a
 parameter set of another version): the tactics ignore those."""
 
 GROUP_PARAMS = ("vector_width_bits", "min_parallel_work", "streaming_store_bytes", "reduce_vectors",
-                "fuse_reduce_producers")
+                "fuse_reduce_producers", "chunk_vectors", "transpose_block", "unroll_tiles", "column_tasks",
+                "rows_per_pass")
 """The `ScheduleConfig` fields a group record may set (never `bucket` or `tile`)."""
 
 

@@ -13,7 +13,7 @@ loops). What a performance engineer writes for each shape of nest:
   `MIN_TASKS` rows) are split into column chunks that are fused with the rows, so that every
   thread gets work.
 * **transposes / gathers** (a load moves along the innermost loop in a non-last index): the
-  innermost loop and the loop the load is contiguous along are tiled twice, `BLOCK x BLOCK`
+  innermost loop and the loop the load is contiguous along are tiled twice, `transpose_block` square
   cache blocks (the rows a block reads stay in L2 and their pages in the TLB) of `lanes x lanes`
   register tiles: the tile's rows unrolled, each a gather of the source and a contiguous vector
   store; the cache blocks are fused and run on the thread pool.
@@ -36,10 +36,8 @@ from schedules.tactics.x86_nest import contiguous_store, gather_loop, lanes_for,
 
 __all__ = ["schedule_injective", "stream_if_large", "vectorize_rows"]
 
-CHUNK_VECTORS = 1024
 SHORT_ROW_VECTORS = 4
 MIN_TASKS = 16
-BLOCK = 256
 
 
 def schedule_injective(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:
@@ -106,7 +104,7 @@ def vectorize_rows(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig)
         handles = [sch.fuse(handles[:-1]), handles[-1]]
     rows, cols = handles
     n_rows, n_cols = (const_value(sch.get(h).extent) for h in handles)  # type: ignore[union-attr]
-    chunk = CHUNK_VECTORS * lanes
+    chunk = cfg.chunk_vectors * lanes
     if n_rows is not None and n_rows < MIN_TASKS and (n_cols is None or n_cols >= 2 * chunk):
         outer, cols = sch.split(cols, [-1, chunk])
         rows = sch.fuse([rows, outer])
@@ -119,7 +117,7 @@ def vectorize_rows(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig)
 
 def _flat(sch: IRSchedule, block: str, loop: LoopRV, lanes: int, cfg: ScheduleConfig) -> str:
     extent = const_value(sch.get(loop).extent)  # type: ignore[union-attr]
-    chunk = CHUNK_VECTORS * lanes
+    chunk = cfg.chunk_vectors * lanes
     if extent is not None and extent < 2 * chunk:
         sch.vectorize(loop, lanes)
         return f"flat, vectorize[{lanes}]"
@@ -138,11 +136,11 @@ def _tileable(loops: list[For], gather: int, lanes: int) -> bool:
     return all(e is not None and e >= 2 * lanes and e % lanes == 0 for e in extents)
 
 
-def _tile_factors(extent: int, lanes: int) -> list[int]:
-    """`[blocks, tiles per block, lanes]`: the most tiles per block up to `BLOCK` elements that
-    divide the extent's tiles (no guard)."""
+def _tile_factors(extent: int, lanes: int, block: int) -> list[int]:
+    """`[blocks, tiles per block, lanes]`: the most tiles per block up to `block` elements
+    (`ScheduleConfig.transpose_block`) that divide the extent's tiles (no guard)."""
     tiles = extent // lanes
-    per_block = max(d for d in range(1, max(1, BLOCK // lanes) + 1) if tiles % d == 0)
+    per_block = max(d for d in range(1, max(1, block // lanes) + 1) if tiles % d == 0)
     return [tiles // per_block, per_block, lanes]
 
 
@@ -152,16 +150,19 @@ def tile_transpose(sch: IRSchedule, block: str, gather: int, lanes: int, cfg: Sc
     n_outer = gather
     ext_g, ext_c = const_value(loops[gather].extent), const_value(loops[-1].extent)
     handles = sch.get_loops(block)
-    go, gm, gi = sch.split(handles[gather], _tile_factors(ext_g or 0, lanes))
-    co, cm, ci = sch.split(sch.get_loops(block)[-1], _tile_factors(ext_c or 0, lanes))
+    go, gm, gi = sch.split(handles[gather], _tile_factors(ext_g or 0, lanes, cfg.transpose_block))
+    co, cm, ci = sch.split(sch.get_loops(block)[-1], _tile_factors(ext_c or 0, lanes, cfg.transpose_block))
     sch.reorder([go, co, gm, cm, gi, ci])
     handles = sch.get_loops(block)
     outer = sch.fuse(handles[:n_outer + 2])
-    sch.unroll(gi)
+    if cfg.unroll_tiles:
+        sch.unroll(gi)
     sch.vectorize(ci, lanes)
     if parallel_worth(sch, outer, block, cfg):
         sch.parallel(outer)
-    return f"tiled transpose {min(BLOCK, ext_g or 0)}x{min(BLOCK, ext_c or 0)} blocks of {lanes}x{lanes}"
+    block_side = cfg.transpose_block
+    return (f"tiled transpose {min(block_side, ext_g or 0)}x{min(block_side, ext_c or 0)} blocks of "
+            f"{lanes}x{lanes}")
 
 
 def stream_if_large(sch: IRSchedule, block: str, cfg: ScheduleConfig) -> str:

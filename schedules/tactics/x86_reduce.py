@@ -46,9 +46,6 @@ __all__ = [
     "schedule_column_reduction", "schedule_reduce_all", "schedule_rows",
 ]
 
-COLUMN_TASKS = 8
-ROWS_PER_PASS = 4
-
 
 def nests(sch: IRSchedule) -> list[list[str]]:
     """Block names of each top-level nest, in document order."""
@@ -262,7 +259,9 @@ def schedule_column_reduction(sch: IRSchedule, block: str, cfg: ScheduleConfig) 
         raise not_applicable(sch, "column tactic", f"'{block}' needs one spatial and one reduce loop "
                                                    "(outer spatial loops of extent 1)")
     extent = const_value(loops[-1].extent)
-    tasks = COLUMN_TASKS if extent is None else max(1, min(COLUMN_TASKS, extent // ROWS_PER_PASS))
+    per_pass = max(1, cfg.rows_per_pass)
+    tasks = (cfg.column_tasks if extent is None
+             else max(1, min(cfg.column_tasks, extent // per_pass)))
     lanes = lanes_for(sch, block, cfg)
     outer, _ = sch.split(sch.get_loops(block)[-1], [tasks, -1])
     rf = sch.rfactor(outer, 0).name
@@ -273,8 +272,9 @@ def schedule_column_reduction(sch: IRSchedule, block: str, cfg: ScheduleConfig) 
         sch.parallel(t)
     per_task = None if extent is None else -(-extent // tasks)
     if lanes >= 2:
-        if per_task is not None and per_task % ROWS_PER_PASS == 0 and extent == per_task * tasks:
-            ko, ki = sch.split(k, [-1, ROWS_PER_PASS])
+        if (per_pass > 1 and per_task is not None and per_task % per_pass == 0
+                and extent == per_task * tasks):
+            ko, ki = sch.split(k, [-1, per_pass])
             jo, ji = sch.split(j, [-1, lanes])
             sch.reorder([ko, jo, ki, ji])
             sch.unroll(ki)
