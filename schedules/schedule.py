@@ -7,115 +7,40 @@ A primitive that raises leaves the schedule untouched (nothing is assigned befor
 
 Handles (`LoopRV`, `BlockRV`) name nodes by statement uid; see `schedules.state`. Blocks may
 also be given by name. Nodes a primitive removed are remembered with the step that removed
-them, so a stale handle says which primitive invalidated it.
+them, so a stale handle says which primitive invalidated it (the base class
+`schedule_handles.ScheduleHandles` resolves handles; `recording` turns methods into trace steps).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from cinn_py.ir import (
-    AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Stmt, Tensor, names_in,
-    nesting_room, print_ir, using_names,
+    AttrValue, Expr, For, LoweredFunc, Module, NameGenerator, ScheduleBlockRealize, Tensor, names_in,
+    nesting_room, print_ir,
 )
 from cinn_py.target import GpuLimits
-from schedules.analysis.loops import StmtIndex, block_names, is_root_block
-from schedules.errors import (
-    BlockNotFoundError, InvalidArgumentError, StaleHandleError, schedule_error,
-)
+from schedules.analysis.loops import StmtIndex
+from schedules.errors import InvalidArgumentError, schedule_error
 from schedules.primitives import get as queries  # the package imports (so registers) every primitive
-from schedules.registry import PRIMITIVES, Primitive, StepKind, register
-from schedules.state import BlockRV, LoopRV, is_handle
-from schedules.trace import Step, Trace, encode_value
+from schedules.recording import generated, recorded
+from schedules.registry import Primitive
+from schedules.schedule_handles import ScheduleHandles
+from schedules.state import BlockRV, LoopRV
+from schedules.trace import Trace
 
 if TYPE_CHECKING:
     from schedules.tactics.auto import AutoScheduleReport
 
 __all__ = ["IRSchedule"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 BlockLike = BlockRV | str
 NodeLike = BlockRV | LoopRV | str
 
 
-def recorded(method: F) -> F:
-    """Record calls of a hand-written (query) method as trace steps; the step kind is the
-    method's name, parameters and returned handles (`list[...]`, one handle, or `None`)."""
-    signature = inspect.signature(method)
-    returns = str(signature.return_annotation)
-    kind = register(StepKind(method.__name__, tuple(signature.parameters)[1:],
-                             "none" if returns == "None" else "list" if returns.startswith("list[")
-                             else "one"))
-    return _recording(kind, signature, method, method)
-
-
-def generated(method: F) -> F:
-    """Give a declared `IRSchedule` method (signature and docstring only) the body of the primitive
-    registered under its name: resolve the handles to the current nodes, run the pure function,
-    commit the rebuilt function, return the new nodes as handles, record a trace step."""
-    prim = PRIMITIVES.get(method.__name__)
-    if prim is None:
-        raise TypeError(f"IRSchedule.{method.__name__}: no @primitive of that name is registered")
-    signature = inspect.signature(method)
-    _check_declaration(prim, signature)
-
-    def body(self: IRSchedule, **params: Any) -> Any:
-        return self._apply(PRIMITIVES[prim.name], params)  # looked up per call: tests may swap one in
-
-    return _recording(prim.step, signature, body, method)
-
-
-def _check_declaration(prim: Primitive, signature: inspect.Signature) -> None:
-    """The declared method takes the primitive's recorded parameters, in order, with its defaults."""
-    declared = list(signature.parameters.values())[1:]
-    if tuple(p.name for p in declared) != prim.step.params:
-        raise TypeError(f"IRSchedule.{prim.name} declares ({', '.join(p.name for p in declared)}) but the "
-                        f"primitive takes ({', '.join(prim.step.params)})")
-    defaults = {p.name: p.default for p in prim.params}
-    for p in declared:
-        if defaults[p.name] is not inspect.Parameter.empty and p.default != defaults[p.name]:
-            raise TypeError(f"IRSchedule.{prim.name}: '{p.name}' defaults to {p.default!r}, the primitive's "
-                            f"default is {defaults[p.name]!r}")
-
-
-def _recording(kind: StepKind, signature: inspect.Signature, body: Callable[..., Any], declared: F) -> F:
-    """`body` called with the bound arguments; outermost calls only are recorded (a primitive
-    that uses another one internally records one step)."""
-
-    @functools.wraps(declared)
-    def wrapper(self: IRSchedule, *args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = signature.bind(self, *args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{kind.name}: {exc}") from None
-        bound.apply_defaults()
-        params = dict(list(bound.arguments.items())[1:])
-        if self._depth:
-            return body(self, **params)
-        step = self._encode_step(kind.name, kind.params, params)
-        self._current_step = f"{kind.name} (trace step {len(self.trace)})"
-        self._depth += 1
-        try:
-            with using_names(self._names):
-                result = body(self, **params)
-        finally:
-            self._depth -= 1
-        outputs = [] if result is None else list(result) if isinstance(result, list) else [result]
-        for out in outputs:
-            if is_handle(out):
-                out.rv_name = self.trace.new_name()
-                step.outputs.append(out.rv_name)
-        self.trace.append(step)
-        return result
-
-    return wrapper  # type: ignore[return-value]
-
-
-class IRSchedule:
+class IRSchedule(ScheduleHandles):
     """Schedule a `LoweredFunc` (or every function of a `Module`) with CINN's primitives.
 
     Args:
@@ -156,11 +81,6 @@ class IRSchedule:
         return self._funcs[0]
 
     @property
-    def mod(self) -> Module:
-        """The scheduled functions as a Module."""
-        return Module(self._module_name or self._funcs[0].name, tuple(self._funcs))
-
-    @property
     def auto_report(self) -> AutoScheduleReport:
         """`report` under its earlier name (AttributeError on a schedule the tactics did not make)."""
         if self.report is None:
@@ -189,134 +109,12 @@ class IRSchedule:
         self._funcs, self.trace = list(fork._funcs), fork.trace
         self._killed, self._indices = dict(fork._killed), {}
 
-    # -- internals: lookup, handles, commits -------------------------------------------------------
-    def _index(self, k: int) -> StmtIndex:
-        func = self._funcs[k]
-        index = self._indices.get(id(func))
-        if index is None or index.root is not func:
-            index = StmtIndex(func)
-            self._indices = {id(func): index,
-                             **{i: x for i, x in self._indices.items() if x.root in self._funcs}}
-        return index
-
-    def _locate(self, uid: int) -> tuple[int, Stmt] | None:
-        for k in range(len(self._funcs)):
-            node = self._index(k).by_uid.get(uid)
-            if node is not None:
-                return k, node
-        return None
-
-    def _lookup(self, uid: int) -> Stmt | None:
-        found = self._locate(uid)
-        return found[1] if found else None
-
-    def _func_of(self, node: Stmt) -> int:
-        for k in range(len(self._funcs)):
-            if self._index(k).contains(node):
-                return k
-        raise LookupError("node is not in the schedule")  # unreachable: nodes come from _locate
-
-    def _check_owner(self, handle: Any, primitive: str) -> None:
-        if handle._sch is not self:
-            raise schedule_error(InvalidArgumentError, primitive, f"{handle!r} belongs to another IRSchedule")
-
-    def _stale(self, handle: LoopRV | BlockRV, primitive: str) -> StaleHandleError:
-        what = f"loop '{handle.var_name}'" if isinstance(handle, LoopRV) else f"block '{handle.name}'"
-        cause = self._killed.get(handle.uid)
-        reason = f"it was replaced or removed by {cause}" if cause else "it is no longer in the IR"
-        label = f" ({handle.rv_name})" if handle.rv_name else ""
-        return schedule_error(StaleHandleError, primitive,
-                              f"handle to {what}{label} is stale: {reason}; re-fetch it with "
-                              "get_loops/get_block",
-                              self._funcs[0] if len(self._funcs) == 1 else self.mod)
-
-    def _loop(self, handle: Any, primitive: str) -> tuple[int, For]:
-        if not isinstance(handle, LoopRV):
-            raise TypeError(f"{primitive}: expected a loop handle (from get_loops/split/fuse), got "
-                            f"{handle!r}")
-        self._check_owner(handle, primitive)
-        found = self._locate(handle.uid)
-        if found is None or not isinstance(found[1], For):
-            raise self._stale(handle, primitive)
-        return found  # type: ignore[return-value]
-
-    def _loops(self, handles: Any, primitive: str) -> tuple[int, list[For]]:
-        if isinstance(handles, LoopRV) or not isinstance(handles, (list, tuple)):
-            raise TypeError(f"{primitive}: expected a list of loop handles, got {handles!r}")
-        resolved = [self._loop(h, primitive) for h in handles]
-        funcs = {k for k, _ in resolved}
-        if len(funcs) > 1:
-            raise schedule_error(InvalidArgumentError, primitive,
-                                 "loops come from different functions", self.mod)
-        return (resolved[0][0] if resolved else 0), [loop for _, loop in resolved]
-
-    def _block(self, block: Any, primitive: str) -> tuple[int, ScheduleBlockRealize]:
-        if isinstance(block, str):
-            return self._block_by_name(block, primitive)
-        if not isinstance(block, BlockRV):
-            raise TypeError(f"{primitive}: expected a block name or block handle, got {block!r}")
-        self._check_owner(block, primitive)
-        found = self._locate(block.uid)
-        if found is not None and isinstance(found[1], ScheduleBlockRealize):
-            return found  # type: ignore[return-value]
-        if any(block.name in block_names(f) for f in self._funcs):
-            return self._block_by_name(block.name, primitive)
-        raise self._stale(block, primitive)
-
-    def _block_by_name(self, name: str, primitive: str) -> tuple[int, ScheduleBlockRealize]:
-        hits = [(k, b) for k in range(len(self._funcs)) for b in self._index(k).order
-                if isinstance(b, ScheduleBlockRealize) and b.name == name
-                and (b.iter_values or is_root_block(b))]
-        if len(hits) == 1:
-            return hits[0]
-        names = [n for f in self._funcs for n in block_names(f)]
-        if not hits:
-            raise schedule_error(BlockNotFoundError, primitive,
-                                 f"no block named '{name}' (blocks: {', '.join(names) or 'none'})")
-        raise schedule_error(BlockNotFoundError, primitive,
-                             f"{len(hits)} blocks are named '{name}'; block names must be unique",
-                             self._funcs[hits[0][0]], *[b for _, b in hits])
-
-    def _node(self, node: Any, primitive: str) -> tuple[int, Stmt]:
-        if isinstance(node, LoopRV):
-            return self._loop(node, primitive)
-        return self._block(node, primitive)
-
-    def _commit(self, k: int, new_func: LoweredFunc) -> None:
-        before = set(self._index(k).by_uid)
-        self._funcs[k] = new_func
-        for uid in before - set(self._index(k).by_uid):
-            self._killed.setdefault(uid, self._current_step)
-
+    # -- handles of this schedule --------------------------------------------------------------------
     def _loop_rv(self, loop: For) -> LoopRV:
         return LoopRV(self, loop.uid, loop.loop_var.name)
 
     def _block_rv(self, block: ScheduleBlockRealize) -> BlockRV:
         return BlockRV(self, block.uid, block.name)
-
-    def _encode_step(self, kind: str, params: Sequence[str], args: dict[str, Any]) -> Step:
-        step = Step(kind)
-        for param in params:
-            value = args.get(param)
-            if is_handle(value):
-                step.inputs[param] = self._ref(value, kind)
-            elif isinstance(value, (list, tuple)) and any(is_handle(v) for v in value):
-                if not all(is_handle(v) for v in value):
-                    raise InvalidArgumentError(f"{kind}: '{param}' mixes handles and other values")
-                step.inputs[param] = [self._ref(v, kind) for v in value]
-            else:
-                try:
-                    step.attrs[param] = encode_value(value)
-                except TypeError as exc:
-                    raise TypeError(f"{kind}: {exc}") from None
-        return step
-
-    def _ref(self, handle: Any, primitive: str) -> str:
-        self._check_owner(handle, primitive)
-        if handle.rv_name is None:
-            raise InvalidArgumentError(f"{primitive}: {handle!r} was not returned by a recorded schedule "
-                                       "call")
-        return handle.rv_name
 
     # -- queries -------------------------------------------------------------------------------------
     @overload
