@@ -32,7 +32,7 @@ def _conv_attrs(attrs: Any) -> dict[str, Any]:
     return {k: v for k, v in attrs.items() if k != "input_hw"}
 
 
-@define_grad("conv2d")
+@define_grad("conv2d", "conv2d_tiled")  # conv2d_tiled: the CPU targets' conv2d (frontend/conv_gemm.py)
 def _conv2d(c: GradContext) -> list[Variable | None]:
     x, w = c.inputs
     dx = c.nb.emit("conv2d_grad_data", [c.dout, w],

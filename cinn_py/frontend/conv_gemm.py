@@ -17,6 +17,11 @@ elementwise ops after the conv (bias, batch
 norm, residual add, activation) fuse with the final reshape/transpose into one injective kernel,
 which reads `out2` once.
 
+float32 and float64 convolutions the rewrite takes become `conv2d_tiled` instead (`CONV_TILED`):
+the same matmul with the column panels packed inside one kernel (`cinn_py.lowering.conv`), so
+the column matrix (9x the input for a 3x3 filter) is never stored and the output is written in
+place; float16/bfloat16 ones keep im2col + the matmul (which widens its operands in registers).
+
 Kept as a direct convolution (the x86 window tactic): NHWC, symbolic shapes, and convolutions
 whose matmul would be thin: depthwise ones (one channel per group) and any with fewer than
 `MIN_DEPTH` products per output or `MIN_CHANNELS` output channels per group.
@@ -29,7 +34,7 @@ from cinn_py.frontend.ops.nn_gemm import im2col_matrix, im2col_shape
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.frontend.rewrite import Match, Rewrite, apply_rewrites, op, var
 
-__all__ = ["CONV_GEMM", "conv_to_gemm", "gemm_conv", "padding"]
+__all__ = ["CONV_GEMM", "CONV_TILED", "conv_to_gemm", "gemm_conv", "padding", "tiled_conv"]
 
 COLUMN_MULTIPLE = 32
 """Columns of the matmul are padded to a multiple of this: the 2 x 16-lane register tile of the
@@ -48,6 +53,11 @@ def gemm_conv(conv: Operator) -> bool:
         return False
     k = w.shape[1] * w.shape[2] * w.shape[3]
     return w.shape[1] > 1 and k >= MIN_DEPTH and w.shape[0] // at["groups"] >= MIN_CHANNELS
+
+
+def tiled_conv(conv: Operator) -> bool:
+    """Whether the conv2d becomes `conv2d_tiled` (module docstring)."""
+    return gemm_conv(conv) and str(conv.inputs[0].dtype) in ("float32", "float64")
 
 
 def padding(n: int, oh: int, ow: int) -> tuple[int, int]:
@@ -90,11 +100,18 @@ def _build(nb: NetBuilder, m: Match) -> Variable:
     return nb.emit("transpose", [planes], {"perm": (1, 0, 2, 3)}, name=m.name)
 
 
-CONV_GEMM = Rewrite("conv_gemm", op("conv2d", var("x"), var("w"), where=gemm_conv, name="conv"), _build)
+def _build_tiled(nb: NetBuilder, m: Match) -> Variable:
+    return nb.emit("conv2d_tiled", [m["x"], m["w"]], dict(m.op("conv").attrs), name=m.name)
+
+
+CONV_TILED = Rewrite("conv_tiled", op("conv2d", var("x"), var("w"), where=tiled_conv, name="conv"),
+                     _build_tiled)
+CONV_GEMM = Rewrite("conv_gemm", op("conv2d", var("x"), var("w"),
+                                    where=lambda c: gemm_conv(c) and not tiled_conv(c), name="conv"), _build)
 
 
 def conv_to_gemm(program: Program) -> Program:
     """`program` with every conv2d the rewrite takes as im2col + matmul (module docstring)."""
     if not any(o.type == "conv2d" for o in program.ops):
         return program
-    return apply_rewrites(program, [CONV_GEMM])
+    return apply_rewrites(program, [CONV_TILED, CONV_GEMM])

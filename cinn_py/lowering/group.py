@@ -15,7 +15,11 @@ from cinn_py.frontend.ops import get_op
 from cinn_py.frontend.program import Variable
 from cinn_py.ir import LoweredFunc, const
 from cinn_py.lowering.ast_gen import lower
-from cinn_py.lowering.attention import KERNELS
+from cinn_py.lowering.attention import KERNELS as ATTENTION_KERNELS
+from cinn_py.lowering.conv import KERNELS as CONV_KERNELS
+
+KERNELS = {**ATTENTION_KERNELS, **CONV_KERNELS}
+"""Ops lowered by a kernel template (each alone in its group) instead of their computes."""
 
 
 def lower_group(group: Group) -> LoweredFunc:
@@ -38,7 +42,8 @@ def lower_group(group: Group) -> LoweredFunc:
 
 
 def _lower_kernel(group: Group) -> LoweredFunc:
-    """A compute-intensive op with a kernel template (`cinn_py.lowering.attention`): the group is
+    """A compute-intensive op with a kernel template (`cinn_py.lowering.attention`,
+    `cinn_py.lowering.conv`): the group is
     the op alone, its arguments the op's distinct inputs and its output."""
     (op,) = group.ops
     tensors = {id(v): cdsl.placeholder(v.shape, v.dtype, v.name).tensor for v in group.args}

@@ -1,7 +1,8 @@
-"""conv2d as im2col + matmul on x86 (cinn_py/frontend/conv_gemm.py, ops/nn_gemm.py): the rewrite
-takes NCHW convolutions with a real matmul in them and leaves depthwise, NHWC and symbolic ones to
-the direct kernel; compiled with schedule="auto" (and None) the results match numpy and torch for
-random strides, paddings, dilations, groups, batches and epilogues (bias, residual, relu)."""
+"""conv2d as a matmul on x86 (cinn_py/frontend/conv_gemm.py): the rewrite takes NCHW convolutions
+with a real matmul in them (float32/float64: the tiled template `conv2d_tiled`; float16/bfloat16:
+im2col + matmul, ops/nn_gemm.py) and leaves depthwise, NHWC and symbolic ones to the direct
+kernel; compiled with schedule="auto" (and None) the results match numpy and torch for random
+strides, paddings, dilations, groups, batches and epilogues (bias, residual, relu)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,18 @@ from cinn_py.frontend.conv_gemm import COLUMN_MULTIPLE, conv_to_gemm, padding
 from cinn_py.pipeline import compile_program
 
 
-def _program(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], epilogue: str = "relu", **conv: Any) -> Any:
+def _program(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], epilogue: str = "relu",
+             dtype: str = "float32", **conv: Any) -> Any:
     nb = NetBuilder("conv_gemm")
-    x = nb.create_input("float32", list(x_shape), "X")
-    w = nb.create_input("float32", list(w_shape), "W")
+    x = nb.create_input(dtype, list(x_shape), "X")
+    w = nb.create_input(dtype, list(w_shape), "W")
     y = nb.conv2d(x, w, **conv)
     if epilogue in ("bias", "residual"):
         o = w_shape[0]
-        bias = nb.create_input("float32", [1, o, 1, 1], "B")
+        bias = nb.create_input(dtype, [1, o, 1, 1], "B")
         y = nb.add(y, nb.broadcast_to(bias, list(y.shape)))
     if epilogue == "residual":
-        y = nb.add(y, nb.create_input("float32", list(y.shape), "R"))
+        y = nb.add(y, nb.create_input(dtype, list(y.shape), "R"))
     if epilogue != "none":
         y = nb.relu(y)
     return nb.build([y])
@@ -33,11 +35,13 @@ def _program(x_shape: tuple[Any, ...], w_shape: tuple[int, ...], epilogue: str =
 
 def _run(program: Any, schedule: str | None = "auto", batch: int = 2) -> tuple[Any, Any]:
     rng = np.random.default_rng(0)
-    arrays = [rng.uniform(-1, 1, [batch if not isinstance(d, int) else d for d in v.shape]).astype(np.float32)
+    dtype = program.inputs[0].dtype.to_numpy()
+    arrays = [rng.uniform(-1, 1, [batch if not isinstance(d, int) else d for d in v.shape]).astype(dtype)
               for v in program.inputs]
     compiled = compile_program(program, "x86", schedule=schedule)
-    got = compiled(*arrays)
-    np.testing.assert_allclose(got, program.run_numpy(*arrays), rtol=1e-4, atol=1e-4)
+    got = np.asarray(compiled(*arrays), np.float32)
+    tol = 1e-4 if dtype in (np.float32, np.float64) else 2e-2
+    np.testing.assert_allclose(got, np.asarray(program.run_numpy(*arrays), np.float32), rtol=tol, atol=tol)
     return compiled, arrays
 
 
@@ -51,11 +55,18 @@ def test_rewritten_conv_matches_numpy(epilogue: str, schedule: str | None) -> No
     program = _program((2, 6, 9, 7), (16, 6, 3, 3), epilogue, strides=[1, 1], paddings=[1, 1])
     compiled, _ = _run(program, schedule)
     types = _types(compiled)
+    assert "conv2d_tiled" in types and "conv2d" not in types and "im2col" not in types, types
+
+
+@pytest.mark.parametrize("epilogue", ["relu", "residual"])
+def test_half_precision_conv_is_im2col_and_matmul(epilogue: str) -> None:
+    compiled, _ = _run(_program((2, 6, 9, 7), (16, 6, 3, 3), epilogue, "bfloat16", paddings=[1, 1]))
+    types = _types(compiled)
     assert "im2col" in types and "matmul" in types and "conv2d" not in types, types
 
 
 def test_the_epilogue_fuses_with_the_output_reshape() -> None:
-    compiled, _ = _run(_program((2, 6, 9, 7), (16, 6, 3, 3), "residual", paddings=[1, 1]))
+    compiled, _ = _run(_program((2, 6, 9, 7), (16, 6, 3, 3), "residual", "float16", paddings=[1, 1]))
     last = [o.type for o in compiled.groups[-1].ops]
     assert last[-1] == "relu" and "transpose" in last and "add" in last, last
 
@@ -76,7 +87,7 @@ def test_geometry_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ..
     torch = pytest.importorskip("torch")
     program = _program(x_shape, w_shape, "none", **attrs)
     compiled, (x, w) = _run(program)
-    assert "matmul" in _types(compiled)
+    assert "conv2d_tiled" in _types(compiled)
     if "padding_algorithm" in attrs:
         return  # SAME/VALID: numpy's reference is the check (torch pads SAME symmetrically)
     pads = attrs.get("paddings", [0, 0])
@@ -134,7 +145,7 @@ def test_padding_fills_whole_register_tiles(n: int, oh: int, ow: int, expected: 
 ])
 def test_columns_are_padded_to_whole_register_tiles(x_shape: tuple[int, ...],
                                                     im2col_shape: tuple[int, ...]) -> None:
-    program = conv_to_gemm(_program(x_shape, (16, 8, 3, 3), paddings=[1, 1]))
+    program = conv_to_gemm(_program(x_shape, (16, 8, 3, 3), dtype="float16", paddings=[1, 1]))
     (col,) = [o for o in program.ops if o.type == "im2col"]
     assert col.output.shape == im2col_shape
     _run(program, batch=x_shape[0])
@@ -149,7 +160,7 @@ def test_gpu_targets_keep_the_direct_conv() -> None:
                if o.step == "optimize"]
     (x86,) = [o.value for o in trace_program(program, until="optimize", target=Target.parse("x86"))
               if o.step == "optimize"]
-    assert "conv2d" in [o.type for o in cuda.ops] and "im2col" in [o.type for o in x86.ops]
+    assert "conv2d" in [o.type for o in cuda.ops] and "conv2d_tiled" in [o.type for o in x86.ops]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

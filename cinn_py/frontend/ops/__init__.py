@@ -3,7 +3,7 @@ and compute-DSL definition (see `base.OpDef`). Importing this package registers 
 
 from cinn_py.frontend.ops import (  # noqa: F401 - registration
     attention, axis_scan, composite, elementwise, elementwise_attr, generators, indexing, injective,
-    manipulation, manipulation_region, nn, nn_gemm, nn_grad, nn_norm, nn_pool_grad, reduce, scatter,
+    manipulation, manipulation_region, nn, nn_gemm, nn_grad, nn_norm, nn_pool_grad, nn_tiled, reduce, scatter,
     slice_concat, sorting,
 )
 from cinn_py.frontend.ops.base import (

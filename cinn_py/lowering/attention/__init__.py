@@ -11,7 +11,7 @@ from cinn_py.lowering.attention.backward import backward_kernel
 from cinn_py.lowering.attention.forward import forward_kernel
 from cinn_py.lowering.attention.tiles import Geometry
 
-__all__ = ["KERNELS", "geometry"]
+__all__ = ["KERNELS", "Kernel", "geometry"]
 
 
 def geometry(ins: list[Tensor], attrs: dict[str, object], mask: Tensor | None) -> Geometry:

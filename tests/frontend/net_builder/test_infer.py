@@ -9,7 +9,7 @@ import cinn_py as cp
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops import REGISTRY, FrontendError, OpPatternKind
 from cinn_py.frontend.ops.shapes import fmt_shape
-from cinn_py.lowering.attention import KERNELS
+from cinn_py.lowering.group import KERNELS
 
 
 def shape_of(v) -> str:  # type: ignore[no-untyped-def]
@@ -255,7 +255,7 @@ def test_every_op_is_registered_with_a_pattern_kind() -> None:
     assert kinds["transpose"] is OpPatternKind.kInjective
     assert kinds["reduce_sum"] is OpPatternKind.kReduction
     assert kinds["matmul"] is OpPatternKind.kNonFusible
-    for name, op in REGISTRY.items():  # kernel-template ops (fused attention) lower through KERNELS
+    for name, op in REGISTRY.items():  # kernel-template ops (attention, conv2d_tiled) lower through KERNELS
         assert op.composite == (op.compute is None and name not in KERNELS), name
 
 

@@ -1,0 +1,34 @@
+"""Tiled kernel templates of convolutions (`conv2d_tiled`, the CPU targets' form of conv2d, see
+`cinn_py.frontend.conv_gemm`). `KERNELS[op]` lowers a group holding just that op (kNonFusible)
+to one LoweredFunc, as `cinn_py.lowering.attention.KERNELS` does for attention."""
+
+from __future__ import annotations
+
+from cinn_py.ir import IntImm, LoweredFunc, Tensor
+from cinn_py.lowering.attention import Kernel
+from cinn_py.lowering.conv.forward import ConvGeometry, conv_forward_kernel
+
+__all__ = ["KERNELS", "conv_geometry"]
+
+
+def _dims(t: Tensor) -> tuple[int, ...]:
+    return tuple(d.value for d in t.shape if isinstance(d, IntImm))
+
+
+def conv_geometry(x: Tensor, w: Tensor, attrs: dict[str, object]) -> ConvGeometry:
+    """The geometry of a conv2d_tiled op (static NCHW shapes and resolved window attrs, checked
+    when the rewrite chose it)."""
+    n, c, h, wd = _dims(x)
+    o, _, kh, kw = _dims(w)
+    return ConvGeometry(n, c, h, wd, o, int(attrs["groups"]), kh, kw,  # type: ignore[call-overload]
+                        tuple(attrs["strides"]), tuple(attrs["dilations"]),  # type: ignore[arg-type]
+                        tuple(attrs["pads"]), tuple(attrs["out_hw"]), x.dtype)  # type: ignore[arg-type]
+
+
+def _forward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,
+             attrs: dict[str, object]) -> LoweredFunc:
+    x, w = ins
+    return conv_forward_kernel(conv_geometry(x, w, attrs), name, x, w, out, args)
+
+
+KERNELS: dict[str, Kernel] = {"conv2d_tiled": _forward}
