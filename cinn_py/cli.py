@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--timeout", type=float, default=120.0,
                       help="seconds before a candidate counts as hung")
     tune.add_argument("--db",
-                      help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning_db.json)")
+                      help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning.sqlite)")
     tune.add_argument("--no-save", action="store_true", help="measure only; leave the database alone")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(handler=cmd_tune)

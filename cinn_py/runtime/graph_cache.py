@@ -75,20 +75,26 @@ def program_fingerprint(program: Program) -> str:
 
 def tuning_stamp() -> str:
     """The tuning database the automatic scheduler reads (`schedules.tactics.tuning_db`: the file
-    `$CINN_PY_TUNING_DB`, `off`, or `<cache dir>/tuning_db.json`) and its size and mtime: a
+    `$CINN_PY_TUNING_DB`, `off`, or `<cache dir>/tuning.sqlite`) and its size and mtime: a
     `cinn-py tune` run changes the schedules, so it must miss this cache."""
     env = os.environ.get("CINN_PY_TUNING_DB", "")
     if env.lower() == "off":
         return "off"
     root = cache_dir()
-    path = Path(env) if env else (None if root is None else root / "tuning_db.json")
+    path = Path(env) if env else (None if root is None else root / "tuning.sqlite")
     if path is None:
         return "none"
-    try:
-        st = path.stat()
-    except OSError:
-        return f"{path}:absent"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+    parts = [str(path)]
+    # the SQLite database's writes land in its -wal file first; the JSON file of earlier versions
+    # is read while the default SQLite file does not exist yet
+    for file in (path, Path(f"{path}-wal"), *(() if env else (path.with_name("tuning_db.json"),))):
+        try:
+            st = file.stat()
+        except OSError:
+            parts.append("absent")
+            continue
+        parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+    return ":".join(parts)
 
 
 def graph_key(program: Program, target: str, schedule: str | None, fast_math: bool, checked: bool) -> str:

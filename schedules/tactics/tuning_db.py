@@ -1,46 +1,38 @@
-"""The tuning database: the best measured tactic parameters per (CPU, group structure, shape bucket).
+"""The tuning database: the best measured tactic parameters per (CPU, target, group structure, shape bucket).
 
 `cinn_py.tune` (docs/auto_schedule.md, "Tuning") writes it; `auto_schedule(..., target="x86")`
 reads it, so `schedule="auto"` uses tuned parameters wherever a record matches and the tactics'
 defaults elsewhere.
 
 Where: `$CINN_PY_TUNING_DB` (a file path; `off` disables the database), else
-`<cache dir>/tuning_db.json` next to the kernel cache (`$CINN_PY_CACHE_DIR`, default
-`~/.cache/cinn-py`); no file when the disk cache is disabled.
+`<cache dir>/tuning.sqlite` next to the kernel cache (`$CINN_PY_CACHE_DIR`, default
+`~/.cache/cinn-py`); no file when the disk cache is disabled. The file is an SQLite database
+(`tuning_store`: WAL journal, one transaction per write, the faster record per key wins), so
+processes (and machines sharing the folder) tune into it concurrently; it also keeps every
+measured candidate with its loop-nest features, the cost model's training data. The JSON
+database of earlier versions (`tuning_db.json`) is still read, and migrated by the next write.
 
 Trust (the kernel cache's rule): the file is read only when its folder is owned by this user and
 writable by nobody else and the file is this user's and not group/world-writable (else one
 RuntimeWarning, and the defaults); `save` refuses such a folder. A FIFO, device or directory as
-the file is never opened for a blocking read (`cinn_py.runtime.files`): a warning and the
-defaults; files over 64 MiB are refused. Every record is validated when
-read (`tuning_schema`): a value of the wrong type or range raises `TuningDatabaseError` naming the
+the file is never opened (a warning and the defaults). Every record is validated when read
+(`tuning_schema`): a value of the wrong type or range raises `TuningDatabaseError` naming the
 file, the key, the field and the value.
 
-Format (JSON, versioned; a file of another version or that does not parse is ignored with one
-warning and replaced on the next write):
-
-    {"version": 1,
-     "records": {"<cpu>|<target>|<structure>|<bucket>": {
-         "params": {...}, "time_s": 0.0071, "default_time_s": 0.0093, "trials": 24,
-         "structure": "...", "bucket": "...", "cpu": "...", "target": "x86", "tuned_at": "..."}}}
-
-Keys: `cpu` is LLVM's host CPU name plus whether AVX-512 is there (`znver5+avx512`);
-`structure` says what kind of group it is (`matmul_NN_epi2`, `group_n2_r1_c`); `bucket` rounds
-each size up to a power of two (`m1024_n1024_k1024`; a symbolic size is `S`), so one record
-serves the shapes a tuned schedule is good for. Writes are atomic (temporary file in the same
-folder + `os.replace`), and merge with records other processes wrote meanwhile.
+Keys: `cpu|target|structure|bucket`. `cpu` is LLVM's host CPU name plus whether AVX-512 is
+there (`znver5+avx512`); `structure` says what kind of group it is (`matmul_NN_epi2`,
+`group_n2_r1_c`); `bucket` rounds each size up to a power of two (`m1024_n1024_k1024`; a
+symbolic size is `S`), so one record serves the shapes a tuned schedule is good for.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import stat
-import tempfile
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,24 +40,24 @@ from typing import Any
 from cinn_py.ir import Expr, LoweredFunc
 from cinn_py.diagnostics import TuningDatabaseError
 from cinn_py.runtime.cache import UntrustedCacheError, cache_dir, check_private_dir, make_private_dir
-from cinn_py.runtime.files import SpecialFileError, file_kind, read_regular_file
+from cinn_py.runtime.files import file_kind
 from schedules.analysis.regions import const_value
 from schedules.tactics.config import next_pow2
 from schedules.tactics.group import analyze_group
 from schedules.tactics.matmul import MatmulInfo, MatmulParams
 from schedules.tactics.tuning_schema import GROUP_PARAMS, check_record
+from schedules.tactics.tuning_store import Measurement, read_measurements, read_records, write
 
 __all__ = [
     "DB_VERSION", "TuningDB", "TuningRecord", "db_path", "group_key", "host_cpu", "lookup_group",
     "lookup_matmul", "matmul_key",
 ]
 
-DB_VERSION = 1
+DB_VERSION = 2
+"""The SQLite schema version (`PRAGMA user_version`; version 1 was the JSON file)."""
 ENV_VAR = "CINN_PY_TUNING_DB"
-FILE_NAME = "tuning_db.json"
-MAX_DB_BYTES = 64 << 20
-"""The largest database read (a record is ~300 bytes: 200,000 records); a link to /dev/zero or a
-huge file is refused, not read into memory."""
+FILE_NAME = "tuning.sqlite"
+LEGACY_FILE_NAME = "tuning_db.json"
 
 
 def db_path() -> Path | None:
@@ -133,11 +125,13 @@ class TuningRecord:
 
 
 class TuningDB:
-    """The records of one database file (read once; `put` + `save` write atomically)."""
+    """The records of one database file (read once; `put` + `save` merge them into the file)."""
 
     def __init__(self, path: Path | None, records: dict[str, TuningRecord] | None = None) -> None:
         self.path = path
         self.records: dict[str, TuningRecord] = records or {}
+        self.pending: dict[str, TuningRecord] = {}
+        self.new_measurements: list[Measurement] = []
 
     @staticmethod
     def load(path: Path | None) -> TuningDB:
@@ -151,54 +145,71 @@ class TuningDB:
         old = self.records.get(key)
         if old is None or record.time_s < old.time_s:
             self.records[key] = record
+            self.pending[key] = record
+
+    def add_measurements(self, rows: Sequence[Measurement]) -> None:
+        """Measured candidates (key, params, features, seconds, default's seconds) for `save`."""
+        self.new_measurements.extend(rows)
+
+    def measurements(self, cpu: str, target: str) -> list[Measurement]:
+        """The measured candidates on `cpu` for `target` in the file (the cost model's data)."""
+        return [] if self.path is None else read_measurements(self.path, cpu, target)
 
     def save(self) -> None:
-        """Merge with what is on disk now (the faster record per key wins) and replace the file."""
+        """Merge the new records (the faster per key wins) and measurements into the file, in one
+        transaction, and re-read it."""
         if self.path is None:
             raise ValueError("tuning database: no file to save to (CINN_PY_TUNING_DB=off or no cache dir)")
         _check_writable_folder(self.path)
-        merged = TuningDB(self.path, _read(self.path))
-        for key, rec in self.records.items():
-            merged.put(key, rec)
-        self.records = merged.records
-        _write_atomic(self.path, {"version": DB_VERSION,
-                                  "records": {k: r.to_json() for k, r in sorted(self.records.items())}})
+        records = {k: r.to_json() for k, r in self.pending.items()}
+        legacy = _legacy_next_to(self.path)
+        if legacy is not None:  # the JSON database of the default location moves into this one
+            for key, rec in _read(legacy).items():
+                if key not in records or rec.time_s < records[key]["time_s"]:
+                    records[key] = rec.to_json()
+        write(self.path, records, self.new_measurements)
+        if legacy is not None:
+            os.replace(legacy, legacy.with_name(legacy.name + ".migrated"))
+        self.pending, self.new_measurements = {}, []
+        self.records = _read(self.path)
         _cached_db.cache_clear()
 
 
+def _legacy_next_to(path: Path) -> Path | None:
+    """The JSON database of earlier versions at the default location, when `path` is the
+    default SQLite file and the JSON file is still there."""
+    if os.environ.get(ENV_VAR) or path.name != FILE_NAME:
+        return None
+    legacy = path.with_name(LEGACY_FILE_NAME)
+    return legacy if legacy.is_file() else None
+
+
 def _read(path: Path) -> dict[str, TuningRecord]:
-    """The records of `path` ({} when missing, untrusted, not a regular file, of another version
-    or not JSON, each after one warning); TuningDatabaseError when a record holds an unusable
-    value."""
+    """The validated records of `path` ({} when missing, untrusted, not a regular file, or not a
+    database this version reads, each after one warning); TuningDatabaseError when a record
+    holds an unusable value."""
     try:
         check_private_dir(path.parent)
-        raw, st = read_regular_file(path, MAX_DB_BYTES, follow_symlinks=True)  # a FIFO never blocks
+        st = os.stat(path)  # follows a symbolic link: what it points to must pass the checks
+        if not stat.S_ISREG(st.st_mode):
+            raise UntrustedCacheError(f"{path} is {file_kind(st.st_mode)}, not a regular file")
         _check_owner(path, st)
-        text = raw.decode("utf-8")
+        raw = read_records(path)
     except FileNotFoundError:
-        return {}
-    except (UntrustedCacheError, SpecialFileError) as err:
+        legacy = _legacy_next_to(path)
+        return _read(legacy) if legacy is not None else {}
+    except UntrustedCacheError as err:
         _warn_once(f"tuning database {path}: not used ({err}); using default parameters")
         return {}
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         warnings.warn(f"tuning database {path}: cannot read it ({err}); using default parameters",
                       stacklevel=3)
         return {}
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("version") != DB_VERSION:
-            raise ValueError(f"version {data.get('version') if isinstance(data, dict) else None!r}, "
-                             f"expected {DB_VERSION}")
-        records = data["records"]
-        if not isinstance(records, dict):
-            raise ValueError(f"'records' is a {type(records).__name__}, expected an object")
-    except (ValueError, KeyError, TypeError) as err:
-        warnings.warn(f"tuning database {path}: ignored ({err}); it is rewritten by the next tune",
-                      stacklevel=3)
+    if raw is None:
         return {}
-    for key, record in records.items():
+    for key, record in raw.items():
         check_record(path, key, record)
-    return {k: TuningRecord.from_json(v) for k, v in records.items()}
+    return {k: TuningRecord.from_json(v) for k, v in raw.items()}
 
 
 def _check_owner(path: Path, st: os.stat_result) -> None:
@@ -237,18 +248,6 @@ def _check_writable_folder(path: Path) -> None:
                                   f"be read from there (choose another CINN_PY_TUNING_DB)") from None
 
 
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @functools.lru_cache(maxsize=4)
 def _cached_db(path: str, stamp: tuple[int, ...]) -> TuningDB:
     return TuningDB.load(Path(path))
@@ -262,9 +261,24 @@ def current_db() -> TuningDB | None:
         return None
     try:
         st, folder = path.stat(), path.parent.stat()
+    except FileNotFoundError:
+        legacy = _legacy_next_to(path)
+        if legacy is None:
+            return None
+        path, st, folder = legacy, legacy.stat(), legacy.parent.stat()
     except OSError:
         return None
-    return _cached_db(str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, folder.st_mode, folder.st_uid))
+    wal = _stat_or_none(Path(f"{path}-wal"))  # a write in WAL mode may leave the main file as it was
+    return _cached_db(str(path), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_mode, folder.st_mode,
+                                  folder.st_uid, *wal))
+
+
+def _stat_or_none(path: Path) -> tuple[int, ...]:
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return (st.st_mtime_ns, st.st_size)
 
 
 def lookup_matmul(info: MatmulInfo, target: str = "x86") -> MatmulParams | None:

@@ -4,7 +4,6 @@ kernel cache would trust."""
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
@@ -15,7 +14,8 @@ import pytest
 from cinn_py.diagnostics import TuningDatabaseError
 from schedules.tactics import auto_schedule
 from schedules.tactics.matmul import match_matmul
-from schedules.tactics.tuning_db import DB_VERSION, TuningDB, TuningRecord, matmul_key
+from schedules.tactics.tuning_db import TuningDB, TuningRecord, matmul_key
+from schedules.tactics.tuning_store import write
 from tests.tactics.test_matmul import matmul_func
 
 GOOD = {"mr": 4, "nv": 1, "lanes": 8, "kc": 16, "pack_b": False, "parallel": "outer"}
@@ -25,14 +25,17 @@ GOOD = {"mr": 4, "nv": 1, "lanes": 8, "kc": 16, "pack_b": False, "parallel": "ou
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "db"
     folder.mkdir(mode=0o700)
-    path = folder / "tuning_db.json"
+    path = folder / "tuning.sqlite"
     monkeypatch.setenv("CINN_PY_TUNING_DB", str(path))
     return path
 
 
 def _write(path: Path, key: str, params: dict[str, Any], **fields: Any) -> None:
+    """One record written into the SQLite file as a hand edit would: not validated."""
     record = {"params": params, "time_s": 1e-5, "default_time_s": 2e-5, "trials": 3, **fields}
-    path.write_text(json.dumps({"version": DB_VERSION, "records": {key: record}}))
+    for old in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        old.unlink(missing_ok=True)
+    write(path, {key: record})
     path.chmod(0o600)
 
 
@@ -104,8 +107,8 @@ def test_saving_into_a_world_writable_folder_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "shared"
     folder.mkdir()
     os.chmod(folder, 0o777)
-    db = TuningDB(folder / "db.json")
+    db = TuningDB(folder / "db.sqlite")
     db.put("k", TuningRecord(GOOD, 1.0, None, 1))
     with pytest.raises(TuningDatabaseError, match="refusing to write"):
         db.save()
-    assert not (folder / "db.json").exists()
+    assert not (folder / "db.sqlite").exists()
