@@ -9,7 +9,7 @@ import pytest
 import cinn_py as cp
 from cinn_py import ir
 from cinn_py.interp import OutOfBoundsError, UnsupportedConstructError, run_ir
-from cinn_py.interp import stmts as interp_stmts
+from cinn_py.interp import flat as interp_flat
 from cinn_py.ir import ForType, Load, Store
 from tests.interp.irb import func, loop, tensor, var
 
@@ -18,13 +18,13 @@ from tests.interp.irb import func, loop, tensor, var
 def flat_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Records the size of every vectorised (flattened) evaluation."""
     calls: list[int] = []
-    original = interp_stmts._bind_flat
+    original = interp_flat._bind_flat
 
     def spy(sub, bounds, total, env):  # type: ignore[no-untyped-def]
         calls.append(total)
         return original(sub, bounds, total, env)
 
-    monkeypatch.setattr(interp_stmts, "_bind_flat", spy)
+    monkeypatch.setattr(interp_flat, "_bind_flat", spy)
     return calls
 
 
