@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Union
 
-import numpy as np
 
 from cinn_py.diagnostics import LoweringError
 from cinn_py.frontend import checks
@@ -31,11 +29,11 @@ from cinn_py.frontend.math_ops import (  # noqa: F401 - re-exported DSL function
     expm1, floor, fmod, isfinite, isinf, isnan, log, log1p, log2, log10, maximum, minimum, pow, round,
     rsqrt, select, sigmoid, sin, sinh, sqrt, tan, tanh, trunc,
 )
+from cinn_py.frontend.reduce_axes import _reduce_axes, identity
 from cinn_py.ir import (
-    ALL_SCALAR_DTYPES, MAX_EXPR_DEPTH, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var,
-    as_expr, bool_,
-    child_fields, const, default_axis_name, dtype_of, expr_depth, int32, int64, make_tensor,
-    unique_name, walk,
+    ALL_SCALAR_DTYPES, MAX_EXPR_DEPTH, DType, Expr, IntImm, Load, Reduce, ReduceType, Tensor, Var, as_expr,
+    child_fields, const, default_axis_name, dtype_of, expr_depth, int32, int64, make_tensor, unique_name,
+    walk,
 )
 
 Index = Union[Expr, int]
@@ -356,47 +354,3 @@ def _reduce(kind: ReduceType, fn: str, expr: object, axes: object) -> Reduce:
                             "(axes=[k0, k1]) or compute the inner reduction into its own tensor",
                             checks.excerpt(expr))
     return Reduce(kind, expr, identity(kind, expr.dtype, fn), axis_tuple)
-
-
-def _reduce_axes(axes: object, fn: str) -> tuple[Var, ...]:
-    items = (axes,) if isinstance(axes, Var) else axes
-    if not isinstance(items, (tuple, list)) or not items:
-        raise TypeError(f"{fn}: axes must be a reduce axis or a non-empty list of them")
-    seen: set[str] = set()
-    for ax in items:
-        if not isinstance(ax, Var) or not ax.is_reduce_axis:
-            raise TypeError(f"{fn}: every axis must come from reduce_axis(), got {ax!r}")
-        if ax.upper_bound is None:
-            raise LoweringError(f"{fn}: reduce axis '{ax.name}' has no extent; create it with "
-                                "reduce_axis(extent, name)")
-        if ax.name in seen:
-            raise LoweringError(f"{fn}: reduce axis '{ax.name}' is listed twice; each axis is reduced once")
-        seen.add(ax.name)
-    return tuple(items)
-
-
-def identity(kind: ReduceType, dtype: DType, fn: str = "reduce") -> Expr:
-    """The identity of a reduction in `dtype` (the `__reduce_init` value).
-
-    Differs from CINN for float max/min: CINN starts from the lowest/highest finite value, we
-    start from -inf/+inf so that a reduction over all -inf (e.g. a fully masked softmax row)
-    matches numpy.
-    """
-    elem = dtype.element_of()
-    if kind in (ReduceType.ALL, ReduceType.ANY):
-        if not elem.is_bool:
-            raise LoweringError(f"{fn}: needs a bool expression, got {dtype}; compare it first (x != 0)")
-        return const(kind is ReduceType.ALL, bool_)
-    if elem.is_bool:
-        other = "reduce_any" if kind in (ReduceType.SUM, ReduceType.MAX) else "reduce_all"
-        raise LoweringError(f"{fn}: cannot reduce a bool expression; use {other}, or cast to an integer "
-                            "dtype to count")
-    if kind is ReduceType.SUM:
-        return const(0, elem)
-    if kind is ReduceType.MUL:
-        return const(1, elem)
-    lowest = kind is ReduceType.MAX
-    if elem.is_float:
-        return const(-math.inf if lowest else math.inf, elem)
-    info = np.iinfo(elem.to_numpy())
-    return const(int(info.min if lowest else info.max), elem)
