@@ -38,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -187,13 +188,22 @@ def shape_key(func: LoweredFunc) -> str:
 
 
 class Progress:
-    """`K/N groups` lines on stderr once a compile has run for `PROGRESS_AFTER_S` seconds."""
+    """`K/N groups` lines on stderr once a compile has run for `PROGRESS_AFTER_S` seconds. K counts
+    every group whose function is final: a distinct group done finishes its identical copies too
+    (`copies`: how many groups each distinct one stands for), so K grows evenly to N."""
 
-    def __init__(self, name: str, total: int) -> None:
+    def __init__(self, name: str, total: int, copies: Counter[int] | None = None) -> None:
         self.name, self.total = name, total
+        self.copies = copies if copies is not None else Counter()
+        self.done = 0
         self.start = self.last = time.perf_counter()
         self.shown = False
         self.enabled = os.environ.get("CINN_PY_PROGRESS", "1").strip() not in ("0", "false", "no", "off")
+
+    def finished(self, k: int) -> None:
+        """Distinct group `k` (and its copies) is final."""
+        self.done += self.copies.get(k, 1)
+        self.update(self.done)
 
     def update(self, done: int, final: bool = False) -> None:
         now = time.perf_counter()
@@ -211,10 +221,10 @@ def compile_groups(name: str, funcs: Sequence[LoweredFunc], steps: GroupSteps, a
     get the same object. In worker processes (`steps(func, *args)`, a module-level function) when
     there are several distinct groups, a disk cache and jobs > 1; `here(func)` runs the steps in
     this process (for what the workers did not do)."""
-    progress = Progress(name, len(funcs))
     first: dict[str, int] = {}
     owner = [first.setdefault(shape_key(f), k) for k, f in enumerate(funcs)]
     distinct = sorted(set(owner))
+    progress = Progress(name, len(funcs), Counter(owner))
     finals: dict[int, LoweredFunc] = {}
     root = cache.cache_dir()
     size = min(jobs(), len(distinct))
@@ -223,7 +233,7 @@ def compile_groups(name: str, funcs: Sequence[LoweredFunc], steps: GroupSteps, a
     for k in distinct:
         if k not in finals:
             finals[k] = here(funcs[k])
-            progress.update(len(finals))
+            progress.finished(k)
     result = [finals[owner[k]] for k in range(len(funcs))]
     progress.update(len(funcs), final=True)
     return result
@@ -254,7 +264,7 @@ def _in_workers(funcs: Sequence[LoweredFunc], distinct: Sequence[int], size: int
                 continue
             with lock:
                 finals[k] = final
-                progress.update(len(finals))
+                progress.finished(k)
 
     with _IN_USE:
         try:

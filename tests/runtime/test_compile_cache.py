@@ -125,6 +125,12 @@ def test_progress_lines_on_stderr(fresh_cache: Path, monkeypatch: pytest.MonkeyP
     pipeline.compile_program(_branches(("float32", "float64")), "x86", schedule="auto")
     err = capsys.readouterr().err
     assert "cinn_py: compiling branches: 2/2 groups (" in err and err.rstrip().endswith("done")
+    graph_cache.CACHE.clear_memory()
+    # two identical float32 groups and a float64 one: the first compile finishes two of three
+    pipeline.compile_program(_branches(("float32", "float32", "float64")), "x86", schedule="auto")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("cinn_py: compiling branches: 2/3 groups ("), lines
+    assert lines[-1].startswith("cinn_py: compiling branches: 3/3 groups (") and lines[-1].endswith("done")
     monkeypatch.setenv("CINN_PY_PROGRESS", "0")
     graph_cache.CACHE.clear_memory()
     pipeline.compile_program(_branches(("float64", "float32")), "x86", schedule="auto")
