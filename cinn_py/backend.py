@@ -61,23 +61,23 @@ class Kernel(Protocol):
 
 
 class Backend(Protocol):
-    """A code generator for one target kind (see docs/architecture.md, "add a backend"). The
-    options come checked (`BuildOptions.parse` at the pipeline's door); each backend reads its own."""
+    """A code generator for one target kind (see docs/architecture.md, "add a backend"). It takes
+    functions after `target.passes` (the pipeline's `target_passes` step) and only prints and
+    loads them. The options come checked (`BuildOptions.parse` at the pipeline's door); each
+    backend reads its own."""
 
     name: str
 
-    def generate(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-                 lowered: bool = False) -> GeneratedCode:
-        """Code for `func` after `target.passes` (`lowered`: they ran, as in the pipeline; else the
-        backend runs them first)."""
+    def generate(self, func: LoweredFunc, target: Target,
+                 options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
+        """Code for `func`, which went through `target.passes`."""
         ...
 
     def load(self, code: Any, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
         """A callable Kernel from code this backend's `generate` returned."""
         ...
 
-    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-              lowered: bool = False) -> Kernel:
+    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
         """`load(generate(func, target))`, through the backend's compile cache where it has one."""
         ...
 

@@ -87,7 +87,7 @@ def target_passes(func: LoweredFunc, target: TargetLike) -> LoweredFunc:
 
 def codegen_step(func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
     """`codegen`: the backend's code for a function that went through `target_passes`."""
-    return get_backend(target).generate(func, target, options, lowered=True)
+    return get_backend(target).generate(func, target, options)
 
 
 def parse_options(target: TargetLike, fast_math: bool, options: Mapping[str, Any]) -> tuple[Target,
@@ -122,17 +122,18 @@ def _trace_buckets(func: LoweredFunc, target: Target, options: BuildOptions,
         yield StepOutput("schedule", name, bucket)
     if not through(until, "target_passes"):
         return
+    lowered = [(pred, target_passes(bucket, target)) for pred, bucket in buckets]
+    for name, (_, bucket) in zip(names, lowered):
+        yield StepOutput("target_passes", name, bucket)
+    if not through(until, "codegen"):
+        return
     build_buckets = getattr(get_backend(target), "build_buckets", None)
     if build_buckets is None:
         raise CompileError(f"schedule='auto' with symbolic dims: the {target} backend builds no shape "
                            "buckets")
-    dispatch = build_buckets(func, target, buckets, options)
-    codes = getattr(dispatch, "codes", ())
-    for name, code in zip(names, codes):
-        yield StepOutput("target_passes", name, code.func)
-    if through(until, "codegen"):
-        for name, code in zip(names, codes):
-            yield StepOutput("codegen", name, code)
+    dispatch = build_buckets(func, target, lowered, options)
+    for name, code in zip(names, getattr(dispatch, "codes", ())):
+        yield StepOutput("codegen", name, code)
     if through(until, "load"):
         yield StepOutput("load", func.name, dispatch)
 
@@ -172,7 +173,7 @@ def _trace_one(func: LoweredFunc, target: Target, schedule: ScheduleLike, until:
     if codegen_options is not None and through(until, "codegen"):
         yield StepOutput("codegen", func.name, codegen_step(lowered, target, codegen_options))
     if through(until, "load"):
-        kernel = get_backend(target).build(lowered, target, options, lowered=True)
+        kernel = get_backend(target).build(lowered, target, options)
         yield StepOutput("load", func.name, kernel)
 
 
@@ -317,7 +318,7 @@ def compile_group(func: LoweredFunc, target: str, schedule: str | None, fast_mat
     to `target_passes`, and its kernel built into the disk cache; returns the final function."""
     tgt = Target.parse(target)
     final = target_passes(schedule_step(func, tgt, schedule), tgt)
-    get_backend(tgt).build(final, tgt, BuildOptions(fast_math=fast_math, checked=checked), lowered=True)
+    get_backend(tgt).build(final, tgt, BuildOptions(fast_math=fast_math, checked=checked))
     return final
 
 
@@ -347,7 +348,7 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
     kernels: dict[int, Any] = {}
     for func in cached.final:  # identical groups share one function object, hence one kernel
         if id(func) not in kernels:
-            kernels[id(func)] = backend.build(func, target, BuildOptions(fast_math=fast_math), lowered=True)
+            kernels[id(func)] = backend.build(func, target, BuildOptions(fast_math=fast_math))
     return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final],
                            target.name)
 

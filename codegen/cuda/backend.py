@@ -1,4 +1,6 @@
-"""The CUDA backend object of the backend table (`cinn_py.backend.BACKENDS["cuda"]`)."""
+"""The CUDA backend object of the backend table (`cinn_py.backend.BACKENDS["cuda"]`): it prints
+(`print_cuda`) and loads (PyCUDA or the CPU emulator) functions the CUDA target's passes lowered
+(the pipeline's `target_passes` step); it runs no pass itself."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ from typing import Any
 
 from cinn_py.backend import DEFAULT_OPTIONS
 from cinn_py.diagnostics import CompileError
+from cinn_py.ir import Expr, LoweredFunc
 from cinn_py.options import BuildOptions
-from cinn_py.ir import LoweredFunc
+from cinn_py.runtime.checked import resolve_checked
 from cinn_py.target import Target
-from codegen.cuda import build_cuda
-from codegen.cuda.generate import GeneratedCode, generate_cuda
+from codegen.cuda.dispatch import BucketDispatch
+from codegen.cuda.dispatch import signature as dispatch_signature
+from codegen.cuda.generate import GeneratedCode, print_cuda
 from codegen.cuda.loader import KernelLoader
 
 
@@ -20,50 +24,58 @@ def _check_target(target: Target) -> None:
         raise CompileError(f"cuda backend: got a {target} target")
 
 
-def _arch(arch: str) -> str:
-    """The target's arch; "auto" is the current device's."""
-    return Target.cuda("auto").arch if arch == "auto" else arch
-
-
 class CudaBackend:
     """CUDA C through NVRTC, launched with PyCUDA, or run on the CPU by the emulator (see `codegen.cuda`)."""
 
     name = "cuda"
 
-    def generate(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-                 lowered: bool = False) -> GeneratedCode:
-        """CUDA C for `target.arch` (NVRTC runs on first `.ptx`/`.cubin`); unchecked unless
+    def generate(self, func: LoweredFunc, target: Target,
+                 options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
+        """CUDA C for `target` (NVRTC runs on first `.ptx`/`.cubin`); unchecked unless
         `options.checked` asks."""
         _check_target(target)
-        return generate_cuda(func, fast_math=options.fast_math, arch=_arch(target.arch),
-                             options=options.cuda.nvrtc_options, checked=bool(options.checked),
-                             lowered=lowered, count_traffic=options.cuda.count_traffic)
+        return print_cuda(func, target, options.with_checked(bool(options.checked)))
 
     def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Any:
         """A PyCUDA Kernel, or the CPU emulator's (`emulate`, `race_check`: see `codegen.cuda.loader`)."""
-        return _loader(options)(code, code.func)
+        if not isinstance(code, GeneratedCode):
+            raise CompileError(f"cuda backend: load needs code from CudaBackend.generate, got "
+                               f"{type(code).__name__}")
+        return loader_for(options, code.func.name, buckets=False)(code, code.func)
 
-    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-              lowered: bool = False) -> Any:
+    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> Any:
+        """`load(generate(func))` with the bounds checks the process default asks for when
+        `options.checked` is None."""
         _check_target(target)
-        return build_cuda(func, arch=_arch(target.arch), lowered=lowered, **_build_kwargs(options))
+        loader = loader_for(options, func.name, buckets=False)
+        code = print_cuda(func, target, options.with_checked(resolve_checked(options.checked)))
+        return loader(code, code.func)
 
-    def build_buckets(self, func: LoweredFunc, target: Target, buckets: Sequence[tuple[Any, LoweredFunc]],
-                      options: BuildOptions = DEFAULT_OPTIONS) -> Any:
-        """One kernel per shape bucket behind a `BucketDispatch` (`build_cuda`'s `buckets`)."""
+    def build_buckets(self, func: LoweredFunc, target: Target, buckets: Sequence[tuple[Expr, LoweredFunc]],
+                      options: BuildOptions = DEFAULT_OPTIONS) -> BucketDispatch:
+        """One kernel per shape bucket behind a `BucketDispatch` named after `func` (CINN's
+        BucketLower: each call binds the symbolic dims from the input shapes, picks the first
+        bucket whose predicate holds, and computes that kernel's launch dims and symbol arguments
+        on the host). Every bucket is compiled now: a broken bucket fails the build, not a call."""
         _check_target(target)
-        return build_cuda(func, arch=_arch(target.arch), buckets=list(buckets), **_build_kwargs(options))
+        loader = loader_for(options, func.name, buckets=True)
+        checked = options.with_checked(resolve_checked(options.checked))
+        dispatch = BucketDispatch(list(buckets), target, checked, func.name, loader)
+        if dispatch_signature(dispatch.func) != dispatch_signature(func):
+            raise CompileError(f"build_cuda: the buckets of '{func.name}' take different arguments than "
+                               f"'{func.name}' itself; every bucket must have its signature")
+        for index, code in enumerate(dispatch.codes):
+            _ = dispatch.kernel(index) if loader.emulate else code.cubin
+        return dispatch
 
 
-def _loader(options: BuildOptions) -> KernelLoader:
-    return KernelLoader.from_options({"emulate": options.cuda.emulate, "race_check": options.cuda.race_check})
-
-
-def _build_kwargs(options: BuildOptions) -> dict[str, Any]:
-    """`build_cuda`'s keywords for `options` (the package-level function keeps its keyword form)."""
-    return {"fast_math": options.fast_math, "nvrtc_options": options.cuda.nvrtc_options,
-            "checked": options.checked, "count_traffic": options.cuda.count_traffic,
-            "emulate": options.cuda.emulate, "race_check": options.cuda.race_check}
+def loader_for(options: BuildOptions, name: str, buckets: bool) -> KernelLoader:
+    """The loader of a build of `name` (one kernel, or `buckets`) with `options`, checked first."""
+    loader = KernelLoader.for_options(options.cuda)
+    if options.cuda.count_traffic and (not loader.emulate or buckets):
+        raise ValueError(f"build_cuda: count_traffic=True on '{name}' needs the CPU emulator (emulate=True) "
+                         "and one kernel (no buckets: give the shapes as constants)")
+    return loader
 
 
 BACKEND = CudaBackend()

@@ -4,7 +4,9 @@ A `BucketDispatch` holds several kernels for one function, each behind a predica
 symbolic dims (`S0 <= 1024`, ...). Each bucket's kernel is named `<fn>_COND_<pred>__kernel` with
 CINN's predicate mangling (`_FPA_`/`_BPA_` for brackets, `ADD SUB ... AND OR` for operators,
 `NEG`/`NOT` for unary minus/not). A call binds the symbolic dims from the input shapes, picks the
-first bucket whose predicate holds, and launches its kernel.
+first bucket whose predicate holds, and launches its kernel. The buckets come lowered by the CUDA
+target's passes (the pipeline's `target_passes` step; `build_cuda(func, buckets=...)` runs them):
+a dispatch only prints and loads.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from cinn_py.ir import (
     Add, And, Cast, Div, EQ, Expr, GE, GT, IntImm, LE, LT, LoweredFunc, Max, Min, Minus, Mod, Mul, NE, Not,
     Or, Sub, UIntImm, Var, sanitize_identifier,
 )
-from codegen.cuda.generate import GeneratedCode, generate_cuda
+from cinn_py.options import BuildOptions
+from cinn_py.target import DEFAULT_CUDA_ARCH, Target
+from codegen.cuda.generate import GeneratedCode, print_cuda
 from codegen.cuda.launch import eval_bool
 from codegen.cuda.loader import KernelLoader
 
@@ -64,11 +68,13 @@ def signature(func: LoweredFunc) -> tuple[Any, ...]:
 
 
 class BucketDispatch:
-    """Several bucket kernels of one function behind predicates on its symbolic dims."""
+    """Several bucket kernels of one function behind predicates on its symbolic dims: `buckets`
+    are `(predicate, LoweredFunc after the CUDA target passes)` pairs, printed for `target`
+    (default: an sm_90 GPU) with `options`."""
 
-    def __init__(self, buckets: Sequence[tuple[Expr, LoweredFunc]], fast_math: bool = False,
-                 arch: str = "sm_90", name: str | None = None, options: tuple[str, ...] = (),
-                 checked: bool = False, loader: KernelLoader | None = None) -> None:
+    def __init__(self, buckets: Sequence[tuple[Expr, LoweredFunc]], target: Target | None = None,
+                 options: BuildOptions | None = None, name: str | None = None,
+                 loader: KernelLoader | None = None) -> None:
         if not buckets:
             raise ValueError("BucketDispatch: needs at least one (predicate, LoweredFunc) bucket")
         first = buckets[0][1]
@@ -87,10 +93,10 @@ class BucketDispatch:
                                    f"symbolic dims of '{first.name}' ({sorted(symbols)})")
         self.name = name or first.name
         self.func = first
+        self.target = target or Target.cuda(DEFAULT_CUDA_ARCH)
         self.predicates = tuple(pred for pred, _ in buckets)
         self.codes: tuple[GeneratedCode, ...] = tuple(
-            generate_cuda(func, fast_math=fast_math, arch=arch, options=options,
-                          kernel_name=bucket_kernel_name(self.name, pred), checked=checked)
+            print_cuda(func, self.target, options or BuildOptions(), bucket_kernel_name(self.name, pred))
             for pred, func in buckets)
         self.loader = loader or KernelLoader()
         self._kernels: dict[int, Any] = {}

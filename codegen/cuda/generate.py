@@ -1,4 +1,6 @@
-"""`generate_cuda`: GPU lowering passes + CUDA C printing; NVRTC compilation on first use.
+"""CUDA C printing (`print_cuda`: what the CUDA backend does with a function the CUDA target passes
+lowered) and `generate_cuda` (the keyword convenience: those passes, then `print_cuda`); NVRTC
+compilation on first use.
 
 The CUDA C source needs no NVRTC: `GeneratedCode.source` and `.launch` are ready when
 `generate_cuda` returns, so `cinn-py codegen --target cuda` and the demo print kernels on a
@@ -15,7 +17,8 @@ from dataclasses import dataclass, field
 
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
-from cinn_py.runtime.checked import resolve_checked
+from cinn_py.options import BuildOptions, CudaOptions
+from cinn_py.target import Target
 from codegen.cuda.kernel_source import print_kernel
 from codegen.cuda.launch import LaunchInfo, TempSpace, eval_int
 from codegen.cuda.lowering import lower_for_cuda
@@ -37,7 +40,8 @@ class GeneratedCode:
     its sanitised spelling when the name is not a safe C identifier."""
     func: LoweredFunc
     """The function after the GPU passes (what was printed)."""
-    arch: str
+    target: Target
+    """The GPU it was printed for: its arch is NVRTC's `--gpu-architecture`, its limits bound the launch."""
     options: tuple[str, ...]
     vector_alignment: int
     """Byte alignment every tensor pointer needs (vectorised accesses); 1 if none."""
@@ -49,6 +53,11 @@ class GeneratedCode:
     """Traffic-counting builds: the kernel adds every global access's bytes to `cinn_traffic`."""
     _compiled: list[CompiledCuda] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def arch(self) -> str:
+        """`sm_XX` (CUBIN + PTX) or `compute_XX` (PTX only)."""
+        return self.target.arch
 
     @property
     def text(self) -> str:
@@ -110,8 +119,10 @@ def nvrtc_options(fast_math: bool, extra: tuple[str, ...] = ()) -> tuple[str, ..
 
 def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90",
                   options: tuple[str, ...] = (), kernel_name: str | None = None, checked: bool = False,
-                  lowered: bool = False, count_traffic: bool = False) -> GeneratedCode:
-    """Lower `func` for the GPU and print CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`).
+                  count_traffic: bool = False) -> GeneratedCode:
+    """Lower a scheduled `func` for the GPU (the CUDA target's passes, `lower_for_cuda`) and print
+    CUDA C for `arch` (NVRTC runs on first `.ptx`/`.cubin`). The pipeline runs those passes as its
+    `target_passes` step and the backend calls `print_cuda`; this is the same in one call.
 
     Args:
         func: a scheduled LoweredFunc (loops bound with `bind`).
@@ -120,8 +131,6 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
         options: extra NVRTC options.
         kernel_name: rename the kernel (bucket dispatch uses `<fn>_COND_<pred>__kernel`).
         checked: guard every index the printer cannot prove in range (`cinn_checked_index`).
-        lowered: `func` already went through the CUDA target's passes (the pipeline's
-            `target_passes` step); otherwise `generate_cuda` runs them.
         count_traffic: count the bytes of every global load and store (the CPU emulator reads
             them after each launch: codegen.cuda.traffic).
 
@@ -132,16 +141,27 @@ def generate_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "sm_90
     if not isinstance(func, LoweredFunc):
         raise TypeError(f"generate_cuda: expected a LoweredFunc, got {type(func).__name__}")
     check_arch(arch)
+    target = Target.cuda(arch)
+    build_options = BuildOptions(fast_math=fast_math, checked=checked,
+                                 cuda=CudaOptions(nvrtc_options=tuple(options), count_traffic=count_traffic))
+    return print_cuda(lower_for_cuda(func, target), target, build_options, kernel_name)
+
+
+def print_cuda(func: LoweredFunc, target: Target, options: BuildOptions,
+               kernel_name: str | None = None) -> GeneratedCode:
+    """CUDA C of `func` after the CUDA target's passes (the pipeline's `target_passes` step) for
+    `target`; `options.checked` None means unchecked (a build resolves it before)."""
+    info = func.cuda_axis_info
+    if info is None:  # gpu_bind sets it
+        raise CompileError(f"CUDA codegen: '{func.name}' has not been through the CUDA target passes "
+                           f"({', '.join(target.passes)}); run them first "
+                           f"(cinn_py.pipeline.target_passes(func, target))")
     if kernel_name is not None:
         func = dataclasses.replace(func, name=kernel_name)
-    if not lowered:
-        func = lower_for_cuda(func)
-    kernel = print_kernel(func, fast_math=fast_math, checked=resolve_checked(checked),
-                          count_traffic=count_traffic)
-    opts = nvrtc_options(fast_math, tuple(options))
-    info = func.cuda_axis_info
-    if info is None:  # gpu_bind always sets it
-        raise CompileError(f"generate_cuda: '{func.name}' has no CUDA axis info after gpu_bind")
-    launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, func.scalar_args)
-    return GeneratedCode(kernel.source, launch, kernel.name, func, arch, opts, kernel.vector_alignment,
-                         kernel.temp_spaces, kernel.checks, count_traffic)
+    kernel = print_kernel(func, fast_math=options.fast_math, checked=bool(options.checked),
+                          count_traffic=options.cuda.count_traffic)
+    launch = LaunchInfo(info.grid_dims, info.block_dims, kernel.dynamic_shared_bytes, func.scalar_args,
+                        target.gpu)
+    flags = nvrtc_options(options.fast_math, options.cuda.nvrtc_options)
+    return GeneratedCode(kernel.source, launch, kernel.name, func, target, flags, kernel.vector_alignment,
+                         kernel.temp_spaces, kernel.checks, options.cuda.count_traffic)

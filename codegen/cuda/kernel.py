@@ -38,10 +38,6 @@ from cinn_py.runtime.kernel import KernelBase
 from codegen.cuda.generate import GeneratedCode
 from codegen.cuda.launch import check_alignment, kernel_arguments
 
-_DEFAULT_SHARED_LIMIT = 48 * 1024
-"""Shared memory (static + dynamic) a kernel may use without opting in (CUDA's default)."""
-
-
 _EMULATOR_HINT = ("without a GPU, run the kernel in the CPU emulator: build(..., emulate=True) or "
                   "CINN_PY_CUDA=emulate (docs/cuda_emulation.md)")
 
@@ -271,9 +267,16 @@ class Kernel(KernelBase):
         raise self.out_of_bounds(int(status[0]) - 1, int(status[1]), "the access went to element 0 instead")
 
     def _opt_in_shared(self, dynamic: int) -> None:
-        """Kernels using more than 48 KiB of shared memory must opt in (once per size increase)."""
-        if self._static_shared + dynamic <= _DEFAULT_SHARED_LIMIT or dynamic <= self._shared_opt_in:
+        """Kernels using more shared memory than the target's limit without opting in (48 KiB) must
+        opt in (once per size increase)."""
+        limit = self.code.target.gpu.max_shared_memory_per_block
+        if self._static_shared + dynamic <= limit or dynamic <= self._shared_opt_in:
             return
+        optin = self.code.target.gpu.max_shared_memory_per_block_optin
+        if self._static_shared + dynamic > optin:
+            raise CudaRuntimeError(f"kernel '{self.func.name}': {dynamic} bytes of dynamic shared memory "
+                                   f"(plus {self._static_shared} static) exceed the opt-in limit of "
+                                   f"{self.code.arch} ({optin} bytes per block)")
         attr = self._drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES
         try:
             self._function.set_attribute(attr, dynamic)

@@ -6,19 +6,15 @@ computes the same `grid_x .. block_z` from the `int64` symbol arguments).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cinn_py.ir import ArgIO, DType, Expr, Var
 from cinn_py.symbolic.integer import eval_int as symbolic_eval_int
+from cinn_py.target import GpuLimits
 
 if TYPE_CHECKING:
     from codegen.cuda.generate import GeneratedCode
-
-# CUDA limits (compute capability >= 3.0).
-MAX_GRID = (2**31 - 1, 65535, 65535)
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS_PER_BLOCK = 1024
 
 Dim3 = tuple[int, int, int]
 
@@ -43,12 +39,15 @@ def eval_bool(e: Expr, env: Mapping[str, int]) -> bool:
 
 @dataclass(frozen=True)
 class LaunchInfo:
-    """Grid/block dims and dynamic shared bytes as expressions of `symbols`."""
+    """Grid/block dims and dynamic shared bytes as expressions of `symbols`, checked at each launch
+    against the target's `limits`."""
 
     grid: tuple[Expr, Expr, Expr]
     block: tuple[Expr, Expr, Expr]
     shared_bytes: Expr
     symbols: tuple[Var, ...]
+    limits: GpuLimits = field(default_factory=GpuLimits, repr=False, compare=False)
+    """The target's GPU limits (`Target.cuda(arch).limits`)."""
 
     @property
     def is_static(self) -> bool:
@@ -59,13 +58,13 @@ class LaunchInfo:
         """((gx, gy, gz), (bx, by, bz), shared_bytes) for concrete symbol values.
 
         Raises:
-            ValueError: a symbol is missing, or the dims exceed CUDA's limits.
+            ValueError: a symbol is missing, or the dims exceed the target's limits.
         """
         env = {(k.name if isinstance(k, Var) else k): int(v) for k, v in (symbol_values or {}).items()}
         grid = tuple(eval_int(d, env) for d in self.grid)
         block = tuple(eval_int(d, env) for d in self.block)
         shared = eval_int(self.shared_bytes, env)
-        _check_limits(grid, block)  # type: ignore[arg-type]
+        _check_limits(grid, block, self.limits)  # type: ignore[arg-type]
         return grid, block, shared  # type: ignore[return-value]
 
     def __str__(self) -> str:
@@ -101,17 +100,18 @@ class TempSpace:
         return max(1, count * max(1, self.dtype.bits // 8))
 
 
-def _check_limits(grid: Dim3, block: Dim3) -> None:
-    for axis, (value, limit) in enumerate(zip(grid, MAX_GRID)):
+def _check_limits(grid: Dim3, block: Dim3, limits: GpuLimits) -> None:
+    for axis, (value, limit) in enumerate(zip(grid, limits.max_grid_dims)):
         if value < 0 or value > limit:
             raise ValueError(f"launch: grid dim {'xyz'[axis]} = {value} is outside CUDA's range [0, {limit}]")
-    for axis, (value, limit) in enumerate(zip(block, MAX_BLOCK)):
+    for axis, (value, limit) in enumerate(zip(block, limits.max_block_dims)):
         if value < 0 or value > limit:
             raise ValueError(f"launch: block dim {'xyz'[axis]} = {value} is outside CUDA's range [0, "
                              f"{limit}]")
     threads = block[0] * block[1] * block[2]
-    if threads > MAX_THREADS_PER_BLOCK:
-        raise ValueError(f"launch: {threads} threads per block exceed CUDA's limit {MAX_THREADS_PER_BLOCK}")
+    if threads > limits.max_threads_per_block:
+        raise ValueError(f"launch: {threads} threads per block exceed CUDA's limit "
+                         f"{limits.max_threads_per_block}")
 
 
 # -- host logic shared by the PyCUDA Kernel and the CPU emulator's EmulatedCudaKernel ---------------

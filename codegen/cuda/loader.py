@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cinn_py.ir import LoweredFunc
+from cinn_py.options import CudaOptions
 from codegen.cuda.generate import GeneratedCode
 
 EMULATE_ENV = "CINN_PY_CUDA"
@@ -54,11 +55,11 @@ class KernelLoader:
                              "CINN_PY_CUDA=emulate)")
 
     @staticmethod
-    def from_options(options: dict[str, Any]) -> KernelLoader:
-        """Pop `emulate` and `race_check` from build options (defaults from the environment);
-        race checking from the environment applies to emulated builds only."""
-        emulate = resolve_emulate(options.pop("emulate", None))
-        race_check = options.pop("race_check", None)
+    def for_options(options: CudaOptions) -> KernelLoader:
+        """The loader `options.emulate` and `options.race_check` ask for (None: the environment
+        decides); race checking from the environment applies to emulated builds only."""
+        emulate = resolve_emulate(options.emulate)
+        race_check = options.race_check
         return KernelLoader(emulate,
                             resolve_race_check(race_check) if race_check is not None or emulate else False)
 

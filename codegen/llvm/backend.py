@@ -9,7 +9,7 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.options import BuildOptions
 from cinn_py.ir import LoweredFunc
 from cinn_py.target import Target
-from codegen.llvm import GeneratedCode, build_lowered, generate_lowered, lower_x86
+from codegen.llvm import GeneratedCode, build_lowered, generate_lowered
 from cinn_py.runtime.graph_plan import GraphPlan
 from codegen.llvm.graph import GraphEntry, link_program
 from codegen.llvm.jit import LoadedObject
@@ -34,14 +34,12 @@ class X86Backend:
 
     name = "x86"
 
-    def generate(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-                 lowered: bool = False) -> GeneratedCode:
-        """`lowered`: the target passes already ran (the pipeline says so); else they run here first,
-        as the `Backend` protocol asks of a caller that has not run them. Generated text is unchecked
+    def generate(self, func: LoweredFunc, target: Target,
+                 options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
+        """LLVM IR and assembly of `func` after the x86 target passes. Generated text is unchecked
         unless `options.checked` asks (the pipeline resolves the process default for it)."""
         _check_target(target)
-        return generate_lowered(func if lowered else lower_x86(func), fast_math=options.fast_math,
-                                checked=bool(options.checked))
+        return generate_lowered(func, fast_math=options.fast_math, checked=bool(options.checked))
 
     def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
         if not code.object_code:
@@ -50,11 +48,11 @@ class X86Backend:
         return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,
                       options.num_threads, checks=code.checks)
 
-    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS,
-              lowered: bool = False) -> Kernel:
+    def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
+        """`load(generate(func))` through the memory and disk compile caches."""
         _check_target(target)
-        return build_lowered(func if lowered else lower_x86(func), fast_math=options.fast_math,
-                             checked=options.checked, num_threads=options.num_threads, cache=options.cache)
+        return build_lowered(func, fast_math=options.fast_math, checked=options.checked,
+                             num_threads=options.num_threads, cache=options.cache)
 
     def link_program(self, plan: GraphPlan, kernels: Any) -> GraphEntry | None:
         """The native entry function running a program's kernels in one call (`codegen.llvm.graph`)."""

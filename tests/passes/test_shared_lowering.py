@@ -15,6 +15,7 @@ from cinn_py.ir import Buffer, IntImm, ScheduleBlock, ScheduleBlockRealize, Stmt
 from cinn_py.passes.buffer_resize import resized_to_ranges
 from cinn_py.passes.inline_blocks import inline_schedule_blocks
 from cinn_py.runtime.kernel import KernelBase
+from cinn_py.pipeline import target_passes
 from cinn_py.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_resized_to_ranges() -> None:
 def test_generated_code_follows_the_protocol(target: str) -> None:
     tgt = Target.parse(target) if target == "x86" else Target.cuda("sm_80")
     func = _func() if target == "x86" else cp.auto_schedule(_func(), "cuda").func
-    code = get_backend(tgt).generate(func, tgt)
+    code = get_backend(tgt).generate(target_passes(func, tgt), tgt)
     assert isinstance(code, GeneratedCode)
     assert code.text == (code.llvm_ir if target == "x86" else code.source)
     assert code.checks is None

@@ -92,7 +92,9 @@ def test_x86_backend_generate_then_load() -> None:
     y = cp.compute((8,), lambda i: x[i] * 3.0, "Y")
     func = cp.lower("triple", [x, y])
     backend = get_backend("x86")
-    code = backend.generate(func, Target.parse("x86"))  # not lowered yet: the backend runs the passes
+    with pytest.raises(cp.CompileError, match="run the x86 target passes first"):
+        backend.generate(func, Target.parse("x86"))  # a backend only prints: the pipeline lowers
+    code = backend.generate(target_passes(func, "x86"), Target.parse("x86"))
     assert "define" in code.llvm_ir
     assert structural_equal(code.func, target_passes(func, "x86"))  # what it printed
     kernel = backend.load(code)
@@ -114,6 +116,7 @@ def test_public_api_takes_a_target() -> None:
     func = cp.lower("twice", [x, y])
     code = cp.codegen(func, Target.cuda("sm_80"), schedule="auto")
     assert code.arch == "sm_80" and "__global__" in code.source
+    assert code.target == Target.cuda("sm_80") and code.launch.limits is code.target.gpu
     assert cp.codegen(func, "cuda", schedule="auto").arch == Target.parse("cuda").arch
 
 
@@ -126,10 +129,29 @@ def test_x86_backend_load_keeps_the_bounds_checks_of_a_checked_build() -> None:
     index = cp.placeholder((4,), "int32", "I")
     func = cp.lower("gather", [X, index, cp.compute((4,), lambda i: X[index[i]], "Y")])
     backend = get_backend("x86")
-    code = backend.generate(func, Target.parse("x86"), BuildOptions(checked=True))
+    code = backend.generate(target_passes(func, "x86"), Target.parse("x86"), BuildOptions(checked=True))
     assert code.checks
     kernel = backend.load(code)
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(kernel(x, np.array([3, 2, 1, 0], np.int32)), [3, 2, 1, 0])
     with pytest.raises(OutOfBoundsAccessError, match="the index was 9"):
         kernel(x, np.array([0, 9, 1, 0], np.int32))
+
+
+def test_the_launch_checks_the_targets_limits() -> None:
+    """The launch dims are checked against the Target's GpuLimits, not limits declared again in
+    the CUDA backend: a target with smaller blocks rejects what an sm_90 accepts."""
+    import dataclasses
+
+    x = cp.placeholder((4, 256), "float32", "X")
+    y = cp.compute((4, 256), lambda i, j: x[i, j] * 2.0, "Y")
+    func = cp.lower("twice", [x, y])
+    code = cp.codegen(func, "cuda", schedule="auto")
+    grid, block, _ = code.launch.launch_dims()
+    threads = block[0] * block[1] * block[2]
+    assert threads > 1
+    small = dataclasses.replace(code.target.gpu, max_threads_per_block=threads - 1)
+    narrow = dataclasses.replace(code.launch, limits=small)
+    with pytest.raises(ValueError, match=f"{threads} threads per block exceed CUDA's limit {threads - 1}"):
+        narrow.launch_dims()
+    assert code.launch.launch_dims()[0] == grid

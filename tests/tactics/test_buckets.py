@@ -8,6 +8,7 @@ import pytest
 import cinn_py as cp
 from cinn_py.ir import print_ir
 from codegen.cuda import BucketDispatch
+from codegen.cuda.lowering import lower_for_cuda
 from schedules.tactics import analyze_group, auto_schedule, auto_schedule_buckets, bucket_configs
 
 from tests.tactics.conftest import elementwise, inputs_for, rmsnorm, softmax
@@ -32,7 +33,8 @@ def test_dynamic_rows_static_reduce_buckets_over_spatial_numel() -> None:
         "(N <= 1023ll)", "((N >= 1024ll) and (N <= 1048575ll))", "(N >= 1048576ll)"]
     assert ([str(c.bucket) for c in bucket_configs(analyze_group(func))][0]
             == "BucketInfo: [S(1 - 1023), R(300 - 300), ]")
-    dispatch = BucketDispatch([(p, s.func) for p, s in buckets])  # NVRTC-compiles every bucket
+    # NVRTC-compiles every bucket
+    dispatch = BucketDispatch([(p, lower_for_cuda(s.func)) for p, s in buckets])
     assert [dispatch.select({"N": v}) for v in (1, 1023, 1024, 1 << 20)] == [0, 0, 1, 2]
     assert all(isinstance(code.cubin, bytes) for code in dispatch.codes)
     assert "rmsnorm_COND__FPA_N_LE_1023_BPA___kernel" in dispatch.codes[0].source
@@ -46,7 +48,7 @@ def test_static_rows_dynamic_reduce_buckets_over_reduce_numel() -> None:
             == ["(C <= 256ll)", "((C >= 257ll) and (C <= 2048ll))", "(C >= 2049ll)"])
     methods = [s.auto_report.config.tile for _, s in buckets]
     assert [(t.warp_num, t.tree_reduce_num) for t in methods] == [(8, 32), (4, 128), (8, 256)]
-    dispatch = BucketDispatch([(p, s.func) for p, s in buckets])
+    dispatch = BucketDispatch([(p, lower_for_cuda(s.func)) for p, s in buckets])
     assert [dispatch.select({"C": v}) for v in (7, 300, 5000)] == [0, 1, 2]
     assert "cinn_warp_reduce_max_fp32" in dispatch.codes[0].source
     assert "cinn_block_reduce_max_fp32" in dispatch.codes[2].source

@@ -8,6 +8,7 @@ import cinn_py as cp
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import Var, const, dtype
 from codegen.cuda import BucketDispatch, bucket_kernel_name, mangle_predicate
+from codegen.cuda.lowering import lower_for_cuda
 from tests.codegen.cuda.gpu_programs import bound_scale
 
 
@@ -22,7 +23,7 @@ def test_mangling() -> None:
 def test_buckets_compile_and_select(nvrtc_compile) -> None:
     S0, small = bound_scale(64)
     _, large = bound_scale(256)
-    dispatch = BucketDispatch([(S0 <= 1024, small), (S0 > 1024, large)])
+    dispatch = BucketDispatch([(S0 <= 1024, lower_for_cuda(small)), (S0 > 1024, lower_for_cuda(large))])
     names = [c.kernel_name for c in dispatch.codes]
     assert names == ["fn_COND__FPA_S0_LE_1024_BPA___kernel", "fn_COND__FPA_S0_GT_1024_BPA___kernel"]
     for code in dispatch.codes:
@@ -34,7 +35,7 @@ def test_buckets_compile_and_select(nvrtc_compile) -> None:
 
 def test_no_matching_bucket_is_a_clear_error() -> None:
     S0, func = bound_scale(64)
-    dispatch = BucketDispatch([(S0 <= 16, func)])
+    dispatch = BucketDispatch([(S0 <= 16, lower_for_cuda(func))])
     with pytest.raises(ValueError, match="no bucket predicate holds for S0=17"):
         dispatch.select({"S0": 17})
 
@@ -51,6 +52,9 @@ def test_bucket_errors() -> None:
     B = cp.compute((8,), lambda i: A[i], "B")
     with pytest.raises(CompileError, match="different signature"):
         BucketDispatch([(S0 > 1, func), (S0 <= 1, cp.lower("other", [A, B]))])
+    with pytest.raises(CompileError, match=r"'fn' has not been through the CUDA target passes "
+                                           r"\(cross_thread_reduce, gpu_bind, simplify_indices\); run them"):
+        BucketDispatch([(S0 > 1, func)])  # a dispatch only prints: the pipeline's target_passes lower
 
 
 def test_build_cuda_with_buckets_dispatches_per_call_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:

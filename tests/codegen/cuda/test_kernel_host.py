@@ -167,6 +167,10 @@ def test_large_dynamic_shared_memory_opts_in_once(monkeypatch: pytest.MonkeyPatc
     kernel._opt_in_shared(10 * 1024)
     assert [e for e in log if e[0] == "set_attribute"] == [
         ("set_attribute", "MAX_DYNAMIC_SHARED_SIZE_BYTES", 60 * 1024)]
+    optin = kernel.code.target.gpu.max_shared_memory_per_block_optin  # the Target's, by arch
+    with pytest.raises(CinnError, match=rf"exceed the opt-in limit of {kernel.code.arch} \({optin} bytes"):
+        kernel._opt_in_shared(optin)  # plus the 1 KiB static: past what the driver would allow
+    assert len([e for e in log if e[0] == "set_attribute"]) == 1
 
 
 def test_device_inputs_get_device_outputs_without_copies(monkeypatch: pytest.MonkeyPatch) -> None:

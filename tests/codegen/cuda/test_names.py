@@ -22,6 +22,7 @@ from cinn_py.ir import stmt as S
 from cinn_py.ir.sanitize import is_safe_identifier
 from codegen.cuda import BucketDispatch, generate_cuda
 from codegen.cuda import kernel as kernel_mod
+from codegen.cuda.lowering import lower_for_cuda
 from schedules import IRSchedule
 from tests.codegen.cuda.gpu_programs import bound_scale
 from tests.codegen.cuda.test_kernel_host import fake_pycuda
@@ -140,7 +141,7 @@ def test_pycuda_loads_the_sanitised_symbol(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_bucket_kernels_of_a_hostile_function(nvrtc_compile) -> None:
     S0, bound = bound_scale(128)
-    func = rename(bound, {}, func_name="my.fn")
+    func = lower_for_cuda(rename(bound, {}, func_name="my.fn"))
     dispatch = BucketDispatch([(S0 <= 1024, func), (S0 > 1024, func)])
     names = [c.kernel_name for c in dispatch.codes]
     assert all(is_safe_identifier(n) and n.endswith("_BPA___kernel") for n in names) and len(set(names)) == 2
