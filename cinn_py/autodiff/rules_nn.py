@@ -46,7 +46,7 @@ def _pool2d(c: GradContext) -> list[Variable | None]:
     return [c.nb.emit("pool2d_grad", [c.inputs[0], c.dout], dict(c.attrs))]
 
 
-@define_grad("conv2d_grad_data")
+@define_grad("conv2d_grad_data", "conv2d_grad_data_tiled")
 def _conv2d_grad_data(c: GradContext) -> list[Variable | None]:
     dy, _ = c.inputs
     attrs = _conv_attrs(c.attrs)
@@ -54,7 +54,7 @@ def _conv2d_grad_data(c: GradContext) -> list[Variable | None]:
             c.nb.emit("conv2d_grad_filter", [c.dout, dy], attrs)]
 
 
-@define_grad("conv2d_grad_filter")
+@define_grad("conv2d_grad_filter", "conv2d_grad_filter_tiled")
 def _conv2d_grad_filter(c: GradContext) -> list[Variable | None]:
     x, dy = c.inputs
     attrs = _conv_attrs(c.attrs)

@@ -21,6 +21,8 @@ float32 and float64 convolutions the rewrite takes become `conv2d_tiled` instead
 the same matmul with the column panels packed inside one kernel (`cinn_py.lowering.conv`), so
 the column matrix (9x the input for a 3x3 filter) is never stored and the output is written in
 place; float16/bfloat16 ones keep im2col + the matmul (which widens its operands in registers).
+Likewise `conv2d_grad_data` and `conv2d_grad_filter` become `conv2d_grad_data_tiled` /
+`conv2d_grad_filter_tiled` (`CONV_GRAD_TILED`, static NCHW float32/float64, `tiled_grad`).
 
 Kept as a direct convolution (the x86 window tactic): NHWC, symbolic shapes, and convolutions
 whose matmul would be thin: depthwise ones (one channel per group) and any with fewer than
@@ -29,12 +31,15 @@ whose matmul would be thin: depthwise ones (one channel per group) and any with 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.nn_gemm import im2col_matrix, im2col_shape
 from cinn_py.frontend.program import Operator, Program, Variable
 from cinn_py.frontend.rewrite import Match, Rewrite, apply_rewrites, op, var
 
-__all__ = ["CONV_GEMM", "CONV_TILED", "conv_to_gemm", "gemm_conv", "padding", "tiled_conv"]
+__all__ = ["CONV_GEMM", "CONV_GRAD_TILED", "CONV_TILED", "conv_to_gemm", "gemm_conv", "padding", "tiled_conv",
+           "tiled_grad"]
 
 COLUMN_MULTIPLE = 32
 """Columns of the matmul are padded to a multiple of this: the 2 x 16-lane register tile of the
@@ -110,8 +115,44 @@ CONV_GEMM = Rewrite("conv_gemm", op("conv2d", var("x"), var("w"),
                                     where=lambda c: gemm_conv(c) and not tiled_conv(c), name="conv"), _build)
 
 
+def _static_nchw_float(*values: Variable, layout: str) -> bool:
+    return (layout == "NCHW" and all(isinstance(d, int) for v in values for d in v.shape)
+            and all(str(v.dtype) in ("float32", "float64") for v in values))
+
+
+def tiled_grad(op_: Operator) -> bool:
+    """Whether a conv2d backward op becomes its tiled template: static NCHW float32/float64 with
+    at least `MIN_CHANNELS` rows (input channels per group for the data gradient, output channels
+    per group for the filter's) and `MIN_DEPTH` products per output."""
+    a, b = op_.inputs
+    at = op_.attrs
+    if not _static_nchw_float(a, b, layout=at["data_format"]):
+        return False
+    taps = at["kernel"][0] * at["kernel"][1]
+    if op_.type == "conv2d_grad_data":  # (dy, w): rows Cg, depth Og * taps
+        w = b
+        rows, depth, channels = w.shape[1], (w.shape[0] // at["groups"]) * taps, w.shape[1]
+    else:  # (x, dy): rows Og, columns Cg * taps, depth N * P
+        rows, depth, channels = b.shape[1] // at["groups"], (a.shape[1] // at["groups"]) * taps, \
+            a.shape[1] // at["groups"]
+    return channels > 1 and rows >= MIN_CHANNELS and depth >= MIN_DEPTH
+
+
+def _build_grad(kind: str) -> Callable[[NetBuilder, Match], Variable]:
+    def build(nb: NetBuilder, m: Match) -> Variable:
+        return nb.emit(f"{kind}_tiled", [m["a"], m["b"]], dict(m.op("conv").attrs), name=m.name)
+    return build
+
+
+CONV_GRAD_TILED = tuple(Rewrite(f"{kind}_tiled", op(kind, var("a"), var("b"), where=tiled_grad, name="conv"),
+                                _build_grad(kind)) for kind in ("conv2d_grad_data", "conv2d_grad_filter"))
+
+_CONVS = ("conv2d", "conv2d_grad_data", "conv2d_grad_filter")
+
+
 def conv_to_gemm(program: Program) -> Program:
-    """`program` with every conv2d the rewrite takes as im2col + matmul (module docstring)."""
-    if not any(o.type == "conv2d" for o in program.ops):
+    """`program` with every conv2d the rewrites take as `conv2d_tiled` or im2col + matmul, and
+    every backward op they take as its tiled template (module docstring)."""
+    if not any(o.type in _CONVS for o in program.ops):
         return program
-    return apply_rewrites(program, [CONV_TILED, CONV_GEMM])
+    return apply_rewrites(program, [CONV_TILED, CONV_GEMM, *CONV_GRAD_TILED])

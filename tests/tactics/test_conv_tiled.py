@@ -1,8 +1,9 @@
-"""The tiled conv2d template (`conv2d_tiled`, cinn_py/lowering/conv): its tiles, and its results
-against torch for strides, paddings (asymmetric too), dilations, groups, batches, output channels
-that are not a multiple of the register tile's rows, pixel planes that are not a multiple of its
-columns, float32 and float64, through NetBuilder with schedule=None (the template's serial nest),
-schedule="auto" (the loop roles as parallel / unroll / vectorize) and the IR interpreter."""
+"""The tiled conv2d templates (`conv2d_tiled`, `conv2d_grad_data_tiled`, `conv2d_grad_filter_tiled`,
+cinn_py/lowering/conv): their tiles, and their results (forward, dx, dw) against torch for strides,
+paddings (asymmetric too), dilations, groups, batches, output channels that are not a multiple of
+the register tile's rows, pixel planes that are not a multiple of its columns, float32 and float64,
+through NetBuilder with schedule=None (the template's serial nest), schedule="auto" (the loop
+roles as parallel / unroll / vectorize) and the IR interpreter."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from cinn_py.frontend import NetBuilder
 from cinn_py.ir import float32
 from cinn_py.lowering.attention.tiles import MR
 from cinn_py.lowering.conv.forward import KC_MAX, ConvGeometry
+from cinn_py.lowering.conv.gemm import GemmShape
 from cinn_py.pipeline import compile_program, run_interpreted
 
 torch = pytest.importorskip("torch")
@@ -24,15 +26,17 @@ def _geometry(n: int, c: int, o: int, hw: int, k: int, groups: int = 1) -> ConvG
     return ConvGeometry(n, c, hw, hw, o, groups, k, k, (1, 1), (1, 1), (k // 2,) * 4, (hw, hw), float32)
 
 
-@pytest.mark.parametrize("g, ob, pb, kc, tasks", [
-    (_geometry(1, 64, 64, 56, 3), 64, 32, 288, 98),          # one row block: 98 pixel tiles
-    (_geometry(1, 512, 512, 7, 3), 128, 32, 288, 8),         # 2 pixel tiles: rows split to 8 tasks
-    (_geometry(1, 8, 12, 3, 3), 16, 16, 72, 1),              # 12 rows -> 16 (tail rows), 9 px -> 16
-    (_geometry(2, 12, 24, 5, 3, groups=3), 8, 32, 36, 6),    # Og 8, Cg 4
+@pytest.mark.parametrize("s, ob, cb, kc, tasks", [
+    (_geometry(1, 64, 64, 56, 3).forward(), 64, 32, 288, 98),        # one row block: 98 pixel tiles
+    (_geometry(1, 512, 512, 7, 3).forward(), 128, 32, 288, 8),       # 2 pixel tiles: rows split to 8 tasks
+    (_geometry(1, 8, 12, 3, 3).forward(), 16, 16, 72, 1),            # 12 rows -> 16 (tail rows), 9 px -> 16
+    (_geometry(2, 12, 24, 5, 3, groups=3).forward(), 8, 32, 36, 6),  # Og 8, Cg 4
+    (_geometry(1, 64, 64, 56, 3).grad_filter(), 64, 32, 448, 18),    # depth N*P = 3136: panels of 448
+    (_geometry(1, 64, 64, 56, 3).grad_data(), 64, 32, 288, 98),      # rows Cg, depth Og * 9
 ])
-def test_tiles(g: ConvGeometry, ob: int, pb: int, kc: int, tasks: int) -> None:
-    assert (g.ob, g.pb, g.kc, g.tasks) == (ob, pb, kc, tasks)
-    assert g.ob % MR == 0 and g.depth % g.kc == 0 and g.kc % (g.kh * g.kw) == 0 and g.kc <= max(KC_MAX, 9)
+def test_tiles(s: GemmShape, ob: int, cb: int, kc: int, tasks: int) -> None:
+    assert (s.ob, s.cb, s.kc, s.tasks) == (ob, cb, kc, tasks)
+    assert s.ob % MR == 0 and s.depth % s.kc == 0 and s.kc <= KC_MAX
 
 
 CASES = [  # x shape, w shape, conv attributes
@@ -118,3 +122,56 @@ def test_auto_schedule_maps_the_roles() -> None:
     text = str(sch.func)
     assert "parallel for (task_par" in text and "unroll for (ii_unr" in text and "vectorize[16]" in text
     assert not sch.report.fallbacks and not any("stays serial" in n for n in sch.report.notes), sch.report
+
+
+def _grad_program(x_shape: tuple[int, ...], w_shape: tuple[int, ...], dtype: str,
+                  attrs: dict[str, Any]) -> Any:
+    nb = NetBuilder("tiled_grad")
+    x = nb.create_input(dtype, list(x_shape), "X")
+    w = nb.create_input(dtype, list(w_shape), "W")
+    y = nb.conv2d(x, w, **attrs)
+    dy = nb.create_input(dtype, [int(d) for d in y.shape], "DY")
+    return nb.build(nb.conv2d_grad(dy, x, w, **attrs))
+
+
+def _torch_grads(x: np.ndarray, w: np.ndarray, dy: np.ndarray, attrs: dict[str, Any]) -> tuple[Any, Any]:
+    tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    pads = list(attrs.get("paddings", [0, 0]))
+    xt = tx
+    if len(pads) == 4:
+        xt = torch.nn.functional.pad(tx, (pads[2], pads[3], pads[0], pads[1]))
+        pads = [0, 0]
+    y = torch.nn.functional.conv2d(xt, tw, stride=attrs.get("strides", 1), padding=pads,
+                                   dilation=attrs.get("dilations", 1), groups=attrs.get("groups", 1))
+    y.backward(torch.from_numpy(dy))
+    return tx.grad.numpy(), tw.grad.numpy()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("schedule", ["auto", None])
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CASES)
+def test_gradients_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...], attrs: dict[str, Any],
+                                 schedule: str | None) -> None:
+    program = _grad_program(x_shape, w_shape, "float32", attrs)
+    compiled = compile_program(program, "x86", schedule=schedule)
+    types = [o.type for g in compiled.groups for o in g.ops]
+    assert "conv2d_grad_filter_tiled" in types, types
+    cg = w_shape[1]
+    assert ("conv2d_grad_data_tiled" in types) == (cg >= 8), types  # fewer rows: the direct kernel
+    x, w = _arrays(x_shape, w_shape, "float32")
+    dy = np.random.default_rng(7).standard_normal(_torch_conv(x, w, attrs).shape).astype(np.float32)
+    arrays = {"X": x, "W": w, "DY": dy}
+    dx, dw = compiled(*[arrays[v.name] for v in program.inputs])
+    want_dx, want_dw = _torch_grads(x, w, dy, attrs)
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, want_dw, rtol=1e-4, atol=2e-4)
+
+
+def test_gradients_float64() -> None:
+    x_shape, w_shape, attrs = CASES[1]
+    program = _grad_program(x_shape, w_shape, "float64", attrs)
+    compiled = compile_program(program, "x86", schedule="auto")
+    x, w = _arrays(x_shape, w_shape, "float64")
+    dy = np.random.default_rng(7).standard_normal(_torch_conv(x, w, attrs).shape)
+    arrays = {"X": x, "W": w, "DY": dy}
+    for got, want in zip(compiled(*[arrays[v.name] for v in program.inputs]), _torch_grads(x, w, dy, attrs)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)

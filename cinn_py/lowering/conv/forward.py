@@ -1,29 +1,21 @@
-"""The tiled conv2d kernel template (`conv2d_tiled`): a convolution as an implicit GEMM whose B
-panels are packed from the input inside the kernel.
+"""The conv2d kernel templates as implicit GEMMs (`cinn_py.lowering.conv.gemm`), NCHW, static:
 
-For NCHW input x [N, C, H, W], filter w [O, Cg, KH, KW] (G groups, Cg = C / G input and
-Og = O / G output channels per group), each image and group is the matmul
+For x [N, C, H, W], filter w [O, Cg, KH, KW] (G groups of Cg = C / G input and Og = O / G output
+channels), output y [N, O, OH, OW], with taps (c, i, j) and K = Cg*KH*KW, P = OH*OW:
 
-    out[n, g, o, p] = sum_k W[g, o, k] * col(n, g, k, p)     k = (c, i, j) < K = Cg*KH*KW, p < P = OH*OW
+- forward (`conv2d_tiled`): per image and group, `y[o, p] = sum_k w[o, k] * col(k, p)`: A is the
+  filter as stored (a row of K floats), B the column matrix `col(k, p) = xp[c, oh*sh + i*dh,
+  ow*sw + j*dw]` of the zero-padded input, packed panel by panel (never stored whole: 9x the
+  input for a 3x3 filter); y written through its [N, O, P] view;
+- filter gradient (`conv2d_grad_filter_tiled`): per group, `dw[o, k] = sum_(n,p) dy[n, o, p] *
+  col(n, k, p)`: A is dy (a row of P floats per image), B the transposed column matrix;
+- data gradient (`conv2d_grad_data_tiled`): per image and group, `dx[c, q] = sum_(o,i,j)
+  w[o, c, i, j] * dyz(o, ih + (KH-1)*dh - i*dh, iw + (KW-1)*dw - j*dw)` over input pixels
+  q = (ih, iw): dyz is dy with strides - 1 zeros between its elements and its border padded
+  (a prologue nest), so the packed B reads it without a condition (the transposed convolution).
 
-with W the filter as it is stored (row o of the group is K contiguous floats) and
-`col(k, p) = x[n, g*Cg + c, oh*sh + i*dh - pad_top, ow*sw + j*dw - pad_left]` (0 in the padding).
-The kernel never stores the column matrix (9x the input for a 3x3 filter):
-
-    xp = x zero-padded                       parallel, masked vector loads (only with padding)
-    for task in N * G * (Og / OB) * (P / PB)  parallel: one OB x PB output tile a task
-      acc = 0                                 task-private OB x PB tile
-      for ko in K / KC
-        pack[k, c] = col(ko*KC + k, p0 + c)   KC x PB panel, vector gathers (L1/L2-resident)
-        acc += W[o0.., ko*KC..] @ pack        the matmul micro-kernel: MR rows x 2 x 16 lanes
-      out[n, o0 + r, p0 + c] = acc[r, c]      (the output as its [N, O, P] view)
-
-The micro-kernel (`cinn_py.lowering.attention.tiles.gemm`) is the x86 matmul schedule's: an
-MR x (2 x 16) register tile, the depth loop outside it, one broadcast of W and two vector loads
-of the packed panel per step. Each packed element serves OB / MR register tiles; the gathers cost
-a fraction of the FMAs. Tails cost nothing extra: output rows past Og read W's last row of the
-group and columns past P read pixel P - 1; neither is stored. KC is a whole number of input
-channels dividing K, so the depth has no tail.
+The depth panel is a whole number of channels dividing the depth (the filter gradient: a
+divisor of N*P), at most KC_MAX deep.
 """
 
 from __future__ import annotations
@@ -31,30 +23,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cinn_py.ir import (
-    GE, LT, And, Block, DType, Expr, FloatImm, Load, LoweredFunc, Max, MemoryType, Min, Select, Stmt, Tensor,
+    EQ, GE, LT, And, Block, DType, Expr, FloatImm, Load, LoweredFunc, Max, Min, Select, Stmt, Tensor,
     make_tensor,
 )
 from cinn_py.lowering.attention.forward import kernel_func
 from cinn_py.lowering.attention.nest import PARALLEL, VECTOR, Loop, block, nest
-from cinn_py.lowering.attention.tiles import LANES, MR, NR, fill, gemm, i32
+from cinn_py.lowering.attention.tiles import i32
+from cinn_py.lowering.conv.gemm import GemmShape, ImplicitGemm, Task
 
-__all__ = ["ConvGeometry", "conv_forward_kernel"]
+__all__ = ["KC_MAX", "ConvGeometry", "conv_forward_kernel", "conv_grad_data_kernel",
+           "conv_grad_filter_kernel"]
 
 KC_MAX = 512
 """Deepest packed panel: 512 x 32 float32 = 64 KiB (L2-resident, reused by every row tile)."""
-MIN_TASKS = 8
-"""Output-channel blocks are halved (down to MIN_ROWS) until there are this many tasks: a late
-layer (7x7 pixels, 512 channels) has two pixel tiles only."""
-MIN_ROWS = 32
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
 
 
 @dataclass(frozen=True)
 class ConvGeometry:
-    """The problem (NCHW, static) and its tiles."""
+    """The problem (NCHW, static): x [n, c, h, w], filter [o, c / groups, kh, kw]."""
 
     n: int
     c: int
@@ -80,168 +66,177 @@ class ConvGeometry:
         return self.o // self.groups
 
     @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    @property
     def depth(self) -> int:
-        return self.cg * self.kh * self.kw
+        return self.cg * self.taps
 
     @property
     def pixels(self) -> int:
         return self.out_hw[0] * self.out_hw[1]
 
-    @property
-    def pb(self) -> int:
-        """Pixels of a tile: the register tile's width (16 for a plane of at most 16)."""
-        return NR if self.pixels > LANES else LANES
+    def forward(self) -> GemmShape:
+        return GemmShape(self.n * self.groups, self.og, self.pixels, self.depth,
+                         _channel_panel(self.cg, self.taps))
 
-    @property
-    def pixel_tiles(self) -> int:
-        return -(-self.pixels // self.pb)
+    def grad_filter(self) -> GemmShape:
+        total = self.n * self.pixels
+        return GemmShape(self.groups, self.og, self.depth, total, _channel_panel(total, 1))
 
-    @property
-    def ob(self) -> int:
-        """Output channels of a tile (a multiple of MR dividing Og rounded up to MR)."""
-        rows = _round_up(self.og, MR)
-        while (self.n * self.groups * (_round_up(self.og, MR) // rows) * self.pixel_tiles < MIN_TASKS
-               and rows % (2 * MR) == 0 and rows // 2 >= MIN_ROWS):
-            rows //= 2
-        return rows
-
-    @property
-    def row_blocks(self) -> int:
-        return _round_up(self.og, MR) // self.ob
-
-    @property
-    def tasks(self) -> int:
-        return self.n * self.groups * self.row_blocks * self.pixel_tiles
-
-    @property
-    def kc(self) -> int:
-        """Depth of a packed panel: whole input channels, dividing K, at most KC_MAX (or one channel)."""
-        taps = self.kh * self.kw
-        per = max(1, KC_MAX // taps)
-        return taps * max(d for d in range(1, self.cg + 1) if self.cg % d == 0 and d <= per)
-
-    @property
-    def padded(self) -> bool:
-        return any(self.pads)
+    def grad_data(self) -> GemmShape:
+        return GemmShape(self.n * self.groups, self.cg, self.h * self.w, self.og * self.taps,
+                         _channel_panel(self.og, self.taps))
 
 
-class _Forward:
-    def __init__(self, g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: Tensor,
-                 args: list[Tensor]) -> None:
-        self.g, self.name, self.x, self.args = g, name, x, args
-        top, bottom, left, right = g.pads
-        self.xp = make_tensor(f"{name}_xpad", (i32(g.n), i32(g.c), i32(g.h + top + bottom),
-                                               i32(g.w + left + right)), g.dtype) if g.padded else x
-        # the filter and the output as the matrices they are (views of their buffers)
-        self.wm = Tensor(f"{w.name}_matrix", (i32(g.o), i32(g.depth)), w.dtype, w.buffer)
-        self.om = Tensor(f"{out.name}_matrix", (i32(g.n), i32(g.o), i32(g.pixels)), out.dtype, out.buffer)
-        self.out = out
-        self.acc = _local(g, f"{name}_acc", g.tasks, g.ob, g.pb)
-        self.pack = _local(g, f"{name}_pack", g.tasks, g.kc, g.pb)
-
-    def build(self) -> LoweredFunc:
-        g = self.g
-        t = Loop.new("task", g.tasks, PARALLEL)
-        ko = Loop.new("ko", g.depth // g.kc)
-        outer = [t, ko]
-        zero = fill(f"{self.name}_acc_init", [t], g.ob, g.pb, lambda r, c: (self.acc, (t.var, r, c)),
-                    lambda r, c: _zero(g))
-        body = nest([ko], [self._pack(outer), self._gemm(outer)])
-        main = nest([t], [zero, body, self._store([t])])
-        stmts = [self._pad()] if g.padded else []
-        temps = ([self.xp] if g.padded else []) + [self.acc, self.pack]
-        return kernel_func(self.name, self.args, self.out, _seq([*stmts, main]), temps)
-
-    # -- task decoding -------------------------------------------------------------------------------
-    def _task(self, t: Expr) -> tuple[Expr, Expr, Expr, Expr]:
-        """(image, group, row block, pixel tile) of task t."""
-        g = self.g
-        pt = t % i32(g.pixel_tiles)
-        rest = t // i32(g.pixel_tiles)
-        rb = rest % i32(g.row_blocks)
-        rest = rest // i32(g.row_blocks)
-        return rest // i32(g.groups), rest % i32(g.groups), rb, pt
-
-    def _pad(self) -> Stmt:
-        """xp = x with its zero border (one masked vector load per row strip)."""
-        g = self.g
-        top, _, left, _ = g.pads
-        nc = Loop.new("nc", g.n * g.c, PARALLEL)
-        r = Loop.new("r", g.h + sum(g.pads[:2]))
-        col = Loop.new("q", g.w + sum(g.pads[2:]), VECTOR)
-        ih, iw = r.var - i32(top), col.var - i32(left)
-        inside = And(And(GE(ih, i32(0)), LT(ih, i32(g.h))), And(GE(iw, i32(0)), LT(iw, i32(g.w))))
-        n, c = nc.var // i32(g.c), nc.var % i32(g.c)
-        value = Select(inside, Load(self.x, (n, c, _clamp(ih, g.h), _clamp(iw, g.w))), _zero(g))
-        loops = [nc, r, col]
-        return nest(loops, [block(f"{self.name}_xpad", loops, self.xp, (n, c, r.var, col.var), value)])
-
-    def _pack(self, outer: list[Loop]) -> Stmt:
-        """pack[k, c] = col(ko*KC + k, p0 + c): the panel's pixels (clamped to P - 1) at its taps."""
-        g = self.g
-        t, ko = (lp.var for lp in outer)
-        n, grp, _, pt = self._task(t)
-        k = Loop.new("k", g.kc)
-        lane = Loop.new("c", g.pb, VECTOR)
-        kk = ko * i32(g.kc) + k.var
-        taps = g.kh * g.kw
-        ch, i, j = kk // i32(taps), (kk // i32(g.kw)) % i32(g.kh), kk % i32(g.kw)
-        p = Min(pt * i32(g.pb) + lane.var, i32(g.pixels - 1))
-        oh, ow = p // i32(g.out_hw[1]), p % i32(g.out_hw[1])
-        (sh, sw), (dh, dw) = g.strides, g.dilations
-        ih, iw = oh * i32(sh) + i * i32(dh), ow * i32(sw) + j * i32(dw)
-        value = Load(self.xp, (n, grp * i32(g.cg) + ch, ih, iw))
-        loops = [*outer, k, lane]
-        return nest([k, lane], [block(f"{self.name}_pack", loops, self.pack, (t, k.var, lane.var), value)])
-
-    def _gemm(self, outer: list[Loop]) -> Stmt:
-        g = self.g
-        t, ko = (lp.var for lp in outer)
-        _, grp, rb, _ = self._task(t)
-
-        def weight(r: Expr, k: Expr) -> Expr:
-            row = Min(rb * i32(g.ob) + r, i32(g.og - 1)) if g.og % MR else rb * i32(g.ob) + r
-            return Load(self.wm, (grp * i32(g.og) + row, ko * i32(g.kc) + k))
-
-        return gemm(f"{self.name}_mac", outer, g.ob, g.pb, g.kc, lambda r, c: (self.acc, (t, r, c)),
-                    weight, lambda k, c: Load(self.pack, (t, k, c)))
-
-    def _store(self, outer: list[Loop]) -> Stmt:
-        """out[n, o0 + r, p0 + c] = acc[r, c] for the rows and pixels that exist."""
-        g = self.g
-        t = outer[0].var
-        n, grp, rb, pt = self._task(t)
-        rows: Expr = i32(g.ob)
-        if g.og % g.ob:
-            rows = Min(rows, i32(g.og) - rb * i32(g.ob))
-        r = Loop.new("r", rows)
-        full = g.pixels % g.pb == 0
-        cols = i32(g.pb) if full else Min(i32(g.pb), i32(g.pixels) - pt * i32(g.pb))
-        c = Loop.new("c", cols, VECTOR if full else "ser")
-        o = grp * i32(g.og) + rb * i32(g.ob) + r.var
-        loops = [*outer, r, c]
-        return nest([r, c], [block(f"{self.name}_store", loops, self.om, (n, o, pt * i32(g.pb) + c.var),
-                                   Load(self.acc, (t, r.var, c.var)))])
+def _channel_panel(channels: int, taps: int) -> int:
+    """taps x the most channels dividing `channels` with at most KC_MAX rows (one channel at least)."""
+    per = max(1, KC_MAX // taps)
+    return taps * max(d for d in range(1, min(channels, per) + 1) if channels % d == 0)
 
 
-def _local(g: ConvGeometry, name: str, *shape: int) -> Tensor:
-    """A task-private tile (the x86 backend gives each task its own, shrunk to the tile)."""
-    return make_tensor(name, tuple(i32(d) for d in shape), g.dtype, MemoryType.GPU_LOCAL)
-
-
-def _zero(g: ConvGeometry) -> Expr:
-    return FloatImm(g.dtype, 0.0)
+def _zero(dtype: DType) -> Expr:
+    return FloatImm(dtype, 0.0)
 
 
 def _clamp(e: Expr, size: int) -> Expr:
     return Min(Max(e, i32(0)), i32(size - 1))
 
 
-def _seq(stmts: list[Stmt]) -> Stmt:
-    return stmts[0] if len(stmts) == 1 else Block(tuple(stmts))
+def _view(t: Tensor, *shape: int) -> Tensor:
+    """`t` as a tensor of `shape` over the same buffer (row-major: a reshape of its elements)."""
+    return Tensor(f"{t.name}_as_{'x'.join(map(str, shape))}", tuple(i32(d) for d in shape), t.dtype, t.buffer)
+
+
+def _split_tap(g: ConvGeometry, k: Expr) -> tuple[Expr, Expr, Expr]:
+    """(channel, i, j) of a depth index over (channel, KH, KW)."""
+    return k // i32(g.taps), (k // i32(g.kw)) % i32(g.kh), k % i32(g.kw)
+
+
+def _padded_input(g: ConvGeometry, name: str, x: Tensor) -> tuple[Tensor, list[Stmt]]:
+    """x zero-padded (one masked vector load per row strip), or x itself without padding."""
+    if not any(g.pads):
+        return x, []
+    top, bottom, left, right = g.pads
+    xp = make_tensor(f"{name}_xpad", (i32(g.n), i32(g.c), i32(g.h + top + bottom), i32(g.w + left + right)),
+                     g.dtype)
+    nc = Loop.new("nc", g.n * g.c, PARALLEL)
+    r = Loop.new("r", g.h + top + bottom)
+    col = Loop.new("q", g.w + left + right, VECTOR)
+    ih, iw = r.var - i32(top), col.var - i32(left)
+    inside = And(And(GE(ih, i32(0)), LT(ih, i32(g.h))), And(GE(iw, i32(0)), LT(iw, i32(g.w))))
+    n, c = nc.var // i32(g.c), nc.var % i32(g.c)
+    value = Select(inside, Load(x, (n, c, _clamp(ih, g.h), _clamp(iw, g.w))), _zero(g.dtype))
+    loops = [nc, r, col]
+    return xp, [nest(loops, [block(f"{name}_xpad", loops, xp, (n, c, r.var, col.var), value)])]
+
+
+def _column(g: ConvGeometry, xp: Tensor, n: Expr, group: Expr, k: Expr, p: Expr) -> Expr:
+    """col(k, p) of image n: the padded input at output pixel p's tap k."""
+    ch, i, j = _split_tap(g, k)
+    (sh, sw), (dh, dw), ow = g.strides, g.dilations, g.out_hw[1]
+    return Load(xp, (n, group * i32(g.cg) + ch, (p // i32(ow)) * i32(sh) + i * i32(dh),
+                     (p % i32(ow)) * i32(sw) + j * i32(dw)))
+
+
+def _func(name: str, args: list[Tensor], out: Tensor, gemm: ImplicitGemm, prologue: list[Stmt],
+          temps: list[Tensor]) -> LoweredFunc:
+    acc, pack = gemm.locals()
+    body = [*prologue, gemm.build(acc, pack)]
+    stmt = body[0] if len(body) == 1 else Block(tuple(body))
+    return kernel_func(name, args, out, stmt, [*temps, acc, pack])
 
 
 def conv_forward_kernel(g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: Tensor,
                         args: list[Tensor]) -> LoweredFunc:
-    """The `conv2d_tiled` kernel (module docstring)."""
-    return _Forward(g, name, x, w, out, args).build()
+    """`conv2d_tiled` (module docstring)."""
+    xp, prologue = _padded_input(g, name, x)
+    wm, ym = _view(w, g.o, g.depth), _view(out, g.n, g.o, g.pixels)
+
+    def image(t: Task) -> tuple[Expr, Expr]:
+        return t.batch // i32(g.groups), t.batch % i32(g.groups)
+
+    def a(t: Task, row: Expr, k: Expr) -> Expr:
+        return Load(wm, (image(t)[1] * i32(g.og) + row, k))
+
+    def b(t: Task, k: Expr, p: Expr) -> Expr:
+        return _column(g, xp, *image(t), k, p)
+
+    def c(t: Task, row: Expr, p: Expr) -> tuple[Tensor, tuple[Expr, ...]]:
+        n, group = image(t)
+        return ym, (n, group * i32(g.og) + row, p)
+
+    gemm = ImplicitGemm(name, g.forward(), g.dtype, a, b, c)
+    return _func(name, args, out, gemm, prologue, [xp] if prologue else [])
+
+
+def conv_grad_filter_kernel(g: ConvGeometry, name: str, x: Tensor, dy: Tensor, out: Tensor,
+                            args: list[Tensor]) -> LoweredFunc:
+    """`conv2d_grad_filter_tiled` (module docstring)."""
+    xp, prologue = _padded_input(g, name, x)
+    dym, dwm = _view(dy, g.n, g.o, g.pixels), _view(out, g.o, g.depth)
+
+    def a(t: Task, row: Expr, d: Expr) -> Expr:
+        return Load(dym, (d // i32(g.pixels), t.batch * i32(g.og) + row, d % i32(g.pixels)))
+
+    def b(t: Task, d: Expr, k: Expr) -> Expr:
+        return _column(g, xp, d // i32(g.pixels), t.batch, k, d % i32(g.pixels))
+
+    def c(t: Task, row: Expr, k: Expr) -> tuple[Tensor, tuple[Expr, ...]]:
+        return dwm, (t.batch * i32(g.og) + row, k)
+
+    gemm = ImplicitGemm(name, g.grad_filter(), g.dtype, a, b, c)
+    return _func(name, args, out, gemm, prologue, [xp] if prologue else [])
+
+
+def _spread_dy(g: ConvGeometry, name: str, dy: Tensor) -> tuple[Tensor, Stmt]:
+    """dyz[n, o, u, v] = dy[n, o, oh, ow] where u = oh*sh - pad_top + (KH-1)*dh (likewise v), 0
+    elsewhere: dx[ih, iw] then sums dyz[ih + (KH-1)*dh - i*dh, iw + (KW-1)*dw - j*dw] * w[i, j]."""
+    (sh, sw), (dh, dw), (oh, ow) = g.strides, g.dilations, g.out_hw
+    top, _, left, _ = g.pads
+    rows, cols = g.h + (g.kh - 1) * dh, g.w + (g.kw - 1) * dw
+    dyz = make_tensor(f"{name}_dyz", (i32(g.n), i32(g.o), i32(rows), i32(cols)), g.dtype)
+    no = Loop.new("no", g.n * g.o, PARALLEL)
+    u = Loop.new("u", rows)
+    v = Loop.new("v", cols, VECTOR)
+    a, b = u.var - i32((g.kh - 1) * dh - top), v.var - i32((g.kw - 1) * dw - left)  # oh*sh, ow*sw
+
+    def tap(e: Expr, stride: int, size: int) -> tuple[Expr, Expr]:
+        ok = And(GE(e, i32(0)), LT(e, i32(size * stride)))
+        if stride > 1:
+            ok = And(ok, EQ(e % i32(stride), i32(0)))
+        return _clamp(e // i32(stride) if stride > 1 else e, size), ok
+
+    (ph, ok_h), (pw, ok_w) = tap(a, sh, oh), tap(b, sw, ow)
+    n, o = no.var // i32(g.o), no.var % i32(g.o)
+    value = Select(And(ok_h, ok_w), Load(dy, (n, o, ph, pw)), _zero(g.dtype))
+    loops = [no, u, v]
+    return dyz, nest(loops, [block(f"{name}_dyz", loops, dyz, (n, o, u.var, v.var), value)])
+
+
+def conv_grad_data_kernel(g: ConvGeometry, name: str, dy: Tensor, w: Tensor, out: Tensor,
+                          args: list[Tensor]) -> LoweredFunc:
+    """`conv2d_grad_data_tiled` (module docstring)."""
+    dyz, prologue = _spread_dy(g, name, dy)
+    w3, dxm = _view(w, g.o, g.cg, g.taps), _view(out, g.n, g.c, g.h * g.w)
+    (dh, dw) = g.dilations
+
+    def image(t: Task) -> tuple[Expr, Expr]:
+        return t.batch // i32(g.groups), t.batch % i32(g.groups)
+
+    def a(t: Task, row: Expr, d: Expr) -> Expr:
+        return Load(w3, (image(t)[1] * i32(g.og) + d // i32(g.taps), row, d % i32(g.taps)))
+
+    def b(t: Task, d: Expr, q: Expr) -> Expr:
+        n, group = image(t)
+        o, i, j = _split_tap(g, d)
+        return Load(dyz, (n, group * i32(g.og) + o, q // i32(g.w) + i32((g.kh - 1) * dh) - i * i32(dh),
+                          q % i32(g.w) + i32((g.kw - 1) * dw) - j * i32(dw)))
+
+    def c(t: Task, row: Expr, q: Expr) -> tuple[Tensor, tuple[Expr, ...]]:
+        n, group = image(t)
+        return dxm, (n, group * i32(g.cg) + row, q)
+
+    gemm = ImplicitGemm(name, g.grad_data(), g.dtype, a, b, c)
+    return _func(name, args, out, gemm, [prologue], [dyz])
