@@ -13,6 +13,7 @@ import numpy as np
 
 from cinn_py.frontend import compute as cdsl
 from cinn_py.frontend.math_ops import call_intrinsic
+from cinn_py.frontend.ops import testing
 from cinn_py.frontend.ops.base import Attrs, OpDef, TensorType
 from cinn_py.frontend.ops.elementwise_base import ANY, FLOAT, INTEGER, NUMERIC, ExprFn, NpFn, _elementwise
 from cinn_py.frontend.ops.elementwise_base import (  # noqa: F401 - re-exported (import path)
@@ -22,6 +23,7 @@ from cinn_py.frontend.ops.signature import Signature, tensor
 from cinn_py.frontend.ops.reference import cinn_maximum, cinn_minimum, int_division
 from cinn_py.interp import math_fns
 from cinn_py.ir import And, DType, EQ, Expr, GE, GT, INTRINSICS, LE, LT, Minus, Mod, NE, Not, Or, bool_, const
+from cinn_py.ir import float64
 
 
 def _c_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -43,8 +45,28 @@ _elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda 
              methods=("max", "maximum"))
 _elementwise("minimum", 2, NUMERIC, lambda at, a, b: cdsl.minimum(a, b), lambda at, a, b: cinn_minimum(a, b),
              methods=("min", "minimum"))
-_elementwise("pow", 2, FLOAT, lambda at, a, b: cdsl.pow(a, b), lambda at, a, b: np.power(a, b),
-             low=0.25, high=2.0)
+def _pow_expr(at: Attrs, a: Expr, b: Expr) -> Expr:
+    """Floats: C's pow. Integers: CINN's rule (its host runtime, `cinn_host_pow_int32`): the power
+    computed in double and converted back (so a negative exponent gives 0 unless |x| is 1), and
+    -1 for 0 to a negative power (whose double result, inf, has no integer value)."""
+    if a.dtype.is_float:
+        return cdsl.pow(a, b)
+    power = cdsl.cast(cdsl.pow(cdsl.cast(a, float64), cdsl.cast(b, float64)), a.dtype)
+    zero = const(0, a.dtype)
+    return cdsl.select(And(EQ(a, zero), LT(b, zero)), const(-1, a.dtype), power)
+
+
+def _pow_np(at: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.power(a, b)
+    power = np.power(a.astype(np.float64), b.astype(np.float64))
+    undefined = (a == 0) & (b < 0)
+    return np.where(undefined, -1, np.trunc(np.where(undefined, 0.0, power))).astype(a.dtype)
+
+
+# the op harness's default cases (x in [0.25, 2]) stay on the float dtypes; CINN's integer cases
+# (tools/cinn_cases, test_pow_op.py) check the integer rule
+_elementwise("pow", 2, NUMERIC, _pow_expr, _pow_np, low=0.25, high=2.0, dtypes=testing.FLOATS)
 _elementwise("atan2", 2, FLOAT, lambda at, a, b: cdsl.atan2(a, b), lambda at, a, b: np.arctan2(a, b))
 
 

@@ -6,6 +6,8 @@ activations with parameters (`relu6`, `leaky_relu`, `clip`), `scale` and `dropou
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,8 +95,18 @@ def _scale_np(at: Attrs, a: np.ndarray) -> np.ndarray:
 
 def _scale_attrs(ins: Sequence[TensorType], at: dict[str, Any]) -> dict[str, Any]:
     d = ins[0].dtype
-    return {"scale": scalar_of(at["scale"], d, "scale"), "bias": scalar_of(at["bias"], d, "scale"),
+    return {"scale": scalar_of(_in_dtype(at["scale"], d), d, "scale"),
+            "bias": scalar_of(_in_dtype(at["bias"], d), d, "scale"),
             "bias_after_scale": at["bias_after_scale"]}
+
+
+def _in_dtype(value: object, d: Any) -> object:
+    """CINN (and Paddle) convert `scale` and `bias` to x's dtype: for an integer x a fractional
+    value is truncated toward zero as C converts it (scale -0.1 is 0), not refused. A non-finite
+    value stays as given (and is refused for an integer x)."""
+    if d.is_int and isinstance(value, float) and math.isfinite(value):
+        return float(math.trunc(value))
+    return value
 
 
 _elementwise("scale", 1, NUMERIC, _scale_expr, _scale_np, signature=Signature(
