@@ -51,6 +51,7 @@ import numpy as np
 
 import cinn_py as cp
 from cinn_py.tools.bench_attention import ATTENTION, format_attention_table, run_attention, torch_available
+from cinn_py.tools.bench_conv import CONV, conv_summary, format_conv_table, run_conv
 from cinn_py.tools.bench_peers import PEERS
 from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
@@ -361,7 +362,7 @@ def select(names: Sequence[str] | None) -> list[Workload]:
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         raise BenchmarkError(f"bench: unknown workload(s) {unknown}; available: "
-                             f"{', '.join([*WORKLOADS, *ATTENTION])}")
+                             f"{', '.join([*WORKLOADS, *ATTENTION, *CONV])}")
     return [WORKLOADS[n] for n in names]
 
 
@@ -475,7 +476,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser = (parser
               or argparse.ArgumentParser(prog="cinn-py bench", description=(__doc__ or "").split("\n")[0]))
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"workloads (default: all): {', '.join([*WORKLOADS, *ATTENTION])}")
+                        help=f"workloads (default: all): {', '.join([*WORKLOADS, *ATTENTION, *CONV])}")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per kernel (median reported; "
                         "default 20, with --models 10 steps)")
     parser.add_argument("--threads", type=int, default=None,
@@ -535,13 +536,15 @@ def run_from_args(ns: argparse.Namespace) -> int:
         require_matplotlib()  # before the (long) run, not after it
     peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
     repeat = 20 if ns.repeat is None else ns.repeat
-    kernels, attention = _split_names(ns.names)
+    kernels, attention, conv = _split_names(ns.names)
     results = run_benchmarks(kernels, repeat=repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto,
                              peers=peers) if kernels is None or kernels else []
     attention_rows = run_attention(attention, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
-    data = json.dumps(results + attention_rows, indent=1, default=str)
-    tables = ([t for t
-               in (format_table(results) if results else "", format_attention_table(attention_rows)) if t])
+    conv_rows = run_conv(conv, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
+    summary = [{"kind": "conv_summary", **conv_summary(conv_rows, ns.tiny)}] if conv_rows else []
+    data = json.dumps(results + attention_rows + conv_rows + summary, indent=1, default=str)
+    tables = ([t for t in (format_table(results) if results else "", format_attention_table(attention_rows),
+                           format_conv_table(conv_rows, ns.tiny)) if t])
     print(data if ns.json == "-" else "\n\n".join(tables))
     if ns.json and ns.json != "-":
         with open(ns.json, "w") as f:
@@ -553,12 +556,15 @@ def run_from_args(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _split_names(names: Sequence[str] | None) -> tuple[list[str] | None, list[str]]:
-    """(kernel workload names, None for all; attention rows): the attention rows run after the
-    kernel table (`bench_attention`); with no names, all of them when torch is installed."""
+def _split_names(names: Sequence[str] | None) -> tuple[list[str] | None, list[str], list[str]]:
+    """(kernel workload names, None for all; attention rows; conv rows): the attention and conv
+    rows run after the kernel table (`bench_attention`, `bench_conv`); with no names, all of them
+    when torch is installed."""
     if not names:
-        return None, list(ATTENTION) if torch_available() else []
-    return [n for n in names if n not in ATTENTION], [n for n in names if n in ATTENTION]
+        with_torch = torch_available()
+        return None, list(ATTENTION) if with_torch else [], list(CONV) if with_torch else []
+    return ([n for n in names if n not in ATTENTION and n not in CONV], [n for n in names if n in ATTENTION],
+            [n for n in names if n in CONV])
 
 
 def _run_compile(ns: argparse.Namespace) -> int:
