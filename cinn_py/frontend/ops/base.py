@@ -185,6 +185,7 @@ DTYPE_KINDS: dict[str, Callable[[DType], bool]] = {
     "numeric": lambda d: not d.is_bool,
     "bool": lambda d: d.is_bool,
     "integer": lambda d: d.is_integral,
+    "integer or bool": lambda d: d.is_integral or d.is_bool,
     "any": lambda d: True,
 }
 """The dtype classes an operand of an op may be restricted to."""

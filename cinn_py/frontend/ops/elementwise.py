@@ -7,6 +7,7 @@ sum, fill_constant, ...) are `elementwise_attr`; the framework that registers th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -194,12 +195,24 @@ def _bits_np(name: str) -> NpFn:
     return lambda at, *xs: ref(*xs)
 
 
+# on bool operands (CINN and Paddle accept them) the bitwise ops are the logical ones
+_BOOL_BITS: dict[str, Callable[..., Expr]] = {"bitwise_and": And, "bitwise_or": Or, "bitwise_xor": NE,
+                                              "bitwise_not": Not}
+
+
+def _bits_or_logical(name: str) -> ExprFn:
+    on_ints = _bits(name)
+    return lambda at, *xs: _BOOL_BITS[name](*xs) if xs[0].dtype.is_bool else on_ints(at, *xs)
+
+
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0)
+    _elementwise(_name, 2, "integer or bool", _bits_or_logical(_name), _bits_np(_name), low=-100.0,
+                 high=100.0, dtypes=("int32", "int64", "int8", "uint8", "bool"))
 for _name in ("left_shift", "right_shift"):   # shift counts in [0, 7): defined for every dtype
     _elementwise(_name, 2, INTEGER, _bits(_name), _bits_np(_name), low=-100.0, high=100.0,
                  y_low=0.0, y_high=6.0)
-_elementwise("bitwise_not", 1, INTEGER, _bits("bitwise_not"), _bits_np("bitwise_not"), low=-100.0, high=100.0)
+_elementwise("bitwise_not", 1, "integer or bool", _bits_or_logical("bitwise_not"), _bits_np("bitwise_not"),
+             low=-100.0, high=100.0, dtypes=("int32", "int64", "int8", "uint8", "bool"))
 for _name in ("clz", "popc"):   # CUDA's __clz/__popc: 32- and 64-bit integers (as CINN)
     _elementwise(_name, 1, INTEGER, _bits(_name), _bits_np(_name), low=-1000.0, high=1000.0,
                  dtypes=("int32", "int64"))
