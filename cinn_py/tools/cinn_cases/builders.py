@@ -258,6 +258,58 @@ def build_scale(case: dict[str, Any], rng: np.random.Generator) -> Built:
     return Built(nb.build(), [xv], [x], [out], [want.astype(x.dtype)], False, rtol, atol)
 
 
+def _special_or_random(
+    case: dict[str, Any], rng: np.random.Generator, shape: list[int], dtype: str
+) -> np.ndarray:
+    """CINN's `with_inf` / `with_nan` inputs (np.full, cast to the dtype as numpy casts) or random."""
+    for key, value in (("with_inf", np.inf), ("with_nan", np.nan)):
+        if case.get(key):
+            with np.errstate(invalid="ignore"):
+                return np.full(shape, value).astype(np_dtype(dtype))
+    return random_array(rng, shape, dtype, case.get("low"), case.get("high"))
+
+
+_BITWISE = {
+    "and": ("bitwise_and", np.bitwise_and),
+    "or": ("bitwise_or", np.bitwise_or),
+    "xor": ("bitwise_xor", np.bitwise_xor),
+}
+
+
+def build_bitwise(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    """CINN's bitwise test: `op_type` and/or/xor of x and y, or `not` of x."""
+    dtype, kind = case["dtype"], case["op_type"]
+    x = _special_or_random(case, rng, list(case["x_shape"]), dtype)
+    nb = _new_builder({**case, "op": "bitwise"})
+    xv = nb.create_input(dtype, list(case["x_shape"]), "x")
+    if kind == "not":
+        out = nb.bitwise_not(xv)
+        return Built(nb.build(), [xv], [x], [out], [np.invert(x)], True, 0.0, 0.0)
+    y = random_array(rng, list(case["y_shape"]), dtype, case.get("low"), case.get("high"))
+    yv = nb.create_input(dtype, list(case["y_shape"]), "y")
+    method, np_fn = _BITWISE[kind]
+    out = getattr(nb, method)(xv, yv)
+    return Built(nb.build(), [xv, yv], [x, y], [out], [np_fn(x, y)], True, 0.0, 0.0)
+
+
+def build_transpose(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    shape, dtype, axes = list(case["shape"]), case["dtype"], list(case["axes"])
+    x = random_array(rng, shape, dtype, case.get("low"), case.get("high"))
+    nb = _new_builder({**case, "op": "transpose_test"})
+    xv = nb.create_input(dtype, shape, "x")
+    out = nb.transpose(xv, axes)
+    return Built(nb.build(), [xv], [x], [out], [np.transpose(x, axes)], True, 0.0, 0.0)
+
+
+def build_concat(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    dtype, axis = case["dtype"], int(case["axis"])
+    xs = [random_array(rng, list(sh), dtype, case.get("low"), case.get("high")) for sh in case["shapes"]]
+    nb = _new_builder({**case, "op": "concat"})
+    vs = [nb.create_input(dtype, list(sh), f"x{k}") for k, sh in enumerate(case["shapes"])]
+    out = nb.concat(vs, axis=axis)
+    return Built(nb.build(), vs, xs, [out], [np.concatenate(xs, axis=axis)], True, 0.0, 0.0)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "unary": build_unary,
     "binary": build_binary,
@@ -266,4 +318,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "cast": build_cast,
     "select": build_select,
     "scale": build_scale,
+    "bitwise": build_bitwise,
+    "transpose": build_transpose,
+    "concat": build_concat,
 }

@@ -47,9 +47,9 @@ class Outcome:
 
 
 def all_suites() -> list[Suite]:
-    from cinn_py.tools.cinn_cases import suites_binary, suites_misc, suites_unary  # noqa: PLC0415
+    from cinn_py.tools.cinn_cases import suites_binary, suites_layout, suites_misc, suites_unary  # noqa: PLC0415
 
-    return [*suites_unary.SUITES, *suites_binary.SUITES, *suites_misc.SUITES]
+    return [*suites_unary.SUITES, *suites_binary.SUITES, *suites_misc.SUITES, *suites_layout.SUITES]
 
 
 def case_ids(suites: list[Suite]) -> Iterator[tuple[Suite, int]]:
@@ -59,8 +59,10 @@ def case_ids(suites: list[Suite]) -> Iterator[tuple[Suite, int]]:
 
 
 def _largest_input(case: dict[str, Any]) -> int:
-    sizes = [int(np.prod(v)) for k, v in case.items() if k.endswith("shape") and isinstance(v, (list, tuple))]
-    return max(sizes, default=0)
+    """Elements of the case's largest input (`*shape` keys, and each of a `shapes` list)."""
+    shapes = [v for k, v in case.items() if k.endswith("shape") and isinstance(v, (list, tuple))]
+    shapes += list(case.get("shapes", []))
+    return max((int(np.prod(s)) for s in shapes), default=0)
 
 
 def run_case(s: Suite, index: int, max_elements: int = DEFAULT_MAX_ELEMENTS) -> Outcome:

@@ -106,3 +106,16 @@ def test_integer_scale_truncates_scale_and_bias_as_cinn() -> None:
     got = cp.build_and_get_output(nb.build(), "x86", [x], [xs], [a, b])
     np.testing.assert_array_equal(got[0], [0, 0, 0])
     np.testing.assert_array_equal(got[1], xs * 2 - 1)
+
+
+def test_bitwise_ops_on_bool_are_the_logical_ones() -> None:
+    # CINN's test_bitwise_op.py runs bitwise_and/or/xor/not on bool; they were refused
+    # ("needs an integer operand")
+    nb = cp.NetBuilder("bitwise_bool")
+    x, y = nb.create_input("bool", [4], "x"), nb.create_input("bool", [4], "y")
+    outs = [nb.bitwise_and(x, y), nb.bitwise_or(x, y), nb.bitwise_xor(x, y), nb.bitwise_not(x)]
+    xs, ys = np.array([0, 0, 1, 1], bool), np.array([0, 1, 0, 1], bool)
+    got = cp.build_and_get_output(nb.build(), "x86", [x, y], [xs, ys], outs)
+    for a, b in zip(got, (xs & ys, xs | ys, xs ^ ys, ~xs)):
+        assert a.dtype == np.bool_
+        np.testing.assert_array_equal(a, b)
