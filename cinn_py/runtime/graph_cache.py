@@ -5,7 +5,8 @@
 sources), the fusion plan, each group's lowered function and each group's function as `load`
 builds it (scheduled, target passes run). A later process with the same key unpickles them and
 only builds the kernels, whose object code the x86 disk cache already holds (keyed by the final
-function), and links the native graph: BERT's training graphs warm-start in a fraction of a second
+function's fingerprint, stored with it so that the kernels are not printed again), and links the
+native graph: BERT's training graphs warm-start in a fraction of a second
 instead of tens of seconds.
 
 The key is a SHA-256 over `program_fingerprint` (every op's type, operands, result type and every
@@ -34,10 +35,12 @@ import numpy as np
 from cinn_py.frontend.fusion import FusionPlan
 from cinn_py.frontend.program import Program
 from cinn_py.ir import LoweredFunc
-from cinn_py.runtime.cache import CompileCache, cache_dir, fingerprint_key, project_digest
+from cinn_py.runtime.cache import (
+    CompileCache, cache_dir, fingerprint_key, func_fingerprint, project_digest, remember_fingerprint,
+)
 
 CACHE = CompileCache("graph")
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class CachedGraph:
     fusion: FusionPlan
     lowered: tuple[LoweredFunc, ...]
     final: tuple[LoweredFunc, ...]
+    fingerprints: tuple[str, ...] = ()
+    """`func_fingerprint` of each final function: a warm start gets the kernels' disk cache keys
+    without printing every kernel again."""
 
 
 def _attr_text(value: Any) -> str:
@@ -116,16 +122,18 @@ def load(key: str) -> CachedGraph | None:
         value = pickle.loads(entry[1])
     except Exception:  # noqa: BLE001 (a stale format or an unpicklable class: compile again)
         value = None
-    if not isinstance(value, CachedGraph):
+    if not isinstance(value, CachedGraph) or len(value.fingerprints) != len(value.final):
         CACHE.discard(key)
         return None
+    for func, fingerprint in zip(value.final, value.fingerprints):
+        remember_fingerprint(func, fingerprint)
     CACHE.put_memory(key, value)
     return value
 
 
 def store(key: str, fusion: FusionPlan, lowered: Sequence[LoweredFunc], final: Sequence[LoweredFunc]) -> None:
     """Keep a compiled program's steps under `key` (in memory, and on disk when enabled)."""
-    value = CachedGraph(fusion, tuple(lowered), tuple(final))
+    value = CachedGraph(fusion, tuple(lowered), tuple(final), tuple(func_fingerprint(f) for f in final))
     CACHE.put_memory(key, value)
     try:
         blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)

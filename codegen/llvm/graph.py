@@ -12,8 +12,8 @@ check), skipping the calls after it.
 The kernels live in their own MCJIT engines (compiled and cached one by one); the entry module
 declares each as an external function under a name unique to this process, registered with the
 address of the loaded kernel, and is compiled here without optimisation passes: it is loads,
-address arithmetic and calls, which the O3 pipeline would not improve, and it costs ~1 ms to build.
-It is never cached on disk (the kernels' addresses are this process's).
+address arithmetic and calls, which the O3 pipeline would not improve. Its IR is written as text
+(`entry_ir`). It is never cached on disk (the kernels' addresses are this process's).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
-from llvmlite import ir
 
 from cinn_py.runtime.graph_plan import GraphPlan, PlannedCall
 from codegen.llvm import types as T
@@ -63,63 +62,69 @@ def link_program(plan: GraphPlan, kernels: Sequence[Kernel]) -> GraphEntry | Non
     kernel has its own thread count (the entry sets one count for all)."""
     if any(k.num_threads is not None for k in kernels):
         return None
-    serial = next(_SERIAL)
-    module = ir.Module(name=f"cinn_py_graph{serial}")
-    module.triple = llvm.get_process_triple()
-    entry = ir.Function(module, ir.FunctionType(T.I64, [T.PTR, T.PTR, T.PTR, T.PTR]),
-                        f"cinn_py_graph{serial}")
-    entry.attributes.add("nounwind")
+    name = f"cinn_py_graph{next(_SERIAL)}"
     addresses: dict[str, int] = {}
-    declared = []
+    signatures: list[tuple[str, list[str]]] = []
     for k, call in enumerate(plan.calls):
         kernel = kernels[call.group]
-        name = f"cinn_py_graph{serial}_call{k}"
-        params = [T.PTR if a.tensor is not None else T.scalar_reg_type(a.var.dtype)  # type: ignore[union-attr]
+        callee = f"{name}_call{k}"
+        params = [str(T.PTR if a.tensor is not None else T.scalar_reg_type(a.var.dtype))  # type: ignore[union-attr]
                   for a in kernel.func.args]
-        declared.append(ir.Function(module, ir.FunctionType(T.I32, params), name))
-        addresses[name] = kernel.address
-    _emit_body(entry, plan, declared)
-    text = str(module)
+        signatures.append((callee, params))
+        addresses[callee] = kernel.address
+    text = entry_ir(name, plan, signatures)
     adopt_loaded_openmp(parallel_runtime())  # one pool with torch's OpenMP threads when torch is loaded
     with LOCK:
-        for name, address in addresses.items():
-            llvm.add_symbol(name, address)
+        for callee, address in addresses.items():
+            llvm.add_symbol(callee, address)
         parsed = llvm.parse_assembly(text)
         parsed.verify()
         engine = llvm.create_mcjit_compiler(parsed, new_target_machine())
         engine.finalize_object()
-        function = ENTRY_TYPE(engine.get_function_address(entry.name))
+        function = ENTRY_TYPE(engine.get_function_address(name))
     return GraphEntry(function, parallel_runtime().num_threads_cell, tuple(kernels), plan, text, engine)
 
 
-def _emit_body(entry: ir.Function, plan: GraphPlan, callees: Sequence[ir.Function]) -> None:
-    arrays, arena, offsets, symbols = entry.args
-    for param, name in zip(entry.args, ("arrays", "arena", "offsets", "symbols")):
-        param.name = name
-    b = ir.IRBuilder(entry.append_basic_block("entry"))
-
-    def element(base: ir.Value, index: int, typ: ir.Type) -> ir.Value:
-        return b.load(b.gep(base, [ir.Constant(T.I64, index)], source_etype=typ), typ=typ)
-
-    def value(call: PlannedCall, position: int, typ: ir.Type) -> ir.Value:
-        slot = call.args[position]
-        if slot.kind == "input":
-            return element(arrays, slot.index, T.PTR)
-        if slot.kind == "output":
-            return element(arrays, plan.n_inputs + slot.index, T.PTR)
-        if slot.kind == "temp":
-            return b.gep(arena, [element(offsets, slot.index, T.I64)], source_etype=ir.IntType(8))
-        raw = element(symbols, slot.index, T.I64)
-        return raw if typ == T.I64 else b.trunc(raw, typ)
-
-    for k, (call, callee) in enumerate(zip(plan.calls, callees)):
-        args = [value(call, position, typ) for position, typ in enumerate(callee.function_type.args)]
-        status = b.call(callee, args)
-        failed = b.icmp_signed("!=", status, ir.Constant(T.I32, 0))
-        with b.if_then(failed, likely=False):
-            code = b.or_(ir.Constant(T.I64, (k + 1) << 32), b.zext(status, T.I64))
-            b.ret(code)
-    b.ret(ir.Constant(T.I64, 0))
+def entry_ir(name: str, plan: GraphPlan, callees: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """The entry module's LLVM IR text: `callees[k]` = (symbol, parameter types) of call k.
+    Written as text, not with llvmlite's IR builder: a training graph makes hundreds of calls of
+    ~10 arguments each, and building and printing them as llvmlite objects took ~1 s."""
+    lines = [f'target triple = "{llvm.get_process_triple()}"', ""]
+    lines += [f"declare i32 @{callee}({', '.join(params)}) nounwind" for callee, params in callees]
+    lines += ["", f"define i64 @{name}(ptr %arrays, ptr %arena, ptr %offsets, ptr %symbols) nounwind {{",
+              "entry:"]
+    for k, (call, (callee, params)) in enumerate(zip(plan.calls, callees)):
+        args = [_argument(lines, f"c{k}.{p}", plan, call, p, typ) for p, typ in enumerate(params)]
+        lines += [f"  %status{k} = call i32 @{callee}({', '.join(args)})",
+                  f"  %failed{k} = icmp ne i32 %status{k}, 0",
+                  f"  br i1 %failed{k}, label %fail{k}, label %ok{k}, !prof !0",
+                  f"fail{k}:",
+                  f"  %wide{k} = zext i32 %status{k} to i64",
+                  f"  %code{k} = or i64 {(k + 1) << 32}, %wide{k}",
+                  f"  ret i64 %code{k}",
+                  f"ok{k}:"]
+    lines += ["  ret i64 0", "}", "", '!0 = !{!"branch_weights", i32 1, i32 2000}', ""]
+    return "\n".join(lines)
 
 
-__all__ = ["ENTRY_TYPE", "GraphEntry", "link_program"]
+def _argument(lines: list[str], reg: str, plan: GraphPlan, call: PlannedCall, position: int, typ: str) -> str:
+    """Emit the loads of argument `position` of `call` into `lines`; returns `typ value`."""
+    slot = call.args[position]
+    if slot.kind in ("input", "output"):
+        index = slot.index if slot.kind == "input" else plan.n_inputs + slot.index
+        lines += [f"  %{reg}.at = getelementptr ptr, ptr %arrays, i64 {index}",
+                  f"  %{reg} = load ptr, ptr %{reg}.at"]
+    elif slot.kind == "temp":
+        lines += [f"  %{reg}.at = getelementptr i64, ptr %offsets, i64 {slot.index}",
+                  f"  %{reg}.offset = load i64, ptr %{reg}.at",
+                  f"  %{reg} = getelementptr i8, ptr %arena, i64 %{reg}.offset"]
+    else:
+        raw = f"%{reg}" if typ == "i64" else f"%{reg}.raw"
+        lines += [f"  {raw}.at = getelementptr i64, ptr %symbols, i64 {slot.index}",
+                  f"  {raw} = load i64, ptr {raw}.at"]
+        if typ != "i64":
+            lines.append(f"  %{reg} = trunc i64 {raw} to {typ}")
+    return f"{typ} %{reg}"
+
+
+__all__ = ["ENTRY_TYPE", "GraphEntry", "entry_ir", "link_program"]

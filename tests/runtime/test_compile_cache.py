@@ -71,12 +71,14 @@ def test_workers_compile_and_a_warm_start_skips_the_steps(fresh_cache: Path,
     # as a new process: nothing in memory, and the steps before `load` must not run
     x86.CACHE.clear_memory()
     graph_cache.CACHE.clear_memory()
+    cache.forget_fingerprints()
 
     def no_steps(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a warm start ran the scheduler")
+        raise AssertionError("a warm start ran the scheduler or printed a kernel for its key")
 
     monkeypatch.setattr(pipeline, "schedule_step", no_steps)
     monkeypatch.setattr(pipeline, "trace_program", no_steps)
+    monkeypatch.setattr(cache, "ir_text", no_steps)  # the fingerprints come with the cached graph
     warm = pipeline.compile_program(_chain(), "x86", schedule="auto", fast_math=False)
     np.testing.assert_allclose(warm(x, w), _chain_numpy(x, w), rtol=1e-4, atol=1e-5)
     assert [k.from_cache for k in warm.kernels] == [True] * len(warm.kernels)
@@ -116,6 +118,26 @@ def test_program_key_sees_every_attribute_digit_and_the_tuning_database(
     before = key(_chain())
     db.write_text("{}")
     assert key(_chain()) != before
+
+
+def test_program_key_misses_on_another_shape_dtype_option_or_project_version(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def exp(shape: list[int], dtype: str = "float32") -> Program:
+        nb = NetBuilder("exp")
+        return nb.build([nb.exp(nb.create_input(dtype, shape, "x"))])
+
+    def key(program: Program, **options: object) -> str:
+        given = {"target": "x86", "schedule": "auto", "fast_math": False, "checked": False, **options}
+        return graph_cache.graph_key(program, **given)  # type: ignore[arg-type]
+
+    base = key(exp([4, 8]))
+    assert key(exp([4, 8])) == base
+    others = [key(exp([4, 9])), key(exp([8, 4])), key(exp([4, 8], "float64")),
+              key(exp([4, 8]), fast_math=True), key(exp([4, 8]), schedule=None),
+              key(exp([4, 8]), checked=True)]
+    assert base not in others and len(set(others)) == len(others)
+    monkeypatch.setattr(graph_cache, "project_digest", lambda: "another project version")
+    assert key(exp([4, 8])) != base
 
 
 def test_progress_lines_on_stderr(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch,
