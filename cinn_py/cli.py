@@ -165,20 +165,60 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 def cmd_tune(ns: argparse.Namespace) -> int:
     from cinn_py.tools.tune import tune
 
-    program = load_program(Path(ns.file))
-    funcs = program.functions if isinstance(program, Module) else (program,)
-    ok = True
-    for func in funcs:
-        results = tune(func, "x86", ns.trials, workers=ns.workers, parallel=ns.parallel,
-                       dims=_parse_dims(ns.dims),
-                       repeat=ns.repeat, timeout_s=ns.timeout, db=ns.db, save=not ns.no_save,
-                       progress=not ns.quiet)
+    if not ns.file and not ns.bench:
+        raise CliError("tune: give FILE or --bench NAMES")
+    ok, plotted = True, []
+    for label, obj, example_inputs in _tune_subjects(ns):
+        results = tune(obj, "x86", ns.trials, example_inputs=example_inputs, budget_s=ns.budget,
+                       batch_size=ns.batch, workers=ns.workers, parallel=ns.parallel,
+                       dims=_parse_dims(ns.dims), repeat=ns.repeat, timeout_s=ns.timeout, db=ns.db,
+                       save=not ns.no_save, progress=not ns.quiet, fast_math=ns.fast_math, model=ns.model)
         for res in results:
             print(res.summary())
             ok = ok and res.best.ok
+            plotted.append((label if len(results) == 1 else f"{label}/{res.group}", res))
         if results and results[0].db_path is not None and not ns.no_save:
             print(f"tuning database: {results[0].db_path}")
+    if ns.plot:
+        from cinn_py.tools.tune_plot import plot_progress
+
+        print(f"tuning progress plot: {plot_progress(plotted, ns.plot)}")
     return 0 if ok else 1
+
+
+def _tune_subjects(ns: argparse.Namespace) -> list[tuple[str, Any, Any]]:
+    """(label, what to tune, example inputs) for FILE and each `--bench` workload. A Python FILE
+    may assign `program` (a NetBuilder Program), `model` and `example_inputs` (a torch model:
+    every group of its graphs), `func` or `args` (one group)."""
+    subjects: list[tuple[str, Any, Any]] = []
+    if ns.file:
+        path = Path(ns.file)
+        found = _program_or_model(path) if path.suffix == ".py" and path.exists() else None
+        if found is not None:
+            subjects.append((path.stem, *found))
+        else:
+            program = load_program(path)
+            funcs = program.functions if isinstance(program, Module) else (program,)
+            subjects += [(f.name, f, None) for f in funcs]
+    if ns.bench:
+        from cinn_py.tools.bench_workloads import WORKLOADS
+
+        for name in ns.bench.split(","):
+            if name not in WORKLOADS:
+                raise CliError(f"tune: unknown bench workload {name!r} (one of {', '.join(WORKLOADS)})")
+            subjects.append((name, WORKLOADS[name].lower(WORKLOADS[name].shape), None))
+    return subjects
+
+
+def _program_or_model(path: Path) -> tuple[Any, Any] | None:
+    from cinn_py.frontend.program import Program
+
+    namespace = runpy.run_path(str(path), run_name="__cinn_py__")
+    if isinstance(namespace.get("program"), Program):
+        return namespace["program"], None
+    if namespace.get("model") is not None and namespace.get("example_inputs") is not None:
+        return namespace["model"], list(namespace["example_inputs"])
+    return None
 
 
 def cmd_fuzz(ns: argparse.Namespace) -> int:
@@ -245,9 +285,23 @@ def build_parser() -> argparse.ArgumentParser:
     bench_tool.build_parser(bench)
     bench.set_defaults(handler=cmd_bench)
 
-    tune = sub.add_parser("tune", help="tune the x86 auto schedule's parameters into the tuning database")
-    tune.add_argument("file", help=".ir file or Python file building tensors")
-    tune.add_argument("--trials", type=int, default=16, help="candidates per group, defaults included (16)")
+    tune = sub.add_parser("tune", help="search the x86 auto schedule's space of each group, keep the best "
+                                       "in the tuning database")
+    tune.add_argument("file", nargs="?", help=".ir file, or Python file assigning `program` (NetBuilder), "
+                                              "`model` + `example_inputs` (torch), `func` or `args`")
+    tune.add_argument("--bench", metavar="NAMES", help="tune these bench workloads at their bench shapes "
+                                                      "(comma-separated, e.g. softmax,matmul)")
+    tune.add_argument("--trials", type=int, default=32, help="candidates measured per group, the default "
+                                                             "included (32)")
+    tune.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                      help="wall seconds per group (the search stops at the first of trials and budget)")
+    tune.add_argument("--batch", type=int, default=8, help="candidates measured per batch (8)")
+    tune.add_argument("--model", choices=("auto", "lightgbm", "sklearn", "none"), default="auto",
+                      help="the cost model ranking candidates (auto: lightgbm, else sklearn, else random; "
+                           "pip install 'cinn-py[tune]')")
+    tune.add_argument("--fast-math", action="store_true", help="measure kernels built with fast math")
+    tune.add_argument("--plot", metavar="FILE.png",
+                      help="write the tuning-progress plot (best time vs trials)")
     tune.add_argument("--workers", choices=("process", "ray", "inline"), default="process",
                       help="where candidates are measured (ray: pip install 'cinn-py[distributed]')")
     tune.add_argument("--parallel", type=int, default=1,
@@ -259,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--db",
                       help="database file (default: $CINN_PY_TUNING_DB, else <cache dir>/tuning.sqlite)")
     tune.add_argument("--no-save", action="store_true", help="measure only; leave the database alone")
-    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    tune.add_argument("--quiet", action="store_true", help="no progress display")
     tune.set_defaults(handler=cmd_tune)
 
     # The fuzzer keeps one parser of its own (python -m cinn_py.tools.fuzz): its options pass through.

@@ -47,7 +47,7 @@ from schedules.errors import ScheduleError
 from schedules.schedule import IRSchedule
 
 __all__ = ["Candidate", "CandidateRefused", "Knob", "ScheduledCandidate", "SearchSpace", "apply_candidate",
-           "space_for"]
+           "matmul_info", "prune_space", "space_for"]
 
 NEVER = 1 << 62
 """A `min_parallel_work` / `streaming_store_bytes` no nest reaches: serial / no streaming stores."""
@@ -129,13 +129,14 @@ class SearchSpace:
                                    f"{params['mr'] * params['nv'] + params['nv'] + 1} vector registers, "
                                    f"the target has {self.registers}")
 
-    def _complete(self, values: dict[str, Any]) -> Candidate:
+    def complete(self, values: dict[str, Any]) -> Candidate:
+        """The default with some knobs set to `values`."""
         return Candidate.of(self.kind, {**self.default.as_dict(), **values})
 
     def sample(self, rng: random.Random, tries: int = 64) -> Candidate:
         """A uniformly random valid candidate (the default when none is found in `tries`)."""
         for _ in range(tries):
-            cand = self._complete({k.name: rng.choice(k.choices) for k in self.knobs})
+            cand = self.complete({k.name: rng.choice(k.choices) for k in self.knobs})
             if self.valid(cand):
                 return cand
         return self.default
@@ -149,7 +150,7 @@ class SearchSpace:
             values = cand.as_dict()
             for knob in rng.sample(movable, min(changes, len(movable))):
                 values[knob.name] = rng.choice([c for c in knob.choices if c != values[knob.name]])
-            out = self._complete(values)
+            out = self.complete(values)
             if self.valid(out):
                 return out
         return cand
@@ -157,7 +158,7 @@ class SearchSpace:
     def crossover(self, a: Candidate, b: Candidate, rng: random.Random) -> Candidate:
         """Each knob from one of two parents (the first parent when the mix is invalid)."""
         pa, pb = a.as_dict(), b.as_dict()
-        child = self._complete({k.name: (pa if rng.random() < 0.5 else pb)[k.name] for k in self.knobs})
+        child = self.complete({k.name: (pa if rng.random() < 0.5 else pb)[k.name] for k in self.knobs})
         return child if self.valid(child) else a
 
 
@@ -170,6 +171,34 @@ class ScheduledCandidate:
     fingerprint: str
 
 
+def prune_space(space: SearchSpace, schedule: Any) -> tuple[SearchSpace, list[str]]:
+    """`space` without the knobs that change nothing here: each knob's other values are tried on
+    the default (`schedule(candidate) -> ScheduledCandidate`), and a knob whose every value
+    schedules to the default's IR (or is refused) is fixed at its default. Returns the pruned
+    space and the dropped knobs' names (interactions between knobs are not probed: a knob that
+    only matters together with another is dropped too)."""
+    base = schedule(space.default).fingerprint
+    kept: list[Knob] = []
+    dropped: list[str] = []
+    for knob in space.knobs:
+        useful = False
+        for value in knob.choices[1:]:
+            cand = space.complete({knob.name: value})
+            if not space.valid(cand):
+                continue
+            try:
+                useful = schedule(cand).fingerprint != base
+            except CandidateRefused:
+                continue
+            if useful:
+                break
+        if useful:
+            kept.append(knob)
+        else:
+            dropped.append(knob.name)
+    return dataclasses.replace(space, knobs=tuple(kept)), dropped
+
+
 # -- building the space ------------------------------------------------------------------------------
 def space_for(func: LoweredFunc, target: Target) -> SearchSpace:
     """The search space of `func` (one unscheduled fused group) for the CPU `target`."""
@@ -178,7 +207,7 @@ def space_for(func: LoweredFunc, target: Target) -> SearchSpace:
     from schedules.tactics.group import analyze_group
     from schedules.tactics.matmul import default_matmul_params
 
-    info = _matmul_info(func)
+    info = matmul_info(func)
     bits = target.cpu.vector_bits
     if info is not None:
         default = default_matmul_params(info, bits).as_dict()
@@ -234,7 +263,7 @@ def _group_knobs(group: Any, cfg: Any, bits: int) -> tuple[Knob, ...]:
     return tuple(knobs)
 
 
-def _matmul_info(func: LoweredFunc) -> Any:
+def matmul_info(func: LoweredFunc) -> Any:
     from schedules.tactics.compute_inline import compute_inline_tactic
     from schedules.tactics.group import analyze_group
     from schedules.tactics.matmul import match_matmul

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
-from cinn_py.tools.tune import Candidate, Progress, Trial, candidates_for, make_runner, run_all, tune
+from cinn_py.tools.tune import Progress, Trial, make_runner, run_all, tune
+from schedules.tuning.space import Candidate
 from schedules.tactics import auto_schedule
 from schedules.tactics.tuning_db import TuningDB, TuningRecord, matmul_key
 from tests.tactics.test_matmul import matmul_func
@@ -23,23 +24,11 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def test_candidates_start_with_the_defaults_and_fit_the_registers() -> None:
-    key, cands = candidates_for(matmul_func(64, 64, 64), trials=12)
-    assert "matmul_NN_epi0|m64_n64_k64" in key
-    assert len(cands) == 12 and len(set(cands)) == 12
-    first = cands[0].as_dict()
-    assert (first["mr"], first["kc"]) == (8, 64)  # defaults, kc fitted to K
-    for c in cands:
-        p = c.as_dict()
-        regs = 32 if p["lanes"] == 16 or first["lanes"] == 16 else 16
-        assert p["mr"] * p["nv"] + p["nv"] + 1 <= regs
-
-
 def test_tune_finds_a_schedule_at_least_as_fast_as_the_default_and_auto_uses_it(db: Path) -> None:
     fn = matmul_func(48, 64, 40, epilogue="relu")
-    (res,) = tune(fn, trials=4, workers="inline", repeat=3, progress=False)
-    assert res.default.ok and res.best.ok and not res.failed
-    assert res.best.time_s <= res.default.time_s
+    (res,) = tune(fn, trials=4, batch_size=2, workers="inline", repeat=3, progress=False)
+    assert res.default.ok and res.best.ok and not res.failed and len(res.trials) == 4
+    assert res.confirmed["best"] <= res.confirmed["default"]  # the default is in the confirmation
     record = TuningDB.load(db).get(res.key)
     assert record is not None and record.params == res.best.candidate.as_dict() and record.trials == 4
     sch = auto_schedule(fn, "x86")
@@ -62,29 +51,6 @@ def test_tune_a_generic_group_and_a_program(db: Path) -> None:
         tune(matmul_func(cp.sym("M"), 16, 16), trials=1, workers="inline", progress=False)
 
 
-def test_reduction_groups_search_the_reduction_strategy() -> None:
-    """The default candidate is what schedule="auto" does (the host's native width); a group
-    with a reduction also searches partial-sum vectors and producer fusion, and every such
-    candidate schedules to the same result."""
-    from cinn_py.target import host
-    from cinn_py.tools.tune import GROUP_KNOBS, schedule_candidate
-    from tests.tactics.conftest import softmax
-
-    fn = softmax(8, 256)
-    key, cands = candidates_for(fn, trials=40)
-    default = cands[0].as_dict()
-    assert set(default) == set(GROUP_KNOBS) and "group_" in key
-    assert default["vector_width_bits"] == host().cpu.vector_bits
-    assert (default["reduce_vectors"], default["fuse_reduce_producers"]) == (0, False)
-    strategies = {(c.as_dict()["reduce_vectors"], c.as_dict()["fuse_reduce_producers"]) for c in cands}
-    assert len(strategies) >= 4 and any(fuse for _, fuse in strategies)
-    x = np.random.default_rng(0).standard_normal((8, 256), dtype=np.float32)
-    want = cp.build(fn, target="x86", schedule="auto")(x)
-    for cand in [c for c in cands if c.as_dict()["fuse_reduce_producers"]][:2]:
-        got = cp.build(schedule_candidate(fn, cand).func, target="x86")(x)
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
-
-
 def test_auto_reads_a_hand_written_record(db: Path) -> None:
     fn = matmul_func(40, 40, 40)
     info_key = None
@@ -103,7 +69,7 @@ def test_auto_reads_a_hand_written_record(db: Path) -> None:
 
 
 def test_a_crashing_or_hanging_worker_is_a_failed_trial() -> None:
-    runner = make_runner("process", 1, timeout_s=10, fn=_job)
+    runner = make_runner("process", 1, timeout_s=25, fn=_job)  # a respawn under load takes seconds
     try:
         out = list(run_all(runner, [("ok",), ("crash",), ("ok",), ("hang",), ("ok",)]))
     finally:
@@ -120,10 +86,12 @@ def _job(kind: str) -> tuple[float | None, str | None]:
 
 def test_progress_bar() -> None:
     out = io.StringIO()
-    bar = Progress("mm", 2, True, out)
+    bar = Progress("mm", 2, True, out, budget_s=60)
     bar.update(Trial(Candidate("matmul", ()), 2e-3))
+    bar.update(Trial(Candidate("matmul", ()), 1e-3), "lightgbm")
     bar.update(Trial(Candidate("matmul", ()), None, "boom"))
-    assert out.getvalue().endswith("2/2 best 2.000 ms, 1 failed, 0 s\n")
+    bar.finish()
+    assert out.getvalue().endswith("3/2 best 1.000 ms (2.00x), 1 failed, model lightgbm, 0/60 s\n")
 
 
 def test_ray_workers(db: Path) -> None:

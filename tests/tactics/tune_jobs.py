@@ -10,5 +10,5 @@ def job(kind: str) -> tuple[float | None, str | None]:
     if kind == "crash":
         os._exit(3)  # the worker process dies
     if kind == "hang":
-        time.sleep(60)
+        time.sleep(120)
     return 1.0, None
