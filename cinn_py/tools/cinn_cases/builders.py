@@ -94,7 +94,10 @@ def build_unary(case: dict[str, Any], rng: np.random.Generator) -> Built:
     op = case["op"] if "op" in case else LOG_BASE[case["base"]]
     shape = list(_first(case, "x_shape", "shape"))
     dtype = _first(case, "x_dtype", "dtype")
-    x = random_array(rng, shape, dtype, case.get("low"), case.get("high"))
+    low, high = case.get("low"), case.get("high")
+    if case.get("full_int_range"):   # CINN's popc test: [INT_MIN, INT_MAX) of the dtype
+        low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    x = random_array(rng, shape, dtype, low, high)
     if case.get("inject") and x.ndim:
         # CINN writes the special value cast to x's dtype (an integer x gets what numpy's cast gives)
         with np.errstate(invalid="ignore"):

@@ -51,6 +51,12 @@ def _gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
     return out.astype(x.dtype)
 
 
+def _popcount(x: np.ndarray, **_: Any) -> np.ndarray:
+    """Set bits of each element's two's complement (CINN's popc test computes the same)."""
+    bits = np.unpackbits(np.ascontiguousarray(x).view(np.uint8).reshape(*x.shape, x.itemsize), axis=-1)
+    return bits.sum(axis=-1).astype(x.dtype)
+
+
 # op -> (reference, exact): `exact` where CINN checks with all_equal (or the result is exact)
 UNARY: dict[str, tuple[Callable[..., np.ndarray], bool]] = {
     "abs": (_same(np.abs), True),
@@ -77,6 +83,7 @@ UNARY: dict[str, tuple[Callable[..., np.ndarray], bool]] = {
     "log10": (_wide(np.log10), False),
     "logical_not": (_same(np.logical_not), True),
     "negative": (_same(np.negative), True),
+    "popc": (_popcount, True),
     "reciprocal": (_wide(np.reciprocal), False),
     "relu": (_same(lambda x: np.maximum(x, np.zeros((), x.dtype))), True),
     "relu6": (

@@ -10,6 +10,7 @@ from cinn_py.tools.cinn_cases.suite import Suite, dtypes, shapes, suite
 
 # the shape lists several CINN unary tests share (each use below checked against its file)
 _SEVEN = ([1], [1024], [1, 2048], [1, 1, 1], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+_SEVEN_B = ([1], [1024], [1, 2048], [32, 64], [1, 1, 1], [16, 8, 4, 2], [16, 8, 4, 2, 1])
 _SIX = ([1], [1024], [1, 2048], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
 _ACOS = (
     [1],
@@ -84,7 +85,7 @@ SUITES: list[Suite] = [
     *_shape_and_dtype("test_exp_op.py", "TestExpOp", "exp", _SIX, _F),
     *_shape_and_dtype("test_sqrt_op.py", "TestSqrtOp", "sqrt", _SIX, _F, low=0.01, high=10000),
     *_shape_and_dtype("test_rsqrt_op.py", "TestRsqrtOp", "rsqrt", _SEVEN, _F, low=0.01, high=10000),
-    *_shape_and_dtype("test_floor_op.py", "TestFloorOp", "floor", _SEVEN, _F, low=-1000.0, high=1000.0),
+    *_shape_and_dtype("test_floor_op.py", "TestFloorOp", "floor", _SEVEN_B, _F, low=-1000.0, high=1000.0),
     *_shape_and_dtype(
         "test_is_nan_op.py",
         "TestIsNanOp",
@@ -303,5 +304,59 @@ SUITES: list[Suite] = [
         shapes("x_shape", [32, 64]),
         dtypes("x_dtype", "float64", "float32", "float16", fp16_error=None),
         op="gelu",
+    ),
+    *_shape_and_dtype("test_cosh_op.py", "TestCoshOp", "cosh", _SEVEN, _F),
+    *_shape_and_dtype("test_tan_op.py", "TestTanOp", "tan", _SEVEN, _F),
+    *_shape_and_dtype(
+        "test_negative_op.py",
+        "TestNegativeOp",
+        "negative",
+        _SEVEN_B,
+        ("int8", "int16", "int32", "int64", *_F),
+        low=-100,
+        high=100,
+    ),
+    *_shape_and_dtype(
+        "test_is_inf_op.py",
+        "TestIsInfOp",
+        "is_inf",
+        _SEVEN,
+        ("int32", "int64", *_F),
+        low=-100,
+        high=100,
+        inject="inf",
+    ),
+    suite(
+        "test_relu6_op.py",
+        "TestRelu6All",
+        "unary",
+        shapes("x_shape", *_LOG),
+        dtypes("x_dtype", *_F, fp16_error=None),
+        op="relu6",
+        low=-10,
+        high=10,
+    ),
+    suite(
+        "test_popc_op.py",
+        "TestPopcOpShapeDtype",
+        "unary",
+        shapes(
+            "shape",
+            [10],
+            [8, 5],
+            [10, 3, 5],
+            [80, 40, 5, 7],
+            [80, 1, 5, 7],
+            [80, 3, 1024, 7],
+            [10, 5, 2048, 2],
+            [1],
+            [512],
+            [1024],
+            [2048],
+            [1, 1, 1, 1],
+        ),
+        [{"dtype": "int32"}, {"dtype": "int64"}],
+        op="popc",
+        full_int_range=True,
     ),
 ]
