@@ -95,7 +95,7 @@ def build_unary(case: dict[str, Any], rng: np.random.Generator) -> Built:
     shape = list(_first(case, "x_shape", "shape"))
     dtype = _first(case, "x_dtype", "dtype")
     low, high = case.get("low"), case.get("high")
-    if case.get("full_int_range"):   # CINN's popc test: [INT_MIN, INT_MAX) of the dtype
+    if case.get("full_int_range"):  # CINN's popc test: [INT_MIN, INT_MAX) of the dtype
         low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
     x = random_array(rng, shape, dtype, low, high)
     if case.get("inject") and x.ndim:
@@ -313,6 +313,23 @@ def build_concat(case: dict[str, Any], rng: np.random.Generator) -> Built:
     return Built(nb.build(), vs, xs, [out], [np.concatenate(xs, axis=axis)], True, 0.0, 0.0)
 
 
+def build_isclose(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    """CINN's isclose test: y = x + U[0, 1); `nan_as_input` makes x all NaN (float64, as np.full)."""
+    shape, dtype = list(case["shape"]), case["dtype"]
+    if case.get("nan_as_input"):
+        x = np.full(shape, np.nan)
+        dtype = "float64"
+    else:
+        x = random_array(rng, shape, dtype, None, None)
+    y = (x + random_array(rng, shape, dtype, None, None)).astype(x.dtype)
+    rtol, atol, equal_nan = float(case["rtol"]), float(case["atol"]), bool(case["equal_nan"])
+    nb = _new_builder({**case, "op": "isclose"})
+    xv, yv = nb.create_input(dtype, shape, "x"), nb.create_input(dtype, shape, "y")
+    out = nb.isclose(xv, yv, rtol, atol, equal_nan)
+    want = np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return Built(nb.build(), [xv, yv], [x, y], [out], [want], True, 0.0, 0.0)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "unary": build_unary,
     "binary": build_binary,
@@ -324,4 +341,5 @@ BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "bitwise": build_bitwise,
     "transpose": build_transpose,
     "concat": build_concat,
+    "isclose": build_isclose,
 }

@@ -31,6 +31,7 @@ def _wide(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
 def _same(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
     """`fn` in x's own dtype (exact ops); a float result keeps x's dtype (bfloat16 arithmetic
     promotes to float32 in numpy)."""
+
     def ref(x: np.ndarray, **_: Any) -> np.ndarray:
         out = np.asarray(fn(x))
         return out.astype(x.dtype) if out.dtype.kind == "f" and out.dtype != x.dtype else out

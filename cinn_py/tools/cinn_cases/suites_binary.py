@@ -68,7 +68,187 @@ _DIV_RANGE = [{"x_low": -10, "x_high": 10, "y_low": -10, "y_high": 10}]
 
 _POW_RANGE = [{"base_low": -10, "base_high": 10, "exp_low": -3, "exp_high": 3}]
 
+_FD_RANGES = [
+    {"x_low": -10, "x_high": 10, "y_low": -10, "y_high": -1},
+    {"x_low": -10, "x_high": 10, "y_low": 1, "y_high": 10},
+]
+_FD_SHAPES = _ADD_SHAPES
+_LOGIC_DTYPES = [
+    {"x_dtype": d, "y_dtype": d} for d in ("bool", "int8", "int16", "int32", "int64", "float32", "float64")
+]
+_BOOL_XY = [{"x_dtype": "bool", "y_dtype": "bool"}]
+_ISCLOSE = {"rtol": 1e-5, "atol": 1e-8, "equal_nan": False, "nan_as_input": False}
+
 SUITES: list[Suite] = [
+    suite(
+        "test_isclose_op.py",
+        "TestIsCloseShape",
+        "isclose",
+        [{"shape": s} for s in _ADD_SHAPES],
+        [{"dtype": "float32"}],
+        [_ISCLOSE],
+    ),
+    suite(
+        "test_isclose_op.py",
+        "TestIsCloseDtype",
+        "isclose",
+        [{"shape": [1024]}],
+        [{"dtype": "float32"}, {"dtype": "float64"}],
+        [_ISCLOSE],
+    ),
+    suite(
+        "test_isclose_op.py",
+        "TestIsCloseAttr",
+        "isclose",
+        [{"shape": [1024]}],
+        [{"dtype": "float32"}],
+        [
+            {**_ISCLOSE, "rtol": 1e-3, "atol": 1e-3},
+            {**_ISCLOSE, "atol": 1e-5},
+            {**_ISCLOSE, "rtol": 1e-8},
+            {**_ISCLOSE, "equal_nan": True},
+        ],
+    ),
+    suite(
+        "test_isclose_op.py",
+        "TestIsCloseNAN",
+        "isclose",
+        [{"shape": [1024]}],
+        [{"dtype": "float64"}],
+        [{**_ISCLOSE, "equal_nan": True, "nan_as_input": True}],
+    ),
+    suite(
+        "test_floor_divide_op.py",
+        "TestFloorDivideShape",
+        "binary",
+        _xy(*[(s, s) for s in _FD_SHAPES]),
+        [{"x_dtype": "int32", "y_dtype": "int32"}],
+        _FD_RANGES,
+        op="floor_divide",
+        program_name="pow",
+    ),
+    suite(
+        "test_floor_divide_op.py",
+        "TestFloorDivideBroadcast",
+        "binary",
+        _xy(*[(s, [1] * len(s)) for s in _FD_SHAPES]),
+        [{"x_dtype": "int32", "y_dtype": "int32"}],
+        _FD_RANGES,
+        op="floor_divide",
+        program_name="pow",
+    ),
+    suite(
+        "test_floor_divide_op.py",
+        "TestFloorDivideDtype",
+        "binary",
+        _xy(([1024], [1024])),
+        [
+            {"x_dtype": d, "y_dtype": d, **({"max_relative_error": 1} if d == "float16" else {})}
+            for d in ("int8", "int16", "int32", "int64", "float16", "float32", "float64")
+        ],
+        _FD_RANGES,
+        op="floor_divide",
+        program_name="pow",
+    ),
+    suite(
+        "test_floor_divide_op.py",
+        "TestFloorDivideUINT",
+        "binary",
+        _xy(([1024], [1024])),
+        [{"x_dtype": "uint8", "y_dtype": "uint8"}],
+        [{"x_low": 1, "x_high": 10, "y_low": 1, "y_high": 10}],
+        op="floor_divide",
+        program_name="pow",
+    ),
+    suite(
+        "test_logical_and_op.py",
+        "TestLogicalAndCase1",
+        "binary",
+        _xy(([512, 256], [512, 256])),
+        _LOGIC_DTYPES,
+        [{"axis": -1}],
+        op="logical_and",
+        low=-10,
+        high=100,
+    ),
+    suite(
+        "test_logical_and_op.py",
+        "TestLogicalAndCase2",
+        "binary",
+        _xy(
+            *[
+                (s, s)
+                for s in (
+                    [1],
+                    [1024],
+                    [512, 256],
+                    [128, 64, 32],
+                    [128, 2048, 32],
+                    [16, 8, 4, 2],
+                    [1, 1, 1, 1],
+                    [16, 8, 4, 2, 1],
+                )
+            ]
+        ),
+        _BOOL_XY,
+        [{"axis": -1}],
+        op="logical_and",
+        low=-10,
+        high=100,
+    ),
+    suite(
+        "test_logical_and_op.py",
+        "TestLogicalAndCaseWithBroadcast1",
+        "binary",
+        _xy(([56], [1])),
+        _LOGIC_DTYPES,
+        [{"axis": -1}],
+        op="logical_and",
+        low=-10,
+        high=100,
+    ),
+    suite(
+        "test_logical_and_op.py",
+        "TestLogicalAndCaseWithBroadcast2",
+        "binary",
+        _xy(
+            ([56], [1]),
+            ([1024], [1]),
+            ([512, 256], [512, 1]),
+            ([128, 64, 32], [128, 64, 1]),
+            ([16, 1, 1, 2], [16, 8, 4, 2]),
+            ([16, 1, 1, 2, 1], [16, 8, 4, 2, 1]),
+        ),
+        _BOOL_XY,
+        [{"axis": -1}],
+        op="logical_and",
+        low=-10,
+        high=100,
+    ),
+    suite(
+        "test_left_shift_op.py",
+        "TestLeftShiftAll",
+        "binary",
+        _xy(*[(s, s) for s in _ADD_SHAPES]),
+        [{"x_dtype": "int32", "y_dtype": "int32"}],
+        op="left_shift",
+        x_low=-100,
+        x_high=100,
+        y_low=0,
+        y_high=16,
+    ),
+    suite(
+        "test_left_shift_op.py",
+        "TestLeftShiftAllWithBroadcast",
+        "binary",
+        _xy(*[(s, [1] * len(s)) for s in _ADD_SHAPES]),
+        [{"x_dtype": "int32", "y_dtype": "int32"}],
+        op="left_shift",
+        x_low=-100,
+        x_high=100,
+        y_low=0,
+        y_high=16,
+    ),
     suite(
         "test_pow_op.py",
         "TestPowOpShape",
