@@ -47,9 +47,21 @@ class Outcome:
 
 
 def all_suites() -> list[Suite]:
-    from cinn_py.tools.cinn_cases import suites_binary, suites_layout, suites_misc, suites_unary  # noqa: PLC0415
+    from cinn_py.tools.cinn_cases import (  # noqa: PLC0415
+        suites_binary,
+        suites_layout,
+        suites_logic,
+        suites_misc,
+        suites_unary,
+    )
 
-    return [*suites_unary.SUITES, *suites_binary.SUITES, *suites_misc.SUITES, *suites_layout.SUITES]
+    return [
+        *suites_unary.SUITES,
+        *suites_binary.SUITES,
+        *suites_logic.SUITES,
+        *suites_misc.SUITES,
+        *suites_layout.SUITES,
+    ]
 
 
 def case_ids(suites: list[Suite]) -> Iterator[tuple[Suite, int]]:

@@ -7,7 +7,7 @@ from typing import Any
 from cinn_py.tools.cinn_cases.suite import Suite, suite
 
 
-def _xy(*pairs: tuple[list[int], list[int]], **extra: Any) -> list[dict[str, Any]]:
+def xy(*pairs: tuple[list[int], list[int]], **extra: Any) -> list[dict[str, Any]]:
     return [{"x_shape": list(x), "y_shape": list(y), **extra} for x, y in pairs]
 
 
@@ -21,8 +21,10 @@ def _xy_dtypes(*names: str, dout: bool = False, fp16_error: float | None = 1e-3)
     return out
 
 
-_ADD_SHAPES = ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+ADD_SHAPES = ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+
 _ADD_AXES = (0, -1, 0, -1, 0, -1)
+
 _NUMERIC = ("int32", "int64", "float16", "float32", "float64")
 
 _CMP_OPS = ("equal", "not_equal", "greater_than", "less_than", "greater_equal", "less_equal")
@@ -43,7 +45,7 @@ def _binary_test(
         "test_binary_elementwise_op.py",
         name,
         "binary",
-        _xy(([32, 64], [32, 64])),
+        xy(([32, 64], [32, 64])),
         [{"dtype": dtype}],
         op=op,
         low=low,
@@ -56,204 +58,26 @@ def _binary_test(
 # x, y = random(1, 100) times one random sign each (CINN: no zero divisor)
 _SIGNED_NONZERO = {"low": 1, "high": 100, "random_sign": True}
 
-_DIV_SHAPES = _xy(
+_DIV_SHAPES = xy(
     ([32], [32]),
     ([32, 64], [32, 64]),
     ([2, 3, 4], [2, 3, 4]),
     ([16, 8, 4, 2], [16, 8, 4, 2]),
     ([16, 8, 4, 2, 1], [16, 8, 4, 2, 1]),
 )
+
 _DIV_F32 = [{"x_dtype": "float32", "y_dtype": "float32"}]
+
 _DIV_RANGE = [{"x_low": -10, "x_high": 10, "y_low": -10, "y_high": 10}]
 
 _POW_RANGE = [{"base_low": -10, "base_high": 10, "exp_low": -3, "exp_high": 3}]
 
-_FD_RANGES = [
-    {"x_low": -10, "x_high": 10, "y_low": -10, "y_high": -1},
-    {"x_low": -10, "x_high": 10, "y_low": 1, "y_high": 10},
-]
-_FD_SHAPES = _ADD_SHAPES
-_LOGIC_DTYPES = [
-    {"x_dtype": d, "y_dtype": d} for d in ("bool", "int8", "int16", "int32", "int64", "float32", "float64")
-]
-_BOOL_XY = [{"x_dtype": "bool", "y_dtype": "bool"}]
-_ISCLOSE = {"rtol": 1e-5, "atol": 1e-8, "equal_nan": False, "nan_as_input": False}
-
 SUITES: list[Suite] = [
-    suite(
-        "test_isclose_op.py",
-        "TestIsCloseShape",
-        "isclose",
-        [{"shape": s} for s in _ADD_SHAPES],
-        [{"dtype": "float32"}],
-        [_ISCLOSE],
-    ),
-    suite(
-        "test_isclose_op.py",
-        "TestIsCloseDtype",
-        "isclose",
-        [{"shape": [1024]}],
-        [{"dtype": "float32"}, {"dtype": "float64"}],
-        [_ISCLOSE],
-    ),
-    suite(
-        "test_isclose_op.py",
-        "TestIsCloseAttr",
-        "isclose",
-        [{"shape": [1024]}],
-        [{"dtype": "float32"}],
-        [
-            {**_ISCLOSE, "rtol": 1e-3, "atol": 1e-3},
-            {**_ISCLOSE, "atol": 1e-5},
-            {**_ISCLOSE, "rtol": 1e-8},
-            {**_ISCLOSE, "equal_nan": True},
-        ],
-    ),
-    suite(
-        "test_isclose_op.py",
-        "TestIsCloseNAN",
-        "isclose",
-        [{"shape": [1024]}],
-        [{"dtype": "float64"}],
-        [{**_ISCLOSE, "equal_nan": True, "nan_as_input": True}],
-    ),
-    suite(
-        "test_floor_divide_op.py",
-        "TestFloorDivideShape",
-        "binary",
-        _xy(*[(s, s) for s in _FD_SHAPES]),
-        [{"x_dtype": "int32", "y_dtype": "int32"}],
-        _FD_RANGES,
-        op="floor_divide",
-        program_name="pow",
-    ),
-    suite(
-        "test_floor_divide_op.py",
-        "TestFloorDivideBroadcast",
-        "binary",
-        _xy(*[(s, [1] * len(s)) for s in _FD_SHAPES]),
-        [{"x_dtype": "int32", "y_dtype": "int32"}],
-        _FD_RANGES,
-        op="floor_divide",
-        program_name="pow",
-    ),
-    suite(
-        "test_floor_divide_op.py",
-        "TestFloorDivideDtype",
-        "binary",
-        _xy(([1024], [1024])),
-        [
-            {"x_dtype": d, "y_dtype": d, **({"max_relative_error": 1} if d == "float16" else {})}
-            for d in ("int8", "int16", "int32", "int64", "float16", "float32", "float64")
-        ],
-        _FD_RANGES,
-        op="floor_divide",
-        program_name="pow",
-    ),
-    suite(
-        "test_floor_divide_op.py",
-        "TestFloorDivideUINT",
-        "binary",
-        _xy(([1024], [1024])),
-        [{"x_dtype": "uint8", "y_dtype": "uint8"}],
-        [{"x_low": 1, "x_high": 10, "y_low": 1, "y_high": 10}],
-        op="floor_divide",
-        program_name="pow",
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCase1",
-        "binary",
-        _xy(([512, 256], [512, 256])),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCase2",
-        "binary",
-        _xy(
-            *[
-                (s, s)
-                for s in (
-                    [1],
-                    [1024],
-                    [512, 256],
-                    [128, 64, 32],
-                    [128, 2048, 32],
-                    [16, 8, 4, 2],
-                    [1, 1, 1, 1],
-                    [16, 8, 4, 2, 1],
-                )
-            ]
-        ),
-        _BOOL_XY,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCaseWithBroadcast1",
-        "binary",
-        _xy(([56], [1])),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCaseWithBroadcast2",
-        "binary",
-        _xy(
-            ([56], [1]),
-            ([1024], [1]),
-            ([512, 256], [512, 1]),
-            ([128, 64, 32], [128, 64, 1]),
-            ([16, 1, 1, 2], [16, 8, 4, 2]),
-            ([16, 1, 1, 2, 1], [16, 8, 4, 2, 1]),
-        ),
-        _BOOL_XY,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_left_shift_op.py",
-        "TestLeftShiftAll",
-        "binary",
-        _xy(*[(s, s) for s in _ADD_SHAPES]),
-        [{"x_dtype": "int32", "y_dtype": "int32"}],
-        op="left_shift",
-        x_low=-100,
-        x_high=100,
-        y_low=0,
-        y_high=16,
-    ),
-    suite(
-        "test_left_shift_op.py",
-        "TestLeftShiftAllWithBroadcast",
-        "binary",
-        _xy(*[(s, [1] * len(s)) for s in _ADD_SHAPES]),
-        [{"x_dtype": "int32", "y_dtype": "int32"}],
-        op="left_shift",
-        x_low=-100,
-        x_high=100,
-        y_low=0,
-        y_high=16,
-    ),
     suite(
         "test_pow_op.py",
         "TestPowOpShape",
         "binary",
-        _xy(*[(s, s) for s in _ADD_SHAPES]),
+        xy(*[(s, s) for s in ADD_SHAPES]),
         [{"dtype": "float32"}],
         _POW_RANGE,
         op="pow",
@@ -262,7 +86,7 @@ SUITES: list[Suite] = [
         "test_pow_op.py",
         "TestPowOpDtype",
         "binary",
-        _xy(([1024], [1024])),
+        xy(([1024], [1024])),
         [{"dtype": d} for d in _NUMERIC],
         _POW_RANGE,
         op="pow",
@@ -299,7 +123,7 @@ SUITES: list[Suite] = [
         "test_divide_op.py",
         "TestDivOpShapeTest",
         "binary",
-        _xy(
+        xy(
             ([32], [32]),
             ([32, 64], [32, 64]),
             ([2, 3, 4], [2, 3, 4]),
@@ -349,7 +173,7 @@ SUITES: list[Suite] = [
         "test_divide_op.py",
         "TestDivOpBroadcastTest",
         "binary",
-        _xy(
+        xy(
             ([32], [1]),
             ([1], [32]),
             ([1, 64], [32, 1]),
@@ -382,7 +206,7 @@ SUITES: list[Suite] = [
         "test_add_op.py",
         "TestAddAll",
         "binary",
-        [{"x_shape": s, "y_shape": s, "dout_shape": s, "axis": a} for s, a in zip(_ADD_SHAPES, _ADD_AXES)],
+        [{"x_shape": s, "y_shape": s, "dout_shape": s, "axis": a} for s, a in zip(ADD_SHAPES, _ADD_AXES)],
         _xy_dtypes(*_NUMERIC, dout=True),
         op="add",
         low=-10,
@@ -394,7 +218,7 @@ SUITES: list[Suite] = [
         "binary",
         [
             {"x_shape": s, "y_shape": [1] * len(s), "dout_shape": s, "axis": a}
-            for s, a in zip(_ADD_SHAPES, _ADD_AXES)
+            for s, a in zip(ADD_SHAPES, _ADD_AXES)
         ],
         _xy_dtypes(*_NUMERIC, dout=True),
         op="add",
@@ -405,7 +229,7 @@ SUITES: list[Suite] = [
         "test_remainder_op.py",
         "TestRemainderOpShape",
         "binary",
-        _xy(*[(s, s) for s in _ADD_SHAPES]),
+        xy(*[(s, s) for s in ADD_SHAPES]),
         [{"dtype": "int32"}],
         _REM_RANGE,
         op="remainder",
@@ -415,7 +239,7 @@ SUITES: list[Suite] = [
         "test_remainder_op.py",
         "TestRemainderOpDtype",
         "binary",
-        _xy(([1024], [1024])),
+        xy(([1024], [1024])),
         [{"dtype": d} for d in _NUMERIC],
         _REM_RANGE,
         op="remainder",
@@ -425,7 +249,7 @@ SUITES: list[Suite] = [
         "test_remainder_op.py",
         "TestRemainderOpBroadcast",
         "binary",
-        _xy(
+        xy(
             ([1], [1]),
             ([1024], [1]),
             ([512, 256], [1, 256]),
@@ -482,7 +306,7 @@ SUITES: list[Suite] = [
         "test_comparison_op.py",
         "TestComparisonOpBroadcastTest",
         "compare",
-        _xy(
+        xy(
             ([64], [1]),
             ([1], [64]),
             ([64, 32], [64, 1]),
