@@ -2,8 +2,8 @@
 cinn_py/tools/cinn_cases) through `cinn_py.build_and_get_output` on x86 against numpy.
 
 The default tier runs a sharp subset: per CINN test file the first case of its first class (one
-program per op family, ~20 s); the `slow` tier runs every case. The integer rules CINN fixes (pow, scale) have their own
-regression tests below."""
+program per op family, ~20 s); the `slow` tier runs every case. The rules CINN fixed here
+(integer pow and scale, bitwise ops on bool) have their own regression tests below."""
 
 from __future__ import annotations
 
