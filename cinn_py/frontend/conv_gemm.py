@@ -24,7 +24,8 @@ place; float16/bfloat16 ones keep im2col + the matmul (which widens its operands
 Likewise `conv2d_grad_data` and `conv2d_grad_filter` become `conv2d_grad_data_tiled` /
 `conv2d_grad_filter_tiled` (`CONV_GRAD_TILED`, static NCHW float32/float64, `tiled_grad`).
 
-Kept as a direct convolution (the x86 window tactic): NHWC, symbolic shapes, and convolutions
+`conv2d_tiled` takes NHWC convolutions too (its channels-last template); kept as a direct
+convolution (the x86 window tactic): NHWC in half precision, symbolic shapes, and convolutions
 whose matmul would be thin: depthwise ones (one channel per group) and any with fewer than
 `MIN_DEPTH` products per output or `MIN_CHANNELS` output channels per group.
 """
@@ -50,19 +51,24 @@ MIN_DEPTH = 16
 MIN_CHANNELS = 8
 
 
-def gemm_conv(conv: Operator) -> bool:
-    """Whether the rewrite takes this conv2d (module docstring)."""
+def _real_matmul(conv: Operator) -> bool:
+    """A static conv2d that is a real matmul: not depthwise, at least `MIN_DEPTH` products per
+    output and `MIN_CHANNELS` output channels per group."""
     x, w = conv.inputs
-    at = conv.attrs
-    if at["data_format"] != "NCHW" or not all(isinstance(d, int) for d in (*x.shape, *w.shape)):
+    if not all(isinstance(d, int) for d in (*x.shape, *w.shape)):
         return False
     k = w.shape[1] * w.shape[2] * w.shape[3]
-    return w.shape[1] > 1 and k >= MIN_DEPTH and w.shape[0] // at["groups"] >= MIN_CHANNELS
+    return w.shape[1] > 1 and k >= MIN_DEPTH and w.shape[0] // conv.attrs["groups"] >= MIN_CHANNELS
+
+
+def gemm_conv(conv: Operator) -> bool:
+    """Whether the im2col rewrite could take this conv2d (NCHW, a real matmul)."""
+    return conv.attrs["data_format"] == "NCHW" and _real_matmul(conv)
 
 
 def tiled_conv(conv: Operator) -> bool:
-    """Whether the conv2d becomes `conv2d_tiled` (module docstring)."""
-    return gemm_conv(conv) and str(conv.inputs[0].dtype) in ("float32", "float64")
+    """Whether the conv2d becomes `conv2d_tiled`: a real matmul in float32/float64, NCHW or NHWC."""
+    return _real_matmul(conv) and str(conv.inputs[0].dtype) in ("float32", "float64")
 
 
 def padding(n: int, oh: int, ow: int) -> tuple[int, int]:

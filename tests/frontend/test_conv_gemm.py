@@ -116,7 +116,7 @@ def test_random_geometry(seed: int) -> None:
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs, why", [
     ((1, 8, 6, 6), (8, 1, 3, 3), {"groups": 8}, "depthwise"),
-    ((1, 6, 6, 8), (16, 8, 3, 3), {"data_format": "NHWC"}, "NHWC"),
+    ((1, 6, 6, 8), (16, 8, 3, 3), {"data_format": "NHWC", "dtype": "float16"}, "NHWC half (float32: tiled)"),
     (("N", 8, 6, 6), (16, 8, 3, 3), {}, "symbolic batch"),
     ((1, 2, 6, 6), (16, 2, 2, 2), {}, "8 products per output"),
     ((1, 8, 6, 6), (4, 8, 3, 3), {}, "4 output channels"),
@@ -124,7 +124,8 @@ def test_random_geometry(seed: int) -> None:
 def test_thin_or_other_convs_stay_direct(x_shape: tuple[Any, ...], w_shape: tuple[int, ...],
                                          attrs: dict[str, Any],
                                          why: str) -> None:
-    program = _program(x_shape, w_shape, "relu", **attrs)
+    conv = dict(attrs)
+    program = _program(x_shape, w_shape, "relu", conv.pop("dtype", "float32"), **conv)
     assert [o.type for o in conv_to_gemm(program).ops].count("conv2d") == 1, why
     compiled, _ = _run(program)
     assert "conv2d" in _types(compiled), why

@@ -86,6 +86,20 @@ def test_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...], attrs
     np.testing.assert_allclose(compiled(x, w), _torch_conv(x, w, attrs), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("schedule", ["auto", None])
+@pytest.mark.parametrize("x_shape, w_shape, attrs", [CASES[1], CASES[2], CASES[5]])
+def test_channels_last_against_torch(x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                                     attrs: dict[str, Any], schedule: str | None) -> None:
+    n, c, h, w_ = x_shape
+    program = _conv_program((n, h, w_, c), w_shape, "float32", {**attrs, "data_format": "NHWC"}, relu=True)
+    compiled = compile_program(program, "x86", schedule=schedule)
+    assert [o.type for g in compiled.groups for o in g.ops] == ["conv2d_tiled", "relu"]
+    x, w = _arrays(x_shape, w_shape, "float32")
+    want = np.maximum(_torch_conv(x, w, attrs), 0).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(compiled(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w), want, rtol=1e-4,
+                               atol=1e-4)
+
+
 def test_float64_is_exact_to_double_precision() -> None:
     x_shape, w_shape, attrs = CASES[2]
     compiled = compile_program(_conv_program(x_shape, w_shape, "float64", attrs), "x86", schedule="auto")

@@ -20,13 +20,18 @@ def _dims(t: Tensor) -> tuple[int, ...]:
 
 
 def conv_geometry(x: Tensor, w: Tensor, attrs: dict[str, object]) -> ConvGeometry:
-    """The geometry of a convolution of x [N, C, H, W] by w [O, Cg, KH, KW] (static NCHW shapes
-    and resolved window attrs, checked when the rewrite chose the template)."""
+    """The geometry of a convolution of x [N, C, H, W] (or [N, H, W, C] with data_format NHWC)
+    by w [O, Cg, KH, KW] (static shapes and resolved window attrs, checked when the rewrite chose
+    the template)."""
+    channels_last = attrs.get("data_format") == "NHWC"
     n, c, h, wd = _dims(x)
+    if channels_last:
+        n, h, wd, c = _dims(x)
     o, _, kh, kw = _dims(w)
     return ConvGeometry(n, c, h, wd, o, int(attrs["groups"]), kh, kw,  # type: ignore[call-overload]
                         tuple(attrs["strides"]), tuple(attrs["dilations"]),  # type: ignore[arg-type]
-                        tuple(attrs["pads"]), tuple(attrs["out_hw"]), x.dtype)  # type: ignore[arg-type]
+                        tuple(attrs["pads"]), tuple(attrs["out_hw"]), x.dtype,  # type: ignore[arg-type]
+                        channels_last)
 
 
 def _forward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,

@@ -6,7 +6,9 @@ channels), output y [N, O, OH, OW], with taps (c, i, j) and K = Cg*KH*KW, P = OH
 - forward (`conv2d_tiled`): per image and group, `y[o, p] = sum_k w[o, k] * col(k, p)`: A is the
   filter as stored (a row of K floats), B the column matrix `col(k, p) = xp[c, oh*sh + i*dh,
   ow*sw + j*dw]` of the zero-padded input, packed panel by panel (never stored whole: 9x the
-  input for a 3x3 filter); y written through its [N, O, P] view;
+  input for a 3x3 filter); y written through its [N, O, P] view. Channels-last (NHWC) x and y:
+  the same product, the pack gathering from the NHWC input and y stored through its [N, P, O]
+  view (strided across a tile's columns: O*P stores against O*P*K FMAs);
 - filter gradient (`conv2d_grad_filter_tiled`): per group, `dw[o, k] = sum_(n,p) dy[n, o, p] *
   col(n, k, p)`: A is dy (a row of P floats per image), B the transposed column matrix;
 - data gradient (`conv2d_grad_data_tiled`): per image and group, `dx[c, q] = sum_(o,i,j)
@@ -31,8 +33,8 @@ from cinn_py.lowering.attention.nest import PARALLEL, VECTOR, Loop, block, nest
 from cinn_py.lowering.attention.tiles import i32
 from cinn_py.lowering.conv.gemm import GemmShape, ImplicitGemm, Task
 
-__all__ = ["KC_MAX", "ConvGeometry", "conv_forward_kernel", "conv_grad_data_kernel",
-           "conv_grad_filter_kernel"]
+__all__ = ["KC_MAX", "ConvGeometry", "clamp", "conv_forward_kernel", "conv_grad_data_kernel",
+           "conv_grad_filter_kernel", "finish", "view", "zero"]
 
 KC_MAX = 512
 """Deepest packed panel: 512 x 32 float32 = 64 KiB (L2-resident, reused by every row tile)."""
@@ -56,6 +58,8 @@ class ConvGeometry:
     """top, bottom, left, right."""
     out_hw: tuple[int, int]
     dtype: DType
+    channels_last: bool = False
+    """x and the output are NHWC (the filter is [O, Cg, KH, KW] in both layouts)."""
 
     @property
     def cg(self) -> int:
@@ -96,15 +100,15 @@ def _channel_panel(channels: int, taps: int) -> int:
     return taps * max(d for d in range(1, min(channels, per) + 1) if channels % d == 0)
 
 
-def _zero(dtype: DType) -> Expr:
+def zero(dtype: DType) -> Expr:
     return FloatImm(dtype, 0.0)
 
 
-def _clamp(e: Expr, size: int) -> Expr:
+def clamp(e: Expr, size: int) -> Expr:
     return Min(Max(e, i32(0)), i32(size - 1))
 
 
-def _view(t: Tensor, *shape: int) -> Tensor:
+def view(t: Tensor, *shape: int) -> Tensor:
     """`t` as a tensor of `shape` over the same buffer (row-major: a reshape of its elements)."""
     return Tensor(f"{t.name}_as_{'x'.join(map(str, shape))}", tuple(i32(d) for d in shape), t.dtype, t.buffer)
 
@@ -115,32 +119,46 @@ def _split_tap(g: ConvGeometry, k: Expr) -> tuple[Expr, Expr, Expr]:
 
 
 def _padded_input(g: ConvGeometry, name: str, x: Tensor) -> tuple[Tensor, list[Stmt]]:
-    """x zero-padded (one masked vector load per row strip), or x itself without padding."""
+    """x zero-padded (the innermost loop vectorised: rows of NCHW, channels of NHWC, masked vector
+    loads), or x itself without padding."""
     if not any(g.pads):
         return x, []
     top, bottom, left, right = g.pads
-    xp = make_tensor(f"{name}_xpad", (i32(g.n), i32(g.c), i32(g.h + top + bottom), i32(g.w + left + right)),
-                     g.dtype)
-    nc = Loop.new("nc", g.n * g.c, PARALLEL)
-    r = Loop.new("r", g.h + top + bottom)
-    col = Loop.new("q", g.w + left + right, VECTOR)
-    ih, iw = r.var - i32(top), col.var - i32(left)
+    rows, cols = g.h + top + bottom, g.w + left + right
+    outer = Loop.new("img", g.n * (rows if g.channels_last else g.c), PARALLEL)
+    if g.channels_last:
+        n, r = outer.var // i32(rows), outer.var % i32(rows)
+        q, ch = Loop.new("q", cols), Loop.new("ch", g.c, VECTOR)
+        loops = [outer, q, ch]
+        row, col, c = r, q.var, ch.var
+    else:
+        n, c = outer.var // i32(g.c), outer.var % i32(g.c)
+        rl, q = Loop.new("r", rows), Loop.new("q", cols, VECTOR)
+        loops = [outer, rl, q]
+        row, col = rl.var, q.var
+    ih, iw = row - i32(top), col - i32(left)
     inside = And(And(GE(ih, i32(0)), LT(ih, i32(g.h))), And(GE(iw, i32(0)), LT(iw, i32(g.w))))
-    n, c = nc.var // i32(g.c), nc.var % i32(g.c)
-    value = Select(inside, Load(x, (n, c, _clamp(ih, g.h), _clamp(iw, g.w))), _zero(g.dtype))
-    loops = [nc, r, col]
-    return xp, [nest(loops, [block(f"{name}_xpad", loops, xp, (n, c, r.var, col.var), value)])]
+    padded = (i32(g.n), i32(rows), i32(cols), i32(g.c)) if g.channels_last else \
+        (i32(g.n), i32(g.c), i32(rows), i32(cols))
+    xp = make_tensor(f"{name}_xpad", padded, g.dtype)
+    value = Select(inside, Load(x, _nchw_index(g, n, c, clamp(ih, g.h), clamp(iw, g.w))), zero(g.dtype))
+    return xp, [nest(loops, [block(f"{name}_xpad", loops, xp, _nchw_index(g, n, c, row, col), value)])]
+
+
+def _nchw_index(g: ConvGeometry, n: Expr, c: Expr, h: Expr, w: Expr) -> tuple[Expr, ...]:
+    """The indices of (n, c, h, w) in x's layout."""
+    return (n, h, w, c) if g.channels_last else (n, c, h, w)
 
 
 def _column(g: ConvGeometry, xp: Tensor, n: Expr, group: Expr, k: Expr, p: Expr) -> Expr:
     """col(k, p) of image n: the padded input at output pixel p's tap k."""
     ch, i, j = _split_tap(g, k)
     (sh, sw), (dh, dw), ow = g.strides, g.dilations, g.out_hw[1]
-    return Load(xp, (n, group * i32(g.cg) + ch, (p // i32(ow)) * i32(sh) + i * i32(dh),
-                     (p % i32(ow)) * i32(sw) + j * i32(dw)))
+    return Load(xp, _nchw_index(g, n, group * i32(g.cg) + ch, (p // i32(ow)) * i32(sh) + i * i32(dh),
+                                (p % i32(ow)) * i32(sw) + j * i32(dw)))
 
 
-def _func(name: str, args: list[Tensor], out: Tensor, gemm: ImplicitGemm, prologue: list[Stmt],
+def finish(name: str, args: list[Tensor], out: Tensor, gemm: ImplicitGemm, prologue: list[Stmt],
           temps: list[Tensor]) -> LoweredFunc:
     acc, pack = gemm.locals()
     body = [*prologue, gemm.build(acc, pack)]
@@ -152,7 +170,9 @@ def conv_forward_kernel(g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: T
                         args: list[Tensor]) -> LoweredFunc:
     """`conv2d_tiled` (module docstring)."""
     xp, prologue = _padded_input(g, name, x)
-    wm, ym = _view(w, g.o, g.depth), _view(out, g.n, g.o, g.pixels)
+    # the output as [N, O, P] (NCHW) or [N, P, O] (NHWC: the tile's columns are stored with a stride)
+    wm = view(w, g.o, g.depth)
+    ym = view(out, g.n, g.pixels, g.o) if g.channels_last else view(out, g.n, g.o, g.pixels)
 
     def image(t: Task) -> tuple[Expr, Expr]:
         return t.batch // i32(g.groups), t.batch % i32(g.groups)
@@ -165,17 +185,18 @@ def conv_forward_kernel(g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: T
 
     def c(t: Task, row: Expr, p: Expr) -> tuple[Tensor, tuple[Expr, ...]]:
         n, group = image(t)
-        return ym, (n, group * i32(g.og) + row, p)
+        o = group * i32(g.og) + row
+        return ym, ((n, p, o) if g.channels_last else (n, o, p))
 
     gemm = ImplicitGemm(name, g.forward(), g.dtype, a, b, c)
-    return _func(name, args, out, gemm, prologue, [xp] if prologue else [])
+    return finish(name, args, out, gemm, prologue, [xp] if prologue else [])
 
 
 def conv_grad_filter_kernel(g: ConvGeometry, name: str, x: Tensor, dy: Tensor, out: Tensor,
                             args: list[Tensor]) -> LoweredFunc:
     """`conv2d_grad_filter_tiled` (module docstring)."""
     xp, prologue = _padded_input(g, name, x)
-    dym, dwm = _view(dy, g.n, g.o, g.pixels), _view(out, g.o, g.depth)
+    dym, dwm = view(dy, g.n, g.o, g.pixels), view(out, g.o, g.depth)
 
     def a(t: Task, row: Expr, d: Expr) -> Expr:
         return Load(dym, (d // i32(g.pixels), t.batch * i32(g.og) + row, d % i32(g.pixels)))
@@ -187,7 +208,7 @@ def conv_grad_filter_kernel(g: ConvGeometry, name: str, x: Tensor, dy: Tensor, o
         return dwm, (t.batch * i32(g.og) + row, k)
 
     gemm = ImplicitGemm(name, g.grad_filter(), g.dtype, a, b, c)
-    return _func(name, args, out, gemm, prologue, [xp] if prologue else [])
+    return finish(name, args, out, gemm, prologue, [xp] if prologue else [])
 
 
 def _spread_dy(g: ConvGeometry, name: str, dy: Tensor) -> tuple[Tensor, Stmt]:
@@ -206,11 +227,11 @@ def _spread_dy(g: ConvGeometry, name: str, dy: Tensor) -> tuple[Tensor, Stmt]:
         ok = And(GE(e, i32(0)), LT(e, i32(size * stride)))
         if stride > 1:
             ok = And(ok, EQ(e % i32(stride), i32(0)))
-        return _clamp(e // i32(stride) if stride > 1 else e, size), ok
+        return clamp(e // i32(stride) if stride > 1 else e, size), ok
 
     (ph, ok_h), (pw, ok_w) = tap(a, sh, oh), tap(b, sw, ow)
     n, o = no.var // i32(g.o), no.var % i32(g.o)
-    value = Select(And(ok_h, ok_w), Load(dy, (n, o, ph, pw)), _zero(g.dtype))
+    value = Select(And(ok_h, ok_w), Load(dy, (n, o, ph, pw)), zero(g.dtype))
     loops = [no, u, v]
     return dyz, nest(loops, [block(f"{name}_dyz", loops, dyz, (n, o, u.var, v.var), value)])
 
@@ -219,7 +240,7 @@ def conv_grad_data_kernel(g: ConvGeometry, name: str, dy: Tensor, w: Tensor, out
                           args: list[Tensor]) -> LoweredFunc:
     """`conv2d_grad_data_tiled` (module docstring)."""
     dyz, prologue = _spread_dy(g, name, dy)
-    w3, dxm = _view(w, g.o, g.cg, g.taps), _view(out, g.n, g.c, g.h * g.w)
+    w3, dxm = view(w, g.o, g.cg, g.taps), view(out, g.n, g.c, g.h * g.w)
     (dh, dw) = g.dilations
 
     def image(t: Task) -> tuple[Expr, Expr]:
@@ -239,4 +260,4 @@ def conv_grad_data_kernel(g: ConvGeometry, name: str, dy: Tensor, w: Tensor, out
         return dxm, (n, group * i32(g.cg) + row, q)
 
     gemm = ImplicitGemm(name, g.grad_data(), g.dtype, a, b, c)
-    return _func(name, args, out, gemm, [prologue], [dyz])
+    return finish(name, args, out, gemm, [prologue], [dyz])
