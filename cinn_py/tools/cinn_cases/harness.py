@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.tools.cinn_cases.builders import BUILDERS, Built
+from cinn_py.tools.cinn_cases import builders, builders_layout
+from cinn_py.tools.cinn_cases.builders import Built
 from cinn_py.tools.cinn_cases.suite import Suite
 
 DEFAULT_MAX_ELEMENTS = 1 << 24
+BUILDERS = {**builders.BUILDERS, **builders_layout.BUILDERS}
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ def compare(built: Built, got: list[np.ndarray]) -> str | None:
         return f"expected {len(built.expected)} outputs, got {len(got)}"
     for k, (a, b) in enumerate(zip(got, built.expected)):
         a, b = np.asarray(a), np.asarray(b)
+        if built.int_values_only and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            a, b = a.astype(np.int64), b.astype(np.int64)
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"output {k}: got {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}"
         if built.exact or a.dtype.kind in "biu":
