@@ -14,7 +14,7 @@ pytest.importorskip("expecttest", reason="torch.testing._internal (OpInfo) impor
 
 from cinn_py.torch import conformance  # noqa: E402
 
-SAMPLED = 24
+SAMPLED = 16
 """Ops of the default run (spread over the op names: `conformance.sampled`)."""
 
 
