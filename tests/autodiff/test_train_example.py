@@ -16,11 +16,12 @@ pytest.importorskip("torch")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train_bert_layer.py"
 
 
-# `function` (the NetBuilder program as a torch function) in the default run; the torch.compile ways
-# (37 and 56 s on 2 cores at load 1-6: Dynamo traces, then the layer's forward and backward
-# compile) are `slow`; tests/torch/test_backend.py and test_dynamic.py compile the same layer
-# through torch.compile in the default run.
-@pytest.mark.parametrize("via", ["function", pytest.param("compile", marks=pytest.mark.slow),
+# All three ways are `slow` (19 CPU-s for `function`, 37 and 56 s for the torch.compile ways on 2
+# cores): the default run covers each path on its own, the program as a torch function with its
+# gradient in tests/autodiff/test_torch_function.py, the same layer through torch.compile in
+# tests/torch/test_backend.py and test_dynamic.py.
+@pytest.mark.parametrize("via", [pytest.param("function", marks=pytest.mark.slow),
+                                 pytest.param("compile", marks=pytest.mark.slow),
                                  pytest.param("dynamic", marks=pytest.mark.slow)])
 def test_training_steps_match_eager(via: str) -> None:
     import torch

@@ -63,6 +63,7 @@ def test_dsl_expression_1000_levels_deep_is_split_into_bounded_parts() -> None:
     np.testing.assert_allclose(cp.build(func, "x86", schedule="auto")(xs), want, rtol=1e-5)
 
 
+@pytest.mark.slow  # 5-7 CPU-s; the 1000-deep NetBuilder and DSL tests above stay in the default run
 def test_dsl_chain_of_stages_auto_schedules_with_bounded_inlining() -> None:
     X = cp.placeholder((4, 8), "float32", "X")
     t = X
@@ -122,6 +123,7 @@ def test_reduction_body_deeper_than_the_bound_is_a_clear_error() -> None:
         cp.compute((4,), deep, "R")
 
 
+@pytest.mark.slow  # 5-7 CPU-s; the 1000-deep NetBuilder and DSL tests above stay in the default run
 def test_a_deep_body_keeps_one_loop_per_part_so_compile_time_stays_linear() -> None:
     """Issue 23 item 10: a 2000-level body (one loop per part of it, ~100 loops of 64 elements)
     was fully unrolled by LLVM into one straight-line block, and LLVM's passes are superlinear in a
