@@ -44,35 +44,27 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import cinn_py as cp
 from cinn_py.tools.bench_attention import ATTENTION, format_attention_table, run_attention, torch_available
+from cinn_py.tools.bench_compare import _compare, _peer_key
 from cinn_py.tools.bench_conv import CONV, conv_summary, format_conv_table, run_conv
 from cinn_py.tools.bench_peers import PEERS
+from cinn_py.tools.bench_timing import (
+    BANDWIDTH_ELEMENTS, BenchmarkError, CopyProbe, _schedule, check_result, measure_bandwidth,
+    time_alternating, time_bracketed,
+)
 from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
-from cinn_py.ir import LoweredFunc
 
-BANDWIDTH_ELEMENTS = 1 << 25  # 128 MiB of float32
 TARGET_BW_FRACTION = 0.8
 TARGET_NUMPY_SPEEDUP = 5.0
 BLAS_FACTOR = 1.5
 """Compute-bound workloads (matmul): at most this many times slower than numpy's BLAS."""
-
-
-class BenchmarkError(CinnError):
-    """A benchmarked kernel computed a wrong result (or a workload name is unknown)."""
-
-
-# An entry point (like the driver): schedules and codegen are imported lazily, inside functions.
-def _schedule(func: LoweredFunc) -> Any:
-    from schedules import IRSchedule  # noqa: PLC0415
-
-    return IRSchedule(func)
 
 
 def build_workload(workload: Workload, shape: dict[str, int] | None = None,
@@ -92,122 +84,6 @@ def build_auto(workload: Workload, shape: dict[str, int] | None = None, threads:
     sch = cp.auto_schedule(workload.lower(shape), target="x86")
     options = {} if threads is None else {"num_threads": threads}
     return cp.build(sch.func, target="x86", fast_math=True, **options), sch.report
-
-
-def check_result(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> float:
-    """Max abs error of `got` vs `want`; BenchmarkError when outside the tolerance."""
-    if got.shape != want.shape:
-        raise BenchmarkError(f"bench '{name}': output shape {got.shape}, numpy's is {want.shape}")
-    if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        where = np.unravel_index(int(np.nanargmax(err)), err.shape)
-        raise BenchmarkError(f"bench '{name}': result differs from numpy (rtol={rtol}, atol={atol}): max abs "
-                             f"error {float(np.nanmax(err)):.3g} at {tuple(int(w) for w in where)}: got "
-                             f"{got[where]!r}, numpy {want[where]!r}")
-    return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
-
-
-def time_call(fn: Callable[[], Any], repeat: int, warmup: int = 2,
-              budget_s: float | None = None) -> list[float]:
-    """Wall times (seconds) of `repeat` calls after `warmup` calls; with `budget_s`, stops early
-    (after at least 3 calls) once the calls took that long."""
-    for _ in range(warmup):
-        fn()
-    times: list[float] = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        if budget_s is not None and len(times) >= 3 and time.perf_counter() - start > budget_s:
-            break
-    return times
-
-
-def _torch() -> Any:
-    try:
-        import torch  # noqa: PLC0415  # pyright: ignore[reportMissingImports] (optional)
-    except ImportError:
-        return None
-    return torch
-
-
-# ---------------------------------------------------------------------------------------------
-# Memory bandwidth
-# ---------------------------------------------------------------------------------------------
-def _copy_kernel(n: int, threads: int | None) -> Any:
-    X = cp.placeholder((n,), "float32", "X")
-    Y = cp.compute((n,), lambda i: X[i], "Y")
-    sch = _schedule(cp.lower("bench_copy", [X, Y]))
-    outer, _, inner = sch.split(sch.get_loops("Y")[0], [-1, 1024, 16])
-    sch.parallel(outer)
-    sch.vectorize(inner, 16)
-    options = {} if threads is None else {"num_threads": threads}
-    return cp.build(sch.func, target="x86", fast_math=True, **options)
-
-
-def measure_bandwidth(repeat: int = 10, threads: int | None = None,
-                      n: int = BANDWIDTH_ELEMENTS) -> dict[str, float]:
-    """GB/s (read + write bytes) of numpy's copy and of a cinn-py parallel copy kernel."""
-    src = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
-    dst = np.empty_like(src)
-    kernel = _copy_kernel(n, threads)
-    moved = 2 * src.nbytes
-    t_np = statistics.median(time_call(lambda: np.copyto(dst, src), repeat))
-    t_cp = statistics.median(time_call(lambda: kernel(src, out=dst), repeat))
-    if not np.array_equal(dst, src):
-        raise BenchmarkError("bench: the cinn-py copy kernel did not copy its input")
-    return {"numpy_copy_gbs": moved / t_np / 1e9, "cinn_copy_gbs": moved / t_cp / 1e9,
-            "bandwidth_gbs": max(moved / t_np, moved / t_cp) / 1e9}
-
-
-# ---------------------------------------------------------------------------------------------
-# One workload
-# ---------------------------------------------------------------------------------------------
-class CopyProbe:
-    """The cinn-py copy kernel on a buffer of `n` float32, timed between workload calls."""
-
-    def __init__(self, n: int, threads: int | None) -> None:
-        self.src = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
-        self.dst = np.empty_like(self.src)
-        self.kernel = _copy_kernel(n, threads)
-        self.kernel(self.src, out=self.dst)
-
-    def __call__(self) -> float:
-        """Seconds of one copy."""
-        t0 = time.perf_counter()
-        self.kernel(self.src, out=self.dst)
-        return time.perf_counter() - t0
-
-    def gbs(self, seconds: float) -> float:
-        return 2 * self.src.nbytes / seconds / 1e9
-
-
-def time_alternating(fns: Sequence[Callable[[], Any]], repeat: int, warmup: int = 3) -> list[list[float]]:
-    """Wall times of `repeat` rounds that call each of `fns` once, in turn (after `warmup` such
-    rounds): kernels compared with each other see the same load and cache state."""
-    for _ in range(warmup):
-        for fn in fns:
-            fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return times
-
-
-def time_bracketed(fns: Sequence[Callable[[], Any]], probe: CopyProbe, repeat: int,
-                   copies: int = 7) -> tuple[list[list[float]], float]:
-    """`time_alternating(fns)`, bracketed by `copies` timed copies of `probe` right before and
-    right after; returns (times per fn, the better of the two median copy times). The copies are
-    kept out of the timed loop: they evict the caches, which would slow down workloads whose
-    working set is cache-resident."""
-    before = statistics.median(probe() for _ in range(copies))
-    times = time_alternating(fns, repeat)
-    after = statistics.median(probe() for _ in range(copies))
-    return times, min(before, after)
 
 
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
@@ -265,91 +141,6 @@ def _pool_threads() -> int:
     from cinn_py.runtime import threadpool  # noqa: PLC0415
 
     return threadpool.get_num_threads()
-
-
-def _compare(row: dict[str, Any], workload: Workload, arrays: list[np.ndarray], repeat: int,
-             peers: Sequence[str] = ()) -> None:
-    np_times = time_call(lambda: workload.numpy(*arrays), repeat, warmup=1, budget_s=3.0)
-    row["numpy_ms"] = statistics.median(np_times) * 1e3
-    row["x_numpy"] = row["numpy_ms"] / row["ms"]
-    row["auto_x_numpy"] = None if row.get("auto_ms") is None else row["numpy_ms"] / row["auto_ms"]
-    torch = _torch()
-    if torch is None or workload.torch is None:
-        row["torch_ms"] = row["x_torch"] = None
-    else:
-        tensors = [torch.from_numpy(a) for a in arrays]
-        with torch.no_grad():
-            torch_fn = workload.torch
-            t_times = time_call(lambda: torch_fn(torch, *tensors), repeat, warmup=2, budget_s=3.0)
-        row["torch_ms"] = statistics.median(t_times) * 1e3
-        row["x_torch"] = row["torch_ms"] / row["ms"]
-    for peer in peers:
-        row[_peer_key(peer)] = _time_peer(peer, workload, arrays, repeat, row.setdefault("peer_notes", {}))
-
-
-def _peer_key(peer: str) -> str:
-    return peer.replace(".", "_").replace("-", "_") + "_ms"
-
-
-def _time_peer(peer: str, workload: Workload, arrays: list[np.ndarray], repeat: int,
-               notes: dict[str, str]) -> float | None:
-    """Median ms of `peer` (see `bench_peers`) on `workload`, its result checked against numpy;
-    None (with a note) when the peer is not installed, has no version of the workload, fails
-    or computes a wrong result: a peer never stops the benchmark."""
-    try:
-        call = _peer_call(peer, workload, arrays, notes)
-        if call is None:
-            return None
-        with _no_grad():
-            got = call()
-            check_result(f"{workload.name} ({peer})", np.asarray(got), workload.numpy(*arrays), workload.rtol,
-                         workload.atol)
-            times = time_call(call, repeat, warmup=2, budget_s=5.0)
-    except Exception as err:  # noqa: BLE001 (a peer's own failure is reported, never fatal)
-        first = str(err).splitlines()[0][:200] if str(err) else ""
-        notes[peer] = f"{type(err).__name__}: {first}"
-        return None
-    return statistics.median(times) * 1e3
-
-
-def _peer_call(peer: str, workload: Workload, arrays: list[np.ndarray],
-               notes: dict[str, str]) -> Callable[[], Any] | None:
-    """A no-argument call of `peer` on `arrays` returning a numpy array (None: unavailable)."""
-    from cinn_py.tools import bench_peers  # noqa: PLC0415
-
-    if peer == "torch.compile":
-        torch = _torch()
-        if torch is None or workload.torch is None:
-            notes[peer] = "torch not installed" if torch is None else "no PyTorch version"
-            return None
-        tensors = [torch.from_numpy(a) for a in arrays]
-        compiled = bench_peers.torch_compiled(torch, workload.torch)
-        return lambda: compiled(*tensors).numpy()
-    numba = _optional("numba")
-    kernel = None if numba is None else bench_peers.numba_kernel(numba, workload.name)
-    if kernel is None:
-        notes[peer] = "numba not installed" if numba is None else "no numba version"
-        return None
-    out = np.empty_like(workload.numpy(*arrays))
-
-    def run() -> np.ndarray:
-        kernel(*arrays, out)
-        return out
-    return run
-
-
-def _optional(module: str) -> Any:
-    try:
-        return __import__(module)
-    except ImportError:
-        return None
-
-
-def _no_grad() -> Any:
-    import contextlib  # noqa: PLC0415
-
-    torch = _torch()
-    return contextlib.nullcontext() if torch is None else torch.no_grad()
 
 
 # ---------------------------------------------------------------------------------------------

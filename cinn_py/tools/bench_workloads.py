@@ -17,107 +17,32 @@ row-sum), CINN's x86 recipe of "compute_at the reductions into the row loop":
    private copy shrunk to one row (`cinn_py.passes.x86_privatize`), and the `[1, lanes]` partial-sum
    arrays end up in vector registers;
 4. the row loop is `parallel`, the inner loops `vectorize[16]` (one AVX-512 register of float32).
+
+The `Workload` record and these shared steps are `bench_workload`; the matmul workloads
+`bench_matmul`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import cinn_py as cp
 from cinn_py.ir import LoweredFunc
+from cinn_py.tools.bench_matmul import BMM, MATMUL, MATMUL_BIAS_RELU
+from cinn_py.tools.bench_workload import (
+    LANES, Schedule, Shape, Workload, _f32, flat_parallel, fuse_into_rows, make_local, parallel_rows,
+    rfactor_lanes, vectorize_inner,
+)
 
-LANES = 16  # float32 lanes of an AVX-512 register (AVX2 machines split it in two)
 GELU_C = math.sqrt(2.0 / math.pi)
-
-Shape = dict[str, int]
-Schedule = Any  # a schedules.IRSchedule (duck-typed: this module must not import schedules)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One benchmark: `lower(shape)` -> LoweredFunc, `schedule(sch, shape)` applies the x86
-    schedule, `inputs(shape, rng)` -> input arrays, `numpy(*inputs)` -> the expected output."""
-
-    name: str
-    description: str
-    shape: Shape
-    tiny: Shape
-    lower: Callable[[Shape], LoweredFunc]
-    schedule: Callable[[Schedule, Shape], None]
-    inputs: Callable[[Shape, np.random.Generator], list[np.ndarray]]
-    numpy: Callable[..., np.ndarray]
-    torch: Callable[..., Any] | None = None
-    rtol: float = 1e-5
-    atol: float = 1e-5
-    fused_memory_bound: bool = True
-    notes: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def bytes_moved(self, arrays: Sequence[np.ndarray], out: np.ndarray) -> int:
-        """Inputs read once + the output written once."""
-        return int(sum(a.nbytes for a in arrays) + out.nbytes)
-
-
-# ---------------------------------------------------------------------------------------------
-# Schedule helpers
-# ---------------------------------------------------------------------------------------------
-def rfactor_lanes(s: Schedule, block: str, lanes: int = LANES) -> str:
-    """Split `block`'s innermost (reduce) loop into `[-1, lanes]` and rfactor over the lanes:
-    returns the name of the partial-result tensor `rf_<block>`."""
-    loops = s.get_loops(block)
-    _, inner = s.split(loops[-1], [-1, lanes])
-    return s.rfactor(inner, 1).name
-
-
-def fuse_into_rows(s: Schedule, consumer: str, producers: Sequence[str]) -> None:
-    """`simple_compute_at` every producer block (given in program order) into the outermost loop
-    of `consumer`; moved in reverse so that each lands before the ones already moved."""
-    for block in reversed(producers):
-        s.simple_compute_at(block, s.get_loops(consumer)[0])
-
-
-def vectorize_inner(s: Schedule, block: str, extent: int, lanes: int = LANES) -> None:
-    """Vectorise the innermost loop of `block` (of constant `extent`) by `lanes`."""
-    loop = s.get_loops(block)[-1]
-    if extent % lanes:
-        return
-    if extent != lanes:
-        loop = s.split(loop, [-1, lanes])[-1]
-    s.vectorize(loop, lanes)
-
-
-def make_local(s: Schedule, *blocks: str) -> None:
-    for block in blocks:
-        s.set_buffer(block, "local")
-
-
-def parallel_rows(s: Schedule, block: str) -> None:
-    s.parallel(s.get_loops(block)[0])
-
-
-def flat_parallel(s: Schedule, block: str, n: int, chunk: int = 4096) -> None:
-    """Fuse all loops of an elementwise `block`, split `[tasks, chunk/16, 16]`, parallel +
-    vectorize."""
-    loops = s.get_loops(block)
-    fused = s.fuse(loops) if len(loops) > 1 else loops[0]
-    chunk = min(chunk, n)
-    outer, mid, inner = s.split(fused, [-1, chunk // LANES, LANES])
-    s.parallel(outer)
-    s.vectorize(inner, LANES)
 
 
 # ---------------------------------------------------------------------------------------------
 # Workloads
 # ---------------------------------------------------------------------------------------------
-def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0, offset: float = 0.0) -> np.ndarray:
-    return (rng.standard_normal(shape, dtype=np.float32) * scale + offset).astype(np.float32)
-
-
 # -- y = relu(x * 2 + 1) ----------------------------------------------------------------------
 def _relu_lower(sh: Shape) -> LoweredFunc:
     X = cp.placeholder((sh["n"],), "float32", "X")
@@ -402,77 +327,6 @@ TRANSPOSE = Workload(
     "transpose", "y = x.T (copied)", {"n": 4096}, {"n": 64}, _transpose_lower, _transpose_schedule,
     lambda sh, rng: [_f32(rng, sh["n"], sh["n"])], lambda x: np.ascontiguousarray(x.T),
     lambda torch, x: x.t().contiguous(), rtol=0, atol=0)
-
-
-# -- matmul ---------------------------------------------------------------------------------------
-# The hand schedule is the GotoBLAS loop nest (docs/auto_schedule.md, "Matmul"): column panels of
-# 2 x 16 lanes run in parallel, each k block of B is packed into a contiguous task-private panel
-# (cache_read + compute_at), and an 8 x 32 register tile (16 zmm accumulators, k outermost,
-# unrolled rows and vectors) does the FMAs; an epilogue is computed on the output panel.
-MM_TILE = {"mr": 8, "nv": 2, "kc": 256}
-
-
-def _mm_lower(sh: Shape, epilogue: bool = False) -> LoweredFunc:
-    batch = (sh["batch"],) if "batch" in sh else ()
-    A = cp.placeholder(batch + (sh["m"], sh["k"]), "float32", "A")
-    B = cp.placeholder(batch + (sh["k"], sh["n"]), "float32", "B")
-    r = cp.reduce_axis(sh["k"], "r")
-    C = cp.compute(batch + (sh["m"], sh["n"]),
-                   lambda *ix: cp.reduce_sum(A[ix[:-1] + (r,)] * B[ix[:-2] + (r, ix[-1])], r),
-                   "C")
-    if not epilogue:
-        return cp.lower("bench_bmm" if batch else "bench_matmul", [A, B, C])
-    bias = cp.placeholder((sh["n"],), "float32", "bias")
-    D = cp.compute(batch + (sh["m"], sh["n"]), lambda *ix: cp.maximum(C[ix] + bias[ix[-1]], 0.0), "D")
-    return cp.lower("bench_matmul_bias_relu", [A, B, bias, D])
-
-
-def _mm_schedule(s: Schedule, sh: Shape, epilogue: bool = False) -> None:
-    t = MM_TILE
-    *batch, i, j, k = s.get_loops("C")
-    io, ii = s.split(i, [-1, min(t["mr"], sh["m"])])
-    jo, jv, ji = s.split(j, [-1, t["nv"], LANES])
-    ko, ki = s.split(k, [-1, min(t["kc"], sh["k"])])
-    s.reorder([*batch, jo, io, ii, jv, ji])
-    init = s.decompose_reduction("C", io)
-    s.reorder([ko, io, ki, ii, jv, ji])
-    s.unroll(ii)
-    s.unroll(jv)
-    s.vectorize(ji, LANES)
-    s.vectorize(s.get_loops(init)[-1], LANES)
-    s.annotate("C", "fp_contract", True)
-    panel = s.cache_read("C", 2, "local")  # reads: C, A, B
-    s.compute_at(panel, ko)
-    s.vectorize(s.split(s.get_loops(panel)[-1], [-1, LANES])[-1], LANES)
-    if epilogue:
-        s.reverse_compute_at("D", jo)
-        s.vectorize(s.split(s.get_loops("D")[-1], [-1, LANES])[-1], LANES)
-        s.set_buffer("C", "local")
-    s.parallel(s.get_loops("C")[0])
-
-
-def _mm_inputs(sh: Shape, rng: np.random.Generator, epilogue: bool = False) -> list[np.ndarray]:
-    batch = (sh["batch"],) if "batch" in sh else ()
-    ins = [_f32(rng, *batch, sh["m"], sh["k"]), _f32(rng, *batch, sh["k"], sh["n"])]
-    return ins + [_f32(rng, sh["n"])] if epilogue else ins
-
-
-MM_NOTES = "compute-bound: GB/s and % BW do not apply; the target is numpy's BLAS (within 1.5x)"
-MATMUL = Workload(
-    "matmul", "C = A @ B (fp32)", {"m": 1024, "n": 1024, "k": 1024}, {"m": 24, "n": 64, "k": 40}, _mm_lower,
-    _mm_schedule, _mm_inputs, lambda a, b: a @ b, lambda torch, a, b: a @ b, rtol=1e-3, atol=1e-3,
-    fused_memory_bound=False, notes=MM_NOTES, extra={"blas": True})
-BMM = Workload(
-    "bmm", "C[b] = A[b] @ B[b] (fp32, batched)", {"batch": 16, "m": 256, "n": 256, "k": 256},
-    {"batch": 2, "m": 16, "n": 32, "k": 24}, _mm_lower, _mm_schedule, _mm_inputs, np.matmul,
-    lambda torch, a, b: torch.bmm(a, b), rtol=1e-3, atol=1e-3, fused_memory_bound=False, notes=MM_NOTES,
-    extra={"blas": True})
-MATMUL_BIAS_RELU = Workload(
-    "matmul_bias_relu", "D = relu(A @ B + bias) (epilogue fused)", {"m": 1024, "n": 1024, "k": 1024},
-    {"m": 24, "n": 64, "k": 40}, lambda sh: _mm_lower(sh, True), lambda s, sh: _mm_schedule(s, sh, True),
-    lambda sh, rng: _mm_inputs(sh, rng, True), lambda a, b, bias: np.maximum(a @ b + bias, np.float32(0)),
-    lambda torch, a, b, bias: torch.relu(a @ b + bias), rtol=1e-3, atol=1e-3, fused_memory_bound=False,
-    notes=MM_NOTES, extra={"blas": True})
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
