@@ -53,12 +53,14 @@ def all_suites() -> list[Suite]:
         suites_binary,
         suites_layout,
         suites_logic,
+        suites_math,
         suites_misc,
         suites_unary,
     )
 
     return [
         *suites_unary.SUITES,
+        *suites_math.SUITES,
         *suites_binary.SUITES,
         *suites_logic.SUITES,
         *suites_misc.SUITES,

@@ -9,10 +9,10 @@ from typing import Any
 from cinn_py.tools.cinn_cases.suite import Suite, dtypes, shapes, suite
 
 # the shape lists several CINN unary tests share (each use below checked against its file)
-_SEVEN = ([1], [1024], [1, 2048], [1, 1, 1], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
-_SEVEN_B = ([1], [1024], [1, 2048], [32, 64], [1, 1, 1], [16, 8, 4, 2], [16, 8, 4, 2, 1])
-_SIX = ([1], [1024], [1, 2048], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
-_ACOS = (
+SEVEN = ([1], [1024], [1, 2048], [1, 1, 1], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+SEVEN_B = ([1], [1024], [1, 2048], [32, 64], [1, 1, 1], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+SIX = ([1], [1024], [1, 2048], [32, 64], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+ACOS = (
     [1],
     [1024],
     [512, 256],
@@ -22,7 +22,7 @@ _ACOS = (
     [1, 1, 1, 1],
     [16, 8, 4, 2, 1],
 )
-_TWELVE = (
+TWELVE = (
     [10],
     [8, 5],
     [10, 3, 5],
@@ -36,10 +36,10 @@ _TWELVE = (
     [2048],
     [1, 1, 1, 1],
 )
-_LOG = ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+LOG_SHAPES = ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
 
 
-def _shape_and_dtype(
+def shape_and_dtype(
     file: str,
     stem: str,
     op: str,
@@ -71,27 +71,25 @@ def _shape_and_dtype(
     ]
 
 
-_F = ("float16", "float32", "float64")
+F = ("float16", "float32", "float64")
 
 SUITES: list[Suite] = [
-    *_shape_and_dtype(
-        "test_abs_op.py", "TestAbsOp", "abs", _SEVEN, ("int32", "int64", *_F), low=-100, high=100
-    ),
-    *_shape_and_dtype("test_asin_op.py", "TestAsinOp", "asin", _SEVEN, _F, low=-1.0, high=1.0),
-    *_shape_and_dtype("test_sin_op.py", "TestSinOp", "sin", _SEVEN, _F),
-    *_shape_and_dtype("test_cos_op.py", "TestCosOp", "cos", _SEVEN, _F),
-    *_shape_and_dtype("test_tanh_op.py", "TestTanhOp", "tanh", _SEVEN, _F),
-    *_shape_and_dtype("test_erf_op.py", "TestErfOp", "erf", _SEVEN, _F),
-    *_shape_and_dtype("test_exp_op.py", "TestExpOp", "exp", _SIX, _F),
-    *_shape_and_dtype("test_sqrt_op.py", "TestSqrtOp", "sqrt", _SIX, _F, low=0.01, high=10000),
-    *_shape_and_dtype("test_rsqrt_op.py", "TestRsqrtOp", "rsqrt", _SEVEN, _F, low=0.01, high=10000),
-    *_shape_and_dtype("test_floor_op.py", "TestFloorOp", "floor", _SEVEN_B, _F, low=-1000.0, high=1000.0),
-    *_shape_and_dtype(
+    *shape_and_dtype("test_abs_op.py", "TestAbsOp", "abs", SEVEN, ("int32", "int64", *F), low=-100, high=100),
+    *shape_and_dtype("test_asin_op.py", "TestAsinOp", "asin", SEVEN, F, low=-1.0, high=1.0),
+    *shape_and_dtype("test_sin_op.py", "TestSinOp", "sin", SEVEN, F),
+    *shape_and_dtype("test_cos_op.py", "TestCosOp", "cos", SEVEN, F),
+    *shape_and_dtype("test_tanh_op.py", "TestTanhOp", "tanh", SEVEN, F),
+    *shape_and_dtype("test_erf_op.py", "TestErfOp", "erf", SEVEN, F),
+    *shape_and_dtype("test_exp_op.py", "TestExpOp", "exp", SIX, F),
+    *shape_and_dtype("test_sqrt_op.py", "TestSqrtOp", "sqrt", SIX, F, low=0.01, high=10000),
+    *shape_and_dtype("test_rsqrt_op.py", "TestRsqrtOp", "rsqrt", SEVEN, F, low=0.01, high=10000),
+    *shape_and_dtype("test_floor_op.py", "TestFloorOp", "floor", SEVEN_B, F, low=-1000.0, high=1000.0),
+    *shape_and_dtype(
         "test_is_nan_op.py",
         "TestIsNanOp",
         "is_nan",
-        _SEVEN,
-        ("int32", "int64", *_F),
+        SEVEN,
+        ("int32", "int64", *F),
         low=-100,
         high=100,
         inject="nan",
@@ -110,7 +108,7 @@ SUITES: list[Suite] = [
         "test_acos_op.py",
         "TestAcosCase2",
         "unary",
-        shapes("x_shape", *_ACOS),
+        shapes("x_shape", *ACOS),
         dtypes("x_dtype", "float32"),
         op="acos",
         low=-1,
@@ -130,7 +128,7 @@ SUITES: list[Suite] = [
         "test_acosh_op.py",
         "TestAcoshCase2",
         "unary",
-        shapes("x_shape", *_ACOS),
+        shapes("x_shape", *ACOS),
         dtypes("x_dtype", "float32"),
         op="acosh",
         low=2,
@@ -140,7 +138,7 @@ SUITES: list[Suite] = [
         "test_relu_op.py",
         "TestReluOpShape",
         "unary",
-        shapes("shape", *_TWELVE),
+        shapes("shape", *TWELVE),
         dtypes("dtype", "float32"),
         op="relu",
         low=-1.0,
@@ -152,7 +150,7 @@ SUITES: list[Suite] = [
         "TestReluOpDtype",
         "unary",
         shapes("shape", [1], [5], [80, 40, 5, 7]),
-        dtypes("dtype", *_F, fp16_error=None),
+        dtypes("dtype", *F, fp16_error=None),
         op="relu",
         low=-1.0,
         high=1.0,
@@ -162,7 +160,7 @@ SUITES: list[Suite] = [
         "test_sigmoid_op.py",
         "TestSigmoidOpShape",
         "unary",
-        shapes("shape", *_TWELVE),
+        shapes("shape", *TWELVE),
         dtypes("dtype", "float32"),
         op="sigmoid",
         low=-1.0,
@@ -173,7 +171,7 @@ SUITES: list[Suite] = [
         "TestSigmoidOpDtype",
         "unary",
         shapes("shape", [1], [5], [80, 40, 5, 7]),
-        dtypes("dtype", *_F, fp16_error=None),
+        dtypes("dtype", *F, fp16_error=None),
         op="sigmoid",
         low=-1.0,
         high=1.0,
@@ -207,7 +205,7 @@ SUITES: list[Suite] = [
         "TestSignOpDtype",
         "unary",
         shapes("shape", [1], [5], [80, 40, 5, 7]),
-        dtypes("dtype", *_F, fp16_error=None),
+        dtypes("dtype", *F, fp16_error=None),
         op="sign",
         low=-10,
         high=10,
@@ -216,7 +214,7 @@ SUITES: list[Suite] = [
         "test_log_op.py",
         "TestLogOpShape",
         "unary",
-        shapes("shape", *_LOG),
+        shapes("shape", *LOG_SHAPES),
         dtypes("dtype", "float32"),
         [{"base": "e"}, {"base": "2"}, {"base": "10"}],
     ),
@@ -232,7 +230,7 @@ SUITES: list[Suite] = [
         "test_round_op.py",
         "TestRoundOpShape",
         "unary",
-        shapes("shape", *_LOG),
+        shapes("shape", *LOG_SHAPES),
         dtypes("dtype", "float32"),
         op="round",
     ),
@@ -256,7 +254,7 @@ SUITES: list[Suite] = [
         "test_atan_op.py",
         "TestAtanCase2",
         "unary",
-        shapes("x_shape", *_ACOS),
+        shapes("x_shape", *ACOS),
         dtypes("x_dtype", "float32"),
         op="atan",
     ),
@@ -264,7 +262,7 @@ SUITES: list[Suite] = [
         "test_ceil_op.py",
         "TestCeilOpShape",
         "unary",
-        shapes("shape", *_TWELVE),
+        shapes("shape", *TWELVE),
         dtypes("dtype", "float32"),
         op="ceil",
         low=-100.0,
@@ -275,7 +273,7 @@ SUITES: list[Suite] = [
         "TestCeilOpDtype",
         "unary",
         shapes("shape", [1], [5], [80, 40, 5, 7]),
-        dtypes("dtype", *_F, fp16_error=None),
+        dtypes("dtype", *F, fp16_error=None),
         op="ceil",
         low=-100.0,
         high=100.0,
@@ -305,23 +303,21 @@ SUITES: list[Suite] = [
         dtypes("x_dtype", "float64", "float32", "float16", fp16_error=None),
         op="gelu",
     ),
-    *_shape_and_dtype("test_cosh_op.py", "TestCoshOp", "cosh", _SEVEN, _F),
-    *_shape_and_dtype("test_tan_op.py", "TestTanOp", "tan", _SEVEN, _F),
-    *_shape_and_dtype(
+    *shape_and_dtype(
         "test_negative_op.py",
         "TestNegativeOp",
         "negative",
-        _SEVEN_B,
-        ("int8", "int16", "int32", "int64", *_F),
+        SEVEN_B,
+        ("int8", "int16", "int32", "int64", *F),
         low=-100,
         high=100,
     ),
-    *_shape_and_dtype(
+    *shape_and_dtype(
         "test_is_inf_op.py",
         "TestIsInfOp",
         "is_inf",
-        _SEVEN,
-        ("int32", "int64", *_F),
+        SEVEN,
+        ("int32", "int64", *F),
         low=-100,
         high=100,
         inject="inf",
@@ -330,8 +326,8 @@ SUITES: list[Suite] = [
         "test_relu6_op.py",
         "TestRelu6All",
         "unary",
-        shapes("x_shape", *_LOG),
-        dtypes("x_dtype", *_F, fp16_error=None),
+        shapes("x_shape", *LOG_SHAPES),
+        dtypes("x_dtype", *F, fp16_error=None),
         op="relu6",
         low=-10,
         high=10,
