@@ -34,24 +34,21 @@ import atexit
 import os
 import queue
 import re
-import subprocess
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from cinn_py.ir import LoweredFunc
 from cinn_py.runtime import cache
-from cinn_py.runtime.frames import read_frame, write_frame
+from cinn_py.runtime.frames import FrameChild, read_frame, write_frame
 
 PROGRESS_AFTER_S = 2.0
 MIN_PARALLEL_GROUPS = 4
 """Fewer distinct groups compile here: starting workers (an interpreter importing the compiler,
 ~1-2 s) costs more than it saves on a small program."""
-_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding cinn_py/, schedules/, codegen/
 
 
 def jobs() -> int:
@@ -65,32 +62,18 @@ def jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class Worker:
+class Worker(FrameChild):
     """One child compiling groups on request."""
 
     def __init__(self) -> None:
-        env = {**os.environ,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "cinn_py.runtime.compile_jobs"],
-                                     stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, cwd=str(_ROOT))
+        super().__init__("cinn_py.runtime.compile_jobs")
 
     def compile(self, request: tuple[Any, ...]) -> LoweredFunc:
         """The worker's final function; raises whatever failed (the caller compiles here then)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        write_frame(self.proc.stdin, request)
-        status, payload = read_frame(self.proc.stdout)
+        status, payload = self.exchange(request)
         if status != "ok":
             raise RuntimeError(f"compile worker: {payload}")
         return payload
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
 
 
 _WORKERS: list[Worker] = []

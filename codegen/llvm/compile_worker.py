@@ -25,15 +25,11 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import subprocess
 import sys
 import warnings
-from pathlib import Path
 from typing import IO, Any
 
-from cinn_py.runtime.frames import read_frame, write_frame
-
-_ROOT = Path(__file__).resolve().parents[2]      # the checkout that holds cinn_py/ and codegen/
+from cinn_py.runtime.frames import FrameChild, read_frame, write_frame
 
 
 def in_process_limit() -> int:
@@ -55,16 +51,11 @@ def _int_env(name: str, default: int) -> int:
         return default
 
 
-class CompileWorker:
+class CompileWorker(FrameChild):
     """One child process running `compile_here` on request (callers hold the jit LOCK)."""
 
     def __init__(self) -> None:
-        env = {**os.environ,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "codegen.llvm.compile_worker"],
-                                     stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     cwd=str(_ROOT))
+        super().__init__("codegen.llvm.compile_worker", quiet=True)
         self.compiles = 0
 
     @property
@@ -77,24 +68,11 @@ class CompileWorker:
         Raises OSError / EOFError when the worker is gone (the caller falls back)."""
         from cinn_py.diagnostics import CompileError  # noqa: PLC0415
 
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        write_frame(self.proc.stdin, (ir_text, want_asm))
-        status, *payload = read_frame(self.proc.stdout)
+        status, *payload = self.exchange((ir_text, want_asm))
         self.compiles += 1
         if status == "error":
             raise CompileError(*payload)
         return payload[0]
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-        finally:
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
 
 
 class WorkerPool:
