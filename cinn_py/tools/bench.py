@@ -39,6 +39,7 @@ Measurement, per workload:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -58,6 +59,7 @@ from cinn_py.tools.bench_timing import (
     BANDWIDTH_ELEMENTS, BenchmarkError, CopyProbe, _schedule, check_result, measure_bandwidth,
     time_alternating, time_bracketed,
 )
+from cinn_py.tools.bench_tuned import add_best_peer, tune_workloads, tuning_db_off
 from cinn_py.tools.bench_workloads import FIVE_X_NUMPY, WORKLOADS, Workload
 from cinn_py.diagnostics import CinnError
 
@@ -88,7 +90,7 @@ def build_auto(workload: Workload, shape: dict[str, int] | None = None, threads:
 
 def run_workload(workload: Workload, repeat: int = 20, threads: int | None = None, tiny: bool = False,
                  seed: int = 0, compare: bool = True, probe: CopyProbe | None = None,
-                 auto: bool = True, peers: Sequence[str] = ()) -> dict[str, Any]:
+                 auto: bool = True, peers: Sequence[str] = (), tuned: bool = False) -> dict[str, Any]:
     """Build, verify and time one workload (hand schedule, and with `auto` the automatic one;
     with `compare` numpy, torch and `peers`); returns its result row (see `run_benchmarks`). With `probe`,
     copies are timed right before
@@ -106,13 +108,21 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
     row: dict[str, Any] = {"auto_ms": None, "auto_x_hand": None}
     if auto:
         t0 = time.perf_counter()
-        auto_kernel, report = build_auto(workload, shape, threads)
+        with tuning_db_off() if tuned else contextlib.nullcontext():  # --tuned: this column is untuned
+            auto_kernel, report = build_auto(workload, shape, threads)
         row.update(auto_build_s=time.perf_counter() - t0, auto_plan=report.strategy, auto_nests=report.nests,
                    auto_fallbacks=report.fallbacks,
                    auto_max_abs_err=check_result(f"{workload.name} (auto)", auto_kernel(*arrays), want,
                                                  workload.rtol, workload.atol))
         auto_out = np.empty_like(got)
         fns.append(lambda: auto_kernel(*arrays, out=auto_out))
+    if auto and tuned:
+        tuned_kernel, tuned_report = build_auto(workload, shape, threads)
+        row.update(tuned_plan=tuned_report.strategy, tuned_notes=tuned_report.notes,
+                   tuned_max_abs_err=check_result(f"{workload.name} (tuned)", tuned_kernel(*arrays), want,
+                                                  workload.rtol, workload.atol))
+        tuned_out = np.empty_like(got)
+        fns.append(lambda: tuned_kernel(*arrays, out=tuned_out))
     if probe is None:
         times, copy_s = time_alternating(fns, repeat), None
     else:
@@ -132,8 +142,13 @@ def run_workload(workload: Workload, repeat: int = 20, threads: int | None = Non
         row["auto_min_ms"] = min(times[1]) * 1e3
         row["auto_gbs"] = moved / row["auto_ms"] / 1e6
         row["auto_x_hand"] = ms / row["auto_ms"]
+    if auto and tuned:
+        row["tuned_ms"] = statistics.median(times[2]) * 1e3
+        row["tuned_x_auto"] = row["auto_ms"] / row["tuned_ms"]
     if compare:
         _compare(row, workload, arrays, repeat, peers)
+        if tuned:
+            add_best_peer(row, [_peer_key(p) for p in peers])
     return row
 
 
@@ -159,7 +174,7 @@ def select(names: Sequence[str] | None) -> list[Workload]:
 
 def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads: int | None = None,
                    tiny: bool = False, compare: bool = True, auto: bool = True,
-                   peers: Sequence[str] = ()) -> list[dict[str, Any]]:
+                   peers: Sequence[str] = (), tuned: bool = False) -> list[dict[str, Any]]:
     """Run the suite; one dict per workload with keys `name, description, shape, ms` (median of
     the hand-scheduled kernel), `auto_ms, auto_min_ms, auto_gbs, auto_x_hand` (hand ms / auto
     ms), `auto_x_numpy, auto_plan, auto_nests, auto_fallbacks, auto_build_s, auto_max_abs_err`
@@ -183,7 +198,7 @@ def run_benchmarks(names: Sequence[str] | None = None, repeat: int = 20, threads
     before = measure_bandwidth(threads=threads, n=n)
     probe = CopyProbe(n, threads)
     results = [run_workload(workload, repeat, threads, tiny, compare=compare, probe=probe, auto=auto,
-                            peers=peers)
+                            peers=peers, tuned=tuned)
                for workload in workloads]
     # measured again at the end: on a shared machine the better of the two is the capability
     after = measure_bandwidth(threads=threads, n=n)
@@ -232,8 +247,10 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
              f"{_fmt_load(first.get('load_before'))}, "
              f"after {_fmt_load(first.get('load_after'))}"]
     peers = [p for p in PEERS if any(_peer_key(p) in r for r in results)]
+    tuned = any(r.get("tuned_ms") is not None for r in results)
     header = ("workload", "shape", "hand ms", "auto ms", "auto x hand", "GB/s", "BW@run", "% BW", "numpy ms",
-              "x numpy", "torch ms", "x torch", *(f"{p} ms" for p in peers), "targets")
+              "x numpy", "torch ms", "x torch", *(f"{p} ms" for p in peers),
+              *(("tuned ms", "tuned x auto", "auto x peer", "tuned x peer") if tuned else ()), "targets")
     rows: list[tuple[str, ...]] = [header]
     for r in results:
         shape = "x".join(str(v) for v in r["shape"].values())
@@ -244,7 +261,11 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
                      f"{r['pct_bw']:.0f}%", _opt(r.get("numpy_ms"), ".2f"),
                      _opt(r.get("x_numpy"), ".1f", "x"),
                      _opt(r.get("torch_ms"), ".2f"), _opt(r.get("x_torch"), ".1f", "x"),
-                     *(_opt(r.get(_peer_key(p)), ".2f") for p in peers), targets or "-"))
+                     *(_opt(r.get(_peer_key(p)), ".2f") for p in peers),
+                     *((_opt(r.get("tuned_ms"), ".3f"), _opt(r.get("tuned_x_auto"), ".2f", "x"),
+                        _opt(r.get("auto_x_best_peer"), ".2f", "x"),
+                        _opt(r.get("tuned_x_best_peer"), ".2f", "x"))
+                       if tuned else ()), targets or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(header))]
     for k, row in enumerate(rows):
         lines.append("  ".join(cell.ljust(w) if c in (0, 1, len(header) - 1) else cell.rjust(w)
@@ -280,6 +301,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "JSON into FILE)")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="also write a bar chart (needs matplotlib: cinn-py[plot])")
+    parser.add_argument("--tuned", action="store_true",
+                        help="tune each workload first (cinn-py tune), then time the untuned and the tuned "
+                             "automatic schedule side by side, against the fastest peer (x peer)")
+    parser.add_argument("--tune-budget", type=float, default=120.0, metavar="SECONDS",
+                        help="with --tuned: tuning seconds per workload (default 120)")
+    parser.add_argument("--tune-trials", type=int, default=64,
+                        help="with --tuned: candidates measured per workload at most (default 64)")
+    parser.add_argument("--tune-plot", metavar="FILE.png",
+                        help="with --tuned: the tuning-progress plot (best time against trials)")
     parser.add_argument("--peers", default="", metavar="LIST",
                         help=f"comma-separated peers to time too: {', '.join(PEERS)} (see "
                              "cinn_py.tools.bench_peers)")
@@ -328,8 +358,12 @@ def run_from_args(ns: argparse.Namespace) -> int:
     peers = [p.strip() for p in ns.peers.split(",") if p.strip()]
     repeat = 20 if ns.repeat is None else ns.repeat
     kernels, attention, conv = _split_names(ns.names)
+    if ns.tuned:
+        if ns.no_auto:
+            raise BenchmarkError("bench: --tuned compares automatic schedules; drop --no-auto")
+        tune_workloads(select(kernels), ns.tune_budget, ns.tune_trials, ns.tiny, plot=ns.tune_plot)
     results = run_benchmarks(kernels, repeat=repeat, threads=ns.threads, tiny=ns.tiny, auto=not ns.no_auto,
-                             peers=peers) if kernels is None or kernels else []
+                             peers=peers, tuned=ns.tuned) if kernels is None or kernels else []
     attention_rows = run_attention(attention, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
     conv_rows = run_conv(conv, repeat=repeat, threads=ns.threads, tiny=ns.tiny)
     summary = [{"kind": "conv_summary", **conv_summary(conv_rows, ns.tiny)}] if conv_rows else []
