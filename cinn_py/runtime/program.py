@@ -33,7 +33,7 @@ class CompiledProgram:
                  kernels: Sequence[Any], target: str) -> None:
         self.program = program
         self.plan = fusion
-        self.funcs = tuple(funcs)
+        self._funcs = funcs  # each group's lowered function, read on demand (graph_cache.PickledFuncs)
         self.kernels = tuple(kernels)
         self.target = target
         self.steps = tuple(_reshape_view(group, fusion, target) or kernel
@@ -50,6 +50,13 @@ class CompiledProgram:
         self._output_dtypes = tuple(storage_dtype(v.dtype) for v in fusion.program.outputs)
         self._bf16_outputs = any(v.dtype == bfloat16 for v in fusion.program.outputs)
         self._gpu = Target.parse(target).is_gpu
+
+    @property
+    def funcs(self) -> tuple[LoweredFunc, ...]:
+        """Each group's lowered function (before scheduling)."""
+        if not isinstance(self._funcs, tuple):
+            self._funcs = tuple(self._funcs)
+        return self._funcs
 
     @property
     def groups(self) -> tuple[Group, ...]:

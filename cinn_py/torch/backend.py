@@ -184,8 +184,15 @@ def cinn_py_backend(gm: Any, example_inputs: Sequence[Any], **kwargs: Any) -> An
 
 
 class _Support(OperatorSupportBase):
+    """`unsupported_reason` of each node, asked once per node (the partitioner asks again)."""
+
+    def __init__(self, reasons: Mapping[Any, str | None]) -> None:
+        super().__init__()
+        self.reasons = reasons
+
     def is_node_supported(self, submodules: Mapping[str, Any], node: Any) -> bool:
-        return unsupported_reason(node) is None
+        reason = self.reasons[node] if node in self.reasons else unsupported_reason(node)
+        return reason is None
 
 
 class _Kernels(torch.nn.Module):
@@ -227,12 +234,15 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
         gm.recompile()
     fallback: Counter[str] = Counter()
     reasons: dict[str, str] = {}
+    node_reasons: dict[Any, str | None] = {}
     for node in gm.graph.nodes:
-        reason = unsupported_reason(node) if node.op == "call_function" else None
+        if node.op != "call_function":
+            continue
+        reason = node_reasons[node] = unsupported_reason(node)
         if reason is not None and _is_compute(node):
             fallback[op_name(node)] += 1
             reasons.setdefault(op_name(node), reason)
-    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
+    partitioner = CapabilityBasedPartitioner(gm, _Support(node_reasons), allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions() if any(_needs_kernel(n) for n in p.nodes)]
     fused = partitioner.fuse_partitions(partitions, prefix="cinn_")
     compiled: Counter[str] = Counter()

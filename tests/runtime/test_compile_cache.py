@@ -82,6 +82,9 @@ def test_workers_compile_and_a_warm_start_skips_the_steps(fresh_cache: Path,
     warm = pipeline.compile_program(_chain(), "x86", schedule="auto", fast_math=False)
     np.testing.assert_allclose(warm(x, w), _chain_numpy(x, w), rtol=1e-4, atol=1e-5)
     assert [k.from_cache for k in warm.kernels] == [True] * len(warm.kernels)
+    # the lowered functions are read only when asked for, and are the cold compile's
+    assert isinstance(warm._funcs, graph_cache.PickledFuncs)
+    assert [str(f) for f in warm.funcs] == [str(f) for f in compiled.funcs]
 
 
 def test_identical_groups_share_one_kernel(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
