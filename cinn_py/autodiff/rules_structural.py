@@ -13,22 +13,12 @@ from typing import Any
 from cinn_py.autodiff.core import GradContext, define_grad, define_no_grad
 from cinn_py.autodiff.rules_elementwise import masked
 from cinn_py.autodiff.rules_gather import dim_value, iota
+from cinn_py.frontend.grad_methods import sum_to
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.shapes import add_dims, dims_equal, simplify_dim
 from cinn_py.frontend.program import Variable
 
 INT_MAX = 2**31 - 1
-
-
-def sum_to(nb: NetBuilder, g: Variable, target: Variable, axes_map: tuple[int, ...]) -> Variable:
-    """Sum `g` down to `target`'s shape; target dim d sits at g's axis axes_map[d]."""
-    mapped = dict(zip(axes_map, range(len(axes_map))))
-    axes = [a for a in range(g.ndim) if a not in mapped
-            or (target.shape[mapped[a]] == 1 and not (isinstance(g.shape[a], int) and g.shape[a] == 1))]
-    if axes:
-        g = nb.reduce_sum(g, axes, keep_dim=True)
-    return g if g.ndim == target.ndim and all(map(dims_equal, g.shape, target.shape)) \
-        else nb.reshape(g, list(target.shape))
 
 
 def split(nb: NetBuilder, g: Variable, sections: list[Any], axis: int) -> list[Variable]:

@@ -9,11 +9,15 @@ an ordinary program of registered ops (the oracle, fusion and autodiff need noth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.frontend.ops.elementwise_base import broadcast_pair
-from cinn_py.frontend.ops.shapes import dims_equal, fmt_shape, numel
+from cinn_py.frontend.ops.shapes import fmt_shape, numel, shapes_equal
+
+if TYPE_CHECKING:
+    from cinn_py.frontend.net_builder import NetBuilder
+    from cinn_py.frontend.program import Variable
 
 
 class GradMethods:
@@ -23,7 +27,7 @@ class GradMethods:
         """dout where x > 0, else 0 (CINN's relu_grad select; `x` may be relu's input or output)."""
         nb: Any = self
         dout, x = nb.variable(dout, "relu_grad", "dout"), nb.variable(x, "relu_grad", "x")
-        if not dims_equal_shapes(dout.shape, x.shape) or dout.dtype != x.dtype:
+        if not shapes_equal(dout.shape, x.shape) or dout.dtype != x.dtype:
             raise FrontendError(f"relu_grad: arguments 'dout' and 'x' must have one shape and dtype, got "
                                 f"{dout.dtype}{fmt_shape(dout.shape)} and {x.dtype}{fmt_shape(x.shape)}")
         zero = nb.fill_constant([], 0, dtype=str(x.dtype))
@@ -36,11 +40,11 @@ class GradMethods:
         method = "elementwise_add_grad"
         dout, x, y = (nb.variable(v, method, n) for v, n in ((dout, "dout"), (x, "x"), (y, "y")))
         out_shape, x_axes, y_axes = broadcast_pair(method, x.shape, y.shape, axis)
-        if not dims_equal_shapes(dout.shape, out_shape):
+        if not shapes_equal(dout.shape, out_shape):
             raise FrontendError(f"{method}: argument 'dout' must have the shape of x + y "
                                 f"{fmt_shape(out_shape)}, "
                                 f"got {fmt_shape(dout.shape)}")
-        return [_sum_to(nb, dout, x, x_axes), _sum_to(nb, dout, y, y_axes)]
+        return [sum_to(nb, dout, x, x_axes), sum_to(nb, dout, y, y_axes)]
 
     def conv2d_grad(self, dy: Any, x: Any, w: Any, strides: Sequence[int] = (1, 1),
                     paddings: Sequence[int] = (0, 0), dilations: Sequence[int] = (1, 1), groups: int = 1,
@@ -93,17 +97,15 @@ class GradMethods:
         return [x_grad, scale_grad, bias_grad]
 
 
-def dims_equal_shapes(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return len(a) == len(b) and all(map(dims_equal, a, b))
-
-
-def _sum_to(nb: Any, g: Any, target: Any, axes_map: tuple[int, ...]) -> Any:
-    """Sum `g` down to `target`'s shape; target dim d sits at g's axis axes_map[d]."""
+def sum_to(nb: NetBuilder, g: Variable, target: Variable, axes_map: tuple[int, ...]) -> Variable:
+    """Sum `g` down to `target`'s shape; target dim d sits at g's axis axes_map[d] (the
+    unbroadcasting of a binary operand: elementwise_add_grad here, broadcast_to's gradient rule
+    in `cinn_py.autodiff`)."""
     mapped = dict(zip(axes_map, range(len(axes_map))))
     axes = [a for a in range(g.ndim) if a not in mapped
             or (target.shape[mapped[a]] == 1 and not (isinstance(g.shape[a], int) and g.shape[a] == 1))]
     if axes:
         g = nb.reduce_sum(g, axes, keep_dim=True)
-    if dims_equal_shapes(g.shape, target.shape):
+    if shapes_equal(g.shape, target.shape):
         return g
     return nb.reshape(g, list(target.shape))
