@@ -65,6 +65,12 @@ def _unique_axes(method: str, axes: Sequence[int], rank: int, arg: str = "axes")
     return tuple(sorted(norm))
 
 
+def _axis_set(method: str, axes: Sequence[int], rank: int, arg: str) -> tuple[int, ...]:
+    """The axes as a set (sorted): CINN's reverse and Paddle's flip mark each named axis once, so
+    `[2, -1, 3]` on rank 4 reverses axes 2 and 3 (CINN's test_reverse_op.py checks exactly that)."""
+    return tuple(sorted({normalize_axis(a, rank, method, f"argument '{arg}' entry") for a in axes}))
+
+
 # -- squeeze / expand_dims: remove or insert unit axes -------------------------------------------------------
 def _unit_axes_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                        out_name: str) -> cdsl.ComputeTensor:
@@ -171,10 +177,10 @@ def _reverse_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tenso
 
 register(OpDef("reverse", _INJECTIVE, _reverse_infer, _reverse_numpy, _reverse_compute, fold=_first, arity=1,
                signature=Signature((tensor("x"), attr("axis", int_list)), methods=("reverse", "flip"),
-                                   attrs=lambda ins, at: {"axis": _unique_axes("reverse", at["axis"],
-                                                                               ins[0].ndim, "axis")},
+                                   attrs=lambda ins, at: {"axis": _axis_set("reverse", at["axis"],
+                                                                            ins[0].ndim, "axis")},
                                    doc="Reverse the order of elements along the axes `axis` (`flip` is the "
-                                       "same op)."),
+                                       "same op; an axis named twice is reversed once, as in CINN)."),
                test=OpTest(MOVE_DTYPES, lambda d: [
                    Case((Input((7,)),), {"axis": [0]}), Case((Input((3, 5)),), {"axis": [0, 1]}),
                    Case((Input((2, 1, 6)),), {"axis": [-1, 1]}), Case((Input(("S0", 5)),), {"axis": [0]}),
