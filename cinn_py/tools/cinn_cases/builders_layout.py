@@ -118,6 +118,43 @@ def build_gather(case: dict[str, Any], rng: np.random.Generator) -> Built:
     return Built(nb.build(), [xv, iv], [x, index], [out], [np.take(x, index, axis=axis)], True, 0.0, 0.0)
 
 
+def build_reverse(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    """CINN's reverse test: `reverse` or `flip` (`net_builder_api`) over axes clamped to the rank."""
+    shape, dtype = list(case["shape"]), case["dtype"]
+    dims = len(shape)
+    axes = [max(min(a, dims - 1), -dims) for a in case["axes"]]
+    unique = sorted({a % dims for a in axes})   # an axis named twice is reversed once (CINN, Paddle)
+    x = random_array(rng, shape, dtype, case.get("low"), case.get("high"))
+    nb = _new_builder({**case, "op": "reverse"})
+    xv = nb.create_input(dtype, shape, "x")
+    out = getattr(nb, case["net_builder_api"])(xv, axes)
+    want = np.flip(x, axis=tuple(unique)) if unique else x
+    return Built(nb.build(), [xv], [x], [out], [want], True, 0.0, 0.0)
+
+
+def build_one_hot(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    """one_hot(x, on=fill_constant 1, off=fill_constant 0, depth, axis, float32) as CINN's test
+    builds it; indices in [0, depth) (CINN's default draw gives only zeros)."""
+    shape, dtype, depth, axis = list(case["x_shape"]), case["x_dtype"], int(case["depth"]), int(case["axis"])
+    x = random_array(rng, shape, dtype, 0, depth)
+    nb = _new_builder({**case, "op": "one_hot"})
+    xv = nb.create_input(dtype, shape, "x")
+    on = nb.fill_constant([1], 1, "on_value", dtype=dtype)
+    off = nb.fill_constant([1], 0, "off_value", dtype=dtype)
+    out = nb.one_hot(xv, on, off, depth=depth, axis=axis, dtype="float32")
+    want = np.moveaxis((x[..., None] == np.arange(depth)).astype(np.float32), -1, axis)
+    return Built(nb.build(), [xv], [x], [out], [want], True, 0.0, 0.0)
+
+
+def build_expand_dims(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    shape, dtype, axes = list(case["x_shape"]), case["x_dtype"], list(case["axes_shape"])
+    x = random_array(rng, shape, dtype, case.get("low"), case.get("high"))
+    nb = _new_builder({**case, "op": "expand_dims"})
+    xv = nb.create_input(dtype, shape, "x")
+    out = nb.expand_dims(xv, axes)
+    return Built(nb.build(), [xv], [x], [out], [np.expand_dims(x, tuple(axes))], True, 0.0, 0.0)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "bitwise": build_bitwise,
     "transpose": build_transpose,
@@ -126,4 +163,7 @@ BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "arg": build_arg,
     "reshape": build_reshape,
     "gather": build_gather,
+    "reverse": build_reverse,
+    "one_hot": build_one_hot,
+    "expand_dims": build_expand_dims,
 }

@@ -25,9 +25,11 @@ class Suite:
     attrs: tuple[dict[str, Any], ...] = ()
     fixed: dict[str, Any] = field(default_factory=dict)
     """Constants of CINN's test class: the op, input ranges (`low`, `high`), tolerances."""
+    custom: tuple[tuple[dict[str, Any], ...], ...] = ()
+    """CINN's `_register_custom_attrs` lists (multiplied in after `attrs`)."""
 
     def cases(self) -> list[dict[str, Any]]:
-        lists = [part for part in (self.inputs, self.dtypes, self.attrs) if part]
+        lists = [part for part in (self.inputs, self.dtypes, self.attrs, *self.custom) if part]
         return [
             {**self.fixed, **{k: v for d in combo for k, v in d.items()}}
             for combo in itertools.product(*lists)
@@ -41,10 +43,20 @@ def suite(
     inputs: list[dict[str, Any]],
     dtypes: list[dict[str, Any]] | None = None,
     attrs: list[dict[str, Any]] | None = None,
+    custom: list[list[dict[str, Any]]] | None = None,
     **fixed: Any,
 ) -> Suite:
     """A `Suite` from CINN's lists as they are written (dicts in lists)."""
-    return Suite(file, name, builder, tuple(inputs), tuple(dtypes or ()), tuple(attrs or ()), dict(fixed))
+    return Suite(
+        file,
+        name,
+        builder,
+        tuple(inputs),
+        tuple(dtypes or ()),
+        tuple(attrs or ()),
+        dict(fixed),
+        tuple(tuple(c) for c in custom or ()),
+    )
 
 
 def shapes(key: str, *dims: list[int]) -> list[dict[str, Any]]:

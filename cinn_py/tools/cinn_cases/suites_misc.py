@@ -53,6 +53,8 @@ _CAST_DTYPES = ("bool", "int8", "int16", "int32", "int64", "float16", "float32",
 _SCALE_SHAPES = ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
 _SCALE_ATTR = [{"scale": -0.1, "bias": 10, "bias_after_scale": False}]
 
+_REVERSE_APIS = [{"net_builder_api": "reverse"}, {"net_builder_api": "flip"}]
+
 SUITES: list[Suite] = [
     suite(
         "test_cast_op.py",
@@ -210,4 +212,92 @@ SUITES: list[Suite] = [
     _reduce("TestReduceMinCase3", "reduce_min", _T, *_F32, [0]),
     _reduce("TestReduceMinCase4", "reduce_min", _T, "float32", 1.0, 10.0, []),
     _reduce("TestReduceMinFP64", "reduce_min", _T, "float64", -1.0, 1.0, []),
+    suite(
+        "test_reverse_op.py",
+        "TestReverseOpShape",
+        "reverse",
+        [
+            {"shape": x}
+            for x in (
+                [10],
+                [8, 5],
+                [10, 3, 5],
+                [80, 40, 5, 7],
+                [80, 1, 5, 7],
+                [80, 3, 1024, 7],
+                [10, 5, 1024, 2048],
+                [1],
+                [512],
+                [1024],
+                [2048],
+                [65536],
+                [131072],
+                [1, 1, 1, 1],
+            )
+        ],
+        [{"dtype": "float32"}],
+        [{"axes": [0]}],
+        custom=[_REVERSE_APIS],
+    ),
+    suite(
+        "test_reverse_op.py",
+        "TestReverseOpDtype",
+        "reverse",
+        [{"shape": x} for x in ([1], [5, 10], [80, 40, 5, 7])],
+        [{"dtype": d} for d in ("bool", "int32", "int64", "float16", "float32", "float64")],
+        [{"axes": [0]}],
+        custom=[_REVERSE_APIS],
+    ),
+    suite(
+        "test_reverse_op.py",
+        "TestReverseOpAxis",
+        "reverse",
+        [{"shape": [8, 4, 2, 16]}, {"shape": [1, 1, 1, 1]}],
+        [{"dtype": "float32"}],
+        [{"axes": [a]} for a in (0, 1, 2, 3, -1, -2, -3, -4)],
+        custom=[_REVERSE_APIS],
+    ),
+    suite(
+        "test_reverse_op.py",
+        "TestReverseOpMultiAxis",
+        "reverse",
+        [{"shape": [8, 4, 2, 16]}, {"shape": [1, 1, 1, 1]}],
+        [{"dtype": "float32"}],
+        [
+            {"axes": a}
+            for a in ([], [0], [1, 2], [2, -1, 3], [0, -3, 3, 1], [-1], [-2, -1], [-3, -2, 3], [0, 3, -3, -2])
+        ],
+        custom=[_REVERSE_APIS],
+    ),
+    suite(
+        "test_one_hot_op.py",
+        "TestOneHotOpTest",
+        "one_hot",
+        [
+            {"x_shape": x, "depth": 10, "axis": -1}
+            for x in ([1], [1024], [32, 64], [16, 8, 4], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+        ],
+        [{"x_dtype": "int32"}, {"x_dtype": "int64"}],
+    ),
+    suite(
+        "test_expand_dims.py",
+        "TestExpandDimsAll",
+        "expand_dims",
+        [
+            {"x_shape": x, "axes_shape": a}
+            for x, a in (
+                ([1], [0]),
+                ([1024], [0, 1]),
+                ([32, 64], [0, 2]),
+                ([32, 64], [0, 1, 2]),
+                ([32, 64, 128], [0, 1, 2]),
+                ([32, 64, 128], [1, 2, 3]),
+                ([128, 64, 32, 16], [0, 1]),
+                ([128, 64, 32, 16], [3, 4]),
+                ([16, 8, 4, 2, 1], [2]),
+                ([16, 8, 4, 2, 1], [5]),
+            )
+        ],
+        [{"x_dtype": "float32"}],
+    ),
 ]
