@@ -22,7 +22,9 @@ the same matmul with the column panels packed inside one kernel (`cinn_py.loweri
 the column matrix (9x the input for a 3x3 filter) is never stored and the output is written in
 place; float16/bfloat16 ones keep im2col + the matmul (which widens its operands in registers).
 Likewise `conv2d_grad_data` and `conv2d_grad_filter` become `conv2d_grad_data_tiled` /
-`conv2d_grad_filter_tiled` (`CONV_GRAD_TILED`, static NCHW float32/float64, `tiled_grad`).
+`conv2d_grad_filter_tiled` (`CONV_GRAD_TILED`, static NCHW float32/float64, `tiled_grad`). The
+elementwise ops after a `conv2d_tiled` (bias, folded batch norm, residual add, relu) fuse into
+its store (`cinn_py.frontend.conv_epilogue`).
 
 `conv2d_tiled` takes NHWC convolutions too (its channels-last template); kept as a direct
 convolution (the x86 window tactic): NHWC in half precision, symbolic shapes, and convolutions
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cinn_py.frontend.conv_epilogue import EPILOGUE_RULES
 from cinn_py.frontend.net_builder import NetBuilder
 from cinn_py.frontend.ops.nn_gemm import im2col_matrix, im2col_shape
 from cinn_py.frontend.program import Operator, Program, Variable
@@ -161,4 +164,4 @@ def conv_to_gemm(program: Program) -> Program:
     every backward op they take as its tiled template (module docstring)."""
     if not any(o.type in _CONVS for o in program.ops):
         return program
-    return apply_rewrites(program, [CONV_TILED, CONV_GEMM, *CONV_GRAD_TILED])
+    return apply_rewrites(program, [CONV_TILED, CONV_GEMM, *CONV_GRAD_TILED, *EPILOGUE_RULES])

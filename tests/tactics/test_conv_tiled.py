@@ -93,7 +93,8 @@ def test_channels_last_against_torch(x_shape: tuple[int, ...], w_shape: tuple[in
     n, c, h, w_ = x_shape
     program = _conv_program((n, h, w_, c), w_shape, "float32", {**attrs, "data_format": "NHWC"}, relu=True)
     compiled = compile_program(program, "x86", schedule=schedule)
-    assert [o.type for g in compiled.groups for o in g.ops] == ["conv2d_tiled", "relu"]
+    (conv,) = [o for g in compiled.groups for o in g.ops]
+    assert conv.type == "conv2d_tiled" and conv.attrs["epilogue"] == ("relu",)  # relu fused
     x, w = _arrays(x_shape, w_shape, "float32")
     want = np.maximum(_torch_conv(x, w, attrs), 0).transpose(0, 2, 3, 1)
     np.testing.assert_allclose(compiled(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w), want, rtol=1e-4,
@@ -112,7 +113,8 @@ def test_interpreter_runs_the_template() -> None:
     program = _conv_program(x_shape, w_shape, "float32", attrs, relu=True)
     x, w = _arrays(x_shape, w_shape, "float32")
     want = np.maximum(_torch_conv(x, w, attrs), 0)
-    # the interpreter runs the program's own conv2d (no CPU rewrite); the compiled template agrees
+    # the interpreter runs the program's own conv2d (no CPU rewrite); the template (with its fused
+    # relu) run by the interpreter agrees
     np.testing.assert_allclose(run_interpreted(program, [x, w]), want, rtol=1e-4, atol=1e-4)
     from cinn_py.frontend.conv_gemm import conv_to_gemm
     from cinn_py.interp import run_ir
@@ -122,7 +124,7 @@ def test_interpreter_runs_the_template() -> None:
     (tiled,) = [f for f in funcs if "task_par" in str(f)]
     out = run_ir(tiled, {"X": x, "W": w}, {})
     (conv,) = [v for k, v in out.items() if k not in ("X", "W")]
-    np.testing.assert_allclose(conv, _torch_conv(x, w, attrs), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv, want, rtol=1e-4, atol=1e-4)  # the relu is fused into the template
 
 
 def test_auto_schedule_maps_the_roles() -> None:
@@ -189,3 +191,60 @@ def test_gradients_float64() -> None:
     arrays = {"X": x, "W": w, "DY": dy}
     for got, want in zip(compiled(*[arrays[v.name] for v in program.inputs]), _torch_grads(x, w, dy, attrs)):
         np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+
+
+def _epilogue_program(layout: str, bias_axis: str = "channel") -> Any:
+    """relu(conv * scale + shift + residual) (a folded batch norm and a residual block's add)."""
+    nb = NetBuilder("epilogue")
+    x = nb.create_input("float32", [2, 16, 9, 10] if layout == "NCHW" else [2, 9, 10, 16], "X")
+    w = nb.create_input("float32", [24, 16, 3, 3], "W")
+    y = nb.conv2d(x, w, paddings=[1, 1], data_format=layout)
+    shape = [int(d) for d in y.shape]
+    channel = [1] if layout == "NCHW" else [3]
+    scale = nb.broadcast_to(nb.create_input("float32", [24], "SCALE"), shape, channel)
+    if bias_axis == "channel":
+        vector = nb.create_input("float32", [1, 24, 1, 1] if layout == "NCHW" else [24], "SHIFT")
+        shift = nb.broadcast_to(vector, shape, [0, 1, 2, 3] if layout == "NCHW" else channel)
+    else:  # a vector along the rows: not per channel
+        shift = nb.broadcast_to(nb.create_input("float32", [shape[2]], "SHIFT"), shape, [2])
+    z = nb.add(nb.add(nb.multiply(y, scale), shift), nb.create_input("float32", shape, "RES"))
+    return nb.build([nb.relu(z)])
+
+
+@pytest.mark.parametrize("schedule", ["auto", None])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_epilogue_fuses_into_the_conv(layout: str, schedule: str | None) -> None:
+    program = _epilogue_program(layout)
+    compiled = compile_program(program, "x86", schedule=schedule)
+    convs = [o for g in compiled.groups for o in g.ops if o.type == "conv2d_tiled"]
+    assert len(convs) == 1
+    assert convs[0].attrs["epilogue"] == ("channel_mul:2", "channel_add:3", "add:4", "relu")
+    assert all(o.type in ("conv2d_tiled", "reshape") for g in compiled.groups for o in g.ops)
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal([int(d) for d in v.shape]).astype(np.float32) for v in program.inputs]
+    np.testing.assert_allclose(compiled(*arrays), program.run_numpy(*arrays), rtol=1e-4, atol=1e-4)
+
+
+def test_a_vector_along_the_rows_is_not_a_channel_epilogue() -> None:
+    program = _epilogue_program("NCHW", bias_axis="rows")
+    compiled = compile_program(program, "x86", schedule="auto")
+    (conv,) = [o for g in compiled.groups for o in g.ops if o.type == "conv2d_tiled"]
+    # scale fuses per channel; the row vector's broadcast is materialised and added as a residual
+    assert conv.attrs["epilogue"][0] == "channel_mul:2" and "channel_add:3" not in conv.attrs["epilogue"]
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal([int(d) for d in v.shape]).astype(np.float32) for v in program.inputs]
+    np.testing.assert_allclose(compiled(*arrays), program.run_numpy(*arrays), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_epilogue_steps_are_refused() -> None:
+    from cinn_py.frontend.ops.base import FrontendError
+
+    nb = NetBuilder("bad")
+    x = nb.create_input("float32", [1, 16, 5, 5], "X")
+    w = nb.create_input("float32", [16, 16, 3, 3], "W")
+    conv = nb.build([nb.conv2d(x, w)]).ops[0].attrs
+    with pytest.raises(FrontendError, match="epilogue step 'gelu'"):
+        nb.emit("conv2d_tiled", [x, w], {**conv, "epilogue": ("gelu",)})
+    with pytest.raises(FrontendError, match=r"'channel_add:2' needs input 2 of float32\[1, 16, 1, 1\]"):
+        nb.emit("conv2d_tiled", [x, w, nb.create_input("float32", [16, 1, 1, 1], "V")],
+                {**conv, "epilogue": ("channel_add:2",)})

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from cinn_py.frontend.ops.nn_tiled import epilogue_steps
 from cinn_py.ir import IntImm, LoweredFunc, Tensor
 from cinn_py.lowering.attention import Kernel
 from cinn_py.lowering.conv.forward import (
@@ -36,8 +37,9 @@ def conv_geometry(x: Tensor, w: Tensor, attrs: dict[str, object]) -> ConvGeometr
 
 def _forward(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,
              attrs: dict[str, object]) -> LoweredFunc:
-    x, w = ins
-    return conv_forward_kernel(conv_geometry(x, w, attrs), name, x, w, out, args)
+    x, w = ins[:2]
+    epilogue = [(kind, ins[k] if k >= 0 else None) for kind, k in epilogue_steps(attrs, len(ins))]
+    return conv_forward_kernel(conv_geometry(x, w, attrs), name, x, w, out, args, epilogue)
 
 
 def _grad_data(name: str, ins: list[Tensor], args: list[Tensor], out: Tensor,

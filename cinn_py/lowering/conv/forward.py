@@ -22,6 +22,7 @@ divisor of N*P), at most KC_MAX deep.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cinn_py.ir import (
@@ -166,9 +167,14 @@ def finish(name: str, args: list[Tensor], out: Tensor, gemm: ImplicitGemm, prolo
     return kernel_func(name, args, out, stmt, [*temps, acc, pack])
 
 
+Epilogue = Sequence[tuple[str, "Tensor | None"]]
+"""Fused steps on the result: ("relu", None), ("channel_add" | "channel_mul", a per-channel
+tensor with size 1 in its other dims), ("add", a tensor of the output's shape)."""
+
+
 def conv_forward_kernel(g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: Tensor,
-                        args: list[Tensor]) -> LoweredFunc:
-    """`conv2d_tiled` (module docstring)."""
+                        args: list[Tensor], epilogue: Epilogue = ()) -> LoweredFunc:
+    """`conv2d_tiled` (module docstring), with a fused `epilogue`."""
     xp, prologue = _padded_input(g, name, x)
     # the output as [N, O, P] (NCHW) or [N, P, O] (NHWC: the tile's columns are stored with a stride)
     wm = view(w, g.o, g.depth)
@@ -188,7 +194,22 @@ def conv_forward_kernel(g: ConvGeometry, name: str, x: Tensor, w: Tensor, out: T
         o = group * i32(g.og) + row
         return ym, ((n, p, o) if g.channels_last else (n, o, p))
 
-    gemm = ImplicitGemm(name, g.forward(), g.dtype, a, b, c)
+    def fused(t: Task, row: Expr, p: Expr, value: Expr) -> Expr:
+        n, group = image(t)
+        o = group * i32(g.og) + row
+        channel = 3 if g.channels_last else 1
+        for kind, tensor in epilogue:
+            if tensor is None:  # relu
+                value = Max(value, zero(g.dtype))
+            elif kind == "add":
+                rv = view(tensor, g.n, g.pixels, g.o) if g.channels_last else view(tensor, g.n, g.o, g.pixels)
+                value = value + Load(rv, (n, p, o) if g.channels_last else (n, o, p))
+            else:
+                at = Load(tensor, tuple(o if a == channel else i32(0) for a in range(4)))
+                value = value + at if kind == "channel_add" else value * at
+        return value
+
+    gemm = ImplicitGemm(name, g.forward(), g.dtype, a, b, c, fused if epilogue else None)
     return finish(name, args, out, gemm, prologue, [xp] if prologue else [])
 
 

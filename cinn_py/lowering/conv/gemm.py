@@ -89,6 +89,8 @@ Operand = Callable[[Task, Expr, Expr], Expr]
 """(task, row or depth index, depth or column index) -> an element of A or B."""
 Target = Callable[[Task, Expr, Expr], tuple[Tensor, tuple[Expr, ...]]]
 """(task, row, column) -> the output tensor and indices of C's element."""
+Finish = Callable[[Task, Expr, Expr, Expr], Expr]
+"""(task, row, column, C's element) -> the value stored (a fused epilogue)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class ImplicitGemm:
     b: Operand
     """B(task, k, column): `column` already clamped to the columns that exist."""
     c: Target
+    finish: Finish | None = None
+    """Applied to each element on its way out of the accumulator (bias, activation, residual...)."""
 
     def locals(self) -> tuple[Tensor, Tensor]:
         """The task-private accumulator and panel (the x86 backend gives each task its own)."""
@@ -157,9 +161,13 @@ class ImplicitGemm:
         cols = i32(s.cb) if full else Min(i32(s.cb), i32(s.cols) - task.col0)
         r = Loop.new("r", rows)
         c = Loop.new("c", cols, VECTOR if full else SERIAL)
-        tensor, idx = self.c(task, task.row0 + r.var, task.col0 + c.var)
+        row, col = task.row0 + r.var, task.col0 + c.var
+        tensor, idx = self.c(task, row, col)
+        value: Expr = Load(acc, (t, r.var, c.var))
+        if self.finish is not None:
+            value = self.finish(task, row, col, value)
         loops = [*outer, r, c]
-        return nest([r, c], [block(f"{self.name}_store", loops, tensor, idx, Load(acc, (t, r.var, c.var)))])
+        return nest([r, c], [block(f"{self.name}_store", loops, tensor, idx, value)])
 
 
 def _local(dtype: DType, name: str, *shape: int) -> Tensor:
