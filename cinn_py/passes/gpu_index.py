@@ -31,6 +31,13 @@ from cinn_py.ir import Add, Call, Div, Expr, IntImm, Load, Mod, Mul, Var, int32,
 from cinn_py.symbolic.poly import Poly, to_poly
 
 THREAD, BLOCK, LOOP, CONST = "thread", "block", "loop", "const"
+AXES = ("x", "y", "z")
+BOUND_VAR_PREFIXES = ("threadIdx.", "blockIdx.")
+
+
+def is_bound_var(var: Var) -> bool:
+    """True for the `threadIdx.*` / `blockIdx.*` variables bind lowering introduces."""
+    return var.name.startswith(BOUND_VAR_PREFIXES)
 
 
 def flat_index(indices: tuple[Expr, ...], shape: tuple[Expr, ...]) -> Expr:

@@ -52,7 +52,7 @@ from cinn_py.ir import (
     Var, print_ir, walk,
 )
 from cinn_py.passes.gpu_accesses import ProgramOrderWalker
-from cinn_py.passes.gpu_buffers import dominates
+from cinn_py.passes.gpu_privatize import dominates
 from cinn_py.passes.gpu_conflicts import _AXES, _Conflicts, _Event
 from cinn_py.passes.gpu_index import flat_index
 
