@@ -44,8 +44,6 @@ Whether two accesses conflict is decided in `gpu_conflicts` (isl).
 
 from __future__ import annotations
 
-
-
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import (
     Block, Call, CudaAxisInfo, Evaluate, Expr, For, Let, Load, LoweredFunc, MemoryType, Stmt, Store,

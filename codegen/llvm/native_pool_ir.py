@@ -6,11 +6,6 @@ the thread-count cell and the OpenMP hand-off. `runtime_ir(triple)` fills in the
 
 from __future__ import annotations
 
-
-
-
-
-
 NUM_THREADS_SYMBOL = "cinn_py_num_threads"
 MAX_WORKERS = 1024
 # Waiting: SPIN_ITERATIONS `pause` steps (~2 us), then YIELD_ITERATIONS `sched_yield` steps, then a
