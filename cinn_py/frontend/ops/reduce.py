@@ -209,20 +209,38 @@ def _matmul_infer(ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
     if x.ndim < 2 or y.ndim < 2:
         raise FrontendError(f"matmul: operands must have rank >= 2, got {fmt_shape(x.shape)} and "
                             f"{fmt_shape(y.shape)}")
-    if y.ndim != 2 and y.ndim != x.ndim:
-        raise FrontendError(f"matmul: y must have rank 2 or the rank of x ({x.ndim}), got "
-                            f"{fmt_shape(y.shape)}")
-    if y.ndim > 2:
-        for d, (a, b) in enumerate(zip(x.shape[:-2], y.shape[:-2])):
-            if not dims_equal(a, b):
-                raise FrontendError(f"matmul: batch dims of {fmt_shape(x.shape)} and {fmt_shape(y.shape)} "
-                                    f"differ at axis {d}: {fmt_dim(a)} vs {fmt_dim(b)}")
     m, kx = _rows_cols(x.shape, attrs["transpose_x"])
     ky, n = _rows_cols(y.shape, attrs["transpose_y"])
     if not dims_equal(kx, ky):
         raise FrontendError(f"matmul: contracting dims differ: x {fmt_shape(x.shape)} has {fmt_dim(kx)}, "
                             f"y {fmt_shape(y.shape)} has {fmt_dim(ky)}")
-    return [TensorType(tuple(x.shape[:-2]) + (m, n), x.dtype)]
+    return [TensorType(_batch_dims(x.shape, y.shape) + (m, n), x.dtype)]
+
+
+def _batch_dims(xs: Sequence[Any], ys: Sequence[Any]) -> tuple[Any, ...]:
+    """The batch dims of x @ y by numpy's (and CINN's, Paddle's) rule: aligned from the right, a
+    missing or size-1 dim broadcast ([8, 16, 4] @ [1, 4, 16] -> [8, 16, 16])."""
+    bx, by = tuple(xs[:-2]), tuple(ys[:-2])
+    rank = max(len(bx), len(by))
+    bx, by = (1,) * (rank - len(bx)) + bx, (1,) * (rank - len(by)) + by
+    out: list[Any] = []
+    for d, (a, b) in enumerate(zip(bx, by)):
+        if dims_equal(a, b) or _unit(b):
+            out.append(a)
+        elif _unit(a):
+            out.append(b)
+        else:
+            raise FrontendError(f"matmul: batch dims of {fmt_shape(xs)} and {fmt_shape(ys)} differ at batch "
+                                f"axis {d} (aligned from the right): {fmt_dim(a)} vs {fmt_dim(b)}; they must "
+                                "be equal or 1")
+    return tuple(out)
+
+
+def _batch_index(shape: Sequence[Any], batch: Sequence[Expr], out_batch: Sequence[Any]) -> tuple[Any, ...]:
+    """An operand's batch indices for the output's: its own trailing dims, 0 where it broadcasts."""
+    own = len(shape) - 2
+    tail = list(zip(shape[:own], batch[len(batch) - own:], out_batch[len(out_batch) - own:]))
+    return tuple(0 if _unit(dim) and not _unit(odim) else i for dim, i, odim in tail)
 
 
 def _rows_cols(shape: Sequence[Any], transpose: bool) -> tuple[Any, Any]:
@@ -247,9 +265,9 @@ def _matmul_compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: Tensor
 
     def body(*idx: Expr) -> Expr:
         batch, i, j = idx[:-2], idx[-2], idx[-1]
-        xi = batch + ((k, i) if attrs["transpose_x"] else (i, k))
-        yb = batch if y.ndim > 2 else ()
-        yj = yb + ((j, k) if attrs["transpose_y"] else (k, j))
+        out_batch = out.shape[:-2]
+        xi = _batch_index(x.shape, batch, out_batch) + ((k, i) if attrs["transpose_x"] else (i, k))
+        yj = _batch_index(y.shape, batch, out_batch) + ((j, k) if attrs["transpose_y"] else (k, j))
         return cdsl.reduce_sum(cdsl.cast(x[xi], acc) * cdsl.cast(y[yj], acc), [k])
 
     acc = accumulator(x.dtype)
@@ -287,14 +305,15 @@ def _matmul_cases(dtype: str) -> list[Case]:
             mm((5, 3), (5, 4), transpose_x=True),
             mm((3, 5), (4, 5), transpose_y=True), mm((2, 3, 5), (2, 5, 4)), mm((2, 3, 5), (5, 4)),
             mm((5,), (5, 3)), mm((3, 5), (5,)),
-            mm((5,), (5,))] + ([mm((3, 4), (4, 2), alpha=0.5)] if dtype.startswith("float") else [])
+            mm((5,), (5,)), mm((4, 3, 5), (1, 5, 2)), mm((5,), (2, 3, 5, 4)), mm((3, 5), (2, 5, 4))] + (
+                [mm((3, 4), (4, 2), alpha=0.5)] if dtype.startswith("float") else [])
 
 
 register(OpDef("matmul", OpPatternKind.kNonFusible, _matmul_infer, _matmul_numpy, _matmul_compute, arity=2,
                signature=Signature((tensor("x"), tensor("y"), attr("transpose_x", boolean, False),
                                     attr("transpose_y", boolean, False), attr("alpha", floating, 1.0)),
                                    build=_matmul_build, doc="Matrix product over the last two dims "
-                                   "(rank-1 operands as numpy; y of rank 2 or of x's rank)."),
+                                   "(rank-1 operands and batch dims broadcast as numpy)."),
                test=OpTest(("float32", "float16", "bfloat16", "float64", "int32"), _matmul_cases, rtol=1e-4,
                            atol=1e-5)))
 
