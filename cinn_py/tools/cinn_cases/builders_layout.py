@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from cinn_py.tools.cinn_cases.builders import Built, _new_builder, np_dtype, random_array
+from cinn_py.tools.cinn_cases.builders import Built, _new_builder, _tolerance, np_dtype, random_array
 
 
 def _special_or_random(
@@ -123,7 +123,7 @@ def build_reverse(case: dict[str, Any], rng: np.random.Generator) -> Built:
     shape, dtype = list(case["shape"]), case["dtype"]
     dims = len(shape)
     axes = [max(min(a, dims - 1), -dims) for a in case["axes"]]
-    unique = sorted({a % dims for a in axes})   # an axis named twice is reversed once (CINN, Paddle)
+    unique = sorted({a % dims for a in axes})  # an axis named twice is reversed once (CINN, Paddle)
     x = random_array(rng, shape, dtype, case.get("low"), case.get("high"))
     nb = _new_builder({**case, "op": "reverse"})
     xv = nb.create_input(dtype, shape, "x")
@@ -155,6 +155,27 @@ def build_expand_dims(case: dict[str, Any], rng: np.random.Generator) -> Built:
     return Built(nb.build(), [xv], [x], [out], [np.expand_dims(x, tuple(axes))], True, 0.0, 0.0)
 
 
+def build_matmul(case: dict[str, Any], rng: np.random.Generator) -> Built:
+    """matmul(x, y, transpose_x, transpose_y), then `transpose(perm)` when the case has one (CINN's
+    TestMatmulTransposePass); a 1-d operand is not transposed (Paddle)."""
+    xs, ys, dtype = list(case["x_shape"]), list(case["y_shape"]), case["dtype"]
+    tx, ty = bool(case["transx"]), bool(case["transy"])
+    x = random_array(rng, xs, dtype, case.get("low"), case.get("high"))
+    y = random_array(rng, ys, dtype, case.get("low"), case.get("high"))
+    nb = _new_builder({**case, "op": "matmul"})
+    xv, yv = nb.create_input(dtype, xs, "x"), nb.create_input(dtype, ys, "y")
+    out = nb.matmul(xv, yv, transpose_x=tx, transpose_y=ty)
+    wx, wy = x.astype(np.float64), y.astype(np.float64)
+    wx = np.swapaxes(wx, -1, -2) if tx and wx.ndim > 1 else wx
+    wy = np.swapaxes(wy, -1, -2) if ty and wy.ndim > 1 else wy
+    want = np.matmul(wx, wy)
+    if "perm" in case:
+        out = nb.transpose(out, list(case["perm"]))
+        want = np.transpose(want, case["perm"])
+    rtol, atol = _tolerance(case, dtype)
+    return Built(nb.build(), [xv, yv], [x, y], [out], [np.asarray(want).astype(x.dtype)], False, rtol, atol)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "bitwise": build_bitwise,
     "transpose": build_transpose,
@@ -166,4 +187,5 @@ BUILDERS: dict[str, Callable[[dict[str, Any], np.random.Generator], Built]] = {
     "reverse": build_reverse,
     "one_hot": build_one_hot,
     "expand_dims": build_expand_dims,
+    "matmul": build_matmul,
 }

@@ -390,4 +390,47 @@ SUITES: list[Suite] = [
         low=-10,
         high=100,
     ),
+    suite(
+        "test_logical_or_op.py",
+        "TestLogicalOrCase",
+        "binary",
+        xy(
+            *[
+                (x, x)
+                for x in (
+                    [1],
+                    [1024],
+                    [512, 256],
+                    [128, 64, 32],
+                    [128, 2048, 32],
+                    [16, 8, 4, 2],
+                    [1, 1, 1, 1],
+                    [16, 8, 4, 2, 1],
+                )
+            ]
+        ),
+        _LOGIC_DTYPES,
+        [{"axis": -1}],
+        op="logical_or",
+        low=-10,
+        high=100,
+    ),
+    suite(
+        "test_logical_or_op.py",
+        "TestLogicalOrCaseWithBroadcast",
+        "binary",
+        xy(
+            ([1], [1]),
+            ([1024], [1]),
+            ([512, 256], [512, 1]),
+            ([128, 64, 32], [128, 64, 1]),
+            ([16, 1, 1, 2], [16, 8, 4, 2]),
+            ([16, 1, 1, 2, 1], [16, 8, 4, 2, 1]),
+        ),
+        _LOGIC_DTYPES,
+        [{"axis": -1}],
+        op="logical_or",
+        low=-10,
+        high=100,
+    ),
 ]

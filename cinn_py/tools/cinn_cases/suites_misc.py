@@ -300,4 +300,59 @@ SUITES: list[Suite] = [
         ],
         [{"x_dtype": "float32"}],
     ),
+    suite(
+        "test_matmul_op.py",
+        "TestMatmulOpShapeDtype",
+        "matmul",
+        [
+            {"x_shape": x, "y_shape": y}
+            for x, y in (
+                ([1024], [1024]),
+                ([4, 4], [4, 4]),
+                ([4, 16], [16, 32]),
+                ([5, 4, 16], [5, 16, 32]),
+                ([4, 16], [16]),
+                ([4, 16], [16, 1]),
+                ([8, 16, 4], [1, 4, 16]),
+                ([1, 1, 1, 1], [1, 1, 1, 1]),
+            )
+        ],
+        [{"dtype": d} for d in ("float16", "float32", "float64")],
+        [{"transx": False, "transy": False}],
+    ),
+    suite(
+        "test_matmul_op.py",
+        "TestMatmulOpTrans",
+        "matmul",
+        [
+            {"x_shape": x, "y_shape": y, "transx": tx, "transy": ty}
+            for x, y, tx, ty in (
+                ([16, 4], [16, 32], True, False),
+                ([5, 16, 4], [5, 16, 32], True, False),
+                ([8, 4, 16], [4, 16], True, False),
+                ([4, 16], [32, 16], False, True),
+                ([10, 12, 128, 64], [10, 12, 128, 64], False, True),
+                ([16, 4], [32, 16], True, True),
+                ([10, 12, 64, 128], [10, 12, 128, 64], True, True),
+                ([128], [10, 12, 128, 64], True, False),
+            )
+        ],
+        [{"dtype": "float32"}],
+    ),
+    suite(
+        "test_matmul_op.py",
+        "TestMatmulTransposePassAll",
+        "matmul",
+        [
+            {"x_shape": [32, 64], "y_shape": [64, 128], "perm": [1, 0], "transx": False, "transy": False},
+            {
+                "x_shape": [10, 1, 128, 64],
+                "y_shape": [10, 12, 64, 128],
+                "perm": [0, 1, 3, 2],
+                "transx": False,
+                "transy": False,
+            },
+        ],
+        [{"dtype": "float32"}],
+    ),
 ]

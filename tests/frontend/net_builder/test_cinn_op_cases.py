@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import cinn_py as cp
+from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.tools.cinn_cases import harness
 from cinn_py.tools.cinn_cases.suite import Suite
 
@@ -117,3 +118,26 @@ def test_bitwise_ops_on_bool_are_the_logical_ones() -> None:
     for a, b in zip(got, (xs & ys, xs | ys, xs ^ ys, ~xs)):
         assert a.dtype == np.bool_
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("xs", "ys"), [((8, 16, 4), (1, 4, 16)), ((128,), (2, 3, 128, 8)),
+                                        ((3, 5), (2, 5, 4))])
+def test_matmul_broadcasts_batch_dims_as_numpy(xs: tuple[int, ...], ys: tuple[int, ...]) -> None:
+    # CINN's test_matmul_op.py: size-1 and missing batch dims broadcast (were refused: "batch dims
+    # differ", "y must have rank 2 or the rank of x")
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(-1, 1, xs).astype(np.float32), rng.uniform(-1, 1, ys).astype(np.float32)
+    nb = cp.NetBuilder("matmul_broadcast")
+    xv, yv = nb.create_input("float32", list(xs), "x"), nb.create_input("float32", list(ys), "y")
+    out = nb.matmul(xv, yv)
+    got = cp.build_and_get_output(nb.build(), "x86", [xv, yv], [x, y], [out])[0]
+    np.testing.assert_allclose(got, np.matmul(x.astype(np.float64), y), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_batch_dims_that_cannot_broadcast_are_refused() -> None:
+    nb = cp.NetBuilder("matmul_bad")
+    xv, yv = nb.create_input("float32", [3, 2, 4], "x"), nb.create_input("float32", [5, 4, 2], "y")
+    with pytest.raises(FrontendError, match=r"matmul: batch dims of \[3, 2, 4\] and \[5, 4, 2\] differ "
+                                            r"at batch axis 0 \(aligned from the right\): 3 vs 5; they must "
+                                            r"be equal or 1"):
+        nb.matmul(xv, yv)
