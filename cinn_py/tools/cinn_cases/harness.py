@@ -53,6 +53,7 @@ def all_suites() -> list[Suite]:
         suites_binary,
         suites_layout,
         suites_logic,
+        suites_logical,
         suites_math,
         suites_misc,
         suites_unary,
@@ -63,6 +64,7 @@ def all_suites() -> list[Suite]:
         *suites_math.SUITES,
         *suites_binary.SUITES,
         *suites_logic.SUITES,
+        *suites_logical.SUITES,
         *suites_misc.SUITES,
         *suites_layout.SUITES,
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.tools.cinn_cases.suite import Suite, dtypes, shapes, suite
+from cinn_py.tools.cinn_cases.suite import Suite, suite
 from cinn_py.tools.cinn_cases.suites_binary import ADD_SHAPES, xy
 
 _FD_RANGES = [
@@ -15,11 +15,6 @@ _FD_RANGES = [
 
 _FD_SHAPES = ADD_SHAPES
 
-_LOGIC_DTYPES = [
-    {"x_dtype": d, "y_dtype": d} for d in ("bool", "int8", "int16", "int32", "int64", "float32", "float64")
-]
-
-_BOOL_XY = [{"x_dtype": "bool", "y_dtype": "bool"}]
 
 _ISCLOSE = {"rtol": 1e-5, "atol": 1e-8, "equal_nan": False, "nan_as_input": False}
 
@@ -252,71 +247,6 @@ SUITES: list[Suite] = [
         program_name="pow",
     ),
     suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCase1",
-        "binary",
-        xy(([512, 256], [512, 256])),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCase2",
-        "binary",
-        xy(
-            *[
-                (s, s)
-                for s in (
-                    [1],
-                    [1024],
-                    [512, 256],
-                    [128, 64, 32],
-                    [128, 2048, 32],
-                    [16, 8, 4, 2],
-                    [1, 1, 1, 1],
-                    [16, 8, 4, 2, 1],
-                )
-            ]
-        ),
-        _BOOL_XY,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCaseWithBroadcast1",
-        "binary",
-        xy(([56], [1])),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_and_op.py",
-        "TestLogicalAndCaseWithBroadcast2",
-        "binary",
-        xy(
-            ([56], [1]),
-            ([1024], [1]),
-            ([512, 256], [512, 1]),
-            ([128, 64, 32], [128, 64, 1]),
-            ([16, 1, 1, 2], [16, 8, 4, 2]),
-            ([16, 1, 1, 2, 1], [16, 8, 4, 2, 1]),
-        ),
-        _BOOL_XY,
-        [{"axis": -1}],
-        op="logical_and",
-        low=-10,
-        high=100,
-    ),
-    suite(
         "test_left_shift_op.py",
         "TestLeftShiftAll",
         "binary",
@@ -339,98 +269,5 @@ SUITES: list[Suite] = [
         x_high=100,
         y_low=0,
         y_high=16,
-    ),
-    suite(
-        "test_logical_not_op.py",
-        "TestLogicalNotCase1",
-        "unary",
-        shapes("x_shape", [512, 256]),
-        dtypes("x_dtype", "bool", "int8", "int16", "int32", "int64", "float32", "float64"),
-        op="logical_not",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_not_op.py",
-        "TestLogicalNotCase2",
-        "unary",
-        shapes(
-            "x_shape",
-            [1],
-            [1024],
-            [512, 256],
-            [128, 64, 32],
-            [128, 2048, 32],
-            [16, 8, 4, 2],
-            [1, 1, 1, 1],
-            [16, 8, 4, 2, 1],
-        ),
-        dtypes("x_dtype", "bool"),
-        op="logical_not",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_not_op.py",
-        "TestLogicalNotCaseWithBroadcast1",
-        "unary",
-        shapes("x_shape", [56]),
-        dtypes("x_dtype", "bool", "int8", "int16", "int32", "int64", "float32", "float64"),
-        op="logical_not",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_not_op.py",
-        "TestLogicalNotCaseWithBroadcast2",
-        "unary",
-        shapes("x_shape", [56], [1024], [512, 256], [128, 64, 32], [16, 1, 1, 2], [16, 1, 1, 2, 1]),
-        dtypes("x_dtype", "bool"),
-        op="logical_not",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_or_op.py",
-        "TestLogicalOrCase",
-        "binary",
-        xy(
-            *[
-                (x, x)
-                for x in (
-                    [1],
-                    [1024],
-                    [512, 256],
-                    [128, 64, 32],
-                    [128, 2048, 32],
-                    [16, 8, 4, 2],
-                    [1, 1, 1, 1],
-                    [16, 8, 4, 2, 1],
-                )
-            ]
-        ),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_or",
-        low=-10,
-        high=100,
-    ),
-    suite(
-        "test_logical_or_op.py",
-        "TestLogicalOrCaseWithBroadcast",
-        "binary",
-        xy(
-            ([1], [1]),
-            ([1024], [1]),
-            ([512, 256], [512, 1]),
-            ([128, 64, 32], [128, 64, 1]),
-            ([16, 1, 1, 2], [16, 8, 4, 2]),
-            ([16, 1, 1, 2, 1], [16, 8, 4, 2, 1]),
-        ),
-        _LOGIC_DTYPES,
-        [{"axis": -1}],
-        op="logical_or",
-        low=-10,
-        high=100,
     ),
 ]
