@@ -15,7 +15,7 @@ backend by a lazy `"module:attribute"` reference, so `import cinn_py` never impo
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from cinn_py.ir import LoweredFunc
 from cinn_py.options import BuildOptions
@@ -57,7 +57,10 @@ class Kernel(Protocol):
     func: LoweredFunc
     checks: tuple[str, ...] | None
 
-    def __call__(self, *args: Any, out: Any = None) -> Any: ...
+    def __call__(self, *args: object, out: object = None) -> object:
+        """The outputs (an array, or a tuple of them) of a call on input arrays; `out`: arrays to
+        write them into."""
+        ...
 
 
 class Backend(Protocol):
@@ -73,8 +76,9 @@ class Backend(Protocol):
         """Code for `func`, which went through `target.passes`."""
         ...
 
-    def load(self, code: Any, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
-        """A callable Kernel from code this backend's `generate` returned."""
+    def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
+        """A callable Kernel from code this backend's `generate` returned (other code: a
+        CompileError naming the backend)."""
         ...
 
     def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:

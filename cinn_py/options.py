@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class BuildOptions:
     cuda: CudaOptions = field(default_factory=CudaOptions)
 
     @staticmethod
-    def parse(fast_math: bool = False, **options: Any) -> BuildOptions:
+    def parse(fast_math: object = False, **options: object) -> BuildOptions:
         """The options of a keyword call (`cinn_py.build(func, target, fast_math, checked=True)`),
         each name and type checked: a TypeError names the option, what it expects and what it got."""
         unknown = sorted(set(options) - _NAMES)
@@ -77,19 +76,19 @@ _NAMES = {f.name for f in dataclasses.fields(BuildOptions) if f.name not in ("cu
     f.name for f in dataclasses.fields(CudaOptions)}
 
 
-def _bool(name: str, value: Any) -> bool:
+def _bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"build option {name}: expected a bool, got {type(value).__name__} {value!r}")
     return value
 
 
-def _optional_bool(name: str, value: Any) -> bool | None:
+def _optional_bool(name: str, value: object) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise TypeError(f"build option {name}: expected a bool or None, got {type(value).__name__} {value!r}")
     return value
 
 
-def _strings(name: str, value: Any) -> tuple[str, ...]:
+def _strings(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence) or not all(isinstance(v, str)
                                                                              for v in value):
         raise TypeError(f"build option {name}: expected a sequence of strings, got {value!r}")

@@ -90,7 +90,7 @@ def codegen_step(func: LoweredFunc, target: Target, options: BuildOptions = DEFA
     return get_backend(target).generate(func, target, options)
 
 
-def parse_options(target: TargetLike, fast_math: bool, options: Mapping[str, Any]) -> tuple[Target,
+def parse_options(target: TargetLike, fast_math: bool, options: Mapping[str, object]) -> tuple[Target,
                                                                                             BuildOptions]:
     """The door: the target and the keyword options of a public call, checked once. `arch=` (a CUDA
     arch) is the spelling of `Target.cuda(arch)`."""
@@ -100,6 +100,9 @@ def parse_options(target: TargetLike, fast_math: bool, options: Mapping[str, Any
     if arch is not None:
         if not tgt.is_gpu:
             raise TypeError(f"build option 'arch': a GPU architecture, but the target is {tgt}")
+        if not isinstance(arch, str):
+            raise TypeError(f"build option arch: expected a string such as 'sm_90', got "
+                            f"{type(arch).__name__} {arch!r}")
         tgt = Target.cuda(arch)
     return tgt, BuildOptions.parse(fast_math, **keywords)
 
@@ -140,7 +143,7 @@ def _trace_buckets(func: LoweredFunc, target: Target, options: BuildOptions,
 
 def trace_func(func: LoweredFunc, target: TargetLike = "x86", schedule: ScheduleLike = None,
                fast_math: bool = False, until: str = "load", show_codegen: bool | None = None,
-               **options: Any) -> Iterator[StepOutput]:
+               **options: object) -> Iterator[StepOutput]:
     """`schedule` -> `target_passes` -> `codegen` -> `load` for one function, as a generator of
     what each step produced, stopping after `until`. `load` builds through the backend's compile
     cache, so the `codegen` step generates code separately: when `show_codegen` is true, or when
@@ -192,7 +195,7 @@ def as_lowered_func(obj: Any) -> LoweredFunc:
 
 
 def codegen(func_or_schedule: Any, target: TargetLike = "cuda", fast_math: bool = False,
-            schedule: str | None = None, **options: Any) -> Any:
+            schedule: str | None = None, **options: object) -> Any:
     """`cinn_py.codegen`: `schedule` -> `target_passes` -> `codegen` for one function (a LoweredFunc,
     a one-function Module or an IRSchedule); returns the backend's generated code without loading
     it: `.source/.ptx/.cubin/.launch` (cuda), `.llvm_ir/.asm` (x86). `schedule="auto"`
@@ -206,7 +209,7 @@ def codegen(func_or_schedule: Any, target: TargetLike = "cuda", fast_math: bool 
 
 
 def build(func_or_schedule: Any, target: TargetLike = "x86", fast_math: bool = False,
-          schedule: str | None = None, **options: Any) -> Any:
+          schedule: str | None = None, **options: object) -> Any:
     """`cinn_py.build`: `schedule` -> `target_passes` -> `codegen` -> `load` for one function (a
     LoweredFunc, a one-function Module or an IRSchedule); returns the Kernel: `kernel(*inputs)`
     returns the outputs, `kernel(*inputs, out=[...])` writes them. `schedule=None` builds the
@@ -260,7 +263,7 @@ def trace_program(program: Program, until: str = "lower",
 
 def trace(source: Program | Sequence[LoweredFunc], target: TargetLike = "x86", schedule: ScheduleLike = None,
           fast_math: bool = False, until: str = "load", show_codegen: bool | None = None,
-          **options: Any) -> Iterator[StepOutput]:
+          **options: object) -> Iterator[StepOutput]:
     """Every step, stopping after `until`: for a Program all of them (the function steps for each
     group's function in turn); for functions the `lower` output is each function as given."""
     check_step(until)
@@ -304,21 +307,19 @@ def compile_program(program: Program, target: TargetLike = "x86", schedule: str 
             outputs = list(dumped(trace(program, tgt, schedule, fast_math)))
             fusion: FusionPlan = _outputs_of(outputs, "fuse")[0]
             compiled = CompiledProgram(program, fusion, _outputs_of(outputs, "lower"),
-                                       _outputs_of(outputs, "load"),
-                                       tgt.name)
+                                       _outputs_of(outputs, "load"), tgt)
         else:
             compiled = _compile_cpu_program(program, tgt, schedule, fast_math)
         link_native(compiled, tgt)
         return compiled
 
 
-def compile_group(func: LoweredFunc, target: str, schedule: str | None, fast_math: bool,
+def compile_group(func: LoweredFunc, target: Target, schedule: str | None, fast_math: bool,
                   checked: bool) -> LoweredFunc:
     """A compile worker's job (`cinn_py.runtime.compile_jobs`): the function steps of one group up
     to `target_passes`, and its kernel built into the disk cache; returns the final function."""
-    tgt = Target.parse(target)
-    final = target_passes(schedule_step(func, tgt, schedule), tgt)
-    get_backend(tgt).build(final, tgt, BuildOptions(fast_math=fast_math, checked=checked))
+    final = target_passes(schedule_step(func, target, schedule), target)
+    get_backend(target).build(final, target, BuildOptions(fast_math=fast_math, checked=checked))
     return final
 
 
@@ -341,7 +342,7 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
             return target_passes(schedule_step(func, target, schedule), target)
 
         finals = compile_jobs.compile_groups(program.name, lowered, compile_group,
-                                             (target.name, schedule, fast_math, checked), here)
+                                             (target, schedule, fast_math, checked), here)
         graph_cache.store(key, fusion, lowered, finals)
         cached = graph_cache.CachedGraph(fusion, tuple(lowered), tuple(finals))
     backend = get_backend(target)
@@ -350,7 +351,7 @@ def _compile_cpu_program(program: Program, target: Target, schedule: str | None,
         if id(func) not in kernels:
             kernels[id(func)] = backend.build(func, target, BuildOptions(fast_math=fast_math))
     return CompiledProgram(program, cached.fusion, cached.lowered, [kernels[id(f)] for f in cached.final],
-                           target.name)
+                           target)
 
 
 NATIVE_ENV = "CINN_PY_NATIVE_GRAPH"

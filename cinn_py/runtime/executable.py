@@ -28,6 +28,7 @@ import numpy as np
 
 from cinn_py.frontend.ops.base import FrontendError
 from cinn_py.runtime.program import CompiledProgram
+from cinn_py.target import Target
 
 __all__ = ["Executable"]
 
@@ -43,7 +44,7 @@ class Executable:
         return self.compiled.program
 
     @property
-    def target(self) -> str:
+    def target(self) -> Target:
         return self.compiled.target
 
     @property
@@ -69,4 +70,5 @@ class Executable:
 
     def __repr__(self) -> str:
         return (f"<Executable {self.program.name}({', '.join(self.input_names)}) -> "
-                f"({', '.join(self.output_names)}) on {self.target}: {len(self.compiled.kernels)} kernel(s)>")
+                f"({', '.join(self.output_names)}) on {self.target.kind}: "
+                f"{len(self.compiled.kernels)} kernel(s)>")

@@ -27,10 +27,13 @@ _SIGNATURES = 64
 
 
 class CompiledProgram:
-    """A program compiled group by group; `compiled(*inputs)` returns the outputs."""
+    """A program compiled group by group for `target`; `compiled(*inputs)` returns the outputs."""
 
     def __init__(self, program: Program, fusion: FusionPlan, funcs: Sequence[LoweredFunc],
-                 kernels: Sequence[Any], target: str) -> None:
+                 kernels: Sequence[Any], target: Target) -> None:
+        if not isinstance(target, Target):
+            raise TypeError(f"CompiledProgram: expected the Target the kernels were built for, got "
+                            f"{type(target).__name__} {target!r} (Target.parse turns a name into one)")
         self.program = program
         self.plan = fusion
         self._funcs = funcs  # each group's lowered function, read on demand (graph_cache.PickledFuncs)
@@ -49,7 +52,7 @@ class CompiledProgram:
         self.input_positions = tuple(positions[v.name] for v in fusion.program.inputs)
         self._output_dtypes = tuple(storage_dtype(v.dtype) for v in fusion.program.outputs)
         self._bf16_outputs = any(v.dtype == bfloat16 for v in fusion.program.outputs)
-        self._gpu = Target.parse(target).is_gpu
+        self._gpu = target.is_gpu
 
     @property
     def funcs(self) -> tuple[LoweredFunc, ...]:
@@ -141,7 +144,7 @@ class CompiledProgram:
         return pack([values[id(v)] for v in self.plan.program.outputs])
 
     def __repr__(self) -> str:
-        return f"<CompiledProgram {self.program.name}: {len(self.kernels)} kernel(s) for {self.target}>"
+        return f"<CompiledProgram {self.program.name}: {len(self.kernels)} kernel(s) for {self.target.kind}>"
 
 
 class ReshapeView:
@@ -157,11 +160,11 @@ class ReshapeView:
         return array.reshape(self.shape)
 
 
-def _reshape_view(group: Group, fusion: FusionPlan, target: str) -> ReshapeView | None:
+def _reshape_view(group: Group, fusion: FusionPlan, target: Target) -> ReshapeView | None:
     """A `ReshapeView` for an x86 group of reshapes of one array to a static shape, when the
     alias is invisible: its output is no program output, or its input is a temporary that
     nothing else reads (a program output must not share memory with an input or another output)."""
-    if Target.parse(target).is_gpu:  # a view of a host array: a GPU group's values are device buffers
+    if target.is_gpu:  # a view of a host array: a GPU group's values are device buffers
         return None
     if len(group.args) != 1 or len(group.outputs) != 1:
         return None

@@ -26,6 +26,7 @@ from cinn_py.autodiff import grad
 from cinn_py.frontend.program import Program
 from cinn_py.ir import DType
 from cinn_py.pipeline import compile_program
+from cinn_py.target import host
 
 
 def to_numpy(t: Any) -> np.ndarray:
@@ -68,13 +69,13 @@ class CompiledFunction:
     _wrt: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._forward = compile_program(self.program, "x86", schedule=self.schedule)
+        self._forward = compile_program(self.program, host(), schedule=self.schedule)
 
     def backward_program(self) -> Any:
         if self._backward is None:
             self._wrt = [k for k, v in enumerate(self.program.inputs) if v.dtype.is_float]
             back = grad(self.program, wrt=[self.program.inputs[k] for k in self._wrt])
-            self._backward = compile_program(back, "x86", schedule=self.schedule)
+            self._backward = compile_program(back, host(), schedule=self.schedule)
         return self._backward
 
     def __call__(self, *tensors: Any) -> Any:

@@ -30,6 +30,7 @@ from cinn_py.frontend.ops.shapes import assumed_dims, fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable, bind_inputs
 from cinn_py.pipeline import compile_program
 from cinn_py.runtime.threadpool import num_threads_override
+from cinn_py.target import Target, host
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.function import to_numpy, to_torch
 from cinn_py.torch.index_guards import IndexGuard, guards_for, unchecked_reason
@@ -462,8 +463,7 @@ class CompiledGraph:
             require_cuda(name)
         program, plan, views, layouts = to_program(gm, inputs, name)
         with assumed_dims(plan.facts):
-            compiled = compile_program(program, "cuda" if device == "cuda" else "x86", schedule=schedule,
-                                       fast_math=fast_math)
+            compiled = compile_program(program, device_target(device), schedule=schedule, fast_math=fast_math)
         output = next(n for n in gm.graph.nodes if n.op == "output")
         return CompiledGraph(program, compiled, device, isinstance(output.args[0], (list, tuple)),
                              plan, views,
@@ -538,6 +538,15 @@ class CompiledGraph:
 
 NATIVE_SIGNATURES = 64
 """(dtype, shape, strides) signatures of tensors a CompiledGraph remembers for its native call."""
+
+
+def device_target(device: str) -> Target:
+    """The Target of the tensors' device type: the host CPU, or the GPU torch runs on (its compute
+    capability from torch, so the kernels compile for the device the tensors live on)."""
+    if device != "cuda":
+        return host()
+    major, minor = torch.cuda.get_device_capability()
+    return Target.cuda(f"sm_{major}{minor}")
 
 
 def require_cuda(name: str) -> None:

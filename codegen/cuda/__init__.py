@@ -15,7 +15,7 @@ from typing import Any
 from cinn_py.ir import Expr, LoweredFunc
 from cinn_py.options import BuildOptions
 from cinn_py.target import Target
-from codegen.cuda.backend import BACKEND, loader_for
+from codegen.cuda.backend import CUDA_BACKEND, loader_for
 from codegen.cuda.dispatch import BucketDispatch, bucket_kernel_name, mangle_predicate
 from codegen.cuda.generate import GeneratedCode, generate_cuda, print_cuda
 from codegen.cuda.launch import LaunchInfo, TempSpace
@@ -51,5 +51,5 @@ def build_cuda(func: LoweredFunc, fast_math: bool = False, arch: str = "auto",
     target = Target.cuda(loader.arch(arch))
     if buckets is not None:
         lowered = [(pred, lower_for_cuda(bucket, target)) for pred, bucket in buckets]
-        return BACKEND.build_buckets(func, target, lowered, build_options)
-    return BACKEND.build(lower_for_cuda(func, target), target, build_options)
+        return CUDA_BACKEND.build_buckets(func, target, lowered, build_options)
+    return CUDA_BACKEND.build(lower_for_cuda(func, target), target, build_options)

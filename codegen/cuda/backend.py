@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cinn_py.backend import DEFAULT_OPTIONS
+from cinn_py.backend import DEFAULT_OPTIONS, Backend
+from cinn_py.backend import GeneratedCode as AnyCode
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import Expr, LoweredFunc
 from cinn_py.options import BuildOptions
@@ -36,7 +37,7 @@ class CudaBackend:
         _check_target(target)
         return print_cuda(func, target, options.with_checked(bool(options.checked)))
 
-    def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Any:
+    def load(self, code: AnyCode, options: BuildOptions = DEFAULT_OPTIONS) -> Any:
         """A PyCUDA Kernel, or the CPU emulator's (`emulate`, `race_check`: see `codegen.cuda.loader`)."""
         if not isinstance(code, GeneratedCode):
             raise CompileError(f"cuda backend: load needs code from CudaBackend.generate, got "
@@ -78,4 +79,5 @@ def loader_for(options: BuildOptions, name: str, buckets: bool) -> KernelLoader:
     return loader
 
 
-BACKEND = CudaBackend()
+CUDA_BACKEND = CudaBackend()
+BACKEND: Backend = CUDA_BACKEND  # annotated: pyright checks the class against the protocol

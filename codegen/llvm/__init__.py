@@ -18,10 +18,11 @@ kernel as much as this package; a code change invalidates old entries by itself)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from cinn_py.backend import DEFAULT_OPTIONS
 from cinn_py.diagnostics import CompileError
 from cinn_py.ir import LoweredFunc
+from cinn_py.options import BuildOptions
 from cinn_py.runtime.cache import CompileCache, make_key, project_digest
 from cinn_py.passes import run_passes
 from cinn_py.runtime.checked import resolve_checked
@@ -33,7 +34,6 @@ from codegen.llvm.names import symbol_name
 
 BACKEND = "x86"
 CACHE = CompileCache("x86")
-_OPTIONS = ("num_threads", "cache", "checked")
 
 
 @dataclass(frozen=True)
@@ -56,70 +56,62 @@ class GeneratedCode:
         return self.llvm_ir
 
 
-def _check_func(func: Any) -> LoweredFunc:
+def _check_func(func: object) -> LoweredFunc:
     if not isinstance(func, LoweredFunc):
         raise TypeError(f"x86 backend: expected a LoweredFunc, got {type(func).__name__}")
     return func
 
 
-def _check_options(options: dict[str, Any]) -> None:
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise TypeError(f"build_x86: unknown option(s) {unknown}; accepted: {list(_OPTIONS)}")
-
-
 def lower_x86(func: LoweredFunc) -> LoweredFunc:
-    """`func` after the x86 target passes (`Target.x86().passes`: loop checks, block inlining),
-    what the printer takes; the pipeline runs them as its `target_passes` step."""
+    """`func` after the x86 target passes (`Target.x86().passes`: loop checks, block inlining,
+    buffer privatisation), what the printer takes; the pipeline runs them as its `target_passes` step."""
     return run_passes(func, X86_PASSES)
 
 
-def generate_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> GeneratedCode:
+def generate_x86(func: LoweredFunc, fast_math: bool = False, checked: bool = False) -> GeneratedCode:
     """LLVM IR (before and after O3) and assembly of `func` (as scheduled: the x86 target passes
-    run first), without loading it."""
-    return generate_lowered(lower_x86(_check_func(func)), fast_math, **options)
+    run first), without loading it; `checked`: with bounds checks."""
+    options = BuildOptions.parse(fast_math, checked=checked)
+    return generate_lowered(lower_x86(_check_func(func)), options)
 
 
-def generate_lowered(func: LoweredFunc, fast_math: bool = False, **options: Any) -> GeneratedCode:
+def generate_lowered(func: LoweredFunc, options: BuildOptions = DEFAULT_OPTIONS) -> GeneratedCode:
     """`generate_x86` of a function the x86 target passes already lowered (the backend's
-    `generate`: it only prints)."""
+    `generate`: it only prints); unchecked unless `options.checked` is true (a build resolves the
+    process default instead)."""
     func = _check_func(func)
-    _check_options(options)
     triple, layout = triple_and_layout()
-    # generated text is unchecked unless asked for (the process default applies to builds)
-    unit = build_module(func, fast_math, triple, layout, resolve_checked(options.get("checked", False)))
+    unit = build_module(func, options.fast_math, triple, layout, bool(options.checked))
     unoptimized = str(unit.module)
     compiled = optimize_and_compile(unoptimized)
     checks = None if unit.checks is None else tuple(unit.checks)
     return GeneratedCode(compiled.llvm_ir, compiled.asm, unoptimized, func, compiled.object_code,
-                         bool(fast_math),
-                         checks)
+                         options.fast_math, checks)
 
 
-def build_x86(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:
+def build_x86(func: LoweredFunc, fast_math: bool = False, num_threads: int | None = None, cache: bool = True,
+              checked: bool | None = None) -> Kernel:
     """Compile `func` (as scheduled: the x86 target passes run first) for the host CPU into a
-    callable `Kernel`; options as `build_lowered`'s."""
-    return build_lowered(lower_x86(_check_func(func)), fast_math, **options)
+    callable `Kernel`. The keywords are `cinn_py.build`'s, checked as it checks them
+    (`BuildOptions.parse`): `num_threads` (threads of parallel loops for this kernel; default: the
+    runtime thread pool's setting, i.e. all available cores), `cache` (default True: use the
+    memory and disk compile caches) and `checked` (bounds-check every access the compiler cannot
+    prove in range and raise OutOfBoundsAccessError from the call; default:
+    `cinn_py.runtime.checked`)."""
+    options = BuildOptions.parse(fast_math, num_threads=num_threads, cache=cache, checked=checked)
+    return build_lowered(lower_x86(_check_func(func)), options)
 
 
-def build_lowered(func: LoweredFunc, fast_math: bool = False, **options: Any) -> Kernel:
+def build_lowered(func: LoweredFunc, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
     """`build_x86` of a function the x86 target passes already lowered (the backend's `build`: it
-    prints and loads).
-
-    Options: `num_threads` (threads of parallel loops for this kernel; default: the runtime
-    thread pool's setting, i.e. all available cores), `cache` (default True: use the memory
-    and disk compile caches) and `checked` (bounds-check every access the compiler cannot prove
-    in range and raise OutOfBoundsAccessError from the call; default: `cinn_py.runtime.checked`).
-    """
+    prints and loads)."""
     func = _check_func(func)
-    _check_options(options)
-    checked = resolve_checked(options.get("checked"))
-    num_threads = options.get("num_threads")
-    use_cache = bool(options.get("cache", True))
+    checked = resolve_checked(options.checked)
+    fast_math, num_threads = options.fast_math, options.num_threads
     symbol = symbol_name(func.name)
     key = make_key(func, backend=BACKEND, sources=project_digest(),
-                   fast_math=bool(fast_math), checked=checked, **target_facts())
-    if use_cache:
+                   fast_math=fast_math, checked=checked, **target_facts())
+    if options.cache:
         hit = CACHE.get_memory(key)
         if hit is not None:
             loaded, llvm_ir, asm, checks = hit
@@ -133,7 +125,7 @@ def build_lowered(func: LoweredFunc, fast_math: bool = False, **options: Any) ->
     checks = None if unit.checks is None else tuple(unit.checks)
     compiled = optimize_and_compile(str(unit.module))
     loaded = LoadedObject(compiled.object_code)
-    if use_cache:
+    if options.cache:
         CACHE.put_memory(key, (loaded, compiled.llvm_ir, compiled.asm, checks))
         CACHE.store(key, {"symbol": symbol, "llvm_ir": compiled.llvm_ir, "asm": compiled.asm,
                           "checks": None if checks is None else list(checks)}, compiled.object_code)

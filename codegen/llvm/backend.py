@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cinn_py.backend import DEFAULT_OPTIONS
+from cinn_py.backend import DEFAULT_OPTIONS, Backend
+from cinn_py.backend import GeneratedCode as AnyCode
 from cinn_py.diagnostics import CompileError
 from cinn_py.options import BuildOptions
 from cinn_py.ir import LoweredFunc
@@ -39,11 +40,13 @@ class X86Backend:
         """LLVM IR and assembly of `func` after the x86 target passes. Generated text is unchecked
         unless `options.checked` asks (the pipeline resolves the process default for it)."""
         _check_target(target)
-        return generate_lowered(func, fast_math=options.fast_math, checked=bool(options.checked))
+        return generate_lowered(func, options)
 
-    def load(self, code: GeneratedCode, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
-        if not code.object_code:
-            raise CompileError("x86 backend: load needs code from X86Backend.generate (with its object code)")
+    def load(self, code: AnyCode, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
+        """The MCJIT-loaded Kernel of code `generate` returned."""
+        if not isinstance(code, GeneratedCode) or not code.object_code:
+            raise CompileError("x86 backend: load needs code from X86Backend.generate (with its object "
+                               f"code), got {type(code).__name__}")
         loaded = LoadedObject(code.object_code)
         return Kernel(code.func, loaded, symbol_name(code.func.name), code.llvm_ir, code.asm, code.fast_math,
                       options.num_threads, checks=code.checks)
@@ -51,12 +54,11 @@ class X86Backend:
     def build(self, func: LoweredFunc, target: Target, options: BuildOptions = DEFAULT_OPTIONS) -> Kernel:
         """`load(generate(func))` through the memory and disk compile caches."""
         _check_target(target)
-        return build_lowered(func, fast_math=options.fast_math, checked=options.checked,
-                             num_threads=options.num_threads, cache=options.cache)
+        return build_lowered(func, options)
 
     def link_program(self, plan: GraphPlan, kernels: Any) -> GraphEntry | None:
         """The native entry function running a program's kernels in one call (`codegen.llvm.graph`)."""
         return link_program(plan, kernels)
 
 
-BACKEND = X86Backend()
+BACKEND: Backend = X86Backend()  # annotated: pyright checks the class against the protocol

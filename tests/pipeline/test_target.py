@@ -155,3 +155,27 @@ def test_the_launch_checks_the_targets_limits() -> None:
     with pytest.raises(ValueError, match=f"{threads} threads per block exceed CUDA's limit {threads - 1}"):
         narrow.launch_dims()
     assert code.launch.launch_dims()[0] == grid
+
+
+def test_compiled_programs_keep_their_target() -> None:
+    from cinn_py.runtime.program import CompiledProgram
+
+    nb = cp.NetBuilder("relu")
+    nb.relu(nb.create_input("float32", [4, 8], "X"))
+    compiled = cp.compile_program(nb.build(), "x86")
+    assert compiled.target == Target.parse("x86") and repr(compiled).endswith("1 kernel(s) for x86>")
+    assert cp.compile(nb.build(), "x86").target == Target.parse("x86")
+    with pytest.raises(TypeError, match=r"CompiledProgram: expected the Target the kernels were built for, "
+                                        r"got str 'x86'"):
+        CompiledProgram(compiled.program, compiled.plan, compiled.funcs, compiled.kernels, "x86")  # type: ignore[arg-type]
+
+
+def test_the_torch_bridge_builds_the_target_of_the_tensors_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from cinn_py.torch.graph import device_target
+
+    assert device_target("cpu") == Target.parse("x86")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 6))
+    gpu = device_target("cuda")
+    assert gpu == Target.cuda("sm_86") and gpu.gpu.max_shared_memory_per_block_optin == 99 * 1024

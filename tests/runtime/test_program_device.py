@@ -49,7 +49,7 @@ def test_a_group_without_inputs_gets_device_outputs() -> None:
     assert any(not g.args for g in emulated.groups), "the constant should be a group of its own"
     calls: list = []
     kernels = [RecordingKernel(g, calls) for g in emulated.groups]
-    program = CompiledProgram(emulated.program, emulated.plan, emulated.funcs, kernels, "cuda")
+    program = CompiledProgram(emulated.program, emulated.plan, emulated.funcs, kernels, emulated.target)
     result = program.run_bound({"X": DeviceArray((4, 8))})
     assert isinstance(result, DeviceArray)
     for name, args, given in calls:
