@@ -123,7 +123,7 @@ def build_lowered(func: LoweredFunc, options: BuildOptions = DEFAULT_OPTIONS) ->
     triple, layout = triple_and_layout()
     unit = build_module(func, fast_math, triple, layout, checked)
     checks = None if unit.checks is None else tuple(unit.checks)
-    compiled = optimize_and_compile(str(unit.module))
+    compiled = optimize_and_compile(str(unit.module), want_asm=False)  # Kernel.asm emits it when read
     loaded = LoadedObject(compiled.object_code)
     if options.cache:
         CACHE.put_memory(key, (loaded, compiled.llvm_ir, compiled.asm, checks))
@@ -145,15 +145,15 @@ def _from_disk(func: LoweredFunc, key: str, symbol: str, fast_math: bool,
         CACHE.discard(key)
         return None
     checks = None if raw_checks is None else tuple(raw_checks)
+    asm = str(header.get("asm", ""))  # "" when the compile did not emit it: Kernel.asm does on demand
     try:
         loaded = LoadedObject(blob)
-        kernel = Kernel(func, loaded, symbol, header["llvm_ir"], str(header.get("asm", "")), fast_math,
-                        num_threads,
+        kernel = Kernel(func, loaded, symbol, header["llvm_ir"], asm, fast_math, num_threads,
                         from_cache=True, checks=checks)
     except (CompileError, RuntimeError, OSError):
         CACHE.discard(key)
         return None
-    CACHE.put_memory(key, (loaded, kernel.llvm_ir, kernel.asm, checks))
+    CACHE.put_memory(key, (loaded, kernel.llvm_ir, asm, checks))
     return kernel
 
 

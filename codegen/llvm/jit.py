@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import re
 import struct
 import threading
 from dataclasses import dataclass
@@ -151,19 +150,29 @@ def compile_here(ir_text: str, want_asm: bool = True) -> Compiled:
         pto.loop_unrolling = True
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-        asm = tm.emit_assembly(mod)
-        _check_symbols(mod, asm)
-        return Compiled(str(mod), asm if want_asm else "", bytes(tm.emit_object(mod)))
+        object_code = bytes(tm.emit_object(mod))
+        _check_symbols(mod, undefined_symbols(object_code))
+        # the assembly only when asked: emitting it ran instruction selection and register
+        # allocation a second time (~12% of a kernel's LLVM time); `assembly_of` gives it later
+        return Compiled(str(mod), tm.emit_assembly(mod) if want_asm else "", object_code)
 
 
-_ASM_SYMBOL = re.compile(r"(?:\bcall[lq]?\s+|\bjmp[lq]?\s+|\$)([A-Za-z_][A-Za-z0-9_.]*)(?:@PLT)?")
+def assembly_of(llvm_ir: str) -> str:
+    """The host assembly of optimised IR text (no optimisation passes: the code as compiled)."""
+    parallel_runtime()
+    with LOCK:
+        return target_machine().emit_assembly(llvm.parse_assembly(llvm_ir))
 
 
-def _check_symbols(mod: llvm.ModuleRef, asm: str) -> None:
-    """Refuse code that calls a symbol the process does not define (such as a compiler-rt
+_LINKER_DEFINED = frozenset({"_GLOBAL_OFFSET_TABLE_"})
+"""Undefined in an object file, but the JIT linker (RuntimeDyld) provides it."""
+
+
+def _check_symbols(mod: llvm.ModuleRef, undefined: set[str]) -> None:
+    """Refuse code that needs a symbol the process does not define (such as a compiler-rt
     libcall LLVM introduced during instruction selection): MCJIT would jump to address 0."""
     defined = {f.name for f in mod.functions if not f.is_declaration} | {g.name for g in mod.global_variables}
-    for name in set(_ASM_SYMBOL.findall(asm)) - defined:
+    for name in undefined - defined - _LINKER_DEFINED:
         if name.startswith((".L", "__unnamed")) or llvm.address_of_symbol(name):
             continue
         raise CompileError(f"x86 codegen: generated code needs the external symbol '{name}', which this "
@@ -173,7 +182,26 @@ def _check_symbols(mod: llvm.ModuleRef, asm: str) -> None:
 
 _ELF_HEADER = struct.Struct("<4sBBBBB7xHHIQQQIHHHHHH")  # Elf64_Ehdr
 _ELF_SECTION = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
-_EM_X86_64, _ET_REL, _SHT_NOBITS = 62, 1, 8
+_ELF_SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym
+_EM_X86_64, _ET_REL, _SHT_NOBITS, _SHT_SYMTAB, _SHN_UNDEF = 62, 1, 8, 2, 0
+
+
+def undefined_symbols(blob: bytes) -> set[str]:
+    """The names an ELF64 object file needs from outside (its undefined symbols)."""
+    header = _ELF_HEADER.unpack_from(blob)
+    shoff, shnum = header[11], header[17]
+    sections = [_ELF_SECTION.unpack_from(blob, shoff + k * _ELF_SECTION.size) for k in range(shnum)]
+    names: set[str] = set()
+    for _name, kind, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
+        if kind != _SHT_SYMTAB:
+            continue
+        strings_offset = sections[link][4]
+        for at in range(offset, offset + size, entsize or _ELF_SYMBOL.size):
+            name_at, _sym_info, _other, section, _value, _size = _ELF_SYMBOL.unpack_from(blob, at)
+            if section == _SHN_UNDEF and name_at:
+                end = blob.index(b"\0", strings_offset + name_at)
+                names.add(blob[strings_offset + name_at:end].decode())
+    return names
 
 
 def object_code_problem(blob: bytes) -> str | None:

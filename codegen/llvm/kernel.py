@@ -27,7 +27,7 @@ from cinn_py.ir import ArgIO, LoweredFunc, is_const_int, print_ir
 from cinn_py.runtime import threadpool
 from cinn_py.runtime.args import ArgValidator, FastCall, data_ptr, storage_dtype
 from cinn_py.runtime.kernel import KernelBase
-from codegen.llvm.jit import LoadedObject, parallel_runtime
+from codegen.llvm.jit import LoadedObject, assembly_of, parallel_runtime
 from codegen.llvm.module import oob_index_symbol
 from codegen.llvm.stmts import STATUS_NOMEM, STATUS_OUT_OF_BOUNDS, STATUS_SIZE_OVERFLOW
 
@@ -46,12 +46,19 @@ class Kernel(KernelBase):
     """A compiled LoweredFunc. Attributes: `func`, `llvm_ir` (optimised), `asm`, `fast_math`,
     `num_threads` (None: the thread pool's setting), `symbol` (C name of the entry point)."""
 
+    @property
+    def asm(self) -> str:
+        """The kernel's host assembly, emitted from `llvm_ir` when first asked for."""
+        if self._asm is None:
+            self._asm = assembly_of(self.llvm_ir)
+        return self._asm
+
     def __init__(self, func: LoweredFunc, loaded: LoadedObject, symbol: str, llvm_ir: str, asm: str,
                  fast_math: bool, num_threads: int | None = None, from_cache: bool = False,
                  checks: tuple[str, ...] | None = None) -> None:
         self.func = func
         self.llvm_ir = llvm_ir
-        self.asm = asm
+        self._asm = asm or None  # "": not emitted at compile time; `asm` derives it on first read
         self.fast_math = fast_math
         self.symbol = symbol
         self.from_cache = from_cache

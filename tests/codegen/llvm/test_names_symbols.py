@@ -17,7 +17,7 @@ from cinn_py.diagnostics import CompileError
 from cinn_py.ir import dtype as dt
 from cinn_py.ir.sanitize import is_safe_identifier
 from codegen.llvm import build_x86, generate_x86
-from codegen.llvm.jit import LoadedObject, object_code_problem, optimize_and_compile
+from codegen.llvm.jit import LoadedObject, object_code_problem, optimize_and_compile, undefined_symbols
 from codegen.llvm.module import build_module
 from codegen.llvm.names import RESERVED_SYMBOLS, symbol_name, value_name
 from tests.codegen.llvm.llvm_helpers import func, loop, tensor
@@ -118,6 +118,32 @@ def test_unresolvable_external_symbol_is_a_compile_error() -> None:
     """)
     with pytest.raises(CompileError, match="cinn_py_no_such_function"):
         optimize_and_compile(text)
+
+
+def test_unresolvable_symbol_is_found_without_emitting_assembly() -> None:
+    text = textwrap.dedent("""
+        declare float @cinn_py_no_such_function(float)
+        declare float @expf(float)
+        define float @f(float %x) {
+          %y = call float @cinn_py_no_such_function(float %x)
+          %z = call float @expf(float %y)
+          ret float %z
+        }
+    """)
+    with pytest.raises(CompileError, match="cinn_py_no_such_function"):
+        optimize_and_compile(text, want_asm=False)
+    ok = text.replace("cinn_py_no_such_function", "sinf")
+    compiled = optimize_and_compile(ok, want_asm=False)
+    assert compiled.asm == "" and undefined_symbols(compiled.object_code) == {"sinf", "expf"}
+
+
+def test_kernel_assembly_is_emitted_when_first_read() -> None:
+    kernel = build_x86(_sub_func("A", "C", "B", fn_name="lazy_asm"))
+    assert kernel._asm is None  # not emitted by the compile
+    assert "lazy_asm" in kernel.asm and "ret" in kernel.asm
+    x86.CACHE.clear_memory()
+    again = build_x86(_sub_func("A", "C", "B", fn_name="lazy_asm"))  # from disk, asm not stored
+    assert again.from_cache and again.asm == kernel.asm
 
 
 def test_cache_key_follows_project_sources(monkeypatch: pytest.MonkeyPatch) -> None:
