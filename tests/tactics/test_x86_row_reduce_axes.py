@@ -52,3 +52,26 @@ def test_unit_axes_only_reduce_to_the_element(keep: bool) -> None:
     x = np.arange(6, dtype=np.float32).reshape(1, 6, 1)
     got = cp.compile(_program([1, 6, 1], [0, 2], keep), "x86")(x)
     np.testing.assert_array_equal(got, x.reshape(1, 6, 1) if keep else x.reshape(6))
+
+
+@pytest.mark.parametrize(("shape", "dims"), [((32, 64, 56, 56), [0, 2, 3]), ((32, 56, 56, 64), [0, 1, 2])])
+def test_long_float32_sums_accumulate_in_float64(shape: tuple[int, ...], dims: list[int]) -> None:
+    # CINN's TestReduceSumCase15/16 (100352 terms per output; a conv bias gradient): float32 partial
+    # sums kept errors of 5e-5..1e-4 (CINN's tolerance there is 1e-4 relative + 1e-6); in float64
+    # the only error left is the float32 output's rounding
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-0.1, 0.1, shape).astype(np.float32)
+    got = cp.compile(_program(list(shape), dims), "x86")(x)
+    want = x.astype(np.float64).sum(axis=tuple(dims))
+    np.testing.assert_allclose(got, want, rtol=2 ** -23, atol=0)
+
+
+def test_the_long_sum_rule_names_float64_only_past_the_threshold() -> None:
+    from cinn_py.frontend.ops.reduce import LONG_FLOAT32_SUM, _sum_accumulator
+    from cinn_py.ir import float16, float32, float64
+
+    assert _sum_accumulator("reduce_sum", float32, LONG_FLOAT32_SUM + 1) == float64
+    assert _sum_accumulator("reduce_mean", float32, LONG_FLOAT32_SUM + 1) == float64
+    assert _sum_accumulator("reduce_sum", float32, LONG_FLOAT32_SUM) == float32
+    assert _sum_accumulator("reduce_prod", float32, LONG_FLOAT32_SUM * 4) == float32
+    assert _sum_accumulator("reduce_sum", float16, 8) == float32

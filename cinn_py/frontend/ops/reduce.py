@@ -24,7 +24,7 @@ from cinn_py.frontend.ops.reference import fold_extreme
 from cinn_py.frontend.ops.shapes import dims_equal, fmt_dim, fmt_shape, normalize_axes, numel
 from cinn_py.frontend.ops.signature import OpCall, Signature, attr, boolean, floating, int_list, tensor
 from cinn_py.frontend.ops.testing import Case, CaseFn, Input, OpTest
-from cinn_py.ir import DType, Expr, IntImm, bfloat16, const, dtype_of, float16, float32
+from cinn_py.ir import DType, Expr, IntImm, bfloat16, const, dtype_of, float16, float32, float64
 
 _DSL = {"reduce_sum": cdsl.reduce_sum, "reduce_prod": cdsl.reduce_prod, "reduce_max": cdsl.reduce_max,
         "reduce_min": cdsl.reduce_min, "reduce_all": cdsl.reduce_all, "reduce_any": cdsl.reduce_any,
@@ -72,14 +72,16 @@ def _make(op: str) -> OpDef:
         x = arrays[0]
         if op in ("reduce_max", "reduce_min"):  # CINN's NaN rule, folded in the serial kernel's order
             return [fold_extreme(x, attrs["axes"], attrs["keepdim"], op == "reduce_max")]
-        wide = x.astype(accumulator(dtype_of(x.dtype)).to_numpy(), copy=False) if op in _ACCUMULATING else x
+        acc = _sum_accumulator(op, dtype_of(x.dtype), reduce_count(x.shape, attrs["axes"]))
+        wide = x.astype(acc.to_numpy(), copy=False) if op in _ACCUMULATING else x
         out = _NUMPY[op](wide, axis=tuple(attrs["axes"]), keepdims=attrs["keepdim"])
         return [np.asarray(out).astype(x.dtype, copy=False)]
 
     def compute(ins: Sequence[cdsl.ComputeTensor], attrs: Attrs, out: TensorType,
                 out_name: str) -> cdsl.ComputeTensor:
         x = ins[0]
-        acc = accumulator(x.dtype) if op in _ACCUMULATING else x.dtype
+        acc = (_sum_accumulator(op, x.dtype, reduce_count(frontend_dims(x), attrs["axes"]))
+               if op in _ACCUMULATING else x.dtype)
         direct = op != "reduce_mean" and acc == x.dtype
         total = _reduce_compute(op, x, attrs["axes"], attrs["keepdim"], out, acc,
                                 out_name if direct else out_name
@@ -132,6 +134,22 @@ def accumulator(d: DType) -> DType:
     """The dtype sums and products accumulate in: float32 for 16-bit floats (their 11 or 8
     significant bits lose whole addends after a few hundred terms), else the dtype itself."""
     return float32 if d in (float16, bfloat16) else d
+
+
+# float32 sums of more terms than this accumulate in float64: a vectorised sum of 100352 terms
+# ([32, 64, 56, 56] over N, H, W: a conv bias gradient) kept ~1e-4 relative error in float32
+# partial sums, 10x CINN's tolerance for it (test_reduce_op.py); memory-bound, so the wider
+# accumulator costs little
+LONG_FLOAT32_SUM = 1 << 16
+
+
+def _sum_accumulator(op: str, d: DType, count: Any) -> DType:
+    """`accumulator(d)`, and float64 for a float32 sum or mean over more than `LONG_FLOAT32_SUM`
+    terms (a static count; products keep float32: their error does not grow with the count)."""
+    if d == float32 and op in ("reduce_sum", "reduce_mean") and isinstance(count, int) \
+            and count > LONG_FLOAT32_SUM:
+        return float64
+    return accumulator(d)
 
 
 def frontend_dims(t: cdsl.ComputeTensor) -> tuple[Any, ...]:
