@@ -58,6 +58,13 @@ def _popcount(x: np.ndarray, **_: Any) -> np.ndarray:
     return bits.sum(axis=-1).astype(x.dtype)
 
 
+def _clz(x: np.ndarray, **_: Any) -> np.ndarray:
+    """Leading zero bits of each element's two's complement (0 for a negative value)."""
+    bits = 8 * x.itemsize
+    count = np.frompyfunc(lambda v: 0 if v < 0 else bits - int(v).bit_length(), 1, 1)
+    return np.asarray(count(x), dtype=np.int64).astype(x.dtype)
+
+
 # op -> (reference, exact): `exact` where CINN checks with all_equal (or the result is exact)
 UNARY: dict[str, tuple[Callable[..., np.ndarray], bool]] = {
     "abs": (_same(np.abs), True),
@@ -85,6 +92,7 @@ UNARY: dict[str, tuple[Callable[..., np.ndarray], bool]] = {
     "logical_not": (_same(np.logical_not), True),
     "negative": (_same(np.negative), True),
     "popc": (_popcount, True),
+    "clz": (_clz, True),
     "reciprocal": (_wide(np.reciprocal), False),
     "relu": (_same(lambda x: np.maximum(x, np.zeros((), x.dtype))), True),
     "relu6": (

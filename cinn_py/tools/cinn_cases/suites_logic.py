@@ -270,4 +270,16 @@ SUITES: list[Suite] = [
         y_low=0,
         y_high=16,
     ),
+    suite("test_min_op.py", "TestMinOpShapeTest", "binary", _MAX_SHAPES, _XY_F32, _PM100, op="min"),
+    suite(
+        "test_min_op.py",
+        "TestMinOpDtypeTest",
+        "binary",
+        _MAX_BASE5,
+        [{"x_dtype": d, "y_dtype": d} for d in ("int32", "int64", "float32", "float64")],
+        _PM100,
+        op="min",
+    ),
+    suite("test_min_op.py", "TestMinOpPolarityTest", "binary", _MAX_BASE5, _XY_F32, _PM100, op="min"),
+    suite("test_min_op.py", "TestMinOpBroadcastTest", "binary", _BROADCAST21, _XY_F32, _PM100, op="min"),
 ]
