@@ -86,12 +86,12 @@ def target_machine() -> llvm.TargetMachine:
     return new_target_machine()
 
 
-def new_target_machine() -> llvm.TargetMachine:
-    """Host target machine (CPU name and features), O3, JIT code model. MCJIT engines take
-    ownership of theirs, so each engine gets a new one."""
+def new_target_machine(opt: int = 3) -> llvm.TargetMachine:
+    """Host target machine (CPU name and features), code generation at `opt` (default O3), JIT
+    code model. MCJIT engines take ownership of theirs, so each engine gets a new one."""
     _init()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(), opt=3,
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(), opt=opt,
                                         reloc="default", codemodel="jitdefault", jit=True)
 
 
