@@ -39,7 +39,9 @@ def _c_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # -- binary arithmetic -------------------------------------------------------------------------------
 _elementwise("add", 2, NUMERIC, lambda at, a, b: a + b, lambda at, a, b: a + b)
 _elementwise("subtract", 2, NUMERIC, lambda at, a, b: a - b, lambda at, a, b: a - b)
-_elementwise("multiply", 2, NUMERIC, lambda at, a, b: a * b, lambda at, a, b: a * b)
+# multiply on bool is the logical and (Paddle and CINN accept it: CINN's test_multiply_op.py)
+_elementwise("multiply", 2, ANY, lambda at, a, b: And(a, b) if a.dtype.is_bool else a * b,
+             lambda at, a, b: a * b, dtypes=(*testing.NUMERIC, "bool"))
 _elementwise("divide", 2, NUMERIC, lambda at, a, b: a / b, lambda at, a, b: int_division(_c_divide, a, b),
              y_low=0.5, y_high=3.0)
 _elementwise("maximum", 2, NUMERIC, lambda at, a, b: cdsl.maximum(a, b), lambda at, a, b: cinn_maximum(a, b),
