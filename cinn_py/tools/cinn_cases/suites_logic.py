@@ -89,6 +89,11 @@ _SHIFT: dict[str, Any] = {"x_low": -100, "x_high": 100, "y_low": 0, "y_high": 16
 
 _I32 = [{"x_dtype": "int32", "y_dtype": "int32"}]
 
+_MUL_BASE = [
+    {"x_shape": x, "y_shape": x, "axis": 0}
+    for x in ([1], [1024], [512, 256], [128, 64, 32], [16, 8, 4, 2], [16, 8, 4, 2, 1])
+]
+
 SUITES: list[Suite] = [
     suite(
         "test_mod_op.py",
@@ -282,4 +287,62 @@ SUITES: list[Suite] = [
     ),
     suite("test_min_op.py", "TestMinOpPolarityTest", "binary", _MAX_BASE5, _XY_F32, _PM100, op="min"),
     suite("test_min_op.py", "TestMinOpBroadcastTest", "binary", _BROADCAST21, _XY_F32, _PM100, op="min"),
+    suite(
+        "test_multiply_op.py",
+        "TestElementwiseMulOpShapeTest",
+        "binary",
+        [
+            {"x_shape": x, "y_shape": x, "axis": a}
+            for x, a in (
+                ([1], 0),
+                ([1024], -1),
+                ([2048], 0),
+                ([512, 256], 0),
+                ([128, 64, 32], -1),
+                ([16, 8, 4, 2], 0),
+                ([16, 8, 4, 2, 1], -1),
+                ([1, 1, 1, 1, 1], 0),
+            )
+        ],
+        _XY_F32,
+        _PM100,
+        op="multiply",
+    ),
+    suite(
+        "test_multiply_op.py",
+        "TestElementwiseMulOpDtypeTest",
+        "binary",
+        _MUL_BASE,
+        [{"x_dtype": d, "y_dtype": d} for d in ("bool", "int32", "int64", "float32", "float64")],
+        _PM100,
+        op="multiply",
+    ),
+    suite(
+        "test_multiply_op.py",
+        "TestElementwiseMulOpPolarityTest",
+        "binary",
+        _MUL_BASE,
+        _XY_F32,
+        _PM100,
+        op="multiply",
+    ),
+    suite(
+        "test_multiply_op.py",
+        "TestElementwiseMulOpBroadcast",
+        "binary",
+        [
+            {"x_shape": x, "y_shape": [1] * len(x), "axis": a}
+            for x, a in (
+                ([1], 0),
+                ([1024], -1),
+                ([512, 256], 0),
+                ([128, 64, 32], -1),
+                ([16, 8, 4, 2], 0),
+                ([16, 8, 4, 2, 1], -1),
+            )
+        ],
+        _XY_F32,
+        _PM100,
+        op="multiply",
+    ),
 ]

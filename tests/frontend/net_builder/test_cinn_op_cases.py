@@ -141,3 +141,14 @@ def test_matmul_batch_dims_that_cannot_broadcast_are_refused() -> None:
                                             r"at batch axis 0 \(aligned from the right\): 3 vs 5; they must "
                                             r"be equal or 1"):
         nb.matmul(xv, yv)
+
+
+def test_multiply_on_bool_is_the_logical_and() -> None:
+    # CINN's test_multiply_op.py multiplies bool tensors (refused: "needs a numeric operand")
+    nb = cp.NetBuilder("multiply_bool")
+    x, y = nb.create_input("bool", [4], "x"), nb.create_input("bool", [4], "y")
+    out = nb.multiply(x, y)
+    xs, ys = np.array([0, 0, 1, 1], bool), np.array([0, 1, 0, 1], bool)
+    got = cp.build_and_get_output(nb.build(), "x86", [x, y], [xs, ys], [out])[0]
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, xs & ys)
