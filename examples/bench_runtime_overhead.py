@@ -65,7 +65,7 @@ def main() -> None:
     np.testing.assert_allclose(native(x), per_kernel(x), rtol=1e-6)
     sized = native.native.sized({})
     out = np.empty((4, 4), np.float32)
-    pointers = sized.pointers(x.ctypes.data, out.ctypes.data)
+    sized.pointers[:2] = [x.ctypes.data, out.ctypes.data]
     entry = native.native.entry.function
 
     def ufuncs() -> None:
@@ -76,8 +76,8 @@ def main() -> None:
     with threadpool.num_threads_override(1):
         times = best(args.rounds, args.batch, {
             "native graph call": lambda: native(x),
-            "entry function alone": lambda: entry(pointers, sized.arena_address, sized.offsets,
-                                                  sized.symbols),
+            "entry function alone": lambda: entry(sized.pointers_address, sized.arena_address,
+                                                  sized.offsets_address, sized.symbols_address),
             "kernel by kernel": lambda: per_kernel(x),
             f"{args.kernels} x np.add": ufuncs,
         })

@@ -56,18 +56,29 @@ def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 @dataclass
 class SizedGraph:
-    """A graph's layout for one size signature, ready to launch."""
+    """A graph's layout for one size signature, ready to launch: the entry function's arguments
+    as addresses (ctypes converts a Python int for a pointer parameter in a third of the time it
+    takes for a ctypes array object)."""
 
     layout: Layout
     output_shapes: tuple[tuple[int, ...], ...]
     pointers: Any
-    """The ctypes array type of one call's input and output addresses."""
+    """This signature's array of input and output addresses, refilled by each call that holds
+    `lock` (a call that finds it held builds its own)."""
     offsets: Any
     symbols: Any
     arena: np.ndarray | None
     """The cached arena (None: each call allocates one; see `ARENAS`)."""
     arena_address: int
     lock: threading.Lock = field(default_factory=threading.Lock)
+    pointers_address: int = field(init=False)
+    offsets_address: int = field(init=False)
+    symbols_address: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pointers_address = ctypes.addressof(self.pointers)
+        self.offsets_address = ctypes.addressof(self.offsets)
+        self.symbols_address = ctypes.addressof(self.symbols)
 
 
 class NativeGraph:
@@ -96,7 +107,7 @@ class NativeGraph:
         offsets = (ctypes.c_int64 * max(1, len(layout.offsets)))(*layout.offsets)
         symbols = (ctypes.c_int64 * max(1, len(key)))(*key)
         arena = _arena(layout.arena_bytes)
-        pointers = ctypes.c_void_p * (self.plan.n_inputs + self.plan.n_outputs)
+        pointers = (ctypes.c_void_p * max(1, self.plan.n_inputs + self.plan.n_outputs))()
         sized = SizedGraph(layout, layout.output_shapes, pointers, offsets, symbols, arena, _address(arena))
         if len(self._sized) >= SIGNATURES:
             self._sized.pop(next(iter(self._sized)))
@@ -119,21 +130,27 @@ class NativeGraph:
         not overlapping anything) with `threads` threads for parallel loops."""
         if self._threads.value != threads:
             self._threads.value = threads
-        arrays = sized.pointers(*pointers)
         if sized.lock.acquire(False):
             try:
-                if sized.arena is not None:
-                    status = self._function(arrays, sized.arena_address, sized.offsets, sized.symbols)
+                sized.pointers[:len(pointers)] = pointers
+                arena = sized.arena_address if sized.arena is not None else None
+                if arena is not None:
+                    status = self._function(sized.pointers_address, arena, sized.offsets_address,
+                                            sized.symbols_address)
                 else:
-                    arena = _arena(sized.layout.arena_bytes)
-                    status = self._function(arrays, _address(arena), sized.offsets, sized.symbols)
+                    status = self._own_arena(sized, sized.pointers_address)
             finally:
                 sized.lock.release()
-        else:  # the cached arena is in use by another thread's call of this program
-            arena = _arena(sized.layout.arena_bytes)
-            status = self._function(arrays, _address(arena), sized.offsets, sized.symbols)
+        else:  # another thread's call of this program holds the signature's pointers and arena
+            own = (ctypes.c_void_p * len(pointers))(*pointers)
+            status = self._own_arena(sized, ctypes.addressof(own))
         if status:
             self.entry.raise_status(status, sized.layout.symbol_values)
+
+    def _own_arena(self, sized: SizedGraph, pointers_address: int) -> int:
+        """One call with an arena of its own (kept alive until the call returns)."""
+        arena = _arena(sized.layout.arena_bytes)
+        return self._function(pointers_address, _address(arena), sized.offsets_address, sized.symbols_address)
 
 
 def _arena(nbytes: int) -> np.ndarray:
@@ -142,7 +159,7 @@ def _arena(nbytes: int) -> np.ndarray:
 
 
 def _address(arena: np.ndarray) -> int:
-    return int(arena.ctypes.data)
+    return data_ptr(arena)
 
 
 __all__ = ["NativeGraph", "SizedGraph", "aligned_empty"]

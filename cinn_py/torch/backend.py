@@ -195,17 +195,6 @@ class _Support(OperatorSupportBase):
         return reason is None
 
 
-class _Kernels(torch.nn.Module):
-    """A compiled partition in place of its FX submodule."""
-
-    def __init__(self, graph: CompiledGraph) -> None:
-        super().__init__()
-        self.graph = graph
-
-    def forward(self, *tensors: Any) -> Any:
-        return self.graph(*tensors)
-
-
 def _is_compute(node: Any) -> bool:
     """A node computing tensors; views, size arithmetic on SymInts (`operator.mul`, `sym_size`)
     and run-time assertions on sizes are not counted (they stay in Python, between kernels)."""
@@ -221,6 +210,18 @@ def _needs_kernel(node: Any) -> bool:
     which eager returns as views. A partition of views alone stays eager: with symbolic strides
     (`[s0, 1, 1]` of stride `(s1, 1, 1)`) its kernels would return row-major copies."""
     return _is_compute(node) and op_name(node) not in REPLAYED_VIEWS
+
+
+def _call_directly(fused: Any, node: Any, graph: CompiledGraph) -> None:
+    """Replace the partition's submodule call by a call of the compiled graph itself: the
+    generated forward then calls `CompiledGraph.__call__` without nn.Module's `__call__` machinery
+    (hooks, forward dispatch: ~1.5 us a call)."""
+    with fused.graph.inserting_before(node):
+        direct = fused.graph.call_function(graph.__call__, node.args, node.kwargs)
+    direct.meta = dict(node.meta)
+    node.replace_all_uses_with(direct)
+    fused.graph.erase_node(node)
+    fused.delete_submodule(str(node.target))
 
 
 def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Options) -> Any:
@@ -267,10 +268,13 @@ def compile_graph(gm: Any, example_inputs: Sequence[Any], name: str, options: Op
                                             tuple(errors), input_symbols(gm.graph)))
                 raise
             continue
-        setattr(fused, str(node.target), _Kernels(graph))
+        _call_directly(fused, node, graph)
         compiled.update(ops)
         kernels += graph.kernels
     fused.recompile()
+    real_recompile = getattr(fused, "real_recompile", None)
+    if real_recompile is not None:  # a lazy GraphModule would route every call through __call__
+        real_recompile()
     report = GraphReport(name, compiled, fallback, reasons, len(partitions) - len(errors), kernels,
                          tuple(errors),
                          input_symbols(gm.graph))

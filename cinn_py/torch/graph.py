@@ -32,6 +32,7 @@ from cinn_py.pipeline import compile_program
 from cinn_py.runtime.threadpool import num_threads_override
 from cinn_py.target import Target, host
 from cinn_py.torch.converters import CONVERTERS, Emitter
+from cinn_py.torch.fast_call import REBUILDS, FastCall, make_fast_call, new_output, output_specs
 from cinn_py.torch.function import to_numpy, to_torch
 from cinn_py.torch.index_guards import IndexGuard, guards_for, unchecked_reason
 from cinn_py.torch.layout import InputLayout, LayoutMismatch, OutputLayout, input_layout, output_layout
@@ -448,9 +449,15 @@ class CompiledGraph:
     """Tensor signatures (dtype, shape, strides) that passed the checks -> the native layout."""
     _torch_dtypes: tuple[Any, ...] = field(init=False, repr=False, compare=False)
     """The torch dtype of each Program output (what the native call allocates)."""
+    _fast: FastCall | None = field(default=None, repr=False, compare=False)
+    """The last native signature's ready-made call (cinn_py/torch/fast_call.py)."""
+    _fast_built: int = field(default=0, repr=False, compare=False)
+    _plain_outputs: bool = field(init=False, repr=False, compare=False)
+    """The Program's outputs are the graph's, as they are (no layouts, no views, a tuple)."""
 
     def __post_init__(self) -> None:
         self._torch_dtypes = tuple(getattr(torch, v.dtype.scalar_name()) for v in self.program.outputs)
+        self._plain_outputs = not any(self.layouts) and not self.views and self.tuple_output
 
     @staticmethod
     def build(gm: Any, inputs: Sequence[InputSpec], name: str, schedule: str | None = "auto",
@@ -476,6 +483,10 @@ class CompiledGraph:
     def __call__(self, *args: Any) -> Any:
         for guard in self.index_guards:  # before any kernel reads or writes through an index
             guard.check(args)
+        fast = self._fast
+        if fast is not None and fast.guards.check(*args):
+            outs = fast.run(self.compiled.native, args)
+            return outs if self._plain_outputs else self._finish(outs, args)
         try:
             tensors = self.plan.bind(args)
         except LayoutMismatch:
@@ -487,18 +498,22 @@ class CompiledGraph:
             result = self.compiled.run_bound(bound)
             outs = result if isinstance(result, tuple) else (result,)
         else:
-            outs = self._run_cpu(tensors)
+            outs = self._run_cpu(tensors, args)
+        return self._finish(outs, args)
+
+    def _finish(self, outs: tuple[Any, ...], args: Sequence[Any]) -> Any:
+        """The graph's outputs from the Program's: eager's strides, then the output views."""
         if any(self.layouts):
             outs = tuple(o if lay is None else lay(o) for o, lay in zip(outs, self.layouts))
         if self.views:
             outs = tuple(view(outs, args) for view in self.views)
         return outs if self.tuple_output else outs[0]
 
-    def _run_cpu(self, tensors: Sequence[Any]) -> tuple[Any, ...]:
+    def _run_cpu(self, tensors: Sequence[Any], args: Sequence[Any]) -> tuple[Any, ...]:
         """The Program's outputs for CPU tensors: one native call on the tensors' memory
         (`_run_native`) where the compiled program has its native graph, else the kernels one by
         one on zero-copy numpy views."""
-        outs = self._run_native(tensors)
+        outs = self._run_native(tensors, args)
         if outs is not None:
             return outs
         with num_threads_override(torch.get_num_threads()):
@@ -506,13 +521,15 @@ class CompiledGraph:
         arrays = result if isinstance(result, tuple) else (result,)
         return tuple(to_torch(o, v.dtype) for o, v in zip(arrays, self.program.outputs))
 
-    def _run_native(self, tensors: Sequence[Any]) -> tuple[Any, ...] | None:
+    def _run_native(self, tensors: Sequence[Any], args: Sequence[Any]
+                    ) -> tuple[Any, ...] | None:
         """One native call (cinn_py/runtime/native.py): inputs passed by data pointer, outputs
-        allocated with `torch.empty` and written in place, parallel loops on torch's intra-op
-        thread count (`torch.get_num_threads()`: the two pools then use the cores torch was told
-        to use, not both all of them). The first call of a (dtype, shape, strides) signature is
-        checked as numpy arrays (`CompiledProgram.size_native`); later ones only look it up.
-        None when the program has no native graph or these sizes do not fit its plan."""
+        allocated with `new_output` (torch's `empty_strided`) and written in place, parallel
+        loops on torch's intra-op thread count (`torch.get_num_threads()`: the two pools then use
+        the cores torch was told to use, not both all of them). The first call of a (dtype,
+        shape, strides) signature is checked as numpy arrays (`CompiledProgram.size_native`);
+        later ones only look it up, and the call's arguments get a `FastCall` that skips even
+        that. None when the program has no native graph or these sizes do not fit its plan."""
         native = self.compiled.native
         if native is None:
             return None
@@ -529,11 +546,15 @@ class CompiledGraph:
                 self._native_sizes[key] = sized
             else:  # this call runs on the contiguous copies
                 pointers = [int(bound[v.name].ctypes.data) for v in self.compiled.plan.program.inputs]
-        outs = tuple(torch.empty(shape, dtype=dtype) for shape,
-                     dtype in zip(sized.output_shapes, self._torch_dtypes))
+        outs = tuple([new_output(shape, strides, dtype)
+                      for shape, strides, dtype in output_specs(sized.output_shapes, self._torch_dtypes)])
         if pointers is None:
             pointers = [tensors[k].data_ptr() for k in self.compiled.input_positions]
         native.launch(sized, pointers + [o.data_ptr() for o in outs], torch.get_num_threads())
+        if key in self._native_sizes and self._fast_built < REBUILDS:
+            self._fast_built += 1
+            self._fast = make_fast_call(args, tensors, self.compiled.input_positions, sized,
+                                        self._torch_dtypes)
         return outs
 
 NATIVE_SIGNATURES = 64
