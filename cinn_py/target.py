@@ -46,12 +46,17 @@ _ARCH_RE = re.compile(r"^(sm|compute)_(\d+)[a-z]?$")
 # Widest vector register an x86 feature gives, in bits (the first feature present wins).
 _VECTOR_FEATURES = (("avx512f", 512), ("avx", 256), ("sse2", 128))
 
-# Opt-in dynamic shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin) by compute
-# capability, from the CUDA C Programming Guide's "Technical Specifications per Compute Capability".
-_SHARED_OPTIN_KIB = {60: 48, 61: 48, 62: 48, 70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163,
-                     89: 99, 90: 227,
-                     100: 227, 101: 227, 103: 227, 120: 99}
-_MAX_THREADS_PER_SM = {75: 1024, 86: 1536, 87: 2048, 89: 1536, 120: 1536}
+# Per compute capability, from the CUDA C Programming Guide's "Technical Specifications per Compute
+# Capability": (opt-in shared memory per block in KiB (cudaDevAttrMaxSharedMemoryPerBlockOptin),
+# resident threads per SM, resident blocks per SM, shared memory per SM in KiB, shared memory the
+# runtime reserves per block in bytes). An unlisted capability takes the nearest older listed one.
+_SM_SPECS: dict[int, tuple[int, int, int, int, int]] = {
+    60: (48, 2048, 32, 64, 0), 61: (48, 2048, 32, 96, 0), 62: (48, 2048, 32, 64, 0),
+    70: (96, 2048, 32, 96, 0), 72: (96, 2048, 32, 96, 0), 75: (64, 1024, 16, 64, 0),
+    80: (163, 2048, 32, 164, 1024), 86: (99, 1536, 16, 100, 1024), 87: (163, 1536, 16, 164, 1024),
+    89: (99, 1536, 24, 100, 1024), 90: (227, 2048, 32, 228, 1024), 100: (227, 2048, 32, 228, 1024),
+    120: (99, 1536, 32, 100, 1024)}
+OLDEST_SM = min(_SM_SPECS)
 
 TargetLike = Union["Target", str]
 
@@ -104,6 +109,28 @@ class GpuLimits:
     registers_per_block: int = 64 * 1024
     max_registers_per_thread: int = 255
     max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    shared_memory_per_sm: int = 228 * 1024
+    registers_per_sm: int = 64 * 1024
+    reserved_shared_per_block: int = 1024
+    """Shared memory the CUDA runtime takes from each resident block (sm_80 and newer)."""
+
+    @staticmethod
+    def of(arch: str) -> GpuLimits:
+        """The limits of compute capability `arch` (`sm_XY`/`compute_XY`, an `a`/`f` suffix
+        ignored); an unlisted capability takes the nearest older listed one's, one older than
+        every listed one (sm_60) the defaults."""
+        match = _ARCH_RE.match(arch)
+        if match is None:
+            raise ValueError(f"Target.cuda: arch must look like 'sm_90' or 'compute_80', got {arch!r}")
+        cc = int(match.group(2))
+        known = [c for c in _SM_SPECS if c <= cc]
+        if not known:
+            return GpuLimits()
+        optin, threads, blocks, shared, reserved = _SM_SPECS[max(known)]
+        return GpuLimits(max_shared_memory_per_block_optin=optin * 1024, max_threads_per_sm=threads,
+                         max_blocks_per_sm=blocks, shared_memory_per_sm=shared * 1024,
+                         reserved_shared_per_block=reserved)
 
 
 @dataclass(frozen=True)
@@ -165,13 +192,7 @@ class Target:
         current device's, `sm_90` when there is no device."""
         if arch is None or arch == "auto":
             arch = _device_arch() or DEFAULT_CUDA_ARCH
-        match = _ARCH_RE.match(arch)
-        if match is None:
-            raise ValueError(f"Target.cuda: arch must look like 'sm_90' or 'compute_80', got {arch!r}")
-        cc = int(match.group(2))
-        optin = _SHARED_OPTIN_KIB.get(cc, 48) * 1024
-        limits = GpuLimits(max_shared_memory_per_block_optin=optin,
-                           max_threads_per_sm=_MAX_THREADS_PER_SM.get(cc, 2048))
+        limits = GpuLimits.of(arch)
         return Target("cuda", arch, frozenset(), limits,
                       ("cross_thread_reduce", "gpu_bind", "simplify_indices"))
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from cinn_py.diagnostics import CompileError
+from cinn_py.target import OLDEST_SM, GpuLimits
 
 _ENTRY_RE = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
 _FRAME_RE = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spill stores, "
@@ -83,37 +84,19 @@ def _resources(kernel: str, arch: str, text: str) -> KernelResources:
         int(frame.group("loads")) if frame else 0, int(barriers.group("barriers")) if barriers else 0)
 
 
-@dataclass(frozen=True)
-class SmLimits:
-    """Per-SM limits of one compute capability (CUDA C Programming Guide, technical specifications)."""
-
-    max_warps: int
-    max_blocks: int
-    shared_bytes: int
-    registers: int = 65536
-    reserved_shared_per_block: int = 1024
-
-
-_SM_LIMITS = {75: SmLimits(32, 16, 64 * 1024, reserved_shared_per_block=0),
-              80: SmLimits(64, 32, 164 * 1024), 86: SmLimits(48, 16, 100 * 1024),
-              87: SmLimits(48, 16, 164 * 1024),
-              89: SmLimits(48, 24, 100 * 1024), 90: SmLimits(64, 32, 228 * 1024),
-              100: SmLimits(64, 32, 228 * 1024),
-              120: SmLimits(48, 32, 100 * 1024)}
 _REGISTER_UNIT = 256
 _SHARED_UNIT = 128
 
 
-def sm_limits(arch: str) -> SmLimits:
-    """The limits of `sm_XY` (the nearest older listed capability for an unlisted one)."""
+def sm_limits(arch: str) -> GpuLimits:
+    """The GPU limits of `sm_XY` (the Target's: `Target.cuda(arch).limits`), for the capabilities
+    the occupancy calculation knows (sm_60 and newer; an unlisted one: the nearest older listed)."""
     match = re.match(r"^(?:sm|compute)_(\d+)", arch)
     if match is None:
         raise ValueError(f"CUDA resources: arch must look like 'sm_90', got {arch!r}")
-    cc = int(match.group(1))
-    known = [c for c in _SM_LIMITS if c <= cc]
-    if not known:
-        raise ValueError(f"CUDA resources: no SM limits for {arch} (oldest known: sm_{min(_SM_LIMITS)})")
-    return _SM_LIMITS[max(known)]
+    if int(match.group(1)) < OLDEST_SM:
+        raise ValueError(f"CUDA resources: no SM limits for {arch} (oldest known: sm_{OLDEST_SM})")
+    return GpuLimits.of(arch)
 
 
 @dataclass(frozen=True)
@@ -133,17 +116,18 @@ def occupancy(resources: KernelResources, threads_per_block: int, dynamic_shared
     if threads_per_block <= 0:
         raise ValueError(f"CUDA resources: threads per block must be positive, got {threads_per_block}")
     sm = sm_limits(resources.arch)
-    warps = -(-threads_per_block // 32)
-    regs_per_warp = -(-max(resources.registers, 1) * 32 // _REGISTER_UNIT) * _REGISTER_UNIT
+    max_warps = sm.max_threads_per_sm // sm.warp_size
+    warps = -(-threads_per_block // sm.warp_size)
+    regs_per_warp = -(-max(resources.registers, 1) * sm.warp_size // _REGISTER_UNIT) * _REGISTER_UNIT
     shared = resources.shared_static_bytes + dynamic_shared_bytes
-    limits = {"warps": sm.max_warps // warps, "blocks": sm.max_blocks,
-              "registers": (sm.registers // regs_per_warp) // warps}
+    limits = {"warps": max_warps // warps, "blocks": sm.max_blocks_per_sm,
+              "registers": (sm.registers_per_sm // regs_per_warp) // warps}
     if shared:
         per_block = -(-(shared + sm.reserved_shared_per_block) // _SHARED_UNIT) * _SHARED_UNIT
-        limits["shared memory"] = sm.shared_bytes // per_block
+        limits["shared memory"] = sm.shared_memory_per_sm // per_block
     limiter = min(limits, key=lambda name: limits[name])
     blocks = limits[limiter]
-    return Occupancy(blocks, blocks * warps, blocks * warps / sm.max_warps, limiter)
+    return Occupancy(blocks, blocks * warps, blocks * warps / max_warps, limiter)
 
 
 def summary(resources: KernelResources, launch: str, threads: int | None,

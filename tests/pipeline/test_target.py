@@ -179,3 +179,15 @@ def test_the_torch_bridge_builds_the_target_of_the_tensors_device(monkeypatch: p
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 6))
     gpu = device_target("cuda")
     assert gpu == Target.cuda("sm_86") and gpu.gpu.max_shared_memory_per_block_optin == 99 * 1024
+
+
+def test_gpu_limits_come_from_one_table_by_compute_capability() -> None:
+    assert GpuLimits.of("sm_91") == GpuLimits.of("sm_90") == Target.cuda("sm_90a").gpu  # nearest older
+    assert GpuLimits.of("sm_50") == GpuLimits()  # older than every listed capability: the defaults
+    orin, h100, turing = GpuLimits.of("sm_87"), GpuLimits.of("sm_90"), GpuLimits.of("sm_75")
+    assert (orin.max_threads_per_sm, orin.max_blocks_per_sm) == (1536, 16)
+    assert orin.shared_memory_per_sm == 164 * 1024
+    assert (h100.max_shared_memory_per_block_optin, h100.shared_memory_per_sm) == (227 * 1024, 228 * 1024)
+    assert (turing.max_threads_per_sm, turing.reserved_shared_per_block) == (1024, 0)
+    with pytest.raises(ValueError, match=r"arch must look like 'sm_90' or 'compute_80', got 'sm90'"):
+        GpuLimits.of("sm90")

@@ -6,6 +6,7 @@ import pytest
 
 import cinn_py as cp
 from cinn_py.diagnostics import CompileError
+from cinn_py.target import Target
 from codegen.cuda import generate_cuda
 from codegen.cuda.resources import KernelResources, occupancy, parse_ptxas_report, sm_limits
 from schedules import IRSchedule
@@ -70,8 +71,10 @@ def test_occupancy_limits_on_sm_90(regs: int, threads: int, shared: int, blocks:
 def test_unknown_and_newer_archs() -> None:
     assert sm_limits("sm_90a") == sm_limits("sm_90")
     assert sm_limits("sm_91") == sm_limits("sm_90")     # the nearest older listed capability
-    with pytest.raises(ValueError, match="no SM limits"):
-        sm_limits("sm_60")
+    with pytest.raises(ValueError, match=r"no SM limits for sm_50 \(oldest known: sm_60\)"):
+        sm_limits("sm_50")
+    assert sm_limits("sm_87") == Target.cuda("sm_87").gpu  # one table: the Target's
+    assert sm_limits("sm_87").max_threads_per_sm == 1536  # 48 resident warps (Orin)
     with pytest.raises(ValueError, match="threads per block must be positive"):
         occupancy(KernelResources("k", "sm_90", 8, 0, 0, 0, 0, 0), 0)
 
