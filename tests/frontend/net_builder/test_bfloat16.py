@@ -113,8 +113,8 @@ def test_bfloat16_bit_patterns_in_give_bit_patterns_out() -> None:
 
 @pytest.mark.parametrize(("build", "message"), [
     (lambda nb, x: nb.bitwise_and(x, x),
-     r"bitwise_and: needs an integer operand, got bfloat16 for argument 'x' \(expected one of int8, "
-     r".*uint64\)"),
+     r"bitwise_and: needs an integer or bool operand, got bfloat16 for argument 'x' \(expected one of "
+     r"bool, int8, .*uint64\)"),
     (lambda nb, x: nb.left_shift(x, x),
      r"left_shift: needs an integer operand, got bfloat16 for argument 'x'"),
     (lambda nb, x: nb.popc(x), r"popc: needs an integer operand, got bfloat16 for argument 'x'"),
