@@ -212,6 +212,8 @@ def _tune_subjects(ns: argparse.Namespace) -> list[tuple[str, Any, Any]]:
 
 
 def _program_or_model(path: Path) -> tuple[Any, Any] | None:
+    import runpy
+
     from cinn_py.frontend.program import Program
 
     namespace = runpy.run_path(str(path), run_name="__cinn_py__")

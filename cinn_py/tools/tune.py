@@ -256,6 +256,7 @@ class _Setup:
     progress: bool
     model: str
     history: list[tuple[list[float], float]]
+    min_speedup: float
 
 
 def tune(obj: Any, target: TargetLike = "x86", trials: int = 32, *,
@@ -263,7 +264,7 @@ def tune(obj: Any, target: TargetLike = "x86", trials: int = 32, *,
          budget_s: float | None = None, batch_size: int = 8, workers: str = "process", parallel: int = 1,
          dims: dict[str, int] | None = None, repeat: int = 5, timeout_s: float = 120.0,
          db: str | Path | None = None, seed: int = 0, save: bool = True, progress: bool = True,
-         fast_math: bool = False, model: str = "auto", confirm: int = 3,
+         fast_math: bool = False, model: str = "auto", confirm: int = 3, min_speedup: float = 1.03,
          log: Callable[[str], None] | None = None) -> list[TuneResult]:
     """Tune every group of `obj` for the CPU `target` (see the module docstring).
 
@@ -279,7 +280,9 @@ def tune(obj: Any, target: TargetLike = "x86", trials: int = 32, *,
         model: the cost model: "auto" (LightGBM, else scikit-learn, else random), "lightgbm",
             "sklearn" or "none" (random search).
         confirm: how many of the fastest candidates are re-timed against the default,
-            interleaved (0: trust the search's samples).
+            interleaved (0: trust the search's samples); `min_speedup`: the confirmed speed-up a
+            candidate needs over the default to be kept (below it the default is the result:
+            on shared cores smaller differences are noise).
         save: write the winners and the measurements to the database.
 
     Returns one `TuneResult` per group (`.best`, `.default`, `.speedup`, `.trials`, `.summary()`).
@@ -298,9 +301,12 @@ def tune(obj: Any, target: TargetLike = "x86", trials: int = 32, *,
     path = Path(db) if db is not None else db_path()
     store = TuningDB.load(path)
     history = [(f, _relative(t, d)) for _, _, f, t, d in store.measurements(host_cpu(), tgt.name) if d]
-    options = SearchOptions(trials=trials, batch_size=batch_size, seed=seed, budget_s=budget_s)
+    # the search gets 85% of the budget: pruning the space and the confirmation need the rest
+    options = SearchOptions(trials=trials, batch_size=batch_size, seed=seed,
+                            budget_s=None if budget_s is None else 0.85 * budget_s)
     runner = make_runner(workers, parallel, timeout_s)
-    setup = _Setup(tgt, runner, options, repeat, seed, fast_math, confirm, progress, model, history)
+    setup = _Setup(tgt, runner, options, repeat, seed, fast_math, confirm, progress, model, history,
+                   min_speedup)
     results: list[TuneResult] = []
     try:
         for func in groups:
@@ -337,7 +343,8 @@ def _tune_group(func: LoweredFunc, symbols: dict[str, int], setup: _Setup, path:
     default_fallbacks = len(apply_candidate(func, tgt, full.default).schedule.auto_report.fallbacks)
     space, dropped = prune_space(full, lambda c: apply_candidate(func, tgt, c, default_fallbacks, full))
     text = print_ir(func, decls=True)
-    bar = Progress(func.name, setup.options.trials, setup.progress, budget_s=setup.options.budget_s)
+    budget = None if setup.options.budget_s is None else setup.options.budget_s / 0.85
+    bar = Progress(func.name, setup.options.trials, setup.progress, budget_s=budget)
     cost_model = CostModel(setup.model, setup.seed)
 
     def measure(batch: Sequence[Any]) -> list[tuple[float | None, str | None]]:
@@ -386,8 +393,12 @@ def _confirm(result: TuneResult, text: str, symbols: dict[str, int], setup: _Set
         result.best_candidate = result.best.candidate
         return
     best_time, best_cand = min(timed, key=lambda tc: tc[0])
+    default_time = times[0]  # type: ignore[index]
+    if default_time is not None and best_time * setup.min_speedup > default_time:
+        # within the noise of a shared machine: keep what auto does untuned
+        best_time, best_cand = default_time, result.default.candidate
     result.best_candidate = best_cand
-    result.confirmed = {"best": best_time, "default": times[0]}  # type: ignore[index]
+    result.confirmed = {"best": best_time, "default": default_time}
 
 
 def measure(func: LoweredFunc, cand: Any, dims: dict[str, int] | None = None, repeat: int = 5,

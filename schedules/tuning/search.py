@@ -57,7 +57,8 @@ class SearchOptions:
     explore: float = 0.25
     seed: int = 0
     budget_s: float | None = None
-    """Wall seconds for the whole search (checked between batches)."""
+    """Wall seconds for the whole search: a batch is cut to what the time per trial so far says
+    still fits."""
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.batch_size < 1 or self.pool_factor < 1 or self.elites < 1:
@@ -111,15 +112,20 @@ def evolutionary_search(space: SearchSpace, schedule: ScheduleFn, measure: Measu
         if left <= 0:
             out.stopped = "trials"
             break
-        if options.budget_s is not None and time.monotonic() - start >= options.budget_s:
-            out.stopped = "budget"
-            break
+        size = min(left, options.batch_size)
+        if options.budget_s is not None:
+            spent = time.monotonic() - start
+            per_trial = spent / max(1, len(out.measured))  # scheduling + measuring one candidate
+            size = min(size, int((options.budget_s - spent) / per_trial))  # the batch must fit the budget
+            if size < 1:
+                out.stopped = "budget"
+                break
         pool = _fresh(space, schedule, rng, seen, tried, out, options.pool_factor * options.batch_size,
                       lambda: _offspring(space, out, rng, options))
         if not pool:
             out.stopped = "space exhausted"
             break
-        batch, predicted = _choose(pool, model, out, history, rng, min(left, options.batch_size), options)
+        batch, predicted = _choose(pool, model, out, history, rng, size, options)
         _measure_batch(batch, predicted, measure, out, on_trial)
     return out
 
