@@ -104,7 +104,8 @@ def _rfactor(sch: IRSchedule, block: str, lanes: int, cfg: ScheduleConfig) -> tu
     _, inner = sch.split(handles[-1], [-1, acc])
     # the partial results are a new last axis of the output: after the spatial iter vars (a
     # reduction over several axes, fused into one loop, still has one iter var per axis)
-    axis = sum(1 for iv in block_info_of(sch, block).realize.schedule_block.iter_vars if not iv.is_reduce_axis)
+    iter_vars = block_info_of(sch, block).realize.schedule_block.iter_vars
+    axis = sum(1 for iv in iter_vars if not iv.is_reduce_axis)
     rf = sch.rfactor(inner, axis)
     return rf.name, acc
 
