@@ -33,7 +33,6 @@ import argparse
 import difflib
 import os
 import re
-import runpy
 import sys
 import traceback
 from collections.abc import Callable, Sequence
