@@ -61,10 +61,9 @@ import torch  # pyright: ignore[reportMissingImports]
 from torch.fx.passes.operator_support import OperatorSupportBase  # pyright: ignore[reportMissingImports]
 
 from cinn_py.torch.converters.random import SEED_MARK, seed_dropout
-from cinn_py.torch.graph import (
-    REPLAYED_VIEWS, VIEW_OPS, CompiledGraph, input_spec, is_size_value, op_name, require_cuda,
-    unsupported_reason,
-)
+from cinn_py.torch.graph import CompiledGraph, require_cuda
+from cinn_py.torch.output_views import REPLAYED_VIEWS
+from cinn_py.torch.support import VIEW_OPS, input_spec, is_size_value, op_name, unsupported_reason
 from cinn_py.torch.symbolic import input_symbols, read_sizes_from_inputs
 
 log = logging.getLogger("cinn_py.torch")

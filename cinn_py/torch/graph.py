@@ -1,18 +1,15 @@
 """One FX graph of ATen ops (a partition of AOT autograd's forward or backward) as a compiled Program.
 
-`unsupported_reason(node)` is the partitioner's test: a node converts when its op has a converter
-(cinn_py/torch/converters/) that accepts this call, every tensor it reads or produces has a dtype
-NetBuilder takes and sizes that are ints or symbolic dims cinn-py expresses (sums, products and
-powers of torch's symbols, exact floor divisions), and a symbolic scalar operand only where the
-op takes it as a 0-d input (`SCALAR_OPERAND_OPS`). `CompiledGraph.build(graph_module,
-input_types)` converts the graph to a `Program` (tensor placeholders become inputs named after
-them, SymInt placeholders the symbolic dims they hold, the output node's values its outputs) and
-compiles it with the automatic schedule, once for all sizes (cinn_py/torch/symbolic.py); calling
-it binds and checks the sizes, then runs the kernels on torch tensors through DLPack: CPU tensors
-as zero-copy numpy views, CUDA tensors passed as they are (the CUDA kernels take
+Which nodes a partition holds is `cinn_py.torch.support.unsupported_reason`'s decision. Here,
+`CompiledGraph.build(graph_module, input_types)` converts the graph to a `Program` (tensor
+placeholders become inputs named after them, SymInt placeholders the symbolic dims they hold, the
+output node's values its outputs, view chains at the outputs left to torch:
+cinn_py/torch/output_views.py) and compiles it with the automatic schedule, once for all sizes
+(cinn_py/torch/symbolic.py); calling it binds and checks the sizes, then runs the kernels on torch
+tensors: on the CPU as one native call on the tensors' memory (a repeated signature through
+cinn_py/torch/fast_call.py), CUDA tensors passed as they are (the CUDA kernels take
 `__cuda_array_interface__` arrays and allocate torch outputs).
 """
-
 from __future__ import annotations
 
 import operator
@@ -21,11 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch  # pyright: ignore[reportMissingImports]
-from torch.fx.node import map_aggregate, map_arg  # pyright: ignore[reportMissingImports]
 
 from cinn_py.diagnostics import CinnError
 from cinn_py.frontend.net_builder import NetBuilder
-from cinn_py.frontend.ops.base import SUPPORTED_DTYPES
 from cinn_py.frontend.ops.shapes import assumed_dims, fmt_shape, shapes_equal
 from cinn_py.frontend.program import Program, Variable, bind_inputs
 from cinn_py.pipeline import compile_program
@@ -34,276 +29,20 @@ from cinn_py.target import Target, host
 from cinn_py.torch.converters import CONVERTERS, Emitter
 from cinn_py.torch.fast_call import REBUILDS, FastCall, make_fast_call, new_output, output_specs
 from cinn_py.torch.function import to_numpy, to_torch
-from cinn_py.torch.index_guards import IndexGuard, guards_for, unchecked_reason
-from cinn_py.torch.layout import InputLayout, LayoutMismatch, OutputLayout, input_layout, output_layout
-from cinn_py.torch.symbolic import (
-    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, dim_reason, factors,
-    is_symbolic,
+from cinn_py.torch.index_guards import IndexGuard, guards_for
+from cinn_py.torch.layout import LayoutMismatch, OutputLayout, output_layout
+from cinn_py.torch.output_views import OutputView, output_views
+from cinn_py.torch.support import (
+    ConversionError, InputSpec, SymIntSpec, TensorSpec, is_scalar_use, op_name, tensors_of,
 )
-
-# Ops that only re-view their input: a partition of these alone is not worth a kernel launch.
-VIEW_OPS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
-                      "aten.t.default",
-                      "aten.transpose.int", "aten.permute.default", "aten.expand.default",
-                      "aten.detach.default",
-                      "aten.alias.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
-                      "aten.clone.default", "_operator.getitem"})
-
-
-class ConversionError(CinnError):
-    """An FX node could not be expressed as NetBuilder ops (the op, the node and the mismatch)."""
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """dtype name (NetBuilder's), shape and device of one tensor; a symbolic size is a torch SymInt."""
-
-    dtype: str
-    shape: tuple[Any, ...]
-    device: str
-    layout: InputLayout | None = None
-    """How a strided tensor (a transposed, expanded or sliced view) enters the Program in place
-    (cinn_py/torch/layout.py); None: it is row-major."""
-
-    @staticmethod
-    def of(value: Any) -> TensorSpec:
-        shape = tuple(s if is_symbolic(s) else int(s) for s in value.shape)
-        return TensorSpec(str(value.dtype).removeprefix("torch."), shape, value.device.type,
-                          input_layout(value))
-
-
-@dataclass(frozen=True)
-class SymIntSpec:
-    """A SymInt placeholder (a size torch passes as an int argument)."""
-
-    value: Any
-
-
-InputSpec = TensorSpec | SymIntSpec
-
-
-def input_spec(value: Any) -> InputSpec:
-    """The spec of a placeholder's example value (a fake tensor or a SymInt)."""
-    return TensorSpec.of(value) if isinstance(value, torch.Tensor) else SymIntSpec(value)
-
-
-def op_name(node: Any) -> str:
-    """`aten.add.Tensor`, `_operator.getitem`, ...: the name reports and converters use."""
-    target = node.target
-    return "_operator.getitem" if target is operator.getitem else str(target)
-
-
-def _tensors(value: Any) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    return [value] if isinstance(value, torch.Tensor) else []
-
-
-def _value_reason(value: Any) -> str | None:
-    names = {d.scalar_name() for d in SUPPORTED_DTYPES}
-    for t in _tensors(value):
-        spec_dtype = str(t.dtype).removeprefix("torch.")
-        if spec_dtype not in names:
-            return f"dtype {spec_dtype}"
-        reason = next((r for r in map(dim_reason, t.shape) if r is not None), None)
-        if reason is not None:
-            return reason
-        if t.device.type not in ("cpu", "cuda"):
-            return f"device {t.device.type}"
-    return None
-
-
-def is_size_value(value: Any) -> bool:
-    """A SymInt/SymFloat/SymBool or Python number: the value of a size computation, not a tensor."""
-    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool))
-
-
-SCALAR_OPERAND_OPS = frozenset(
-    f"aten.{op}.{overload}" for op
-    in ("add", "sub", "rsub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt",
-                                       "le", "eq", "ne") for overload in ("Tensor", "Scalar")
-) | {"aten.scalar_tensor.default", "aten.full.default"}
-"""Ops that take a SymInt operand as a number (a 0-d int64 input of the Program, `is_scalar_use`)."""
-
-
-def _symbolic_scalar_reason(node: Any) -> str | None:
-    """Sizes may be symbolic (lists of SymInts: view/expand/full sizes, taken from the fake
-    tensors); a SymInt used as a number only by the ops of `SCALAR_OPERAND_OPS`, a SymFloat or
-    SymBool by none (NetBuilder's constants are numbers)."""
-    for arg in (*node.args, *node.kwargs.values()):
-        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-        if is_symbolic(value) and isinstance(arg, torch.fx.Node) and op_name(node) in SCALAR_OPERAND_OPS:
-            continue
-        if isinstance(value, (torch.SymFloat, torch.SymBool)) or is_symbolic(value):
-            label = arg.name if isinstance(arg, torch.fx.Node) else "argument"
-            return f"scalar {label} = {value} is symbolic (only sizes may be)"
-    return None
-
-
-def is_scalar_use(node: Any) -> bool:
-    """Whether some user of the placeholder `node` takes it as an operand, not within a size list."""
-    return any(node in (*user.args, *user.kwargs.values()) for user in node.users)
-
-
-def unsupported_reason(node: Any) -> str | None:
-    """Why `node` stays in eager PyTorch, or None when it converts."""
-    if node.op != "call_function":
-        return f"{node.op} node"
-    if node.target is operator.getitem:
-        return unsupported_reason(node.args[0])
-    rule = CONVERTERS.get(op_name(node))
-    if rule is None:
-        return _effectful_reason(node) or "no converter"
-    for value in (node.meta.get("val"), *[a.meta.get("val") for a in node.all_input_nodes]):
-        reason = _value_reason(value)
-        if reason is not None:
-            return reason
-    if node.meta.get("val") is None:
-        return "no fake-tensor metadata"
-    reason = _symbolic_scalar_reason(node)
-    if reason is not None:
-        return reason
-    reason = rule.check(*node.args, **node.kwargs) if rule.check is not None else None
-    return reason if reason is not None else unchecked_reason(node, op_name(node))
-
-
-def _effectful_reason(node: Any) -> str | None:
-    """A `with_effects` node (an op with side effects, ordered by a token: the error checks of
-    LAPACK results, `_print`) is named by the op it calls: reports say what stayed eager."""
-    if op_name(node) != "with_effects" or len(node.args) < 2:
-        return None
-    return f"no converter for the effectful call of {node.args[1]}"
-
+from cinn_py.torch.symbolic import (
+    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, factors,
+)
 
 def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     if isinstance(arg, (list, tuple)):
         return type(arg)(_var_of(env, a) for a in arg)
     return env[arg] if isinstance(arg, torch.fx.Node) else arg
-
-
-REPLAYED_VIEWS = frozenset({"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
-                            "aten.t.default",
-                            "aten.transpose.int", "aten.permute.default", "aten.expand.default",
-                            "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
-                            "aten.alias.default",
-                            "aten.detach.default", "aten.slice.Tensor", "aten.select.int"})
-"""Views a graph output may end with that are applied to the result tensor by torch (`OutputView`)
-instead of computed by a kernel: in eager they cost nothing, and the transposes AOT autograd saves
-for the backward (`t(x)` for a weight gradient) were a kernel pass with strided stores each (one
-fused into the forward's gelu kernel made it 7x slower). A slice or select at an output is a view
-of the whole value too, as eager's: its strides are eager's (a kernel computing only the slice
-would return it dense)."""
-
-
-@dataclass(frozen=True)
-class OutputView:
-    """One graph output: `source` >= 0 is that Program output, -1 - k the graph's k-th argument;
-    then `views` (aten op, its arguments after the tensor, its keyword arguments) in order."""
-
-    source: int
-    views: tuple[tuple[Any, tuple[Any, ...], dict[str, Any]], ...] = ()
-
-    def __call__(self, outs: Sequence[Any], args: Sequence[Any]) -> Any:
-        t = outs[self.source] if self.source >= 0 else args[-1 - self.source]
-        sizes: dict[Any, Any] = {}
-
-        def value(a: Any) -> Any:
-            return a(args, sizes) if isinstance(a, SizeArg) else a
-
-        for op, rest, kwargs in self.views:
-            rest, kwargs = map_aggregate((rest, kwargs), value)
-            t = op(t, *rest, **kwargs)
-        return t
-
-
-@dataclass(frozen=True)
-class SizeArg:
-    """A size argument of an output view that is a node of the graph: a SymInt under dynamic shapes
-    (`view(x, [s0, s1*s2])`, its sizes read by `sym_size` and multiplied). It is computed at each
-    call from the graph's arguments by those size ops, so the view is still torch's: an output that
-    aliases an input must have its real strides (AOT autograd rebuilds it with `as_strided` of the
-    input from them)."""
-
-    node: Any
-    placeholders: tuple[Any, ...]
-
-    def __call__(self, args: Sequence[Any], sizes: dict[Any, Any]) -> Any:
-        if not sizes:
-            sizes.update(zip(self.placeholders, args))
-        return _evaluated(self.node, sizes)
-
-
-def _evaluated(node: Any, values: dict[Any, Any]) -> Any:
-    if node not in values:
-        args, kwargs = map_arg((node.args, node.kwargs), lambda n: _evaluated(n, values))
-        values[node] = node.target(*args, **kwargs)
-    return values[node]
-
-
-def _sized(value: Any, placeholders: Sequence[Any]) -> Any:
-    """`value` (a view's arguments) with each node in it a `SizeArg`."""
-    if isinstance(value, torch.fx.Node):
-        return SizeArg(value, tuple(placeholders))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_sized(v, placeholders) for v in value)
-    if isinstance(value, dict):
-        return {k: _sized(v, placeholders) for k, v in value.items()}
-    return value
-
-
-def _size_computable(node: Any) -> bool:
-    """Whether `node` is a size computed from the graph's arguments alone (`_evaluated` runs it)."""
-    if node.op == "placeholder":
-        return True
-    if node.op != "call_function" or not is_size_value(node.meta.get("val")):
-        return False
-    found: list[Any] = []
-    map_arg((node.args, node.kwargs), found.append)
-    return all(n.op == "placeholder" or _size_computable(n) for n in found)
-
-
-def _replayable(node: Any) -> bool:
-    found: list[Any] = []
-    map_arg((node.args[1:], node.kwargs), found.append)
-    return all(is_size_value(n.meta.get("val")) and _size_computable(n) for n in found)
-
-
-def _view_chain(node: Any) -> tuple[Any, list[Any]]:
-    """The node an output is a chain of views of (the output itself when it is none), and the views
-    from that node to the output. A size argument that is a node must be computable from the
-    graph's arguments (`SizeArg`)."""
-    chain: list[Any] = []
-    while (node.op == "call_function" and op_name(node) in REPLAYED_VIEWS and node.args
-           and isinstance(node.args[0], torch.fx.Node) and _replayable(node)):
-        chain.append(node)
-        node = node.args[0]
-    return node, chain[::-1]
-
-
-def _output_views(flat: Sequence[Any], placeholders: Sequence[Any], tensor_args: set[Any]
-                  ) -> tuple[list[Any], tuple[OutputView, ...]]:
-    """The nodes the Program computes and how each graph output is made from them: a view chain at
-    the end of an output is left to torch (`REPLAYED_VIEWS`); a view of an argument is taken of the
-    argument itself. No views (`()`): the Program computes every output as it is (also when it
-    would compute nothing)."""
-    computed: list[Any] = []
-    views: list[OutputView] = []
-
-    for out in flat:
-        base, chain = _view_chain(out)
-        steps = tuple((n.target, _sized(tuple(n.args[1:]), placeholders),
-                       _sized(dict(n.kwargs), placeholders)) for n in chain)
-        if chain and base in tensor_args:
-            views.append(OutputView(-1 - placeholders.index(base), steps))
-            continue
-        if chain and base in computed:  # `x` and a view of it: one Program output
-            views.append(OutputView(computed.index(base), steps))
-            continue
-        views.append(OutputView(len(computed), steps))
-        computed.append(base)
-    if not computed or all(v.source == k and not v.views for k, v in enumerate(views)):
-        return list(flat), ()
-    return computed, tuple(views)
 
 
 def _checked(node: Any, value: Any, nb: NetBuilder, table: SymbolTable, fake: Any = None) -> Any:
@@ -384,7 +123,7 @@ def _convert(gm: Any, nb: NetBuilder, table: SymbolTable, placeholders: list[Any
         nb.create_input(CARRIER_DTYPE, [s], f"carrier_{s.name}")
     flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     tensor_args = {p for p, e in zip(placeholders, entries) if isinstance(e, TensorInput)}
-    computed, views = _output_views(flat, placeholders, tensor_args)
+    computed, views = output_views(flat, placeholders, tensor_args)
     tensor_inputs = {env[p].name for p in tensor_args}
     layouts = tuple(output_layout(n.meta.get("val")) for n in computed)
     values = [nb.transpose(env[n], list(lay.order)) if lay is not None and lay.order is not None else env[n]
@@ -397,13 +136,13 @@ def _sizes_of(inputs: Sequence[InputSpec], gm: Any) -> list[Any]:
     sizes = [d for spec in inputs for d in (spec.shape if isinstance(spec, TensorSpec) else (spec.value,))]
     for node in gm.graph.nodes:
         if node.op == "call_function":
-            sizes += [d for t in _tensors(node.meta.get("val")) for d in t.shape]
+            sizes += [d for t in tensors_of(node.meta.get("val")) for d in t.shape]
     return sizes
 
 
 def _converted(nb: NetBuilder, table: SymbolTable, env: dict[Any, Any], node: Any, name: str) -> Any:
     rule = CONVERTERS[op_name(node)]
-    spec = TensorSpec.of(_tensors(node.meta["val"])[0])
+    spec = TensorSpec.of(tensors_of(node.meta["val"])[0])
     emitter = Emitter(nb, table.shape(spec.shape), spec.dtype)
     try:
         value = rule.convert(emitter, *_var_of(env, node.args),

@@ -327,7 +327,7 @@ def guards_for(gm: Any) -> tuple[IndexGuard, ...]:
     ops all passed `unchecked_reason`; constant and static indices were checked there)."""
     if not checks_enabled():
         return ()
-    from cinn_py.torch.graph import op_name  # noqa: PLC0415 - graph imports this module
+    from cinn_py.torch.support import op_name  # noqa: PLC0415 - support imports this module
 
     positions = {n: k for k, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
     guards: list[IndexGuard] = []
