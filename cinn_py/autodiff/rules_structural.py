@@ -171,6 +171,12 @@ def _matmul(c: GradContext) -> list[Variable | None]:
                                                           list(range(x.ndim - 2, x.ndim)))
         dx = nb.matmul(yb, g, transpose_x=ty, transpose_y=True)      # op(y) @ g^T
     dy = nb.matmul(x, g, transpose_x=not tx) if not ty else nb.matmul(g, x, transpose_x=True, transpose_y=tx)
-    if y.ndim < dy.ndim:
-        dy = nb.reduce_sum(dy, list(range(dy.ndim - y.ndim)))
-    return [dx, dy]
+    # batch dims broadcast as numpy's (an operand of fewer dims, or a batch dim of 1): each
+    # gradient is summed over the batch dims its operand was broadcast along
+    return [_unbroadcast(nb, dx, x), _unbroadcast(nb, dy, y)]
+
+
+def _unbroadcast(nb: NetBuilder, grad: Variable, operand: Variable) -> Variable:
+    """`grad` (of the product's batch shape) summed down to `operand`'s shape; the operand's
+    dims are grad's trailing ones."""
+    return sum_to(nb, grad, operand, tuple(range(grad.ndim - operand.ndim, grad.ndim)))
