@@ -35,9 +35,8 @@ from cinn_py.torch.output_views import OutputView, output_views
 from cinn_py.torch.support import (
     ConversionError, InputSpec, SymIntSpec, TensorSpec, is_scalar_use, op_name, tensors_of,
 )
-from cinn_py.torch.symbolic import (
-    CARRIER_DTYPE, InputPlan, SymbolTable, SymIntInput, TensorInput, check_bindable, factors,
-)
+from cinn_py.torch.input_plan import InputPlan, SymIntInput, TensorInput, check_bindable, factors
+from cinn_py.torch.symbolic import CARRIER_DTYPE, SymbolTable
 
 def _var_of(env: dict[Any, Any], arg: Any) -> Any:
     if isinstance(arg, (list, tuple)):

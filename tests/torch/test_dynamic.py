@@ -22,7 +22,8 @@ from cinn_py.torch.backend import cinn_py_backend  # noqa: E402
 from cinn_py.torch.converters import CONVERTERS  # noqa: E402
 from cinn_py.torch.graph import CompiledGraph  # noqa: E402
 from cinn_py.torch.support import input_spec  # noqa: E402
-from cinn_py.torch.symbolic import SymbolicShapeError, SymIntInput, TensorInput  # noqa: E402
+from cinn_py.torch.input_plan import SymIntInput, TensorInput  # noqa: E402
+from cinn_py.torch.symbolic import SymbolicShapeError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = {"strict": True}
